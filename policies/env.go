@@ -1,0 +1,26 @@
+package policies
+
+import "context"
+
+// EnvRequest is the input of an env policy: the ambient environment of
+// acpflow and the explicit values the workflow sets (agent env, then step
+// env layered over it).
+type EnvRequest struct {
+	Request
+	Ambient  map[string]string `json:"ambient"`
+	Explicit map[string]string `json:"explicit"`
+}
+
+// EnvDecision is an env policy's answer: the child's whole environment, or
+// a refusal to spawn.
+type EnvDecision struct {
+	Env  map[string]string // the child's complete environment
+	Deny string            // non-empty: refuse the spawn, with this reason
+	Rule string            // what decided, for the record
+}
+
+// Env builds a child's environment before each spawn. Implementations must
+// be safe for concurrent use.
+type Env interface {
+	DecideEnv(ctx context.Context, req *EnvRequest) (EnvDecision, error)
+}

@@ -1,0 +1,74 @@
+package policies
+
+import "context"
+
+// Decision is what a permission policy chose (SPEC §4.1).
+type Decision string
+
+const (
+	Allow        Decision = "allow"         // first allow_once, else first allow_always
+	AllowAlways  Decision = "allow_always"  // first allow_always, else first allow_once
+	Reject       Decision = "reject"        // first reject_once, else first reject_always
+	RejectAlways Decision = "reject_always" // first reject_always, else first reject_once
+	Cancel       Decision = "cancel"        // answer the `cancelled` outcome
+)
+
+// ToolLocation is one file a tool call touches.
+type ToolLocation struct {
+	Path        string `json:"path"`
+	Line        int    `json:"line"`
+	InWorkspace bool   `json:"in_workspace"`
+}
+
+// Tool is the tool call a permission is asked for, flattened for rules.
+type Tool struct {
+	ID        string         `json:"id"`
+	Kind      string         `json:"kind"`
+	Title     string         `json:"title"`
+	Status    string         `json:"status"`
+	RawInput  any            `json:"raw_input"`
+	Command   string         `json:"command"` // from raw_input.command: a string, or an argv joined by spaces
+	Locations []ToolLocation `json:"locations"`
+}
+
+// Option is one permission option the agent offered.
+type Option struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Kind string `json:"kind"` // allow_once | allow_always | reject_once | reject_always
+}
+
+// PermissionRequest is the input of a permission policy, as expr
+// environment and as WASM input (SPEC §4.1).
+type PermissionRequest struct {
+	Request
+	Tool    Tool           `json:"tool"`
+	Options []Option       `json:"options"`
+	Config  map[string]any `json:"config"`
+}
+
+// Verdict is a permission policy's answer.
+type Verdict struct {
+	Decision Decision
+	Rule     string // "1"-based rule index, "default", "shorthand", or a module file name
+	Reason   string
+}
+
+// Permission answers permission requests. Implementations must be safe for
+// concurrent use: one policy serves every step that names it.
+type Permission interface {
+	DecidePermission(ctx context.Context, req *PermissionRequest) (Verdict, error)
+}
+
+// PermissionRecord is the record of one answered permission (SPEC §6).
+type PermissionRecord struct {
+	ToolCallID string   `json:"tool_call_id"`
+	Kind       string   `json:"kind"`
+	Title      string   `json:"title"`
+	Decision   Decision `json:"decision"`
+	Outcome    string   `json:"outcome"`   // "selected" or "cancelled"
+	OptionID   string   `json:"option_id"` // empty when cancelled
+	Policy     Source   `json:"policy"`
+	Rule       string   `json:"rule"`
+	Reason     string   `json:"reason"`
+}

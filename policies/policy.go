@@ -1,0 +1,31 @@
+// Package policies decides, inside acpflow, the two things a child agent may
+// not decide for itself: the answer to each session/request_permission, and
+// the environment the child is spawned with.
+//
+// A policy is an interface so that the built-in forms (shorthand, expr rules)
+// and WASM modules plug in the same way. Every policy fails closed: an error
+// from a policy means the permission is rejected or the spawn refused, never
+// silently allowed.
+package policies
+
+
+// Source says which configuration a policy came from; it is recorded with
+// every decision (SPEC §6 `policy`).
+type Source string
+
+const (
+	SourceWorkflow Source = "workflow" // policies: at the top of the workflow file
+	SourceStep     Source = "step"     // policies: on the step, replacing the workflow's
+	SourceDefault  Source = "default"  // nothing configured: the built-in default
+)
+
+// Request is what every policy call knows about its context (SPEC §4.1).
+type Request struct {
+	Kind      string `json:"kind"` // "permission" or "env"
+	Workflow  string `json:"workflow"`
+	RunID     string `json:"run_id"`
+	Step      string `json:"step"`
+	Agent     string `json:"agent"`
+	Workspace string `json:"workspace"`
+	Cwd       string `json:"cwd"`
+}
