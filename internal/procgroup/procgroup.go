@@ -1,0 +1,361 @@
+// Package procgroup starts a child process in a process group of its own and
+// tears it down so that nothing it started outlives it.
+//
+// The teardown ladder is the seed's (close stdin, wait, SIGTERM the group,
+// wait, SIGKILL the group, wait), closed where the seed leaked: a descendant
+// that called setsid left the group and survived. Here every descendant ever
+// seen below the child is remembered (pid and start time) and killed after
+// the group; with EnableSubreaper, orphans of the child's tree are re-parented
+// to acpflow instead of init, so they stay visible and are reaped.
+//
+// # Notes
+//
+// The registry of live children and the subreaper flag are process-wide,
+// because the process table and PR_SET_CHILD_SUBREAPER are.
+package procgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// StderrLimit is how much of a child's stderr is kept (SPEC §3.7: at least 64 KiB).
+const StderrLimit = 64 << 10
+
+// pollEvery is how often teardown checks whether the group is gone. The
+// seed polls every 15 ms; a shorter poll makes a cooperative exit cost less.
+const pollEvery = 2 * time.Millisecond
+
+// Spec says what to start. Path must already be resolved: a missing
+// command is the caller's error to word, with the name the user wrote.
+type Spec struct {
+	Path string
+	Args []string // argv[1:]
+	Env  []string // the complete environment; nil means empty, never inherited
+	Dir  string
+}
+
+// Child is a started process group.
+type Child struct {
+	cmd    *exec.Cmd
+	pid    int
+	start  uint64
+	stdin  *os.File
+	stdout *os.File
+	stderr *Tail
+
+	exited     chan struct{} // closed once the leader is reaped
+	exitErr    error
+	stderrDone chan struct{}
+
+	mu   sync.Mutex
+	seen map[procKey]procInfo // every descendant seen while the child lived
+
+	teardownOnce sync.Once
+	report       Report
+}
+
+// Report says how a teardown ended.
+type Report struct {
+	// Tier is the step of the ladder that ended the group: "exited" (it had
+	// already gone), "eof", "term" or "kill".
+	Tier     string
+	Duration time.Duration
+	// Escaped counts descendants outside the group (setsid) that had to be killed.
+	Escaped int
+	Err     error // the group could not be confirmed gone
+}
+
+// Start starts spec in a new process group with its stdin and stdout piped
+// to the caller and its stderr kept in a Tail.
+func Start(spec Spec) (*Child, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	env := spec.Env
+	if env == nil {
+		env = []string{}
+	}
+	cmd := &exec.Cmd{
+		Path:   spec.Path,
+		Args:   append([]string{spec.Path}, spec.Args...),
+		Env:    env,
+		Dir:    spec.Dir,
+		Stdin:  inR,
+		Stdout: outW,
+		Stderr: errW,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid: true,
+			// If acpflow itself is killed, the child goes with it.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	startErr := cmd.Start()
+	// The child has its own copies now (or failed to start).
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if startErr != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, startErr
+	}
+	c := &Child{
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		stdin:      inW,
+		stdout:     outR,
+		stderr:     NewTail(StderrLimit),
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+		seen:       make(map[procKey]procInfo),
+	}
+	if p, ok := readProc(c.pid); ok {
+		c.start = p.start
+	}
+	go func() {
+		c.exitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	go func() {
+		defer close(c.stderrDone)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := errR.Read(buf)
+			c.stderr.Write(buf[:n])
+			if err != nil {
+				errR.Close()
+				return
+			}
+		}
+	}()
+	registry.add(c)
+	return c, nil
+}
+
+// Pid is the child's pid, which is also its process group id.
+func (c *Child) Pid() int { return c.pid }
+
+// Stdin is the write end of the child's stdin.
+func (c *Child) Stdin() *os.File { return c.stdin }
+
+// Stdout is the read end of the child's stdout.
+func (c *Child) Stdout() *os.File { return c.stdout }
+
+// Stderr is what the child (and its group) wrote to stderr, the last
+// StderrLimit bytes of it.
+func (c *Child) Stderr() *Tail { return c.stderr }
+
+// Exited is closed once the child itself has exited and been reaped.
+func (c *Child) Exited() <-chan struct{} { return c.exited }
+
+// ExitErr is the child's exit status; valid after Exited is closed.
+func (c *Child) ExitErr() error { return c.exitErr }
+
+// Teardown runs the ladder once; later and concurrent calls wait for the
+// first and return its report. It always leaves the group, every descendant
+// seen, and the child's pipes closed.
+func (c *Child) Teardown(eofGrace, termGrace time.Duration) Report {
+	c.teardownOnce.Do(func() { c.report = c.teardown(eofGrace, termGrace) })
+	return c.report
+}
+
+// Kill skips the graces: SIGKILL to the group now. Teardown still has to
+// run to reap and close; it then finds the group gone.
+func (c *Child) Kill() {
+	syscall.Kill(-c.pid, syscall.SIGKILL)
+}
+
+func (c *Child) teardown(eofGrace, termGrace time.Duration) Report {
+	begin := time.Now()
+	c.observe(snapshot())
+	r := Report{Tier: "exited"}
+	if !c.groupGone() {
+		r.Tier = "eof"
+		c.stdin.Close()
+		if !c.waitGone(eofGrace) {
+			r.Tier = "term"
+			syscall.Kill(-c.pid, syscall.SIGTERM)
+			for _, p := range c.escaped() {
+				syscall.Kill(p.pid, syscall.SIGTERM)
+			}
+			if !c.waitGone(termGrace) {
+				r.Tier = "kill"
+				syscall.Kill(-c.pid, syscall.SIGKILL)
+				if !c.waitGone(10 * time.Second) {
+					r.Err = fmt.Errorf("process group %d still has live members after SIGKILL", c.pid)
+				}
+			}
+		}
+	}
+	c.stdin.Close()
+	r.Escaped = c.killEscaped()
+	registry.remove(c)
+	if registry.sweepAllowed() {
+		r.Escaped += sweepOrphans()
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(5 * time.Second):
+		if r.Err == nil {
+			r.Err = errors.New("child was not reaped")
+		}
+	}
+	c.stdout.Close()
+	select {
+	case <-c.stderrDone:
+	case <-time.After(time.Second):
+		// An escaped writer we could not kill holds stderr open; stop waiting.
+	}
+	r.Duration = time.Since(begin)
+	return r
+}
+
+// observe adds the child's current descendants to what it has been seen to start.
+func (c *Child) observe(table []procInfo) {
+	ds := descendants(table, c.pid)
+	c.mu.Lock()
+	for _, p := range ds {
+		c.seen[p.key()] = p
+	}
+	c.mu.Unlock()
+}
+
+// escaped returns the descendants seen that are not in the child's group.
+func (c *Child) escaped() []procInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []procInfo
+	for _, p := range c.seen {
+		if p.pgid != c.pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// groupGone reports whether no member of the group is left but zombies,
+// reaping the zombies acpflow adopted as a subreaper.
+func (c *Child) groupGone() bool {
+	if err := syscall.Kill(-c.pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	table := snapshot()
+	c.observe(table)
+	gone := true
+	self := os.Getpid()
+	for _, p := range table {
+		if p.pgid != c.pid {
+			continue
+		}
+		if p.state != 'Z' {
+			gone = false
+		} else if p.ppid == self && p.pid != c.pid {
+			reap(p.pid)
+		}
+	}
+	return gone
+}
+
+// waitGone polls until the group is gone or d has passed.
+func (c *Child) waitGone(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		select {
+		case <-c.exited:
+			// The leader is reaped; usually the group went with it.
+			if err := syscall.Kill(-c.pid, 0); errors.Is(err, syscall.ESRCH) {
+				return true
+			}
+		default:
+		}
+		if c.groupGone() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		wait := pollEvery
+		if left := time.Until(deadline); left < wait {
+			wait = left
+		}
+		select {
+		case <-c.exited:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// killEscaped kills every descendant seen outside the group that is still
+// the same live process, waits for them, and returns how many it killed.
+func (c *Child) killEscaped() int {
+	c.observe(snapshot())
+	c.mu.Lock()
+	var live []procKey
+	for k := range c.seen {
+		if alive(k) {
+			live = append(live, k)
+		}
+	}
+	c.mu.Unlock()
+	for _, k := range live {
+		syscall.Kill(k.pid, syscall.SIGKILL)
+	}
+	waitKeysGone(live)
+	return len(live)
+}
+
+// waitKeysGone waits (bounded) for the processes to die and reaps those
+// that were re-parented to acpflow.
+func waitKeysGone(keys []procKey) {
+	self := os.Getpid()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, k := range keys {
+		for {
+			p, ok := readProc(k.pid)
+			if !ok || p.start != k.start {
+				break
+			}
+			if p.state == 'Z' {
+				if p.ppid == self {
+					reap(k.pid)
+					continue
+				}
+				break // someone else's zombie to reap
+			}
+			if time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(pollEvery)
+		}
+	}
+}
+
+// reap collects the exit status of a zombie that acpflow adopted. It is
+// only called for pids that are not acpflow's own exec'd children, whose
+// status belongs to their exec.Cmd.
+func reap(pid int) {
+	var ws syscall.WaitStatus
+	syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+}

@@ -1,0 +1,200 @@
+package procgroup
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	// As in the acpflow binary: orphans of the children come back to us.
+	if err := EnableSubreaper(); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+// startShell starts sh -c script in dir, with stdin piped.
+func startShell(t *testing.T, dir, script string) *Child {
+	t.Helper()
+	c, err := Start(Spec{Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Teardown(time.Millisecond, time.Millisecond); assertGroupGone(t, c.Pid()) })
+	return c
+}
+
+func assertGroupGone(t *testing.T, pgid int) {
+	t.Helper()
+	if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+		for _, p := range snapshot() {
+			if p.pgid == pgid && p.state != 'Z' {
+				t.Errorf("process %d of group %d is still alive", p.pid, pgid)
+			}
+		}
+	}
+}
+
+func assertPidGone(t *testing.T, pid int) {
+	t.Helper()
+	if p, ok := readProc(pid); ok && p.state != 'Z' {
+		t.Errorf("process %d is still alive (state %c)", pid, p.state)
+	}
+}
+
+// waitFile waits for a file to have content and returns it.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s never written", path)
+	return ""
+}
+
+func TestTeardownLetsACooperativeChildFlushEvenWithATinyTermGrace(t *testing.T) {
+	dir := t.TempDir()
+	// On EOF the child takes 300 ms to flush, then exits by itself.
+	c := startShell(t, dir, `cat >/dev/null; sleep 0.3; echo flushed > flushed.txt; exit 0`)
+	rep := c.Teardown(5*time.Second, time.Millisecond)
+	if rep.Tier != "eof" {
+		t.Errorf("tier = %q, want eof", rep.Tier)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "flushed.txt")); err != nil || strings.TrimSpace(string(b)) != "flushed" {
+		t.Errorf("the child's flush did not complete: %v %q", err, b)
+	}
+	assertGroupGone(t, c.Pid())
+}
+
+func TestTeardownSendsSIGTERMToAChildThatIgnoresEOF(t *testing.T) {
+	dir := t.TempDir()
+	c := startShell(t, dir, `trap 'echo term > term.txt; exit 0' TERM; echo ready > ready.txt; while :; do sleep 0.02; done`)
+	waitFile(t, filepath.Join(dir, "ready.txt"))
+	rep := c.Teardown(100*time.Millisecond, 5*time.Second)
+	if rep.Tier != "term" {
+		t.Errorf("tier = %q, want term", rep.Tier)
+	}
+	if got := waitFile(t, filepath.Join(dir, "term.txt")); got != "term" {
+		t.Errorf("term.txt = %q", got)
+	}
+	assertGroupGone(t, c.Pid())
+}
+
+func TestTeardownKillsATERMTrappingChildWithinBothGraces(t *testing.T) {
+	dir := t.TempDir()
+	c := startShell(t, dir, `trap '' TERM; echo ready > ready.txt; while :; do sleep 0.02; done`)
+	waitFile(t, filepath.Join(dir, "ready.txt"))
+	eof, term := 100*time.Millisecond, 150*time.Millisecond
+	rep := c.Teardown(eof, term)
+	if rep.Tier != "kill" {
+		t.Errorf("tier = %q, want kill", rep.Tier)
+	}
+	if rep.Duration < eof+term {
+		t.Errorf("teardown took %s, less than the graces %s: it did not wait", rep.Duration, eof+term)
+	}
+	if rep.Err != nil {
+		t.Error(rep.Err)
+	}
+	assertGroupGone(t, c.Pid())
+}
+
+func TestTeardownKillsGrandchildrenInTheGroup(t *testing.T) {
+	dir := t.TempDir()
+	c := startShell(t, dir, `sleep 1000 & echo $! > gc.txt; cat >/dev/null; exit 0`)
+	gc, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "gc.txt")))
+	// The shell exits on EOF, but its grandchild keeps the group alive.
+	rep := c.Teardown(100*time.Millisecond, time.Second)
+	if rep.Tier != "term" {
+		t.Errorf("tier = %q, want term (the sleeping grandchild outlives EOF)", rep.Tier)
+	}
+	assertPidGone(t, gc)
+	assertGroupGone(t, c.Pid())
+}
+
+func TestTeardownKillsAGrandchildThatCalledSetsid(t *testing.T) {
+	dir := t.TempDir()
+	c := startShell(t, dir, `setsid sleep 1000 & echo $! > gc.txt; cat >/dev/null; exit 0`)
+	gc, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "gc.txt")))
+	time.Sleep(2 * observeEvery) // let it leave the group
+	if p, ok := readProc(gc); !ok || p.pgid == c.Pid() {
+		t.Fatalf("grandchild %d did not leave the group: %+v", gc, p)
+	}
+	rep := c.Teardown(time.Second, time.Second)
+	if rep.Escaped < 1 {
+		t.Errorf("escaped = %d, want the setsid grandchild counted", rep.Escaped)
+	}
+	assertPidGone(t, gc)
+	assertGroupGone(t, c.Pid())
+}
+
+func TestTeardownKillsADaemonWhoseParentExitedAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	// A double fork: the subshell starts a setsid sleeper and exits at once,
+	// so the sleeper is re-parented before any scan can see its parent.
+	c := startShell(t, dir, `(setsid sleep 1000 & echo $! > gc.txt); cat >/dev/null; exit 0`)
+	gc, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "gc.txt")))
+	c.Teardown(time.Second, time.Second)
+	assertPidGone(t, gc)
+	assertGroupGone(t, c.Pid())
+}
+
+func TestTeardownOfAChildThatAlreadyExited(t *testing.T) {
+	c := startShell(t, t.TempDir(), `exit 7`)
+	<-c.Exited()
+	rep := c.Teardown(time.Second, time.Second)
+	if rep.Tier != "exited" && rep.Tier != "eof" {
+		t.Errorf("tier = %q", rep.Tier)
+	}
+	if rep.Duration > 500*time.Millisecond {
+		t.Errorf("teardown of a dead child took %s", rep.Duration)
+	}
+	var ee interface{ ExitCode() int }
+	if !errors.As(c.ExitErr(), &ee) || ee.ExitCode() != 7 {
+		t.Errorf("exit status = %v, want 7", c.ExitErr())
+	}
+}
+
+func TestTeardownIsIdempotentAndConcurrent(t *testing.T) {
+	c := startShell(t, t.TempDir(), `cat >/dev/null`)
+	done := make(chan Report, 3)
+	for i := 0; i < 3; i++ {
+		go func() { done <- c.Teardown(time.Second, time.Second) }()
+	}
+	first := <-done
+	for i := 0; i < 2; i++ {
+		if r := <-done; r.Tier != first.Tier {
+			t.Errorf("reports differ: %+v vs %+v", r, first)
+		}
+	}
+}
+
+func TestStderrIsCapturedAndBounded(t *testing.T) {
+	c := startShell(t, t.TempDir(), `i=0; while [ $i -lt 3000 ]; do echo "line $i of the log padded to be a bit longer" >&2; i=$((i+1)); done; echo last-line >&2`)
+	<-c.Exited()
+	c.Teardown(time.Second, time.Second)
+	s := c.Stderr().String()
+	if len(s) > StderrLimit || len(s) < StderrLimit/2 {
+		t.Errorf("kept %d bytes, want about %d", len(s), StderrLimit)
+	}
+	if got := c.Stderr().LastLines(1); got != "last-line" {
+		t.Errorf("last line = %q", got)
+	}
+}
+
+func TestParseStatHandlesParenthesesInTheCommandName(t *testing.T) {
+	line := []byte("42 (we(ird) na)me) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 12345 0 0")
+	p, ok := parseStat(42, line)
+	if !ok || p.ppid != 1 || p.pgid != 42 || p.state != 'S' || p.start != 12345 {
+		t.Errorf("parseStat = %+v, %v", p, ok)
+	}
+}

@@ -1,0 +1,158 @@
+package procgroup
+
+import (
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// observeEvery is how often the process table is read while children live,
+// to remember descendants before they can leave the group (setsid) and lose
+// their parent. One read serves every live child.
+const observeEvery = 50 * time.Millisecond
+
+// prSetChildSubreaper is PR_SET_CHILD_SUBREAPER from <linux/prctl.h>.
+const prSetChildSubreaper = 36
+
+var registry = &liveChildren{children: make(map[*Child]struct{})}
+
+// liveChildren is the set of children not yet torn down.
+type liveChildren struct {
+	mu        sync.Mutex
+	children  map[*Child]struct{}
+	watching  bool
+	subreaper bool
+}
+
+func (r *liveChildren) add(c *Child) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.children[c] = struct{}{}
+	if !r.watching {
+		r.watching = true
+		go r.watch()
+	}
+}
+
+func (r *liveChildren) remove(c *Child) {
+	r.mu.Lock()
+	delete(r.children, c)
+	r.mu.Unlock()
+}
+
+// watch records descendants of every live child until none is left.
+func (r *liveChildren) watch() {
+	t := time.NewTicker(observeEvery)
+	defer t.Stop()
+	for range t.C {
+		r.mu.Lock()
+		live := make([]*Child, 0, len(r.children))
+		for c := range r.children {
+			live = append(live, c)
+		}
+		if len(live) == 0 {
+			r.watching = false
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		table := snapshot()
+		for _, c := range live {
+			c.observe(table)
+		}
+	}
+}
+
+// sweepAllowed reports whether orphans adopted by acpflow can be attributed
+// to the child just torn down: only when acpflow is a subreaper and no other
+// child is live that might own them.
+func (r *liveChildren) sweepAllowed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.subreaper && len(r.children) == 0
+}
+
+// isLeader reports whether pid is the leader of a live child (acpflow's own
+// exec'd process, whose exit status belongs to its exec.Cmd).
+func (r *liveChildren) isLeader(pid int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for c := range r.children {
+		if c.pid == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// EnableSubreaper makes acpflow the child subreaper of everything it starts
+// (Linux PR_SET_CHILD_SUBREAPER), so that a process whose parent dies is
+// re-parented to acpflow instead of init and can be found and killed.
+//
+// # Notes
+//
+// Call it only in a process whose children are all started through this
+// package (the acpflow binary): SweepOrphans kills every child of the
+// process that is not a live Child.
+func EnableSubreaper() error {
+	if err := prctl(prSetChildSubreaper, 1); err != nil {
+		return err
+	}
+	registry.mu.Lock()
+	registry.subreaper = true
+	registry.mu.Unlock()
+	return nil
+}
+
+// SweepOrphans kills and reaps every process adopted by acpflow that is not
+// a live Child: what the agents' trees left behind. It does nothing unless
+// EnableSubreaper succeeded. It returns how many it killed.
+func SweepOrphans() int {
+	registry.mu.Lock()
+	on := registry.subreaper
+	registry.mu.Unlock()
+	if !on {
+		return 0
+	}
+	return sweepOrphans()
+}
+
+func sweepOrphans() int {
+	self := os.Getpid()
+	var keys []procKey
+	for _, p := range snapshot() {
+		if p.ppid != self || registry.isLeader(p.pid) {
+			continue
+		}
+		if p.state == 'Z' {
+			reap(p.pid)
+			continue
+		}
+		keys = append(keys, p.key())
+	}
+	// An orphan may itself have children: kill whole trees, leaves too.
+	table := snapshot()
+	var all []procKey
+	for _, k := range keys {
+		all = append(all, k)
+		for _, d := range descendants(table, k.pid) {
+			all = append(all, d.key())
+		}
+	}
+	for _, k := range all {
+		if alive(k) {
+			syscall.Kill(k.pid, syscall.SIGKILL)
+		}
+	}
+	waitKeysGone(all)
+	return len(keys)
+}
+
+func prctl(option, arg2 uintptr) error {
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_PRCTL, option, arg2, 0, 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
