@@ -8,7 +8,6 @@
 // silently allowed.
 package policies
 
-
 // Source says which configuration a policy came from; it is recorded with
 // every decision (SPEC §6 `policy`).
 type Source string

@@ -1,0 +1,76 @@
+// Package engine runs a validated workflow: it schedules steps along their
+// `needs`, evaluates `if:` and ${{ }} templates, retries, times out and
+// cancels, and reports everything as one stream of events and a result.
+//
+// The engine does not read YAML: package workflows loads and checks a file
+// and hands the engine a Workflow whose expressions are already compiled, so
+// nothing that validation could have caught fails half-way through a run.
+package engine
+
+import (
+	"time"
+
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// Workflow is a loaded, validated workflow, ready to run.
+type Workflow struct {
+	Name        string
+	Description string
+	// File is the workflow file's path; Hash is the SHA-256 of its bytes
+	// (hex), which tells a resumed run whether the file changed.
+	File string
+	Hash string
+	// MaxParallel bounds the steps in flight at once; 0 means the number of CPUs.
+	MaxParallel int
+	Inputs      []*Input
+	Agents      map[string]*steps.Agent
+	Policies    Policies
+	Steps       []*Step // in file order
+	Outputs     []*Output
+}
+
+// Input is a declared workflow input.
+type Input struct {
+	Name        string
+	Type        string // string | number | boolean | object | array
+	Required    bool
+	Default     any
+	HasDefault  bool
+	Description string
+}
+
+// Output is one of the run's outputs.
+type Output struct {
+	Name  string
+	Value *Template
+}
+
+// Policies are the policies of one level (workflow or step); nil fields are
+// not set at that level.
+type Policies struct {
+	Permission policies.Permission
+	Env        policies.Env
+}
+
+// Step is a step of the workflow.
+type Step struct {
+	ID   string
+	Uses string
+	// Run is the prepared step kind.
+	Run steps.Step
+	// With holds the step's `with:` values; every string in it is a
+	// compiled template (a *Template), nested maps and lists keep their shape.
+	With            map[string]any
+	Needs           []string
+	If              *Expr // nil: always
+	Timeout         time.Duration
+	Retries         int
+	ContinueOnError bool
+	Policies        Policies
+	// ForEach, when set, runs the step once per element of the list it
+	// yields, with `item` and `index` in scope.
+	ForEach            *Expr
+	ForEachMaxParallel int
+}

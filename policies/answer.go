@@ -1,0 +1,165 @@
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Outcomes of a permission answer, as ACP names them.
+const (
+	OutcomeSelected  = "selected"
+	OutcomeCancelled = "cancelled"
+)
+
+// reasonNoOption is recorded when the chosen family had no option, so the
+// agent got `cancelled` although the policy asked for something else.
+const reasonNoOption = "no matching option"
+
+// Valid reports whether d is one of the five decisions of SPEC §4.1.
+func (d Decision) Valid() bool {
+	switch d {
+	case Allow, AllowAlways, Reject, RejectAlways, Cancel:
+		return true
+	}
+	return false
+}
+
+// ParseDecision reads one of the five decision words, as written after
+// `then:` in a rule or answered by a WASM module.
+func ParseDecision(s string) (Decision, error) {
+	if d := Decision(s); d.Valid() {
+		return d, nil
+	}
+	return "", fmt.Errorf("decision %q: want allow, allow_always, reject, reject_always or cancel", s)
+}
+
+// SelectOption turns a decision into the answer the agent receives: the
+// outcome ("selected" or "cancelled") and, when selected, the option id.
+//
+// Each decision names a family of options and a preference inside it
+// (allow: allow_once before allow_always; allow_always: the reverse; and
+// likewise for reject). The first option in the agent's order wins within a
+// kind, so the agent's own ordering is respected.
+//
+// # Notes
+//
+// Where the family has no option at all, the answer is "cancelled": picking
+// an option of another family would invert the policy's intent. Cancel and
+// any unknown decision also answer "cancelled"; Answer makes sure an unknown
+// decision never gets this far.
+func SelectOption(d Decision, options []Option) (outcome string, optionID string) {
+	var kinds [2]string
+	switch d {
+	case Allow:
+		kinds = [2]string{"allow_once", "allow_always"}
+	case AllowAlways:
+		kinds = [2]string{"allow_always", "allow_once"}
+	case Reject:
+		kinds = [2]string{"reject_once", "reject_always"}
+	case RejectAlways:
+		kinds = [2]string{"reject_always", "reject_once"}
+	default:
+		return OutcomeCancelled, ""
+	}
+	for _, kind := range kinds {
+		for _, o := range options {
+			if o.Kind == kind {
+				return OutcomeSelected, o.ID
+			}
+		}
+	}
+	return OutcomeCancelled, ""
+}
+
+// Answer asks p for a verdict on req and turns it into the answer and its
+// record. It is the one place where a policy call becomes an answer, so
+// failing closed is done once, here, for every kind of policy.
+//
+// src is recorded as the record's Policy: where the policy was configured.
+//
+// # Notes
+//
+// Answer never fails and never panics because of p. If p returns an error,
+// panics, or answers a decision that is not one of the five words, the
+// decision becomes Reject and the reason says what went wrong; the reject
+// option is selected where the agent offered one, else the answer is
+// "cancelled". The verdict's Rule is kept even then, so a failing module is
+// still named in the record. A policy that wants to stop on time must honour ctx: Answer
+// does not abandon a call that ignores it.
+func Answer(ctx context.Context, p Permission, src Source, req *PermissionRequest) PermissionRecord {
+	if req == nil {
+		req = &PermissionRequest{}
+	}
+	v, err := decide(ctx, p, req)
+	switch {
+	case err != nil:
+		v = Verdict{Decision: Reject, Rule: v.Rule, Reason: "policy error: " + err.Error()}
+	case !v.Decision.Valid():
+		v = Verdict{Decision: Reject, Rule: v.Rule, Reason: fmt.Sprintf("policy answered an invalid decision %q", v.Decision)}
+	}
+	outcome, optionID := SelectOption(v.Decision, req.Options)
+	if outcome == OutcomeCancelled && v.Decision != Cancel && v.Reason == "" {
+		v.Reason = reasonNoOption
+	}
+	return PermissionRecord{
+		ToolCallID: req.Tool.ID,
+		Kind:       req.Tool.Kind,
+		Title:      req.Tool.Title,
+		Decision:   v.Decision,
+		Outcome:    outcome,
+		OptionID:   optionID,
+		Policy:     src,
+		Rule:       v.Rule,
+		Reason:     v.Reason,
+	}
+}
+
+// decide calls p, turning a missing policy and a panic into errors so that
+// Answer has a single failure path.
+func decide(ctx context.Context, p Permission, req *PermissionRequest) (v Verdict, err error) {
+	if p == nil {
+		return Verdict{}, errors.New("no permission policy")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = Verdict{}, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return p.DecidePermission(ctx, req)
+}
+
+// ToolCommand derives tool.command from a tool call's raw_input, so that
+// rules can match a command line whatever shape the agent sent it in:
+// claude-agent-acp sends {"command": "ls -la"}, codex-acp an argv such as
+// {"command": ["bash", "-lc", "ls -la"]}. rawInput is decoded JSON.
+//
+// # Notes
+//
+// An argv is joined with single spaces and without quoting: the result is
+// for matching, not for running. Non-string argv elements (numbers, booleans)
+// are written as fmt prints them. Anything else yields "".
+func ToolCommand(rawInput any) string {
+	m, ok := rawInput.(map[string]any)
+	if !ok {
+		return ""
+	}
+	switch c := m["command"].(type) {
+	case string:
+		return c
+	case []string:
+		return strings.Join(c, " ")
+	case []any:
+		argv := make([]string, len(c))
+		for i, a := range c {
+			if s, ok := a.(string); ok {
+				argv[i] = s
+			} else {
+				argv[i] = fmt.Sprint(a)
+			}
+		}
+		return strings.Join(argv, " ")
+	}
+	return ""
+}

@@ -1,0 +1,272 @@
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func opt(id, kind string) Option { return Option{ID: id, Name: id, Kind: kind} }
+
+// every offers each kind twice, in an order that puts the less preferred kind
+// first, so a test can tell preference from list order.
+var every = []Option{
+	opt("aa1", "allow_always"), opt("ao1", "allow_once"),
+	opt("ra1", "reject_always"), opt("ro1", "reject_once"),
+	opt("aa2", "allow_always"), opt("ao2", "allow_once"),
+	opt("ra2", "reject_always"), opt("ro2", "reject_once"),
+}
+
+func TestSelectOption(t *testing.T) {
+	tests := []struct {
+		name        string
+		decision    Decision
+		options     []Option
+		wantOutcome string
+		wantID      string
+	}{
+		{"allow selects the first allow_once even when allow_always comes first", Allow, every, "selected", "ao1"},
+		{"allow falls back to the first allow_always", Allow, []Option{opt("r", "reject_once"), opt("aa1", "allow_always"), opt("aa2", "allow_always")}, "selected", "aa1"},
+		{"allow_always selects the first allow_always", AllowAlways, every, "selected", "aa1"},
+		{"allow_always falls back to the first allow_once", AllowAlways, []Option{opt("ro", "reject_once"), opt("ao1", "allow_once"), opt("ao2", "allow_once")}, "selected", "ao1"},
+		{"reject selects the first reject_once even when reject_always comes first", Reject, every, "selected", "ro1"},
+		{"reject falls back to the first reject_always", Reject, []Option{opt("ao", "allow_once"), opt("ra1", "reject_always")}, "selected", "ra1"},
+		{"reject_always selects the first reject_always", RejectAlways, every, "selected", "ra1"},
+		{"reject_always falls back to the first reject_once", RejectAlways, []Option{opt("ao", "allow_once"), opt("ro1", "reject_once")}, "selected", "ro1"},
+		{"cancel answers cancelled whatever is offered", Cancel, every, "cancelled", ""},
+		{"allow with only reject options answers cancelled", Allow, []Option{opt("ro", "reject_once"), opt("ra", "reject_always")}, "cancelled", ""},
+		{"reject with only allow options answers cancelled", Reject, []Option{opt("ao", "allow_once"), opt("aa", "allow_always")}, "cancelled", ""},
+		{"reject with no options at all answers cancelled", Reject, nil, "cancelled", ""},
+		{"an option of an unknown kind is never selected", Allow, []Option{opt("x", "allow"), opt("y", "ALLOW_ONCE")}, "cancelled", ""},
+		{"an unknown decision answers cancelled", Decision("yes"), every, "cancelled", ""},
+		{"an empty decision answers cancelled", "", every, "cancelled", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			outcome, id := SelectOption(tt.decision, tt.options)
+			if outcome != tt.wantOutcome || id != tt.wantID {
+				t.Errorf("SelectOption(%q) = %q, %q; want %q, %q", tt.decision, outcome, id, tt.wantOutcome, tt.wantID)
+			}
+		})
+	}
+}
+
+func TestParseDecision(t *testing.T) {
+	for _, s := range []string{"allow", "allow_always", "reject", "reject_always", "cancel"} {
+		t.Run(s+" is a decision", func(t *testing.T) {
+			d, err := ParseDecision(s)
+			if err != nil || string(d) != s || !d.Valid() {
+				t.Errorf("ParseDecision(%q) = %q, %v", s, d, err)
+			}
+		})
+	}
+	for _, s := range []string{"", "Allow", "deny", "allow-always", " reject"} {
+		t.Run(fmt.Sprintf("%q is refused with the list of decisions", s), func(t *testing.T) {
+			d, err := ParseDecision(s)
+			if err == nil || d != "" || Decision(s).Valid() {
+				t.Fatalf("ParseDecision(%q) = %q, %v; want an error", s, d, err)
+			}
+			if !strings.Contains(err.Error(), "allow_always") {
+				t.Errorf("error %q does not list the decisions", err)
+			}
+		})
+	}
+}
+
+func TestParseShorthand(t *testing.T) {
+	for _, s := range []string{"reject", "allow", "cancel"} {
+		t.Run(s+" is accepted and decides "+s+" under the rule shorthand", func(t *testing.T) {
+			sh, err := ParseShorthand(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := sh.DecidePermission(context.Background(), &PermissionRequest{})
+			if err != nil || v != (Verdict{Decision: Decision(s), Rule: "shorthand"}) {
+				t.Errorf("verdict = %+v, %v", v, err)
+			}
+		})
+	}
+	for _, s := range []string{"allow_always", "reject_always", "Reject", "deny", "", "allow "} {
+		t.Run(fmt.Sprintf("%q is refused with the accepted words", s), func(t *testing.T) {
+			_, err := ParseShorthand(s)
+			if err == nil {
+				t.Fatalf("ParseShorthand(%q) accepted", s)
+			}
+			for _, w := range []string{"reject", "allow", "cancel"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultPermissionRejects(t *testing.T) {
+	v, err := DefaultPermission().DecidePermission(context.Background(), &PermissionRequest{})
+	if err != nil || v.Decision != Reject || v.Rule != "shorthand" {
+		t.Errorf("default verdict = %+v, %v; want reject by shorthand", v, err)
+	}
+}
+
+// policyFunc adapts a function to Permission for tests.
+type policyFunc func(context.Context, *PermissionRequest) (Verdict, error)
+
+func (f policyFunc) DecidePermission(ctx context.Context, req *PermissionRequest) (Verdict, error) {
+	return f(ctx, req)
+}
+
+func answers(v Verdict, err error) Permission {
+	return policyFunc(func(context.Context, *PermissionRequest) (Verdict, error) { return v, err })
+}
+
+func TestAnswer(t *testing.T) {
+	offered := []Option{opt("a1", "allow_once"), opt("r1", "reject_once")}
+	allowOnly := []Option{opt("a1", "allow_once"), opt("a2", "allow_always")}
+	tests := []struct {
+		name    string
+		policy  Permission
+		options []Option
+		want    PermissionRecord // ToolCallID, Kind, Title and Policy are checked separately
+	}{
+		{
+			name:    "an allow verdict selects the allow option and keeps the rule and reason",
+			policy:  answers(Verdict{Decision: Allow, Rule: "1", Reason: "reads are fine"}, nil),
+			options: offered,
+			want:    PermissionRecord{Decision: Allow, Outcome: "selected", OptionID: "a1", Rule: "1", Reason: "reads are fine"},
+		},
+		{
+			name:    "a reject verdict selects the reject option with an empty reason",
+			policy:  answers(Verdict{Decision: Reject, Rule: "default"}, nil),
+			options: offered,
+			want:    PermissionRecord{Decision: Reject, Outcome: "selected", OptionID: "r1", Rule: "default"},
+		},
+		{
+			name:    "a cancel verdict answers cancelled without a no-matching-option reason",
+			policy:  answers(Verdict{Decision: Cancel, Rule: "shorthand"}, nil),
+			options: offered,
+			want:    PermissionRecord{Decision: Cancel, Outcome: "cancelled", Rule: "shorthand"},
+		},
+		{
+			name:    "a verdict whose family is not offered answers cancelled with reason no matching option",
+			policy:  answers(Verdict{Decision: Reject, Rule: "2"}, nil),
+			options: allowOnly,
+			want:    PermissionRecord{Decision: Reject, Outcome: "cancelled", Rule: "2", Reason: "no matching option"},
+		},
+		{
+			name:    "a verdict whose family is not offered keeps the policy's own reason",
+			policy:  answers(Verdict{Decision: Reject, Rule: "2", Reason: "destructive command"}, nil),
+			options: allowOnly,
+			want:    PermissionRecord{Decision: Reject, Outcome: "cancelled", Rule: "2", Reason: "destructive command"},
+		},
+		{
+			name:    "a policy error fails closed by selecting the reject option",
+			policy:  answers(Verdict{Decision: Allow, Rule: "m.wasm", Reason: "ignored"}, errors.New("module trapped")),
+			options: offered,
+			want:    PermissionRecord{Decision: Reject, Outcome: "selected", OptionID: "r1", Rule: "m.wasm", Reason: "policy error: module trapped"},
+		},
+		{
+			name:    "a policy error with no reject option offered answers cancelled and keeps the error as reason",
+			policy:  answers(Verdict{}, errors.New("timed out")),
+			options: allowOnly,
+			want:    PermissionRecord{Decision: Reject, Outcome: "cancelled", Reason: "policy error: timed out"},
+		},
+		{
+			name:    "an invalid decision fails closed and names the decision",
+			policy:  answers(Verdict{Decision: "yes", Rule: "3", Reason: "sure"}, nil),
+			options: offered,
+			want:    PermissionRecord{Decision: Reject, Outcome: "selected", OptionID: "r1", Rule: "3", Reason: `policy answered an invalid decision "yes"`},
+		},
+		{
+			name:    "an empty decision fails closed",
+			policy:  answers(Verdict{}, nil),
+			options: offered,
+			want:    PermissionRecord{Decision: Reject, Outcome: "selected", OptionID: "r1", Reason: `policy answered an invalid decision ""`},
+		},
+		{
+			name: "a panicking policy fails closed and the reason mentions the panic",
+			policy: policyFunc(func(context.Context, *PermissionRequest) (Verdict, error) {
+				panic("index out of range")
+			}),
+			options: offered,
+			want:    PermissionRecord{Decision: Reject, Outcome: "selected", OptionID: "r1", Reason: "policy error: panic: index out of range"},
+		},
+		{
+			name:    "a missing policy fails closed",
+			policy:  nil,
+			options: offered,
+			want:    PermissionRecord{Decision: Reject, Outcome: "selected", OptionID: "r1", Reason: "policy error: no permission policy"},
+		},
+		{
+			name:    "the shorthand allow selects allow_once",
+			policy:  Shorthand{Decision: Allow},
+			options: []Option{opt("a2", "allow_always"), opt("a1", "allow_once")},
+			want:    PermissionRecord{Decision: Allow, Outcome: "selected", OptionID: "a1", Rule: "shorthand"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &PermissionRequest{
+				Tool:    Tool{ID: "call_1", Kind: "execute", Title: "Run rm -rf build"},
+				Options: tt.options,
+			}
+			got := Answer(context.Background(), tt.policy, SourceStep, req)
+			want := tt.want
+			want.ToolCallID, want.Kind, want.Title, want.Policy = "call_1", "execute", "Run rm -rf build", SourceStep
+			if got != want {
+				t.Errorf("Answer() =\n  %+v\nwant\n  %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestAnswerPassesTheRequestAndContextToThePolicy(t *testing.T) {
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "v")
+	req := &PermissionRequest{Tool: Tool{ID: "c"}, Options: []Option{opt("a", "allow_once")}}
+	var gotReq *PermissionRequest
+	var gotCtx context.Context
+	p := policyFunc(func(ctx context.Context, r *PermissionRequest) (Verdict, error) {
+		gotCtx, gotReq = ctx, r
+		return Verdict{Decision: Allow}, nil
+	})
+	Answer(ctx, p, SourceWorkflow, req)
+	if gotReq != req || gotCtx.Value(key{}) != "v" {
+		t.Errorf("policy saw request %p and context %v; want %p and the caller's context", gotReq, gotCtx, req)
+	}
+}
+
+func TestAnswerWithoutARequestFailsSafe(t *testing.T) {
+	rec := Answer(context.Background(), Shorthand{Decision: Allow}, SourceDefault, nil)
+	if rec.Outcome != "cancelled" || rec.Reason != "no matching option" || rec.Policy != SourceDefault {
+		t.Errorf("Answer(nil request) = %+v", rec)
+	}
+}
+
+func TestToolCommand(t *testing.T) {
+	tests := []struct {
+		name     string
+		rawInput any
+		want     string
+	}{
+		{"a string command is taken as it is", map[string]any{"command": "rm -rf build", "description": "clean"}, "rm -rf build"},
+		{"an argv array is joined by spaces", map[string]any{"command": []any{"bash", "-lc", "make && rm -rf x"}}, "bash -lc make && rm -rf x"},
+		{"a string slice is joined by spaces", map[string]any{"command": []string{"ls", "-la"}}, "ls -la"},
+		{"numbers and booleans in an argv are printed", map[string]any{"command": []any{"sleep", float64(5), true}}, "sleep 5 true"},
+		{"an empty argv gives an empty command", map[string]any{"command": []any{}}, ""},
+		{"a command of another type gives an empty command", map[string]any{"command": 42.0}, ""},
+		{"raw input without a command gives an empty command", map[string]any{"path": "/x"}, ""},
+		{"a command key in another case is not a command", map[string]any{"Command": "ls"}, ""},
+		{"raw input that is not an object gives an empty command", []any{"ls"}, ""},
+		{"a string raw input gives an empty command", "ls", ""},
+		{"no raw input gives an empty command", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ToolCommand(tt.rawInput); got != tt.want {
+				t.Errorf("ToolCommand(%#v) = %q, want %q", tt.rawInput, got, tt.want)
+			}
+		})
+	}
+}

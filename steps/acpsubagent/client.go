@@ -1,0 +1,225 @@
+package acpsubagent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// client is acpflow's side of one ACP connection: it collects the answer,
+// records what else the agent streams, and answers permission requests
+// through the step's policy. It serves nothing else: no file system, no
+// terminals (every other agent request gets -32601).
+type client struct {
+	inv *steps.Invocation
+	cwd string
+
+	mu          sync.Mutex
+	sessionID   string // set once session/new answered; updates for others are ignored
+	output      strings.Builder
+	permissions []policies.PermissionRecord
+	cancelled   bool // a cancel was sent: pending permissions are answered `cancelled`
+}
+
+var _ acp.Client = (*client)(nil)
+
+func (c *client) setSession(id string) {
+	c.mu.Lock()
+	c.sessionID = id
+	c.mu.Unlock()
+}
+
+func (c *client) ours(id acp.SessionId) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionID != "" && string(id) == c.sessionID
+}
+
+func (c *client) markCancelled() {
+	c.mu.Lock()
+	c.cancelled = true
+	c.mu.Unlock()
+}
+
+// snapshot returns the output and permission records so far.
+func (c *client) snapshot() (string, []policies.PermissionRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.output.String(), append([]policies.PermissionRecord(nil), c.permissions...)
+}
+
+func (c *client) emit(typ string, fields map[string]any) {
+	c.inv.Events.Emit(steps.Event{Type: typ, RunID: c.inv.RunID, Step: c.inv.StepID, Time: time.Now(), Fields: fields})
+}
+
+// SessionUpdate keeps agent_message_chunk text of this session as the
+// output, in order, with nothing added between pieces; everything else goes
+// to the event stream with its kind.
+func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	if !c.ours(n.SessionId) {
+		return nil
+	}
+	u := n.Update
+	if u.AgentMessageChunk != nil {
+		text := ""
+		if t := u.AgentMessageChunk.Content.Text; t != nil {
+			text = t.Text
+		}
+		c.mu.Lock()
+		c.output.WriteString(text)
+		c.mu.Unlock()
+		c.emit("step_update", map[string]any{"kind": "agent_message_chunk", "text": text})
+		return nil
+	}
+	kind, body := describeUpdate(u)
+	fields := map[string]any{"kind": kind}
+	if body != nil {
+		fields["update"] = body
+	}
+	c.emit("step_update", fields)
+	return nil
+}
+
+// describeUpdate names an update's kind and returns its payload for the log.
+func describeUpdate(u acp.SessionUpdate) (string, any) {
+	switch {
+	case u.AgentThoughtChunk != nil:
+		return "agent_thought_chunk", u.AgentThoughtChunk
+	case u.UserMessageChunk != nil:
+		return "user_message_chunk", u.UserMessageChunk
+	case u.ToolCall != nil:
+		return "tool_call", u.ToolCall
+	case u.ToolCallUpdate != nil:
+		return "tool_call_update", u.ToolCallUpdate
+	case u.Plan != nil:
+		return "plan", u.Plan
+	case u.AvailableCommandsUpdate != nil:
+		return "available_commands_update", u.AvailableCommandsUpdate
+	case u.CurrentModeUpdate != nil:
+		return "current_mode_update", u.CurrentModeUpdate
+	case u.ConfigOptionUpdate != nil:
+		return "config_option_update", u.ConfigOptionUpdate
+	case u.UsageUpdate != nil:
+		return "usage_update", u.UsageUpdate
+	case u.SessionInfoUpdate != nil:
+		return "session_info_update", u.SessionInfoUpdate
+	}
+	return "unknown", nil
+}
+
+// RequestPermission asks the step's permission policy and answers with the
+// option it selects. After a cancel, ACP requires the `cancelled` outcome.
+func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	req := c.permissionRequest(p)
+	c.mu.Lock()
+	cancelled := c.cancelled
+	c.mu.Unlock()
+	var rec policies.PermissionRecord
+	if cancelled || !c.ours(p.SessionId) {
+		rec = policies.PermissionRecord{
+			ToolCallID: req.Tool.ID, Kind: req.Tool.Kind, Title: req.Tool.Title,
+			Decision: policies.Cancel, Outcome: "cancelled", Policy: c.inv.PermissionSource,
+			Rule: "", Reason: "the turn was cancelled",
+		}
+		if !cancelled {
+			rec.Reason = "request for another session"
+		}
+	} else {
+		rec = policies.Answer(ctx, c.inv.Permission, c.inv.PermissionSource, req)
+	}
+	c.mu.Lock()
+	c.permissions = append(c.permissions, rec)
+	c.mu.Unlock()
+	c.emit("permission", recordFields(rec))
+
+	if rec.Outcome == "selected" {
+		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
+			Selected: &acp.RequestPermissionOutcomeSelected{OptionId: acp.PermissionOptionId(rec.OptionID)},
+		}}, nil
+	}
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
+		Cancelled: &acp.RequestPermissionOutcomeCancelled{},
+	}}, nil
+}
+
+func recordFields(r policies.PermissionRecord) map[string]any {
+	b, _ := json.Marshal(r)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	return m
+}
+
+// permissionRequest flattens the ACP request into the policy's input (SPEC §4.1).
+func (c *client) permissionRequest(p acp.RequestPermissionRequest) *policies.PermissionRequest {
+	tc := p.ToolCall
+	tool := policies.Tool{ID: string(tc.ToolCallId), RawInput: tc.RawInput}
+	if tc.Kind != nil {
+		tool.Kind = string(*tc.Kind)
+	}
+	if tc.Title != nil {
+		tool.Title = *tc.Title
+	}
+	if tc.Status != nil {
+		tool.Status = string(*tc.Status)
+	}
+	tool.Command = policies.ToolCommand(tc.RawInput)
+	tool.Locations = []policies.ToolLocation{}
+	for _, l := range tc.Locations {
+		loc := policies.ToolLocation{Path: l.Path, InWorkspace: policies.InWorkspace(l.Path, c.inv.Workspace, c.cwd)}
+		if l.Line != nil {
+			loc.Line = *l.Line
+		}
+		tool.Locations = append(tool.Locations, loc)
+	}
+	opts := make([]policies.Option, 0, len(p.Options))
+	for _, o := range p.Options {
+		opts = append(opts, policies.Option{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
+	}
+	return &policies.PermissionRequest{
+		Request: policies.Request{
+			Kind: "permission", Workflow: c.inv.Workflow, RunID: c.inv.RunID, Step: c.inv.StepID,
+			Agent: agentName(c.inv), Workspace: c.inv.Workspace, Cwd: c.cwd,
+		},
+		Tool:    tool,
+		Options: opts,
+		Config:  map[string]any{},
+	}
+}
+
+// The rest of acp.Client: acpflow advertises no fs or terminal capability,
+// so an agent that asks anyway is told the method does not exist.
+
+func (c *client) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
+}
+
+func (c *client) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
+}
+
+func (c *client) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
+}
+
+func (c *client) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
+}
+
+func (c *client) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
+}
+
+func (c *client) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
+}
+
+func (c *client) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
+}

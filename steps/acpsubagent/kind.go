@@ -1,0 +1,102 @@
+// Package acpsubagent is the acp-subagent step kind: it spawns an ACP agent
+// in its own process group, drives it over ACP as the client (initialize,
+// optional authenticate, session/new, one session/prompt), answers its
+// permission requests through the step's policy, and tears it down so that
+// nothing it started outlives the step (SPEC §3).
+package acpsubagent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/acpflow/acpflow/steps"
+)
+
+// Name is the `uses:` value of this kind.
+const Name = "acp-subagent"
+
+// Kind makes acp-subagent steps.
+type Kind struct {
+	// Self and SelfArgs start acpflow's own builtin agents: Self is the
+	// executable, SelfArgs the arguments before the builtin's name
+	// (["agent"] for `acpflow agent demo`).
+	Self     string
+	SelfArgs []string
+}
+
+var _ steps.Kind = (*Kind)(nil)
+
+func init() {
+	self, err := os.Executable()
+	if err != nil {
+		self = os.Args[0]
+	}
+	steps.Register(&Kind{Self: self, SelfArgs: []string{"agent"}})
+}
+
+// Name implements steps.Kind.
+func (k *Kind) Name() string { return Name }
+
+// Keys implements steps.Kind.
+func (k *Kind) Keys() []string { return []string{"agent", "prompt", "cwd", "env"} }
+
+// Required implements steps.Kind.
+func (k *Kind) Required() []string { return []string{"agent", "prompt"} }
+
+// Prepare implements steps.Kind.
+func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
+	name, ok := cfg.With["agent"].(string)
+	if !ok || name == "" {
+		return nil, fmt.Errorf("with.agent must name an agent")
+	}
+	agent, ok := cfg.Agents[name]
+	if !ok {
+		return nil, fmt.Errorf("with.agent: unknown agent %q", name)
+	}
+	if cwd, ok := cfg.With["cwd"]; ok {
+		if s, _ := cwd.(string); s == "" {
+			return nil, fmt.Errorf("with.cwd is empty; omit the key to use the agent's cwd or the workspace")
+		}
+	}
+	if env, ok := cfg.With["env"]; ok {
+		if _, isMap := env.(map[string]any); !isMap {
+			return nil, fmt.Errorf("with.env must be a mapping of names to values")
+		}
+	}
+	return &subagent{kind: k, id: cfg.ID, agent: agent}, nil
+}
+
+// resolveCwd finds the child's working directory: the step's cwd, else the
+// agent's, else the workspace; relative ones against the workspace, never
+// against acpflow's own directory. It must be a directory acpflow can enter.
+func resolveCwd(inv *steps.Invocation, agent *steps.Agent) (string, error) {
+	cwd := inv.Workspace
+	if agent.Cwd != "" {
+		cwd = agent.Cwd
+	}
+	if s, _ := inv.With["cwd"].(string); s != "" {
+		cwd = s
+	}
+	if !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(inv.Workspace, cwd)
+	}
+	cwd = filepath.Clean(cwd)
+	if !filepath.IsAbs(cwd) {
+		return "", fmt.Errorf("cwd must be an absolute path: %s", cwd)
+	}
+	fi, err := os.Stat(cwd)
+	switch {
+	case os.IsNotExist(err):
+		return "", fmt.Errorf("cwd %s does not exist", cwd)
+	case err != nil:
+		return "", fmt.Errorf("cwd %s cannot be entered: %v", cwd, err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("cwd %s is not a directory", cwd)
+	}
+	if err := syscall.Access(cwd, 1 /* X_OK */); err != nil {
+		return "", fmt.Errorf("cwd %s cannot be entered: %v", cwd, err)
+	}
+	return cwd, nil
+}

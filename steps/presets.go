@@ -1,0 +1,65 @@
+package steps
+
+import "sort"
+
+// Preset is a known agent: what `preset: NAME` fills in, and what it needs.
+type Preset struct {
+	Name        string
+	Command     string
+	Args        []string
+	Env         []string // variables the agent reads its credentials from
+	Auth        []string // authenticate method ids it offers
+	Notes       string
+	Description string
+}
+
+var presets = map[string]Preset{
+	"claude": {
+		Name: "claude", Command: "npx", Args: []string{"-y", "@zed-industries/claude-code-acp"},
+		Env: []string{"ANTHROPIC_API_KEY"}, Auth: []string{"claude-login"},
+		Description: "Claude Code through the Zed ACP adapter",
+		Notes:       "refuses to run as root unless IS_SANDBOX=1 is set in its env",
+	},
+	"codex": {
+		Name: "codex", Command: "npx", Args: []string{"-y", "@zed-industries/codex-acp"},
+		Env: []string{"CODEX_API_KEY", "OPENAI_API_KEY"}, Auth: []string{"codex-api-key", "openai-api-key", "chatgpt"},
+		Description: "OpenAI Codex through codex-acp",
+		Notes:       "needs auth: codex-api-key with CODEX_API_KEY passed explicitly",
+	},
+	"gemini": {
+		Name: "gemini", Command: "gemini", Args: []string{"--acp"},
+		Env: []string{"GEMINI_API_KEY"}, Auth: []string{"gemini-api-key", "oauth-personal"},
+		Description: "Gemini CLI in ACP mode (npm @google/gemini-cli)",
+		Notes:       "needs auth: gemini-api-key with GEMINI_API_KEY passed explicitly",
+	},
+	"goose": {
+		Name: "goose", Command: "goose", Args: []string{"acp"},
+		Description: "Block's goose in ACP mode",
+		Notes:       "uses the provider configured for goose; pass its key explicitly",
+	},
+	"opencode": {
+		Name: "opencode", Command: "opencode", Args: []string{"acp"},
+		Description: "opencode in ACP mode",
+	},
+	"qwen": {
+		Name: "qwen", Command: "qwen", Args: []string{"--acp"},
+		Env: []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"},
+		Description: "Qwen Code in ACP mode",
+	},
+}
+
+// LookupPreset returns the preset called name.
+func LookupPreset(name string) (Preset, bool) {
+	p, ok := presets[name]
+	return p, ok
+}
+
+// Presets lists the presets by name.
+func Presets() []Preset {
+	out := make([]Preset, 0, len(presets))
+	for _, p := range presets {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

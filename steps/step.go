@@ -1,0 +1,171 @@
+// Package steps defines what a step kind is, and keeps the registry of the
+// kinds a workflow's `uses:` may name.
+//
+// A kind has one lifecycle, written on the interface: the workflow loader
+// decodes and checks its `with:` (Kind.Prepare, at validate time, before
+// anything starts), and the engine runs the prepared step (Step.Run) once
+// per attempt with the rendered values. Adding a kind touches one folder: it
+// calls Register from its init function.
+package steps
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/acpflow/acpflow/policies"
+)
+
+// Kind makes steps of one `uses:` value.
+type Kind interface {
+	// Name is the `uses:` value, e.g. "acp-subagent".
+	Name() string
+	// Keys are the keys `with:` accepts, for strict decoding and "did you mean".
+	Keys() []string
+	// Required are the keys `with:` must have.
+	Required() []string
+	// Prepare checks a step's static configuration (agent exists, values
+	// have the right shape) and returns the runnable step. with holds the
+	// raw values, which may still contain ${{ }} templates.
+	Prepare(cfg StepConfig) (Step, error)
+}
+
+// StepConfig is a step as the workflow file declares it.
+type StepConfig struct {
+	ID     string
+	With   map[string]any
+	Agents map[string]*Agent
+}
+
+// Step runs one attempt of one step.
+type Step interface {
+	// Run runs the step with its `with:` values rendered. It returns when
+	// the step has settled and every process it started is gone. ctx ends
+	// when the step must stop (its timeout, or the run being cancelled);
+	// the cause is context.Cause(ctx).
+	Run(ctx context.Context, inv *Invocation) Result
+}
+
+// Invocation is one attempt of a step, with everything rendered.
+type Invocation struct {
+	Workflow  string
+	RunID     string
+	StepID    string
+	Attempt   int
+	Workspace string            // absolute
+	With      map[string]any    // rendered `with:` values
+	Ambient   map[string]string // acpflow's own environment, the env policy's input
+
+	Permission       policies.Permission
+	PermissionSource policies.Source
+	Env              policies.Env
+	EnvSource        policies.Source
+
+	// Render expands the ${{ }} templates of a string in the step's scope,
+	// for values a kind reads from outside `with:` (an agent's env).
+	Render func(string) (string, error)
+
+	Events Sink
+}
+
+// StopReason is how a step's turn ended (SPEC §3.4).
+type StopReason string
+
+const (
+	Completed StopReason = "completed"
+	MaxTokens StopReason = "max-tokens"
+	Refusal   StopReason = "refusal"
+	Aborted   StopReason = "aborted"
+	Error     StopReason = "error"
+)
+
+// Result is what one attempt produced.
+type Result struct {
+	StopReason  StopReason
+	Output      string
+	Err         error // nil only for a completed step
+	SessionID   string
+	Permissions []policies.PermissionRecord
+	Stderr      string // the kept tail of the child's stderr
+}
+
+// Event is one entry of a run's event stream (SPEC §6 `--json`).
+type Event struct {
+	Type   string         `json:"type"`
+	RunID  string         `json:"run_id"`
+	Step   string         `json:"step,omitempty"`
+	Time   time.Time      `json:"time"`
+	Fields map[string]any `json:"-"` // flattened into the JSON object
+}
+
+// Sink receives events. Implementations must be safe for concurrent use and
+// must not block for long: a step calls Emit on its protocol path.
+type Sink interface {
+	Emit(Event)
+}
+
+// Discard is a Sink that drops every event.
+type Discard struct{}
+
+// Emit implements Sink.
+func (Discard) Emit(Event) {}
+
+// Agent is a named agent of the workflow file (SPEC §2 `agents:`).
+type Agent struct {
+	Name         string
+	Builtin      string   // "demo": acpflow's own demo agent
+	Command      string   // looked up on PATH at run time
+	Args         []string // may contain ${{ }}
+	Env          map[string]string
+	Cwd          string // relative to the workspace
+	CwdSet       bool   // the file has a cwd key (an empty one is an error)
+	Auth         string
+	StartTimeout time.Duration
+	EOFGrace     time.Duration
+	TermGrace    time.Duration
+}
+
+// Defaults of an agent's timings (SPEC §2, the seed's dispose graces).
+const (
+	DefaultStartTimeout = 60 * time.Second
+	DefaultEOFGrace     = 6 * time.Second
+	DefaultTermGrace    = 3 * time.Second
+)
+
+var (
+	kindsMu sync.RWMutex
+	kinds   = map[string]Kind{}
+)
+
+// Register makes a kind available to `uses:`. It panics on a duplicate
+// name, which is a programming error found at start-up.
+func Register(k Kind) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if _, dup := kinds[k.Name()]; dup {
+		panic(fmt.Sprintf("steps: kind %q registered twice", k.Name()))
+	}
+	kinds[k.Name()] = k
+}
+
+// Lookup returns the kind registered under name.
+func Lookup(name string) (Kind, bool) {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// Names lists the registered kinds, sorted.
+func Names() []string {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	out := make([]string, 0, len(kinds))
+	for n := range kinds {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
