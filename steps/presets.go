@@ -43,7 +43,7 @@ var presets = map[string]Preset{
 	},
 	"qwen": {
 		Name: "qwen", Command: "qwen", Args: []string{"--acp"},
-		Env: []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"},
+		Env:         []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"},
 		Description: "Qwen Code in ACP mode",
 	},
 }
