@@ -1,0 +1,434 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// agent answers the client's messages as its config scripts.
+type agent struct {
+	cfg  *config
+	rec  *recorder
+	wire *wire
+
+	mu            sync.Mutex
+	authenticated bool
+	cwd           string             // from the last session/new
+	turns         map[*turn]struct{} // prompts in flight
+}
+
+// turn is one session/prompt in flight.
+type turn struct {
+	id        json.RawMessage
+	sessionID string
+	cancelled chan struct{} // closed by a session/cancel that is not ignored
+	once      sync.Once
+}
+
+func (t *turn) cancel() { t.once.Do(func() { close(t.cancelled) }) }
+
+func (t *turn) isCancelled() bool {
+	select {
+	case <-t.cancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+func newAgent(cfg *config, rec *recorder, stdout io.Writer) *agent {
+	return &agent{cfg: cfg, rec: rec, wire: newWire(stdout, cfg.garbage, rec), turns: make(map[*turn]struct{})}
+}
+
+// serve handles stdin until EOF. Requests are answered on the reader goroutine, except prompts,
+// which run on their own so that permission answers and cancels can still be read.
+func (a *agent) serve(stdin io.Reader) {
+	readMessages(stdin, func(m message) {
+		switch {
+		case m.Method == "" && len(m.ID) > 0:
+			a.wire.deliver(m)
+		case m.Method != "" && len(m.ID) > 0:
+			a.request(m)
+		case m.Method != "":
+			a.notification(m)
+		}
+	})
+}
+
+func (a *agent) request(m message) {
+	if m.Method == a.cfg.crashOn {
+		crash(a.rec, m.Method)
+	}
+	if slices.Contains(a.cfg.hangOn, m.Method) {
+		a.rec.event("hang", map[string]any{"method": m.Method, "params": m.Params})
+		return
+	}
+	switch m.Method {
+	case "initialize":
+		a.initialize(m)
+	case "authenticate":
+		a.authenticate(m)
+	case "session/new":
+		a.newSession(m)
+	case "session/prompt":
+		a.rec.event("prompt", map[string]any{"params": m.Params})
+		// The turn is registered before the next message is read, so that a session/cancel
+		// right behind the prompt finds it.
+		go a.prompt(a.beginTurn(m))
+	default:
+		a.wire.fail(m.ID, -32601, "Method not found", map[string]any{"method": m.Method})
+	}
+}
+
+func (a *agent) notification(m message) {
+	if m.Method != "session/cancel" {
+		return // notifications an agent does not know are ignored
+	}
+	a.rec.event("cancel", map[string]any{"params": m.Params})
+	if a.cfg.ignoreCancel {
+		return
+	}
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for t := range a.turns {
+		if t.sessionID == p.SessionID {
+			t.cancel()
+		}
+	}
+}
+
+func (a *agent) initialize(m message) {
+	a.rec.event("initialize", map[string]any{"params": m.Params})
+	authMethods := []any{}
+	if a.cfg.requireAuth != "" {
+		authMethods = append(authMethods, map[string]any{
+			"id":          a.cfg.requireAuth,
+			"name":        "Test login",
+			"description": "testagent requires authenticate with this method before session/new",
+		})
+	}
+	a.wire.result(m.ID, map[string]any{
+		"protocolVersion": a.cfg.protocol,
+		"agentCapabilities": map[string]any{
+			"loadSession":        false,
+			"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": false},
+		},
+		"agentInfo":   map[string]any{"name": "testagent", "version": "0.0.0"},
+		"authMethods": authMethods,
+	})
+}
+
+func (a *agent) authenticate(m message) {
+	a.rec.event("authenticate", map[string]any{"params": m.Params})
+	var p struct {
+		MethodID string `json:"methodId"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	if a.cfg.requireAuth != "" && p.MethodID != a.cfg.requireAuth {
+		a.wire.fail(m.ID, -32602, "Invalid params", map[string]any{"error": fmt.Sprintf("unknown auth method %q", p.MethodID)})
+		return
+	}
+	a.mu.Lock()
+	a.authenticated = true
+	a.mu.Unlock()
+	a.wire.result(m.ID, map[string]any{})
+}
+
+func (a *agent) newSession(m message) {
+	var p struct {
+		Cwd string `json:"cwd"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	a.mu.Lock()
+	authenticated := a.authenticated
+	a.cwd = p.Cwd
+	a.mu.Unlock()
+
+	if a.cfg.requireAuth != "" && !authenticated {
+		a.rec.event("session_new", map[string]any{"params": m.Params, "session_id": "", "error": "auth required"})
+		a.wire.fail(m.ID, -32000, "Authentication required", nil)
+		return
+	}
+	id := a.cfg.sessionID
+	if id == "" {
+		id = "ta-" + randomHex()
+	}
+	if a.cfg.noSessionID {
+		id = ""
+	}
+	a.rec.event("session_new", map[string]any{"params": m.Params, "session_id": id})
+	if id == "" {
+		a.wire.result(m.ID, map[string]any{})
+	} else {
+		a.wire.result(m.ID, map[string]any{"sessionId": id})
+	}
+	if a.cfg.exitAfterSessionNew {
+		os.Exit(0)
+	}
+}
+
+func (a *agent) beginTurn(m message) *turn {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	t := &turn{id: m.ID, sessionID: p.SessionID, cancelled: make(chan struct{})}
+	a.mu.Lock()
+	a.turns[t] = struct{}{}
+	a.mu.Unlock()
+	return t
+}
+
+// prompt plays one turn: wait, maybe die, ask permissions, ask the client, stream the chunks.
+// A session/cancel for its session (unless ignored) ends it at once with stop reason cancelled.
+func (a *agent) prompt(t *turn) {
+	defer func() {
+		a.mu.Lock()
+		delete(a.turns, t)
+		a.mu.Unlock()
+	}()
+
+	if !a.waitBeforeAnswering(t) {
+		a.endTurn(t, "cancelled")
+		return
+	}
+	if a.cfg.exitMidPrompt {
+		a.chunk(t.sessionID, "partial")
+		fmt.Fprintln(os.Stderr, "testagent: exiting mid-prompt")
+		os.Exit(1)
+	}
+	for i, tool := range a.cfg.permissions {
+		outcome, ok := a.askPermission(t, i+1, tool)
+		if !ok {
+			a.endTurn(t, "cancelled")
+			return
+		}
+		a.chunk(t.sessionID, fmt.Sprintf("permission %s %s: %s\n", tool.kind, tool.title, outcome))
+	}
+	for _, method := range a.cfg.askClient {
+		said, ok := a.askClient(t, method)
+		if !ok {
+			a.endTurn(t, "cancelled")
+			return
+		}
+		a.chunk(t.sessionID, "client said "+said+"\n")
+	}
+	for i, text := range a.cfg.chunks {
+		if a.cfg.noise {
+			a.noise(t.sessionID, i)
+		}
+		if t.isCancelled() {
+			a.endTurn(t, "cancelled")
+			return
+		}
+		a.chunk(t.sessionID, text)
+	}
+	if a.cfg.noise {
+		a.noise(t.sessionID, len(a.cfg.chunks))
+	}
+	if t.isCancelled() {
+		a.endTurn(t, "cancelled")
+		return
+	}
+	a.endTurn(t, a.cfg.stop)
+}
+
+// waitBeforeAnswering applies -prompt-delay and -prompt-hang; false means the turn was
+// cancelled while waiting.
+func (a *agent) waitBeforeAnswering(t *turn) bool {
+	switch {
+	case a.cfg.promptHang:
+		<-t.cancelled // with -ignore-cancel, never
+		return false
+	case a.cfg.promptDelay > 0:
+		timer := time.NewTimer(a.cfg.promptDelay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			return true
+		case <-t.cancelled:
+			return false
+		}
+	}
+	return !t.isCancelled()
+}
+
+func (a *agent) endTurn(t *turn, stopReason string) {
+	a.wire.result(t.id, map[string]any{"stopReason": stopReason})
+}
+
+// askPermission asks session/request_permission for one -permission tool call and returns
+// the outcome for the output; false when the turn was cancelled before the client answered.
+func (a *agent) askPermission(t *turn, n int, tool toolRequest) (string, bool) {
+	callID := fmt.Sprintf("call_%d", n)
+	toolCall := map[string]any{
+		"toolCallId": callID,
+		"kind":       tool.kind,
+		"title":      tool.title,
+		"status":     "pending",
+		"rawInput":   map[string]any{"command": tool.title},
+	}
+	if strings.HasPrefix(tool.title, "/") {
+		toolCall["locations"] = []any{map[string]any{"path": tool.title}}
+	}
+	options := []any{}
+	for _, kind := range a.cfg.permOptions {
+		options = append(options, map[string]any{
+			"optionId": "opt-" + strings.ReplaceAll(kind, "_", "-"),
+			"name":     optionName(kind),
+			"kind":     kind,
+		})
+	}
+	answered := a.wire.request("session/request_permission",
+		map[string]any{"sessionId": t.sessionID, "toolCall": toolCall, "options": options},
+		func(resp message) {
+			e := map[string]any{"tool_call_id": callID}
+			if resp.Error != nil {
+				e["error"] = resp.Error
+			} else {
+				e["result"] = resp.Result
+			}
+			a.rec.event("permission_answer", e)
+		})
+	select {
+	case resp := <-answered:
+		return permissionOutcome(resp), true
+	case <-t.cancelled:
+		return "", false
+	}
+}
+
+func permissionOutcome(resp message) string {
+	if resp.Error != nil {
+		return fmt.Sprintf("error %d", resp.Error.Code)
+	}
+	var r struct {
+		Outcome struct {
+			Outcome  string `json:"outcome"`
+			OptionID string `json:"optionId"`
+		} `json:"outcome"`
+	}
+	if err := json.Unmarshal(resp.Result, &r); err != nil {
+		return "invalid answer"
+	}
+	switch r.Outcome.Outcome {
+	case "selected":
+		return r.Outcome.OptionID
+	case "cancelled":
+		return "cancelled"
+	}
+	return "invalid outcome " + r.Outcome.Outcome
+}
+
+func optionName(kind string) string {
+	switch kind {
+	case "allow_once":
+		return "Allow once"
+	case "allow_always":
+		return "Always allow"
+	case "reject_once":
+		return "Reject once"
+	case "reject_always":
+		return "Always reject"
+	}
+	return "Option " + kind
+}
+
+// askClient calls a client method acpflow does not serve and returns what to say about the
+// answer: the error code, or "ok"; false when the turn was cancelled first.
+func (a *agent) askClient(t *turn, method string) (string, bool) {
+	a.mu.Lock()
+	cwd := a.cwd
+	a.mu.Unlock()
+	params := map[string]any{"sessionId": t.sessionID}
+	switch {
+	case strings.HasPrefix(method, "fs/"):
+		params["path"] = filepath.Join(cwd, "README.md")
+		if method == "fs/write_text_file" {
+			params["content"] = "written by testagent\n"
+		}
+	case method == "terminal/create":
+		params["command"] = "echo"
+		params["args"] = []string{"hello"}
+	case strings.HasPrefix(method, "terminal/"):
+		params["terminalId"] = "term-1"
+	}
+	answered := a.wire.request(method, params, func(resp message) {
+		e := map[string]any{"method": method, "code": 0}
+		if resp.Error != nil {
+			e["code"] = resp.Error.Code
+		} else {
+			e["result"] = resp.Result
+		}
+		a.rec.event("client_error", e)
+	})
+	select {
+	case resp := <-answered:
+		if resp.Error != nil {
+			return fmt.Sprint(resp.Error.Code), true
+		}
+		return "ok", true
+	case <-t.cancelled:
+		return "", false
+	}
+}
+
+func (a *agent) chunk(sessionID, text string) {
+	a.update(sessionID, map[string]any{
+		"sessionUpdate": "agent_message_chunk",
+		"content":       map[string]any{"type": "text", "text": text},
+	})
+}
+
+// noise sends every kind of update that a client must keep out of the output, the last one a
+// message chunk for a session that is not the prompt's.
+func (a *agent) noise(sessionID string, n int) {
+	toolCallID := fmt.Sprintf("noise_%d", n)
+	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+	for _, u := range []map[string]any{
+		{"sessionUpdate": "agent_thought_chunk", "content": text("thinking...")},
+		{"sessionUpdate": "tool_call", "toolCallId": toolCallID, "title": "NOISE tool call", "kind": "other", "status": "pending"},
+		{"sessionUpdate": "tool_call_update", "toolCallId": toolCallID, "status": "completed",
+			"content": []any{map[string]any{"type": "content", "content": text("NOISE tool output")}}},
+		{"sessionUpdate": "plan", "entries": []any{map[string]any{"content": "NOISE plan", "priority": "medium", "status": "pending"}}},
+		{"sessionUpdate": "current_mode_update", "currentModeId": "noise-mode"},
+		{"sessionUpdate": "available_commands_update", "availableCommands": []any{}},
+		{"sessionUpdate": "user_message_chunk", "content": text("NOISE user message")},
+	} {
+		a.update(sessionID, u)
+	}
+	a.chunk(sessionID+"-other", "LEAK")
+}
+
+func (a *agent) update(sessionID string, update map[string]any) {
+	a.wire.notify("session/update", map[string]any{"sessionId": sessionID, "update": update})
+}
+
+// crash is -crash-on: a few lines of "stack" on stderr and exit 3, answering nothing.
+func crash(rec *recorder, method string) {
+	rec.event("crash", map[string]any{"method": method})
+	fmt.Fprintf(os.Stderr, "testagent: crashing on %s\n", method)
+	for i := 1; i <= 3; i++ {
+		fmt.Fprintf(os.Stderr, "testagent: crash detail %d\n", i)
+	}
+	os.Exit(3)
+}
+
+func randomHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

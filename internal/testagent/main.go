@@ -1,0 +1,237 @@
+// Command testagent is a scripted, misbehaving ACP agent for acpflow's own tests. It speaks
+// raw JSON-RPC lines (no SDK), so that it can answer late, wrongly or never, crash, leak
+// descendants and ignore signals on purpose. Tests build it with `go build` and spawn it as a
+// real subprocess. Its behaviour is set by flags only: the environment it sees is what the code
+// under test gave it, which it records.
+//
+// With no flags it is well behaved: it answers initialize, session/new and one prompt with the
+// chunks "Hello, " and "world" and stop reason end_turn, and exits 0 when stdin closes.
+//
+// Flags:
+//
+//	-stop REASON             stop reason of the prompt answer (any string; default end_turn)
+//	-chunk TEXT              an agent_message_chunk text; repeatable, in order (default "Hello, " "world")
+//	-chunks A,B,C            the same, comma-separated, appended after the -chunk ones
+//	-no-chunks               send no message chunk at all
+//	-noise                   before each chunk and after the last, send a thought ("thinking..."),
+//	                         a tool_call, a tool_call_update, a plan, a current_mode_update, an
+//	                         available_commands_update, a user_message_chunk ("NOISE …") and an
+//	                         agent_message_chunk "LEAK" for another session id
+//	-record FILE             append one JSON line per event to FILE (see below)
+//	-session-id ID           the session id session/new answers (default random "ta-…")
+//	-no-session-id           session/new answers {} (no sessionId)
+//	-protocol-version N      the protocolVersion initialize answers (default 1)
+//	-crash-on METHOD         on receiving METHOD, write "testagent: crashing on METHOD" and three
+//	                         numbered lines to stderr, then exit 3 without answering
+//	-hang-on METHOD          never answer METHOD (repeatable); everything else goes on
+//	-stderr-lines N          write "stderr line 1" … "stderr line N" to stderr at startup
+//	-garbage                 write "this is not json" and "{broken" lines before every message
+//	-require-auth ID         advertise auth method ID; session/new fails with -32000
+//	                         "Authentication required" until authenticate with methodId ID
+//	-prompt-delay DUR        wait DUR before answering a prompt (a session/cancel ends the wait)
+//	-prompt-hang             never answer a prompt unless it is cancelled
+//	-ignore-cancel           record session/cancel but go on as if it never came
+//	                         (a cancel only ends the turns of the session it names)
+//	-permission KIND:TITLE   before answering, ask session/request_permission for this tool call
+//	                         (repeatable, in order) and add "permission KIND TITLE: OUTCOME\n"
+//	                         to the output, OUTCOME being the option id chosen, "cancelled",
+//	                         or "error CODE"
+//	-perm-options K,K,…      the option kinds offered (default allow_once,allow_always,
+//	                         reject_once,reject_always; ids "opt-allow-once" …; "" = none)
+//	-ask-client METHOD       during the prompt, send a request the client should not serve
+//	                         (e.g. fs/read_text_file, terminal/create); repeatable; record the
+//	                         error code and add "client said CODE\n" ("client said ok\n") to the output
+//	-exit-after-session-new  exit 0 right after answering session/new
+//	-exit-mid-prompt         send the chunk "partial", then exit 1 during the prompt
+//	-eof-flush DUR           on stdin EOF, wait DUR before exiting 0 (default 0)
+//	-ignore-eof              on stdin EOF, keep running until a signal
+//	-trap-term               ignore SIGTERM (recording it), so that only SIGKILL ends the agent;
+//	                         without it, SIGTERM is recorded and the agent exits 143
+//	-grandchild              at startup, spawn a sleeper in the agent's process group
+//	-setsid-grandchild       at startup, spawn a sleeper in a session of its own (setsid)
+//	-daemon-grandchild       at startup, double-fork a setsid sleeper whose parent exits at once
+//	-lifetime DUR            leak guard: exit 124 after DUR whatever happens (default 10m)
+//
+// Sleepers inherit the agent's stdout and stderr (stdin is /dev/null), ignore SIGHUP, and ignore
+// SIGTERM too when the agent has -trap-term. Helper modes, used by the agent on itself: -sleep
+// (be a sleeper) and -spawn-setsid-and-exit (the middle of -daemon-grandchild).
+//
+// Recorded events, one JSON object per line, each written by a single O_APPEND write so that
+// the file survives a SIGKILL:
+//
+//	{"event":"start","pid","ppid","pgid","cwd","env":{…},"args":[…]}
+//	{"event":"grandchild","pid","how":"child|setsid|daemon"}
+//	{"event":"initialize","params"}   {"event":"authenticate","params"}
+//	{"event":"session_new","params","session_id"[,"error"]}
+//	{"event":"prompt","params"}       {"event":"cancel","params"}
+//	{"event":"permission_answer","tool_call_id","result"|"error"}
+//	{"event":"client_error","method","code"[,"result"]}   (code 0: the client answered a result)
+//	{"event":"crash","method"}        {"event":"hang","method","params"}
+//	{"event":"eof"}  {"event":"flushed"}  {"event":"sigterm"}
+//	{"event":"stdout_error","error"}  {"event":"lifetime_expired"}
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// config is the agent's script, from its flags.
+type config struct {
+	stop        string
+	chunks      []string
+	noChunks    bool
+	noise       bool
+	record      string
+	sessionID   string
+	noSessionID bool
+	protocol    int
+
+	crashOn     string
+	hangOn      []string
+	stderrLines int
+	garbage     bool
+	requireAuth string
+
+	promptDelay  time.Duration
+	promptHang   bool
+	ignoreCancel bool
+	permissions  []toolRequest
+	permOptions  []string
+	askClient    []string
+
+	exitAfterSessionNew bool
+	exitMidPrompt       bool
+
+	eofFlush  time.Duration
+	ignoreEOF bool
+	trapTerm  bool
+
+	grandchild       bool
+	setsidGrandchild bool
+	daemonGrandchild bool
+	lifetime         time.Duration
+
+	// helper modes
+	sleep              bool
+	spawnSetsidAndExit bool
+}
+
+// toolRequest is one -permission KIND:TITLE.
+type toolRequest struct{ kind, title string }
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func parseFlags(args []string) (*config, error) {
+	cfg := &config{}
+	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
+	var chunk, hangOn, permission, askClient listFlag
+	var chunks, permOptions string
+
+	fs.StringVar(&cfg.stop, "stop", "end_turn", "stop reason of the prompt answer")
+	fs.Var(&chunk, "chunk", "an agent_message_chunk text (repeatable)")
+	fs.StringVar(&chunks, "chunks", "", "comma-separated chunk texts")
+	fs.BoolVar(&cfg.noChunks, "no-chunks", false, "send no message chunk")
+	fs.BoolVar(&cfg.noise, "noise", false, "send updates that are not output around the chunks")
+	fs.StringVar(&cfg.record, "record", "", "append one JSON line per event to this file")
+	fs.StringVar(&cfg.sessionID, "session-id", "", "session id to answer (default random)")
+	fs.BoolVar(&cfg.noSessionID, "no-session-id", false, "answer session/new without a sessionId")
+	fs.IntVar(&cfg.protocol, "protocol-version", 1, "protocolVersion to answer")
+	fs.StringVar(&cfg.crashOn, "crash-on", "", "exit 3 on receiving this method")
+	fs.Var(&hangOn, "hang-on", "never answer this method (repeatable)")
+	fs.IntVar(&cfg.stderrLines, "stderr-lines", 0, "numbered stderr lines to write at startup")
+	fs.BoolVar(&cfg.garbage, "garbage", false, "write non-JSON lines before every message")
+	fs.StringVar(&cfg.requireAuth, "require-auth", "", "auth method id required before session/new")
+	fs.DurationVar(&cfg.promptDelay, "prompt-delay", 0, "wait before answering a prompt")
+	fs.BoolVar(&cfg.promptHang, "prompt-hang", false, "never answer a prompt unless cancelled")
+	fs.BoolVar(&cfg.ignoreCancel, "ignore-cancel", false, "ignore session/cancel (but record it)")
+	fs.Var(&permission, "permission", "KIND:TITLE of a tool call to ask permission for (repeatable)")
+	fs.StringVar(&permOptions, "perm-options", "allow_once,allow_always,reject_once,reject_always", "option kinds offered")
+	fs.Var(&askClient, "ask-client", "a client method to call during the prompt (repeatable)")
+	fs.BoolVar(&cfg.exitAfterSessionNew, "exit-after-session-new", false, "exit 0 after answering session/new")
+	fs.BoolVar(&cfg.exitMidPrompt, "exit-mid-prompt", false, `send "partial" then exit 1 during the prompt`)
+	fs.DurationVar(&cfg.eofFlush, "eof-flush", 0, "on stdin EOF, wait this long before exiting")
+	fs.BoolVar(&cfg.ignoreEOF, "ignore-eof", false, "keep running after stdin EOF")
+	fs.BoolVar(&cfg.trapTerm, "trap-term", false, "ignore SIGTERM")
+	fs.BoolVar(&cfg.grandchild, "grandchild", false, "spawn a sleeper in the process group")
+	fs.BoolVar(&cfg.setsidGrandchild, "setsid-grandchild", false, "spawn a sleeper that calls setsid")
+	fs.BoolVar(&cfg.daemonGrandchild, "daemon-grandchild", false, "double-fork a setsid sleeper")
+	fs.DurationVar(&cfg.lifetime, "lifetime", 10*time.Minute, "exit 124 after this long (leak guard)")
+	fs.BoolVar(&cfg.sleep, "sleep", false, "helper mode: sleep until killed")
+	fs.BoolVar(&cfg.spawnSetsidAndExit, "spawn-setsid-and-exit", false, "helper mode: spawn a setsid sleeper, record it, exit")
+
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+
+	cfg.chunks = chunk
+	if chunks != "" {
+		cfg.chunks = append(cfg.chunks, strings.Split(chunks, ",")...)
+	}
+	if len(cfg.chunks) == 0 && !cfg.noChunks {
+		cfg.chunks = []string{"Hello, ", "world"}
+	}
+	if cfg.noChunks {
+		cfg.chunks = nil
+	}
+	cfg.hangOn = hangOn
+	cfg.askClient = askClient
+	for _, p := range permission {
+		kind, title, ok := strings.Cut(p, ":")
+		if !ok {
+			return nil, fmt.Errorf("-permission %q: want KIND:TITLE", p)
+		}
+		cfg.permissions = append(cfg.permissions, toolRequest{kind: kind, title: title})
+	}
+	for _, kind := range strings.Split(permOptions, ",") {
+		if kind = strings.TrimSpace(kind); kind != "" {
+			cfg.permOptions = append(cfg.permOptions, kind)
+		}
+	}
+	return cfg, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testagent:", err)
+		os.Exit(2)
+	}
+	switch {
+	case cfg.sleep:
+		sleeper(cfg)
+	case cfg.spawnSetsidAndExit:
+		spawnSetsidAndExit(cfg)
+	default:
+		runAgent(cfg)
+	}
+}
+
+// runAgent is the agent proper: record the start, set up signals and descendants, serve stdin
+// until EOF, then apply the EOF behaviour.
+func runAgent(cfg *config) {
+	rec, err := openRecorder(cfg.record)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testagent:", err)
+		os.Exit(2)
+	}
+	handleSignals(cfg, rec)
+	go exitAfter(cfg.lifetime, rec)
+	rec.start()
+	writeStderrLines(cfg.stderrLines)
+	spawnDescendants(cfg, rec)
+
+	a := newAgent(cfg, rec, os.Stdout)
+	a.serve(os.Stdin)
+	onEOF(cfg, rec)
+}

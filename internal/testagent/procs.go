@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// handleSignals records SIGTERM and, unless -trap-term, exits 143 on it as a shell would.
+// SIGPIPE is caught so that a write to a gone client fails with EPIPE, which wire.send turns
+// into a recorded exit, instead of killing the agent silently.
+func handleSignals(cfg *config, rec *recorder) {
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGPIPE)
+	go func() {
+		for sig := range ch {
+			if sig != syscall.SIGTERM {
+				continue
+			}
+			rec.event("sigterm", nil)
+			if !cfg.trapTerm {
+				os.Exit(143)
+			}
+		}
+	}()
+}
+
+// exitAfter is the leak guard: a test that fails to tear the agent down does not leave it
+// running for ever.
+func exitAfter(d time.Duration, rec *recorder) {
+	time.Sleep(d)
+	rec.event("lifetime_expired", nil)
+	os.Exit(124)
+}
+
+func writeStderrLines(n int) {
+	w := bufio.NewWriter(os.Stderr)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(w, "stderr line %d\n", i)
+	}
+	_ = w.Flush()
+}
+
+// onEOF is what the agent does once the client closed its stdin.
+func onEOF(cfg *config, rec *recorder) {
+	rec.event("eof", nil)
+	if cfg.ignoreEOF {
+		sleepUntil(cfg.lifetime)
+	}
+	time.Sleep(cfg.eofFlush)
+	rec.event("flushed", nil)
+	os.Exit(0)
+}
+
+// spawnDescendants starts the -grandchild, -setsid-grandchild and -daemon-grandchild sleepers,
+// each recorded with its pid before the agent reads stdin.
+func spawnDescendants(cfg *config, rec *recorder) {
+	if cfg.grandchild {
+		if pid, err := startSleeper(cfg, false); err == nil {
+			rec.event("grandchild", map[string]any{"pid": pid, "how": "child"})
+		} else {
+			fmt.Fprintln(os.Stderr, "testagent: -grandchild:", err)
+		}
+	}
+	if cfg.setsidGrandchild {
+		if pid, err := startSleeper(cfg, true); err == nil {
+			rec.event("grandchild", map[string]any{"pid": pid, "how": "setsid"})
+		} else {
+			fmt.Fprintln(os.Stderr, "testagent: -setsid-grandchild:", err)
+		}
+	}
+	if cfg.daemonGrandchild {
+		// The middle process records the sleeper and exits; waiting for it reaps it and
+		// orders its record before anything the agent answers.
+		cmd := selfCommand(cfg, "-spawn-setsid-and-exit", "-record", cfg.record)
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "testagent: -daemon-grandchild:", err)
+		}
+	}
+}
+
+// spawnSetsidAndExit is the middle of -daemon-grandchild: start a setsid sleeper, record it,
+// exit, so that the sleeper is reparented away from the agent.
+func spawnSetsidAndExit(cfg *config) {
+	rec, err := openRecorder(cfg.record)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testagent:", err)
+		os.Exit(2)
+	}
+	pid, err := startSleeper(cfg, true)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testagent: -spawn-setsid-and-exit:", err)
+		os.Exit(1)
+	}
+	rec.event("grandchild", map[string]any{"pid": pid, "how": "daemon"})
+	os.Exit(0)
+}
+
+// startSleeper starts a copy of the agent in -sleep mode, in the agent's process group or, with
+// setsid, in a new session. It is not waited for here: it is meant to outlive what it can.
+func startSleeper(cfg *config, setsid bool) (int, error) {
+	cmd := selfCommand(cfg, "-sleep")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	go cmd.Wait() // reap it if it dies while the agent lives
+	return cmd.Process.Pid, nil
+}
+
+// selfCommand runs this executable with args, passing on -trap-term and -lifetime, with the
+// agent's stdout and stderr: like a careless real child, it keeps the pipes open.
+func selfCommand(cfg *config, args ...string) *exec.Cmd {
+	self, err := os.Executable()
+	if err != nil {
+		self = os.Args[0]
+	}
+	if cfg.trapTerm {
+		args = append(args, "-trap-term")
+	}
+	args = append(args, "-lifetime", cfg.lifetime.String())
+	cmd := exec.Command(self, args...)
+	cmd.Stdout = os.Stdout
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// sleeper is -sleep: a descendant that does nothing until killed.
+func sleeper(cfg *config) {
+	signal.Ignore(syscall.SIGHUP)
+	if cfg.trapTerm {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	sleepUntil(cfg.lifetime)
+	os.Exit(124)
+}
+
+// sleepUntil sleeps for d, then exits 124: the leak guard of a process that waits for a signal.
+func sleepUntil(d time.Duration) {
+	time.Sleep(d)
+	os.Exit(124)
+}
