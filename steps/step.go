@@ -10,6 +10,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -168,4 +169,20 @@ func Names() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// MarshalJSON writes the event as one flat object: type, run_id, step,
+// time, then its fields.
+func (e Event) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(e.Fields)+4)
+	for k, v := range e.Fields {
+		m[k] = v
+	}
+	m["type"] = e.Type
+	m["run_id"] = e.RunID
+	if e.Step != "" {
+		m["step"] = e.Step
+	}
+	m["time"] = e.Time.UTC().Format(time.RFC3339Nano)
+	return json.Marshal(m)
 }

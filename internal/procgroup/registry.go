@@ -156,3 +156,18 @@ func prctl(option, arg2 uintptr) error {
 	}
 	return nil
 }
+
+// KillAll sends SIGKILL to the group of every live child: the second
+// interrupt, when the user will not wait for the graces. Each child's
+// Teardown still runs, finds its group gone, and reaps.
+func KillAll() {
+	registry.mu.Lock()
+	live := make([]*Child, 0, len(registry.children))
+	for c := range registry.children {
+		live = append(live, c)
+	}
+	registry.mu.Unlock()
+	for _, c := range live {
+		c.Kill()
+	}
+}

@@ -193,14 +193,13 @@ func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
 		resp acp.PromptResponse
 		err  error
 	}
-	// The prompt's own context is not ctx: cancelling it would make the SDK
-	// send $/cancel_request and drop the agent's answer. A cancel is
-	// session/cancel, sent below, and teardown ends the request.
-	promptCtx, stopPrompt := context.WithCancel(context.Background())
-	defer stopPrompt()
+	// The prompt's own context is never cancelled: cancelling it would make
+	// the SDK send $/cancel_request and a second session/cancel. A cancel
+	// is the one session/cancel sent below; teardown closes the connection,
+	// which ends the request.
 	done := make(chan answer, 1)
 	go func() {
-		resp, err := a.conn.Prompt(promptCtx, acp.PromptRequest{
+		resp, err := a.conn.Prompt(context.Background(), acp.PromptRequest{
 			SessionId: acp.SessionId(sessionID),
 			Prompt:    []acp.ContentBlock{acp.TextBlock(text)},
 		})

@@ -1,0 +1,207 @@
+package acpsubagent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acpflow/acpflow/internal/demoagent"
+	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// testAgent is the path of the scripted agent (internal/testagent), built once.
+var testAgent string
+
+func TestMain(m *testing.M) {
+	// The test binary doubles as acpflow for `builtin: demo`: the kind
+	// spawns os.Executable() with "agent demo".
+	if len(os.Args) == 3 && os.Args[1] == "agent" && os.Args[2] == "demo" {
+		if err := demoagent.Serve(context.Background(), os.Stdin, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "acpflow-testagent-")
+	if err != nil {
+		panic(err)
+	}
+	testAgent = filepath.Join(dir, "testagent")
+	build := exec.Command("go", "build", "-o", testAgent, "github.com/acpflow/acpflow/internal/testagent")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		panic("building the test agent: " + err.Error())
+	}
+	if err := procgroup.EnableSubreaper(); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// events collects what a step emitted.
+type events struct {
+	mu  sync.Mutex
+	all []steps.Event
+}
+
+func (e *events) Emit(ev steps.Event) {
+	e.mu.Lock()
+	e.all = append(e.all, ev)
+	e.mu.Unlock()
+}
+
+func (e *events) kinds() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.all {
+		if k, ok := ev.Fields["kind"].(string); ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// harness runs one acp-subagent step against the scripted agent.
+type harness struct {
+	t         *testing.T
+	workspace string
+	record    string
+	agent     *steps.Agent
+	with      map[string]any
+	ambient   map[string]string
+	perm      policies.Permission
+	env       policies.Env
+	events    *events
+}
+
+func newHarness(t *testing.T, agentFlags ...string) *harness {
+	t.Helper()
+	ws := t.TempDir()
+	h := &harness{
+		t:         t,
+		workspace: ws,
+		record:    filepath.Join(t.TempDir(), "record.jsonl"),
+		with:      map[string]any{"agent": "test", "prompt": "do the thing"},
+		ambient:   map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")},
+		events:    &events{},
+	}
+	h.agent = steps.NewAgent("test")
+	h.agent.Command = testAgent
+	h.agent.Args = append([]string{"-record", h.record}, agentFlags...)
+	h.agent.EOFGrace = 2 * time.Second
+	h.agent.TermGrace = 2 * time.Second
+	h.agent.StartTimeout = 10 * time.Second
+	return h
+}
+
+func (h *harness) run(ctx context.Context) steps.Result {
+	h.t.Helper()
+	k := &Kind{Self: os.Args[0], SelfArgs: []string{"agent"}}
+	if self, err := os.Executable(); err == nil {
+		k.Self = self
+	}
+	st, err := k.Prepare(steps.StepConfig{ID: "s1", With: h.with, Agents: map[string]*steps.Agent{h.agent.Name: h.agent}})
+	if err != nil {
+		h.t.Fatalf("Prepare: %v", err)
+	}
+	perm, env := h.perm, h.env
+	if perm == nil {
+		perm = policies.DefaultPermission()
+	}
+	if env == nil {
+		env = policies.DefaultEnv()
+	}
+	res := st.Run(ctx, &steps.Invocation{
+		Workflow: "wf", RunID: "run-1", StepID: "s1", Attempt: 1, Workspace: h.workspace,
+		With: h.with, Ambient: h.ambient,
+		Permission: perm, PermissionSource: policies.SourceWorkflow,
+		Env: env, EnvSource: policies.SourceWorkflow,
+		Events: h.events,
+	})
+	h.assertNothingLeft()
+	return res
+}
+
+// records returns the agent's recorded events.
+func (h *harness) records() []map[string]any {
+	f, err := os.Open(h.record)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (h *harness) recorded(event string) []map[string]any {
+	var out []map[string]any
+	for _, r := range h.records() {
+		if r["event"] == event {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// assertNothingLeft proves that the agent and every process it started are
+// gone: the agent's group, and each grandchild it recorded.
+func (h *harness) assertNothingLeft() {
+	h.t.Helper()
+	for _, r := range h.records() {
+		switch r["event"] {
+		case "start":
+			pgid := int(r["pgid"].(float64))
+			if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+				assertNoLiveMember(h.t, pgid)
+			}
+			assertGone(h.t, int(r["pid"].(float64)))
+		case "grandchild":
+			assertGone(h.t, int(r["pid"].(float64)))
+		}
+	}
+}
+
+func assertGone(t *testing.T, pid int) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
+	if err != nil {
+		return
+	}
+	if state := statState(b); state != 'Z' {
+		t.Errorf("process %d is still alive (state %c) after the step", pid, state)
+	}
+}
+
+func assertNoLiveMember(t *testing.T, pgid int) {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if statPgid(b) == pgid && statState(b) != 'Z' {
+			t.Errorf("process %s of the agent's group %d is still alive", e.Name(), pgid)
+		}
+	}
+}

@@ -1,0 +1,422 @@
+package acpsubagent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// statState and statPgid read fields of /proc/PID/stat, counting from the
+// last ')' since the command name may contain spaces.
+func statState(b []byte) byte {
+	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	return f[0][0]
+}
+
+func statPgid(b []byte) int {
+	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	n, _ := strconv.Atoi(string(f[2]))
+	return n
+}
+
+func TestStopReasonsMapAsTheSeed(t *testing.T) {
+	for _, tc := range []struct {
+		agent string
+		want  steps.StopReason
+	}{
+		{"end_turn", steps.Completed},
+		{"max_tokens", steps.MaxTokens},
+		{"refusal", steps.Refusal},
+		{"cancelled", steps.Aborted},
+		{"max_turn_requests", steps.Error},
+		{"weird_reason", steps.Error},
+	} {
+		t.Run(tc.agent+" becomes "+string(tc.want), func(t *testing.T) {
+			res := newHarness(t, "-stop", tc.agent).run(context.Background())
+			if res.StopReason != tc.want {
+				t.Errorf("stop reason = %q, want %q (err %v)", res.StopReason, tc.want, res.Err)
+			}
+			if (tc.want == steps.Completed) != (res.Err == nil) {
+				t.Errorf("err = %v; only a completed step has no error", res.Err)
+			}
+			if tc.agent == "weird_reason" && !strings.Contains(res.Err.Error(), "weird_reason") {
+				t.Errorf("the error does not name the unknown reason: %v", res.Err)
+			}
+		})
+	}
+}
+
+func TestOutputIsTheChunksConcatenatedWithNothingBetween(t *testing.T) {
+	res := newHarness(t, "-chunk", "a", "-chunk", "b ", "-chunk", "", "-chunk", "c\nd").run(context.Background())
+	if res.Output != "ab c\nd" {
+		t.Errorf("output = %q, want %q", res.Output, "ab c\nd")
+	}
+}
+
+func TestThoughtsToolCallsAndOtherSessionsStayOutOfTheOutput(t *testing.T) {
+	h := newHarness(t, "-noise", "-chunk", "one", "-chunk", "two")
+	res := h.run(context.Background())
+	if res.Output != "onetwo" {
+		t.Errorf("output = %q, want %q", res.Output, "onetwo")
+	}
+	kinds := strings.Join(h.events.kinds(), ",")
+	for _, k := range []string{"agent_thought_chunk", "tool_call", "tool_call_update", "plan", "current_mode_update"} {
+		if !strings.Contains(kinds, k) {
+			t.Errorf("event log lacks %s: %s", k, kinds)
+		}
+	}
+}
+
+func TestSessionIDIsTheAgentsAndRecorded(t *testing.T) {
+	res := newHarness(t, "-session-id", "ta-fixed").run(context.Background())
+	if res.SessionID != "ta-fixed" {
+		t.Errorf("session id = %q", res.SessionID)
+	}
+}
+
+func TestEnvAmbientSecretsAreGoneExplicitValuesArrive(t *testing.T) {
+	h := newHarness(t)
+	h.ambient["OPENAI_API_KEY"] = "sk-ambient"
+	h.ambient["DATABASE_URL"] = "postgres://u:p@h/db"
+	h.ambient["ACPFLOW_STATE"] = "/tmp/state.db"
+	h.ambient["LANG"] = "C.UTF-8"
+	h.agent.Env = map[string]string{"ANTHROPIC_API_KEY": "sk-explicit", "ACPFLOW_MODE": "agent"}
+	h.with["env"] = map[string]any{"ACPFLOW_MODE": "step", "PLAN_MODE": "1"}
+	res := h.run(context.Background())
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	env := h.recorded("start")[0]["env"].(map[string]any)
+	for _, gone := range []string{"OPENAI_API_KEY", "DATABASE_URL", "ACPFLOW_STATE"} {
+		if _, ok := env[gone]; ok {
+			t.Errorf("ambient %s reached the agent", gone)
+		}
+	}
+	for k, want := range map[string]string{"ANTHROPIC_API_KEY": "sk-explicit", "ACPFLOW_MODE": "step", "PLAN_MODE": "1", "LANG": "C.UTF-8"} {
+		if env[k] != want {
+			t.Errorf("%s = %v, want %q", k, env[k], want)
+		}
+	}
+}
+
+func TestCwdDefaultsToTheWorkspaceAndGoesToSessionNew(t *testing.T) {
+	h := newHarness(t)
+	if res := h.run(context.Background()); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	start, sess := h.recorded("start")[0], h.recorded("session_new")[0]
+	if start["cwd"] != h.workspace {
+		t.Errorf("process cwd = %v, want %s", start["cwd"], h.workspace)
+	}
+	if sess["params"].(map[string]any)["cwd"] != h.workspace {
+		t.Errorf("session/new cwd = %v, want %s", sess["params"], h.workspace)
+	}
+}
+
+func TestRelativeStepCwdIsResolvedAgainstTheWorkspace(t *testing.T) {
+	h := newHarness(t)
+	sub := filepath.Join(h.workspace, "sub", "dir")
+	os.MkdirAll(sub, 0o755)
+	h.with["cwd"] = "sub/dir"
+	if res := h.run(context.Background()); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if got := h.recorded("start")[0]["cwd"]; got != sub {
+		t.Errorf("process cwd = %v, want %s", got, sub)
+	}
+	if got := h.recorded("session_new")[0]["params"].(map[string]any)["cwd"]; got != sub {
+		t.Errorf("session/new cwd = %v, want %s", got, sub)
+	}
+}
+
+func TestBadCwdFailsTheStepBeforeAnythingIsSpawned(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		make       func(ws string) string
+	}{
+		{"a missing directory", "does not exist", func(ws string) string { return "missing" }},
+		{"a file", "is not a directory", func(ws string) string {
+			os.WriteFile(filepath.Join(ws, "file"), nil, 0o644)
+			return "file"
+		}},
+	} {
+		t.Run(tc.name+" is rejected", func(t *testing.T) {
+			h := newHarness(t)
+			h.with["cwd"] = tc.make(h.workspace)
+			res := h.run(context.Background())
+			if res.Err == nil || !strings.Contains(res.Err.Error(), tc.want) || !strings.Contains(res.Err.Error(), h.workspace) {
+				t.Errorf("err = %v, want it to name the path and say %q", res.Err, tc.want)
+			}
+			if len(h.records()) != 0 {
+				t.Errorf("the agent was spawned")
+			}
+		})
+	}
+}
+
+func TestAbortBeforeStartSpawnsNothing(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := h.run(ctx)
+	if res.StopReason != steps.Aborted || res.Err == nil || res.Err.Error() != "subagent request was aborted before the ACP child started" {
+		t.Errorf("result = %q %v", res.StopReason, res.Err)
+	}
+	if len(h.records()) != 0 {
+		t.Errorf("the agent was spawned")
+	}
+}
+
+func TestAbortDuringSessionNewTearsDownAndSettlesAborted(t *testing.T) {
+	h := newHarness(t, "-hang-on", "session/new")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		waitFor(t, func() bool { return len(h.recorded("hang")) > 0 })
+		cancel()
+	}()
+	res := h.run(ctx)
+	if res.StopReason != steps.Aborted {
+		t.Errorf("stop reason = %q (%v), want aborted", res.StopReason, res.Err)
+	}
+}
+
+func TestCancelReachesTheAgentAsSessionCancel(t *testing.T) {
+	h := newHarness(t, "-prompt-hang", "-chunk", "partial ")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		waitFor(t, func() bool { return len(h.recorded("prompt")) > 0 })
+		cancel(errors.New("step timed out after 1s"))
+	}()
+	res := h.run(ctx)
+	if res.StopReason != steps.Aborted {
+		t.Errorf("stop reason = %q, want aborted", res.StopReason)
+	}
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "step timed out") {
+		t.Errorf("err = %v, want the cancel's cause", res.Err)
+	}
+	if len(h.recorded("cancel")) != 1 {
+		t.Errorf("the agent did not receive session/cancel: %v", h.records())
+	}
+}
+
+func TestAnAgentThatIgnoresCancelStillSettlesAbortedPromptly(t *testing.T) {
+	h := newHarness(t, "-prompt-hang", "-ignore-cancel")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		waitFor(t, func() bool { return len(h.recorded("prompt")) > 0 })
+		cancel()
+	}()
+	begin := time.Now()
+	res := h.run(ctx)
+	if res.StopReason != steps.Aborted {
+		t.Errorf("stop reason = %q, want aborted", res.StopReason)
+	}
+	// It exits on EOF, so settle + teardown costs far less than the graces.
+	if d := time.Since(begin); d > h.agent.EOFGrace {
+		t.Errorf("took %s", d)
+	}
+}
+
+func TestACrashIsAnErrorWithTheAgentsStderr(t *testing.T) {
+	for _, method := range []string{"initialize", "session/new", "session/prompt"} {
+		t.Run("during "+method, func(t *testing.T) {
+			res := newHarness(t, "-crash-on", method).run(context.Background())
+			if res.StopReason != steps.Error || res.Err == nil {
+				t.Fatalf("result = %q %v", res.StopReason, res.Err)
+			}
+			msg := res.Err.Error()
+			for _, want := range []string{method, "exit status 3", "crashing on " + method} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error lacks %q:\n%s", want, msg)
+				}
+			}
+		})
+	}
+}
+
+func TestAChildThatDiesMidPromptKeepsItsPartialOutput(t *testing.T) {
+	res := newHarness(t, "-exit-mid-prompt").run(context.Background())
+	if res.StopReason != steps.Error || res.Output != "partial" {
+		t.Errorf("result = %q %q %v", res.StopReason, res.Output, res.Err)
+	}
+}
+
+func TestAMissingSessionIDIsTheSeedsError(t *testing.T) {
+	res := newHarness(t, "-no-session-id").run(context.Background())
+	if res.Err == nil || res.Err.Error() != "ACP child published without a session id" {
+		t.Errorf("err = %v", res.Err)
+	}
+}
+
+func TestAnAgentThatNeverAnswersInitializeHitsStartTimeout(t *testing.T) {
+	h := newHarness(t, "-hang-on", "initialize")
+	h.agent.StartTimeout = 300 * time.Millisecond
+	begin := time.Now()
+	res := h.run(context.Background())
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "start-timeout") || !strings.Contains(res.Err.Error(), "initialize") {
+		t.Errorf("err = %v", res.Err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Errorf("took %s", d)
+	}
+}
+
+func TestACommandNotOnPathFailsTheStep(t *testing.T) {
+	h := newHarness(t)
+	h.agent.Command = "no-such-agent-xyz"
+	res := h.run(context.Background())
+	if res.Err == nil || res.Err.Error() != `agents.test: command "no-such-agent-xyz" not found in PATH` {
+		t.Errorf("err = %v", res.Err)
+	}
+}
+
+func TestAuthRequiredFailsWithoutAuthAndPassesWithIt(t *testing.T) {
+	res := newHarness(t, "-require-auth", "key-method").run(context.Background())
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "Authentication required") {
+		t.Errorf("without auth: err = %v", res.Err)
+	}
+	h := newHarness(t, "-require-auth", "key-method")
+	h.agent.Auth = "key-method"
+	if res := h.run(context.Background()); res.Err != nil {
+		t.Errorf("with auth: %v", res.Err)
+	}
+}
+
+func TestNonJSONLinesOnStdoutAreTolerated(t *testing.T) {
+	h := newHarness(t, "-garbage")
+	res := h.run(context.Background())
+	if res.Err != nil || res.Output != "Hello, world" {
+		t.Errorf("result = %q %v", res.Output, res.Err)
+	}
+}
+
+func TestRequestsAcpflowDoesNotServeGetMethodNotFound(t *testing.T) {
+	h := newHarness(t, "-ask-client", "fs/read_text_file", "-ask-client", "terminal/create", "-no-chunks")
+	res := h.run(context.Background())
+	if res.Output != "client said -32601\nclient said -32601\n" {
+		t.Errorf("output = %q", res.Output)
+	}
+}
+
+func TestPermissionShorthandAgainstOptionSets(t *testing.T) {
+	all := "allow_once,allow_always,reject_once,reject_always"
+	for _, tc := range []struct {
+		name     string
+		decision policies.Decision
+		options  string
+		want     string // the option id, or "cancelled"
+		reason   string
+	}{
+		{"allow picks allow_once", policies.Allow, all, "opt-allow-once", ""},
+		{"allow falls back to allow_always", policies.Allow, "allow_always,reject_once", "opt-allow-always", ""},
+		{"reject picks reject_once", policies.Reject, all, "opt-reject-once", ""},
+		{"reject falls back to reject_always", policies.Reject, "allow_once,reject_always", "opt-reject-always", ""},
+		{"reject with no reject option is cancelled", policies.Reject, "allow_once,allow_always", "cancelled", "no matching option"},
+		{"cancel answers cancelled", policies.Cancel, all, "cancelled", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "-permission", "execute:rm -rf build", "-perm-options", tc.options, "-no-chunks")
+			h.perm = policies.Shorthand{Decision: tc.decision}
+			res := h.run(context.Background())
+			if want := "permission execute rm -rf build: " + tc.want + "\n"; res.Output != want {
+				t.Errorf("agent saw %q, want %q", res.Output, want)
+			}
+			if len(res.Permissions) != 1 {
+				t.Fatalf("permissions = %+v", res.Permissions)
+			}
+			p := res.Permissions[0]
+			if p.Decision != tc.decision || p.Policy != policies.SourceWorkflow || p.Rule != "shorthand" || p.Kind != "execute" || p.ToolCallID == "" {
+				t.Errorf("record = %+v", p)
+			}
+			if tc.reason != "" && p.Reason != tc.reason {
+				t.Errorf("reason = %q, want %q", p.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+func TestTeardownTiersThroughAStep(t *testing.T) {
+	t.Run("an EOF-cooperative agent's flush completes even with a tiny term-grace", func(t *testing.T) {
+		h := newHarness(t, "-eof-flush", "300ms")
+		h.agent.TermGrace = time.Millisecond
+		h.run(context.Background())
+		if len(h.recorded("flushed")) != 1 || len(h.recorded("sigterm")) != 0 {
+			t.Errorf("records: %v", h.records())
+		}
+	})
+	t.Run("an agent that ignores EOF gets SIGTERM", func(t *testing.T) {
+		h := newHarness(t, "-ignore-eof")
+		h.agent.EOFGrace = 100 * time.Millisecond
+		h.run(context.Background())
+		if len(h.recorded("sigterm")) != 1 {
+			t.Errorf("records: %v", h.records())
+		}
+	})
+	t.Run("a TERM-trapping agent is SIGKILLed within both graces", func(t *testing.T) {
+		h := newHarness(t, "-ignore-eof", "-trap-term")
+		h.agent.EOFGrace, h.agent.TermGrace = 100*time.Millisecond, 200*time.Millisecond
+		begin := time.Now()
+		h.run(context.Background())
+		if d := time.Since(begin); d > h.agent.EOFGrace+h.agent.TermGrace+2*time.Second {
+			t.Errorf("took %s", d)
+		}
+		if len(h.recorded("sigterm")) == 0 {
+			t.Errorf("SIGTERM was not tried first: %v", h.records())
+		}
+	})
+}
+
+func TestNoDescendantOutlivesTheStep(t *testing.T) {
+	for _, flag := range []string{"-grandchild", "-setsid-grandchild", "-daemon-grandchild"} {
+		t.Run(flag, func(t *testing.T) {
+			h := newHarness(t, flag)
+			res := h.run(context.Background())
+			if res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			if len(h.recorded("grandchild")) != 1 {
+				t.Fatalf("no grandchild recorded: %v", h.records())
+			}
+			// run() has already asserted that it is gone.
+		})
+	}
+}
+
+func TestBuiltinDemoIsARealSubprocess(t *testing.T) {
+	h := newHarness(t)
+	h.agent.Command, h.agent.Args, h.agent.Builtin = "", nil, "demo"
+	h.with["prompt"] = "hello\ntool: execute rm -rf /tmp/x"
+	h.perm = policies.Shorthand{Decision: policies.Reject}
+	res := h.run(context.Background())
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if !strings.Contains(res.Output, "permission execute rm -rf /tmp/x: reject-once") {
+		t.Errorf("output = %q", res.Output)
+	}
+	if len(res.Permissions) != 1 || res.Permissions[0].OptionID != "reject-once" {
+		t.Errorf("permissions = %+v", res.Permissions)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Error("condition never met")
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
