@@ -189,9 +189,14 @@ func (c *Child) Kill() {
 
 func (c *Child) teardown(eofGrace, termGrace time.Duration) Report {
 	begin := time.Now()
-	c.observe(snapshot())
+	// One read of the process table serves the whole teardown: it finds
+	// the descendants born since the watcher's last look, and the orphans
+	// already re-parented to acpflow. Whatever the group leaves behind when
+	// it dies was seen here as its descendant.
+	table := snapshot()
+	c.observe(table)
 	r := Report{Tier: "exited"}
-	if !c.groupGone() {
+	if !c.waitGone(0) {
 		r.Tier = "eof"
 		c.stdin.Close()
 		if !c.waitGone(eofGrace) {
@@ -213,7 +218,7 @@ func (c *Child) teardown(eofGrace, termGrace time.Duration) Report {
 	r.Escaped = c.killEscaped()
 	registry.remove(c)
 	if registry.sweepAllowed() {
-		r.Escaped += sweepOrphans()
+		r.Escaped += sweepOrphans(table)
 	}
 	select {
 	case <-c.exited:
@@ -256,13 +261,24 @@ func (c *Child) escaped() []procInfo {
 }
 
 // groupGone reports whether no member of the group is left but zombies,
-// reaping the zombies acpflow adopted as a subreaper.
-func (c *Child) groupGone() bool {
+// reaping the zombies acpflow adopted as a subreaper. While the leader
+// lives the group is not gone, and once it is reaped kill(-pgid, 0) says
+// whether anyone is left; only then is the process table read, to tell
+// live members from zombies, at most every observeEvery.
+func (c *Child) groupGone(lastScan *time.Time) bool {
+	select {
+	case <-c.exited:
+	default:
+		return false
+	}
 	if err := syscall.Kill(-c.pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true
 	}
+	if time.Since(*lastScan) < observeEvery {
+		return false
+	}
+	*lastScan = time.Now()
 	table := snapshot()
-	c.observe(table)
 	gone := true
 	self := os.Getpid()
 	for _, p := range table {
@@ -281,36 +297,30 @@ func (c *Child) groupGone() bool {
 // waitGone polls until the group is gone or d has passed.
 func (c *Child) waitGone(d time.Duration) bool {
 	deadline := time.Now().Add(d)
+	var lastScan time.Time
 	for {
-		select {
-		case <-c.exited:
-			// The leader is reaped; usually the group went with it.
-			if err := syscall.Kill(-c.pid, 0); errors.Is(err, syscall.ESRCH) {
-				return true
-			}
-		default:
-		}
-		if c.groupGone() {
+		if c.groupGone(&lastScan) {
 			return true
 		}
-		if time.Now().After(deadline) {
+		left := time.Until(deadline)
+		if left <= 0 {
 			return false
-		}
-		wait := pollEvery
-		if left := time.Until(deadline); left < wait {
-			wait = left
 		}
 		select {
 		case <-c.exited:
-		case <-time.After(wait):
+			// The leader is reaped: check at once, then poll the rest.
+		case <-time.After(min(pollEvery, left)):
 		}
 	}
 }
 
 // killEscaped kills every descendant seen outside the group that is still
 // the same live process, waits for them, and returns how many it killed.
+//
+// No fresh scan is needed here: once the child is dead, its remaining
+// descendants are no longer below it in the table; what was seen while it
+// lived is all there is to find that way (orphans are the sweep's).
 func (c *Child) killEscaped() int {
-	c.observe(snapshot())
 	c.mu.Lock()
 	var live []procKey
 	for k := range c.seen {

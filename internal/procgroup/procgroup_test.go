@@ -198,3 +198,11 @@ func TestParseStatHandlesParenthesesInTheCommandName(t *testing.T) {
 		t.Errorf("parseStat = %+v, %v", p, ok)
 	}
 }
+
+// BenchmarkSnapshot is the cost of one read of the process table, which
+// teardown and the descendant watcher pay.
+func BenchmarkSnapshot(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		snapshot()
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // procInfo is what the process table says of one process. The start time
@@ -25,11 +26,24 @@ func (p procInfo) key() procKey { return procKey{p.pid, p.start} }
 
 // readProc reads /proc/PID/stat. ok is false when the process is gone.
 func readProc(pid int) (procInfo, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	return readProcInto(pid, buf[:])
+}
+
+// readProcInto reads /proc/PID/stat into buf with three system calls and
+// no allocation: the process table is read often, and os.ReadFile's stat
+// and growth cost more than the read itself.
+func readProcInto(pid int, buf []byte) (procInfo, bool) {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return procInfo{}, false
 	}
-	return parseStat(pid, b)
+	n, err := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	if err != nil || n <= 0 {
+		return procInfo{}, false
+	}
+	return parseStat(pid, buf[:n])
 }
 
 // parseStat parses a /proc/PID/stat line. The command name is in parentheses
@@ -60,12 +74,16 @@ func snapshot() []procInfo {
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
 	out := make([]procInfo, 0, len(names))
+	var buf [512]byte
 	for _, n := range names {
+		if n[0] < '0' || n[0] > '9' {
+			continue
+		}
 		pid, err := strconv.Atoi(n)
 		if err != nil {
 			continue
 		}
-		if p, ok := readProc(pid); ok {
+		if p, ok := readProcInto(pid, buf[:]); ok {
 			out = append(out, p)
 		}
 	}

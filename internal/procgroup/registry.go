@@ -115,13 +115,15 @@ func SweepOrphans() int {
 	if !on {
 		return 0
 	}
-	return sweepOrphans()
+	return sweepOrphans(snapshot())
 }
 
-func sweepOrphans() int {
+// sweepOrphans kills the orphans in table (children of acpflow that are not
+// live Children) and their trees.
+func sweepOrphans(table []procInfo) int {
 	self := os.Getpid()
-	var keys []procKey
-	for _, p := range snapshot() {
+	var orphans, all []procKey
+	for _, p := range table {
 		if p.ppid != self || registry.isLeader(p.pid) {
 			continue
 		}
@@ -129,14 +131,10 @@ func sweepOrphans() int {
 			reap(p.pid)
 			continue
 		}
-		keys = append(keys, p.key())
-	}
-	// An orphan may itself have children: kill whole trees, leaves too.
-	table := snapshot()
-	var all []procKey
-	for _, k := range keys {
-		all = append(all, k)
-		for _, d := range descendants(table, k.pid) {
+		orphans = append(orphans, p.key())
+		// An orphan may have children of its own: kill whole trees.
+		all = append(all, p.key())
+		for _, d := range descendants(table, p.pid) {
 			all = append(all, d.key())
 		}
 	}
@@ -146,7 +144,7 @@ func sweepOrphans() int {
 		}
 	}
 	waitKeysGone(all)
-	return len(keys)
+	return len(orphans)
 }
 
 func prctl(option, arg2 uintptr) error {

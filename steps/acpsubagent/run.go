@@ -27,6 +27,10 @@ var ErrAbortedBeforeStart = errors.New("subagent request was aborted before the 
 // step's error carries.
 const stderrLinesInError = 10
 
+// cancelWriteLimit bounds the wait for session/cancel to be written to the
+// agent's stdin before teardown closes it.
+const cancelWriteLimit = 250 * time.Millisecond
+
 // subagent is one prepared acp-subagent step.
 type subagent struct {
 	kind  *Kind
@@ -217,9 +221,17 @@ func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
 		return settle(ans.resp.StopReason)
 	case <-ctx.Done():
 		a.client.markCancelled()
-		// Best effort, and never blocking: an agent that does not read its
-		// stdin must not hold the step (teardown closes the pipe).
-		go a.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(sessionID)})
+		// Best effort, and bounded: an agent that does not read its stdin
+		// (a full pipe) must not hold the step; teardown closes the pipe.
+		sent := make(chan struct{})
+		go func() {
+			a.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(sessionID)})
+			close(sent)
+		}()
+		select {
+		case <-sent:
+		case <-time.After(cancelWriteLimit):
+		}
 		a.emit("step_update", map[string]any{"kind": "cancel_sent"})
 		return steps.Result{StopReason: steps.Aborted, Err: context.Cause(ctx)}
 	}
