@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Statuses of batches, runs and steps (SPEC §6), plus running for what has
+// started and not ended. A run recorded running whose acpflow is gone was
+// interrupted; Run.OwnerPID and OwnerStartTicks let the caller tell.
+const (
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+	StatusSkipped   = "skipped" // steps only
+)
+
+func validRunStatus(s string) error {
+	switch s {
+	case StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled:
+		return nil
+	}
+	return fmt.Errorf("store: %q is not a run or batch status", s)
+}
+
+func validStepStatus(s string) error {
+	if s == StatusSkipped {
+		return nil
+	}
+	if err := validRunStatus(s); err != nil {
+		return fmt.Errorf("store: %q is not a step status", s)
+	}
+	return nil
+}
+
+// Batch is one `acpflow run --inputs FILE`: a run per input line.
+type Batch struct {
+	ID           string
+	Workflow     string // the workflow's name
+	WorkflowFile string // absolute
+	WorkflowHash string // of the file's bytes, so resume can tell it changed
+	Workspace    string
+	InputsFile   string // as given; "-" for stdin
+	Concurrency  int
+	Status       string // running when empty at CreateBatch
+	CreatedAt    time.Time
+	EndedAt      time.Time // zero while running
+	// Lines are the input lines as read. They are stored with the batch so
+	// that resume can start the lines that never started, even when the
+	// inputs came from stdin or the file has changed since.
+	Lines []BatchLine
+}
+
+// BatchLine is one input line of a batch.
+type BatchLine struct {
+	Line   int // 1-based line number in the inputs file
+	Inputs map[string]any
+}
+
+// Run is one run of a workflow.
+type Run struct {
+	ID           string
+	BatchID      string // empty when the run is not part of a batch
+	BatchLine    int    // the batch's input line; 0 when not in a batch
+	Workflow     string // the workflow's name
+	WorkflowFile string // absolute
+	WorkflowHash string
+	Workspace    string
+	Inputs       map[string]any // with defaults applied
+	Status       string         // running when empty at CreateRun
+	Error        string
+	Outputs      map[string]any
+	StartedAt    time.Time // now when zero at CreateRun
+	EndedAt      time.Time // zero while running
+	DurationMS   int64
+	ResumedFrom  string // the run this one resumes, if any
+	// OwnerPID and OwnerStartTicks name the acpflow process running the run
+	// (pid and /proc start time), so a reader can tell a run in progress
+	// elsewhere from one whose process died.
+	OwnerPID        int
+	OwnerStartTicks uint64
+}
+
+// CreateBatch records a new batch and its input lines.
+func (s *Store) CreateBatch(ctx context.Context, b Batch) error {
+	ctx = durable(ctx)
+	if b.Status == "" {
+		b.Status = StatusRunning
+	}
+	if err := validRunStatus(b.Status); err != nil {
+		return err
+	}
+	if b.CreatedAt.IsZero() {
+		b.CreatedAt = time.Now()
+	}
+	lines := make([]string, len(b.Lines))
+	for i, l := range b.Lines {
+		var err error
+		if lines[i], err = jsonArg("batch inputs", l.Inputs); err != nil {
+			return fmt.Errorf("store: batch %s line %d: %w", b.ID, l.Line, err)
+		}
+	}
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO batches
+			(id, workflow_name, workflow_file, workflow_hash, workspace, inputs_file, concurrency, status, created_at, ended_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			b.ID, b.Workflow, b.WorkflowFile, b.WorkflowHash, b.Workspace, b.InputsFile, b.Concurrency,
+			b.Status, timeArg(b.CreatedAt), timeArg(b.EndedAt))
+		if err != nil {
+			return fmt.Errorf("store: create batch %s: %w", b.ID, err)
+		}
+		if len(lines) == 0 {
+			return nil
+		}
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO batch_inputs (batch_id, line, inputs_json) VALUES (?, ?, ?)`)
+		if err != nil {
+			return fmt.Errorf("store: create batch %s: %w", b.ID, err)
+		}
+		defer ins.Close()
+		for i, l := range b.Lines {
+			if _, err := ins.ExecContext(ctx, b.ID, l.Line, lines[i]); err != nil {
+				return fmt.Errorf("store: create batch %s: line %d: %w", b.ID, l.Line, err)
+			}
+		}
+		return nil
+	})
+}
+
+// FinishBatch records a batch's end (or, with StatusRunning, that it is
+// running again, on resume).
+func (s *Store) FinishBatch(ctx context.Context, id, status string) error {
+	ctx = durable(ctx)
+	if err := validRunStatus(status); err != nil {
+		return err
+	}
+	ended := timeArg(time.Now())
+	if status == StatusRunning {
+		ended = nil
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE batches SET status = ?, ended_at = ? WHERE id = ?`, status, ended, id)
+	return updated(res, err, "batch", id)
+}
+
+// CreateRun records a run as it starts.
+func (s *Store) CreateRun(ctx context.Context, r Run) error {
+	ctx = durable(ctx)
+	if r.Status == "" {
+		r.Status = StatusRunning
+	}
+	if err := validRunStatus(r.Status); err != nil {
+		return err
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = time.Now()
+	}
+	inputs, err := jsonArg("inputs", r.Inputs)
+	if err != nil {
+		return fmt.Errorf("store: run %s: %w", r.ID, err)
+	}
+	outputs, err := jsonArg("outputs", r.Outputs)
+	if err != nil {
+		return fmt.Errorf("store: run %s: %w", r.ID, err)
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO runs
+		(id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,
+		 status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, nullString(r.BatchID), nullInt(r.BatchLine), r.Workflow, r.WorkflowFile, r.WorkflowHash, r.Workspace, inputs,
+		r.Status, r.Error, outputs, timeArg(r.StartedAt), timeArg(r.EndedAt), r.DurationMS,
+		nullString(r.ResumedFrom), r.OwnerPID, int64(r.OwnerStartTicks))
+	if err != nil {
+		return fmt.Errorf("store: create run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// FinishRun records a run's end (now when ended is zero). Its duration is
+// ended minus its start.
+func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, outputs map[string]any, ended time.Time) error {
+	ctx = durable(ctx)
+	if err := validRunStatus(status); err != nil {
+		return err
+	}
+	if ended.IsZero() {
+		ended = time.Now()
+	}
+	out, err := jsonArg("outputs", outputs)
+	if err != nil {
+		return fmt.Errorf("store: run %s: %w", id, err)
+	}
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		var startedS sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT started_at FROM runs WHERE id = ?`, id).Scan(&startedS); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("store: run %q: %w", id, ErrNotFound)
+			}
+			return fmt.Errorf("store: finish run %s: %w", id, err)
+		}
+		started, err := parseTime(startedS)
+		if err != nil {
+			return fmt.Errorf("store: finish run %s: %w", id, err)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, outputs_json = ?, ended_at = ?, duration_ms = ? WHERE id = ?`,
+			status, errMsg, out, timeArg(ended), max(ended.Sub(started).Milliseconds(), 0), id)
+		if err != nil {
+			return fmt.Errorf("store: finish run %s: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// SetRunStatus changes a run's status alone. Setting StatusRunning (resume
+// takes the run up again) also clears its end: error, ended_at, duration.
+func (s *Store) SetRunStatus(ctx context.Context, id, status string) error {
+	ctx = durable(ctx)
+	if err := validRunStatus(status); err != nil {
+		return err
+	}
+	q := `UPDATE runs SET status = ? WHERE id = ?`
+	if status == StatusRunning {
+		q = `UPDATE runs SET status = ?, error = '', ended_at = NULL, duration_ms = 0 WHERE id = ?`
+	}
+	res, err := s.w.ExecContext(ctx, q, status, id)
+	return updated(res, err, "run", id)
+}
+
+// durable is the context a write runs in: ctx's values, but neither its
+// cancellation nor its deadline. The engine's context is cancelled exactly when a run is
+// cancelled or times out, which is when its last records (the cancelled
+// steps, the run's end) must still be written. A write is bounded anyway, by
+// the busy timeout.
+func durable(ctx context.Context) context.Context {
+	return context.WithoutCancel(ctx)
+}
+
+// writeTx runs fn in a write transaction and commits it.
+func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// updated turns an UPDATE of one row by id into an error: the statement's,
+// or ErrNotFound when no row has that id.
+func updated(res sql.Result, err error, kind, id string) error {
+	if err != nil {
+		return fmt.Errorf("store: update %s %s: %w", kind, id, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("store: %s %q: %w", kind, id, ErrNotFound)
+	}
+	return nil
+}

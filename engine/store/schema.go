@@ -1,0 +1,134 @@
+package store
+
+// migrations is the schema's history: migrations[i] takes a store from
+// schema version i to i+1 (PRAGMA user_version). Entries are only ever
+// appended, never edited: a store on disk may be at any earlier version, and
+// each step must mean exactly what it meant when that store was migrated.
+//
+// Design notes, so that a later migration keeps to them:
+//   - Times are TEXT in one fixed-width UTC layout (timeLayout), so they sort
+//     as they compare and read well in the sqlite3 shell. NULL is "not yet".
+//   - JSON columns (inputs, outputs, output, fields) hold what the engine
+//     holds as `any`; the store does not look inside them.
+//   - Statuses are not CHECK-constrained: SQLite cannot alter a CHECK without
+//     rebuilding the table, and a new status should not need a migration.
+//     The Go side validates them (validRunStatus).
+//   - Steps, permissions and children belong to their run (ON DELETE
+//     CASCADE), so pruning a run is one DELETE. Events have no foreign key:
+//     they are written in batches, and one stray event must not fail the
+//     batch it is in.
+var migrations = []string{
+	// 1: the first schema.
+	`
+CREATE TABLE batches (
+	id            TEXT PRIMARY KEY,
+	workflow_name TEXT NOT NULL DEFAULT '',
+	workflow_file TEXT NOT NULL DEFAULT '',
+	workflow_hash TEXT NOT NULL DEFAULT '',
+	workspace     TEXT NOT NULL DEFAULT '',
+	inputs_file   TEXT NOT NULL DEFAULT '',
+	concurrency   INTEGER NOT NULL DEFAULT 0,
+	status        TEXT NOT NULL,
+	created_at    TEXT NOT NULL,
+	ended_at      TEXT
+) STRICT;
+
+-- The batch's input lines as read, so that resume does not depend on the
+-- inputs file still being there (or on stdin, which cannot be read twice).
+CREATE TABLE batch_inputs (
+	batch_id    TEXT NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
+	line        INTEGER NOT NULL,
+	inputs_json TEXT NOT NULL,
+	PRIMARY KEY (batch_id, line)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE runs (
+	id                TEXT PRIMARY KEY,
+	batch_id          TEXT REFERENCES batches(id) ON DELETE SET NULL,
+	batch_line        INTEGER,
+	workflow_name     TEXT NOT NULL DEFAULT '',
+	workflow_file     TEXT NOT NULL DEFAULT '',
+	workflow_hash     TEXT NOT NULL DEFAULT '',
+	workspace         TEXT NOT NULL DEFAULT '',
+	inputs_json       TEXT NOT NULL DEFAULT '{}',
+	status            TEXT NOT NULL,
+	error             TEXT NOT NULL DEFAULT '',
+	outputs_json      TEXT NOT NULL DEFAULT '{}',
+	started_at        TEXT NOT NULL,
+	ended_at          TEXT,
+	duration_ms       INTEGER NOT NULL DEFAULT 0,
+	resumed_from      TEXT,
+	owner_pid         INTEGER NOT NULL DEFAULT 0,
+	owner_start_ticks INTEGER NOT NULL DEFAULT 0
+) STRICT;
+
+CREATE INDEX runs_by_start    ON runs (started_at DESC, id DESC);
+CREATE INDEX runs_by_status   ON runs (status, started_at DESC, id DESC);
+CREATE INDEX runs_by_workflow ON runs (workflow_name, started_at DESC, id DESC);
+CREATE INDEX runs_by_batch    ON runs (batch_id, batch_line);
+
+CREATE TABLE steps (
+	run_id      TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	step_id     TEXT NOT NULL,
+	ord         INTEGER NOT NULL DEFAULT 0,
+	status      TEXT NOT NULL,
+	stop_reason TEXT NOT NULL DEFAULT '',
+	output_json TEXT NOT NULL DEFAULT 'null',
+	error       TEXT NOT NULL DEFAULT '',
+	attempts    INTEGER NOT NULL DEFAULT 0,
+	session_id  TEXT NOT NULL DEFAULT '',
+	stderr_tail TEXT NOT NULL DEFAULT '',
+	started_at  TEXT,
+	ended_at    TEXT,
+	duration_ms INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (run_id, step_id)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE permissions (
+	run_id       TEXT NOT NULL,
+	step_id      TEXT NOT NULL,
+	seq          INTEGER NOT NULL,
+	tool_call_id TEXT NOT NULL DEFAULT '',
+	kind         TEXT NOT NULL DEFAULT '',
+	title        TEXT NOT NULL DEFAULT '',
+	decision     TEXT NOT NULL DEFAULT '',
+	outcome      TEXT NOT NULL DEFAULT '',
+	option_id    TEXT NOT NULL DEFAULT '',
+	policy       TEXT NOT NULL DEFAULT '',
+	rule         TEXT NOT NULL DEFAULT '',
+	reason       TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (run_id, step_id, seq),
+	FOREIGN KEY (run_id, step_id) REFERENCES steps(run_id, step_id) ON DELETE CASCADE
+) STRICT, WITHOUT ROWID;
+
+-- seq is the rowid: global insertion order, which is each run's event order
+-- too, also across a resume or two processes sharing the store.
+CREATE TABLE events (
+	seq         INTEGER PRIMARY KEY,
+	run_id      TEXT NOT NULL,
+	step_id     TEXT NOT NULL DEFAULT '',
+	type        TEXT NOT NULL,
+	time        TEXT NOT NULL,
+	fields_json TEXT NOT NULL DEFAULT '{}'
+) STRICT;
+
+CREATE INDEX events_by_run ON events (run_id, seq);
+
+-- Every agent process a step spawned, until it is known gone. A row whose
+-- ended_at is NULL after its run ended (acpflow was killed) names a process
+-- that resume must make sure is dead; start_ticks (field 22 of
+-- /proc/PID/stat) tells it from a later process that reused the pid.
+CREATE TABLE children (
+	id          INTEGER PRIMARY KEY,
+	run_id      TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	step_id     TEXT NOT NULL,
+	pid         INTEGER NOT NULL,
+	pgid        INTEGER NOT NULL,
+	start_ticks INTEGER NOT NULL,
+	started_at  TEXT NOT NULL,
+	ended_at    TEXT
+) STRICT;
+
+CREATE INDEX children_by_run ON children (run_id, pid);
+`,
+}

@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Step is one step of a run, as recorded at its start and again at its end.
+type Step struct {
+	RunID  string
+	StepID string
+	// Ord is the step's position in the workflow file. The store keeps no
+	// workflow, so this is what GetRun orders a run's steps by.
+	Ord        int
+	Status     string
+	StopReason string
+	// Output is a string, or a list of them for a for-each step. It is
+	// stored as JSON, so it reads back as a string or a []any.
+	Output      any
+	Error       string
+	Attempts    int
+	SessionID   string
+	Stderr      string // the kept tail of the agent's stderr
+	StartedAt   time.Time
+	EndedAt     time.Time // zero while running
+	DurationMS  int64
+	Permissions []Permission // every decision of every attempt, in order
+}
+
+// Permission is one permission request a step's agent made and how it was
+// answered (SPEC §6 "permissions").
+type Permission struct {
+	ToolCallID string
+	Kind       string
+	Title      string
+	Decision   string // allow, allow_always, reject, reject_always, cancel
+	Outcome    string // selected or cancelled
+	OptionID   string // empty when cancelled
+	Policy     string // workflow, step or default
+	Rule       string
+	Reason     string
+}
+
+// SaveStep records a step's whole state, replacing what was recorded for it
+// before, permissions included. The engine calls it when a step starts and
+// when it ends; when it returns the step is committed, so no step that
+// completed is lost if acpflow is killed after it.
+func (s *Store) SaveStep(ctx context.Context, st Step) error {
+	ctx = durable(ctx)
+	if err := validStepStatus(st.Status); err != nil {
+		return err
+	}
+	out, err := jsonArg("output", st.Output)
+	if err != nil {
+		return fmt.Errorf("store: step %s of run %s: %w", st.StepID, st.RunID, err)
+	}
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.StmtContext(ctx, s.stmts.upsertStep).ExecContext(ctx,
+			st.RunID, st.StepID, st.Ord, st.Status, st.StopReason, out, st.Error, st.Attempts, st.SessionID, st.Stderr,
+			timeArg(st.StartedAt), timeArg(st.EndedAt), st.DurationMS)
+		if err != nil {
+			return fmt.Errorf("store: save step %s of run %s: %w", st.StepID, st.RunID, err)
+		}
+		if _, err := tx.StmtContext(ctx, s.stmts.deletePermissions).ExecContext(ctx, st.RunID, st.StepID); err != nil {
+			return fmt.Errorf("store: save step %s of run %s: %w", st.StepID, st.RunID, err)
+		}
+		ins := tx.StmtContext(ctx, s.stmts.insertPermission)
+		for i, p := range st.Permissions {
+			_, err := ins.ExecContext(ctx,
+				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Decision, p.Outcome, p.OptionID, p.Policy, p.Rule, p.Reason)
+			if err != nil {
+				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)
+			}
+		}
+		return nil
+	})
+}
