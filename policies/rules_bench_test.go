@@ -1,0 +1,73 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// benchRequest is a permission request as claude-agent-acp asks it, in the
+// JSON of SPEC §4.1.
+var benchRequest = []byte(`{"kind": "permission",
+ "workflow": "review", "run_id": "01J9Z3K4M5N6P7Q8R9S0T1V2W3", "step": "plan", "agent": "claude",
+ "workspace": "/home/u/src/app", "cwd": "/home/u/src/app/sub",
+ "tool": {"id": "toolu_01ABCDEF", "kind": "execute", "title": "Run make test && rm -rf build", "status": "pending",
+          "raw_input": {"command": "make test && rm -rf build", "description": "Build and clean"},
+          "command": "make test && rm -rf build",
+          "locations": [{"path": "/home/u/src/app/build", "line": 0, "in_workspace": true},
+                        {"path": "/home/u/src/app/Makefile", "line": 12, "in_workspace": true}]},
+ "options": [{"id": "allow", "name": "Allow", "kind": "allow_once"},
+             {"id": "allow_always", "name": "Always Allow", "kind": "allow_always"},
+             {"id": "reject", "name": "Reject", "kind": "reject_once"}],
+ "config": {}}`)
+
+// benchPolicy is the rules example of SPEC §4.1 with the compound-command
+// rule of §4.2: four rules, the request above matching the last.
+func benchPolicy(b *testing.B) *PermissionRules {
+	b.Helper()
+	p, err := ParsePermission(map[string]any{
+		"rules": []any{
+			map[string]any{"if": `tool.kind in ["read", "search", "think"]`, "then": "allow"},
+			map[string]any{"if": `tool.kind == "execute" && tool.command matches "^(rm|sudo|curl) "`, "then": "reject", "reason": "destructive or networked command"},
+			map[string]any{"if": `tool.kind == "edit" && all(tool.locations, .in_workspace)`, "then": "allow"},
+			map[string]any{"if": `any(commands(tool.command), # startsWith "rm ")`, "then": "reject", "reason": "rm in a compound command"},
+		},
+		"default": "reject",
+	}, "", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p.(*PermissionRules)
+}
+
+func BenchmarkPermissionRulesDecide(b *testing.B) {
+	p := benchPolicy(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		var req PermissionRequest
+		if err := json.Unmarshal(benchRequest, &req); err != nil {
+			b.Fatal(err)
+		}
+		v, err := p.DecidePermission(ctx, &req)
+		if err != nil || v.Rule != "4" {
+			b.Fatalf("verdict %+v, %v; want rule 4", v, err)
+		}
+	}
+}
+
+func BenchmarkPermissionRulesDecideWithoutDecode(b *testing.B) {
+	p := benchPolicy(b)
+	ctx := context.Background()
+	var req PermissionRequest
+	if err := json.Unmarshal(benchRequest, &req); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := p.DecidePermission(ctx, &req)
+		if err != nil || v.Rule != "4" {
+			b.Fatalf("verdict %+v, %v; want rule 4", v, err)
+		}
+	}
+}
