@@ -1,0 +1,403 @@
+package main
+
+// End-to-end tests: the real acpflow binary, run as a user would, on YAML
+// files, against real agents over real pipes.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	acpflowBin string // the binary under test
+	testAgent  string // internal/testagent
+	binDir     string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	binDir, err = os.MkdirTemp("", "acpflow-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	os.Chmod(binDir, 0o755)
+	acpflowBin = filepath.Join(binDir, "acpflow")
+	testAgent = filepath.Join(binDir, "testagent")
+	for out, pkg := range map[string]string{acpflowBin: "github.com/acpflow/acpflow/cmd/acpflow", testAgent: "github.com/acpflow/acpflow/internal/testagent"} {
+		b := exec.Command("go", "build", "-o", out, pkg)
+		b.Stderr = os.Stderr
+		if err := b.Run(); err != nil {
+			panic("building " + pkg + ": " + err.Error())
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(binDir)
+	os.Exit(code)
+}
+
+// result is what one acpflow invocation did.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func acpflow(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(acpflowBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, "..", "..")
+}
+
+// writeWorkflow writes a workflow into dir and returns its path.
+func writeWorkflow(t *testing.T, dir, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, "wf.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// agentYAML renders the test agent as a YAML flow list of args.
+func agentArgs(args ...string) string {
+	b, _ := json.Marshal(args)
+	return string(b)
+}
+
+func readRecords(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// assertAgentsGone proves every process the test agent recorded is gone.
+func assertAgentsGone(t *testing.T, record string) {
+	t.Helper()
+	for _, r := range readRecords(t, record) {
+		if r["event"] != "start" && r["event"] != "grandchild" {
+			continue
+		}
+		pid := int(r["pid"].(float64))
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+			f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+			if f[0][0] != 'Z' {
+				t.Errorf("agent process %d (%v) outlived acpflow", pid, r["event"])
+			}
+		}
+	}
+}
+
+func TestHelloRunsOnTheDemoAgentAndWritesTheResult(t *testing.T) {
+	root := repoRoot(t)
+	out := filepath.Join(t.TempDir(), "results.jsonl")
+	r := acpflow(t, root, "run", "workflows/examples/hello.yaml", "--output", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "succeeded") {
+		t.Errorf("the view does not say it succeeded:\n%s", r.stdout)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want one result line, got %d", len(lines))
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"run_id", "workflow", "status", "inputs", "outputs", "started_at", "duration_ms", "steps"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("result lacks %q", k)
+		}
+	}
+	if res["status"] != "succeeded" {
+		t.Errorf("status = %v", res["status"])
+	}
+	if _, err := time.Parse(time.RFC3339, fmt.Sprint(res["started_at"])); err != nil {
+		t.Errorf("started_at is not RFC 3339: %v", res["started_at"])
+	}
+	for id, s := range res["steps"].(map[string]any) {
+		st := s.(map[string]any)
+		for _, k := range []string{"status", "stop_reason", "output", "error", "attempts", "duration_ms", "session_id", "permissions"} {
+			if _, ok := st[k]; !ok {
+				t.Errorf("step %s lacks %q", id, k)
+			}
+		}
+		if st["session_id"] == "" || st["session_id"] == res["run_id"] {
+			t.Errorf("step %s session id %q must be the agent's, not the run id", id, st["session_id"])
+		}
+		if !strings.Contains(fmt.Sprint(st["output"]), "demo agent") {
+			t.Errorf("step %s output = %q", id, st["output"])
+		}
+	}
+}
+
+func TestJSONPrintsTheEventStream(t *testing.T) {
+	root := repoRoot(t)
+	r := acpflow(t, root, "run", "workflows/examples/hello.yaml", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	seen := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		if e["run_id"] == "" || e["time"] == nil {
+			t.Errorf("event without run_id or time: %s", line)
+		}
+		seen[fmt.Sprint(e["type"])]++
+	}
+	for _, typ := range []string{"run_start", "step_start", "step_update", "permission", "step_end", "run_end"} {
+		if seen[typ] == 0 {
+			t.Errorf("no %s event (saw %v)", typ, seen)
+		}
+	}
+}
+
+func TestAFailingStepExitsOneWithTheAgentsStderr(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: crash
+agents:
+  bad: {command: %s, args: %s}
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: bad, prompt: hi}
+`, testAgent, agentArgs("-record", record, "-crash-on", "session/prompt")))
+	out := filepath.Join(dir, "out.jsonl")
+	r := acpflow(t, dir, "run", wf, "--output", out)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	b, _ := os.ReadFile(out)
+	if !strings.Contains(string(b), "crashing on session/prompt") || !strings.Contains(string(b), `"stop_reason":"error"`) {
+		t.Errorf("result lacks the stderr tail or stop reason: %s", b)
+	}
+	assertAgentsGone(t, record)
+}
+
+func TestInvalidUsageExitsTwoAndStartsNothing(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: inputs
+inputs:
+  n: {type: number, required: true}
+agents:
+  a: {command: %s, args: %s}
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: a, prompt: "n=${{ inputs.n }}"}
+`, testAgent, agentArgs("-record", record)))
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"a missing required input", []string{"run", wf}},
+		{"an undeclared input", []string{"run", wf, "--input", "n=1", "--input", "x=2"}},
+		{"a value of the wrong type", []string{"run", wf, "--input", "n=many"}},
+		{"an unknown flag", []string{"run", wf, "--no-such-flag"}},
+		{"a missing file", []string{"run", filepath.Join(dir, "missing.yaml")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := acpflow(t, dir, tc.args...)
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, "goroutine") || strings.Contains(r.stderr, "panic") {
+				t.Errorf("stack trace printed:\n%s", r.stderr)
+			}
+		})
+	}
+	if readRecords(t, record) != nil {
+		t.Error("an agent was started")
+	}
+	if r := acpflow(t, dir, "run", wf, "--input", "n=42"); r.code != 0 {
+		t.Errorf("a valid run: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestSIGINTCancelsTearsDownAndExits130(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: hang
+agents:
+  slow: {command: %s, args: %s}
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: slow, prompt: hi}
+`, testAgent, agentArgs("-record", record, "-prompt-hang", "-setsid-grandchild")))
+	out := filepath.Join(dir, "out.jsonl")
+	cmd := exec.Command(acpflowBin, "run", wf, "--output", out)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !hasEvent(t, record, "prompt") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the agent never got the prompt")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit = %v, want 130\n%s", err, stderr.String())
+	}
+	if !hasEvent(t, record, "cancel") {
+		t.Error("the agent never got session/cancel")
+	}
+	b, _ := os.ReadFile(out)
+	if !strings.Contains(string(b), `"status":"cancelled"`) {
+		t.Errorf("result: %s", b)
+	}
+	assertAgentsGone(t, record)
+}
+
+func hasEvent(t *testing.T, record, event string) bool {
+	for _, r := range readRecords(t, record) {
+		if r["event"] == event {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTheSDKsExampleAgentRunsEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the example agent sleeps about 5 s by design")
+	}
+	dir := t.TempDir()
+	agent := filepath.Join(binDir, "sdk-example-agent")
+	b := exec.Command("go", "build", "-o", agent, "github.com/coder/acp-go-sdk/example/agent")
+	if out, err := b.CombinedOutput(); err != nil {
+		t.Fatalf("building the SDK's example agent: %v\n%s", err, out)
+	}
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: sdk-example
+agents:
+  example: {command: %s}
+policies:
+  permission: allow
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: example, prompt: "hello from acpflow"}
+`, agent))
+	out := filepath.Join(dir, "out.jsonl")
+	r := acpflow(t, dir, "run", wf, "--output", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var res struct {
+		Steps map[string]struct {
+			StopReason  string           `json:"stop_reason"`
+			Output      string           `json:"output"`
+			Permissions []map[string]any `json:"permissions"`
+		} `json:"steps"`
+	}
+	data, _ := os.ReadFile(out)
+	json.Unmarshal(data, &res)
+	s := res.Steps["s"]
+	if s.StopReason != "completed" || s.Output == "" {
+		t.Errorf("step = %+v", s)
+	}
+	if len(s.Permissions) == 0 || s.Permissions[0]["decision"] != "allow" || s.Permissions[0]["outcome"] != "selected" {
+		t.Errorf("the example's permission request was not answered by the policy: %+v", s.Permissions)
+	}
+}
+
+func TestANonEnterableCwdFailsTheStepAsAnUnprivilegedUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to switch to an unprivileged user")
+	}
+	// As root, access(X_OK) passes on any directory: run acpflow as nobody.
+	dir, err := os.MkdirTemp("", "acpflow-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o777)
+	locked := filepath.Join(dir, "locked")
+	os.Mkdir(locked, 0o700) // owned by root: nobody cannot enter it
+	record := filepath.Join(dir, "record.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: locked
+agents:
+  a: {command: %s, args: %s}
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: a, prompt: hi, cwd: locked}
+`, testAgent, agentArgs("-record", record)))
+	out := filepath.Join(dir, "out.jsonl")
+	cmd := exec.Command(acpflowBin, "run", wf, "--workspace", dir, "--output", out, "--state", filepath.Join(dir, "state.db"))
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit = %v, want 1\n%s", err, stderr.String())
+	}
+	b, _ := os.ReadFile(out)
+	if !strings.Contains(string(b), "cannot be entered") || !strings.Contains(string(b), locked) {
+		t.Errorf("result: %s", b)
+	}
+	if readRecords(t, record) != nil {
+		t.Error("the agent was spawned")
+	}
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// liveView redraws one line per step on a terminal: its state, its elapsed
+// time and the last line of the agent's text, so a long run shows what each
+// agent is doing without scrolling a log.
+type liveView struct {
+	w     io.Writer
+	color bool
+	p     *mpb.Progress
+
+	mu    sync.Mutex
+	steps map[string]*liveStep
+}
+
+type liveStep struct {
+	mu      sync.Mutex // guards the fields below; mpb's render goroutine reads them
+	id      string
+	state   string
+	started time.Time
+	ended   time.Time
+	last    string // last line of agent text
+	bar     *mpb.Bar
+}
+
+func newLiveView(w io.Writer) *liveView {
+	_, noColor := os.LookupEnv("NO_COLOR")
+	return &liveView{
+		w:     w,
+		color: !noColor,
+		p:     mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(120*time.Millisecond), mpb.WithWidth(120)),
+		steps: map[string]*liveStep{},
+	}
+}
+
+func (v *liveView) Emit(e steps.Event) {
+	if e.Step == "" {
+		return
+	}
+	s := v.step(e.Step, e.Time)
+	s.mu.Lock()
+	done := false
+	switch e.Type {
+	case "step_start":
+		s.state, s.started = "running", e.Time
+		if n, _ := e.Fields["attempt"].(int); n > 1 {
+			s.state = fmt.Sprintf("running (attempt %d)", n)
+		}
+	case "step_update":
+		switch e.Fields["kind"] {
+		case "agent_message_chunk":
+			text, _ := e.Fields["text"].(string)
+			s.last = lastLine(s.last + text)
+		case "session":
+			s.state = "prompting"
+		case "cancel_sent":
+			s.state = "cancelling"
+		}
+	case "permission":
+		s.last = fmt.Sprintf("permission %v %q: %v", e.Fields["kind"], e.Fields["title"], e.Fields["decision"])
+	case "step_end":
+		s.state, s.ended = fmt.Sprint(e.Fields["status"]), e.Time
+		if msg, _ := e.Fields["error"].(string); msg != "" {
+			s.last = firstLine(msg)
+		}
+		done = true
+	}
+	s.mu.Unlock()
+	if done {
+		s.bar.SetTotal(-1, true)
+	}
+}
+
+// step returns the line of a step, adding it on its first event.
+func (v *liveView) step(id string, at time.Time) *liveStep {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.steps[id]
+	if s == nil {
+		s = &liveStep{id: id, state: "waiting", started: at}
+		v.steps[id] = s
+		s.bar = v.p.New(1, mpb.NopStyle(),
+			mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return s.describe(v.color) })),
+		)
+	}
+	return s
+}
+
+// describe renders one step's line; called by mpb's render goroutine.
+func (s *liveStep) describe(color bool) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	end := time.Now()
+	if !s.ended.IsZero() {
+		end = s.ended
+	}
+	mark := map[string]string{"succeeded": "✓", "failed": "✗", "skipped": "-", "cancelled": "⊘"}[s.state]
+	if mark == "" {
+		mark = "•"
+	}
+	if color {
+		switch s.state {
+		case "succeeded":
+			mark = "\x1b[32m" + mark + "\x1b[0m"
+		case "failed", "cancelled":
+			mark = "\x1b[31m" + mark + "\x1b[0m"
+		}
+	}
+	line := fmt.Sprintf("%s %-16s %-12s %6s  %s", mark, s.id, s.state, end.Sub(s.started).Round(100*time.Millisecond), s.last)
+	if len(line) > 160 {
+		line = line[:157] + "..."
+	}
+	return line
+}
+
+func (v *liveView) Close(res *engine.RunResult) {
+	v.mu.Lock()
+	bars := make([]*mpb.Bar, 0, len(v.steps))
+	for _, s := range v.steps {
+		bars = append(bars, s.bar)
+	}
+	v.mu.Unlock()
+	for _, b := range bars {
+		b.SetTotal(-1, true)
+	}
+	v.p.Wait()
+	(&plainView{w: v.w}).Close(res)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = s[len(s)-200:]
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,60 @@
+// Command acpflow runs declarative, multi-step AI-agent workflows: each
+// acp-subagent step spawns an Agent Client Protocol agent, drives it as the
+// client, answers its permission requests through a policy, and tears it
+// down with nothing left behind.
+//
+// This package is the CLI only: flags, output rendering, exit codes.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/internal/procgroup"
+	_ "github.com/acpflow/acpflow/steps/acpsubagent" // registers the acp-subagent step kind
+)
+
+func main() {
+	os.Exit(execute(os.Args[1:]))
+}
+
+// execute runs the CLI and returns the process exit code.
+func execute(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	code := exitCode(err)
+	if !isSilent(err) {
+		fmt.Fprintln(os.Stderr, "acpflow: "+err.Error())
+	}
+	return code
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "acpflow",
+		Short:         "Run multi-step AI-agent workflows over the Agent Client Protocol",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			// Orphans of the agents' process trees come back to acpflow, so
+			// that teardown can find and kill them (see internal/procgroup).
+			procgroup.EnableSubreaper()
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.AddCommand(
+		newRunCmd(),
+		newValidateCmd(),
+		newProbeCmd(),
+		newAgentCmd(),
+		newAgentsCmd(),
+		newVersionCmd(),
+	)
+	return root
+}

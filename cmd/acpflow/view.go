@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// view renders a run's events for the user.
+type view interface {
+	steps.Sink
+	// Close is called once the run has ended, with its result.
+	Close(res *engine.RunResult)
+}
+
+// newView picks the renderer: JSON lines when asked, the live view on a
+// terminal, plain prefixed lines otherwise (logs, CI, pipes).
+func newView(w io.Writer, jsonLines bool) view {
+	switch {
+	case jsonLines:
+		return &jsonView{w: w}
+	case isTerminal(w):
+		return newLiveView(w)
+	}
+	return &plainView{w: w}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// jsonView prints each event as one JSON line (`--json`).
+type jsonView struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (v *jsonView) Emit(e steps.Event) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	v.mu.Lock()
+	v.w.Write(append(b, '\n'))
+	v.mu.Unlock()
+}
+
+func (v *jsonView) Close(*engine.RunResult) {}
+
+// plainView prints one line per step event, prefixed with the step id: the
+// view for logs and CI, where a redrawn screen would be noise.
+type plainView struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (v *plainView) Emit(e steps.Event) {
+	line := plainLine(e)
+	if line == "" {
+		return
+	}
+	if e.Step != "" {
+		line = "[" + e.Step + "] " + line
+	}
+	v.mu.Lock()
+	fmt.Fprintln(v.w, line)
+	v.mu.Unlock()
+}
+
+// plainLine words one event, or returns "" for events too fine for it.
+func plainLine(e steps.Event) string {
+	f := e.Fields
+	switch e.Type {
+	case "run_start":
+		return fmt.Sprintf("run %s: %v", e.RunID, f["workflow"])
+	case "step_start":
+		if n, _ := f["attempt"].(int); n > 1 {
+			return fmt.Sprintf("started (attempt %d)", n)
+		}
+		return "started"
+	case "permission":
+		return fmt.Sprintf("permission %v %q: %v -> %s (%v policy, rule %v)%s", f["kind"], f["title"], f["decision"],
+			outcome(f), f["policy"], f["rule"], reasonSuffix(f["reason"]))
+	case "step_update":
+		switch f["kind"] {
+		case "retry":
+			return fmt.Sprintf("retrying in %v ms: %v", f["after_ms"], f["error"])
+		case "cancel_sent":
+			return "cancelling: session/cancel sent"
+		}
+		return ""
+	case "step_end":
+		d := time.Duration(toInt64(f["duration_ms"])) * time.Millisecond
+		s := fmt.Sprintf("%v in %s", f["status"], d)
+		if r, _ := f["stop_reason"].(string); r != "" {
+			s += " (" + r + ")"
+		}
+		if msg, _ := f["error"].(string); msg != "" {
+			s += ": " + msg
+		}
+		return s
+	}
+	return ""
+}
+
+func (v *plainView) Close(res *engine.RunResult) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fmt.Fprintf(v.w, "run %s %s in %s", res.RunID, res.Status, time.Duration(res.DurationMS)*time.Millisecond)
+	if res.Error != "" {
+		fmt.Fprintf(v.w, ": %s", res.Error)
+	}
+	fmt.Fprintln(v.w)
+	if len(res.Outputs) == 0 {
+		return
+	}
+	names := make([]string, 0, len(res.Outputs))
+	for k := range res.Outputs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(v.w, "outputs:")
+	for _, k := range names {
+		s := fmt.Sprint(res.Outputs[k])
+		if strings.Contains(s, "\n") {
+			fmt.Fprintf(v.w, "  %s: |\n    %s\n", k, strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    "))
+		} else {
+			fmt.Fprintf(v.w, "  %s: %s\n", k, s)
+		}
+	}
+}
+
+func outcome(f map[string]any) string {
+	if f["outcome"] == "selected" {
+		return fmt.Sprint(f["option_id"])
+	}
+	return "cancelled"
+}
+
+func reasonSuffix(r any) string {
+	if s, _ := r.(string); s != "" {
+		return ": " + s
+	}
+	return ""
+}
+
+func toInt64(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	case float64:
+		return int64(n)
+	}
+	return 0
+}

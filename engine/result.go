@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/acpflow/acpflow/policies"
+)
+
+// Run and step statuses (SPEC §6).
+const (
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusSkipped   = "skipped"
+	StatusCancelled = "cancelled"
+)
+
+// RunResult is one run's result, the object `--output` writes (SPEC §6).
+type RunResult struct {
+	RunID      string                 `json:"run_id"`
+	Workflow   string                 `json:"workflow"`
+	Status     string                 `json:"status"`
+	Error      string                 `json:"error,omitempty"`
+	Inputs     map[string]any         `json:"inputs"`
+	Outputs    map[string]any         `json:"outputs"`
+	StartedAt  time.Time              `json:"started_at"`
+	DurationMS int64                  `json:"duration_ms"`
+	Steps      map[string]*StepResult `json:"steps"`
+}
+
+// StepResult is one step's result.
+type StepResult struct {
+	Status      string                      `json:"status"`
+	StopReason  string                      `json:"stop_reason"`
+	Output      any                         `json:"output"` // a string; a list of them for for-each
+	Error       string                      `json:"error"`
+	Attempts    int                         `json:"attempts"`
+	DurationMS  int64                       `json:"duration_ms"`
+	SessionID   string                      `json:"session_id"`
+	Permissions []policies.PermissionRecord `json:"permissions"`
+	// Stderr is the kept tail of the agent's stderr; it goes to the run
+	// store and `show`, not to the result JSON.
+	Stderr string `json:"-"`
+}
+
+// scopeValue is the step as expressions see it: steps.<id>.{output,
+// stop_reason, status, json}.
+func (s *StepResult) scopeValue() map[string]any {
+	return map[string]any{
+		"output":      s.Output,
+		"stop_reason": s.StopReason,
+		"status":      s.Status,
+		"json":        parseJSON(s.Output),
+	}
+}
+
+// parseJSON is the output parsed as JSON when it is JSON, else nil.
+func parseJSON(out any) any {
+	s, ok := out.(string)
+	if !ok {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil
+	}
+	return v
+}

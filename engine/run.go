@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// ErrInterrupted is the cause a caller gives when the user interrupted the
+// run (SIGINT, SIGTERM): steps in flight become `cancelled`, the run too.
+var ErrInterrupted = errors.New("interrupted")
+
+// errRunFailing is the cause with which running steps are cancelled when
+// another step failed.
+var errRunFailing = errors.New("cancelled: another step failed")
+
+// Options are the parameters of one run.
+type Options struct {
+	RunID     string            // minted when empty
+	Workspace string            // absolute
+	Inputs    map[string]any    // resolved: defaults applied, types checked
+	Ambient   map[string]string // acpflow's environment: `env` in expressions, the env policy's input
+	Events    steps.Sink
+	Timeout   time.Duration // the whole run; 0: none
+	// Done holds results of steps that already succeeded in an earlier
+	// attempt at this run (resume): they are not run again, and their
+	// outputs feed their dependants.
+	Done map[string]*StepResult
+	// RetryBackoff is the first wait between attempts, doubled each time;
+	// 0 means one second.
+	RetryBackoff time.Duration
+}
+
+// NewRunID mints a run id: sortable by time, unique by its random tail.
+func NewRunID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// run is the state of one run.
+type run struct {
+	wf   *Workflow
+	opt  Options
+	res  *RunResult
+	sink steps.Sink
+
+	mu      sync.Mutex
+	results map[string]*StepResult // settled steps
+}
+
+// Run runs the workflow to the end and returns its result. It returns only
+// when every step has settled and every process a step started is gone.
+// Cancelling ctx with cause ErrInterrupted makes the run `cancelled`.
+func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
+	if opt.RunID == "" {
+		opt.RunID = NewRunID()
+	}
+	if opt.Events == nil {
+		opt.Events = steps.Discard{}
+	}
+	if opt.RetryBackoff == 0 {
+		opt.RetryBackoff = time.Second
+	}
+	r := &run{
+		wf: wf, opt: opt, sink: opt.Events,
+		results: make(map[string]*StepResult, len(wf.Steps)),
+		res: &RunResult{
+			RunID: opt.RunID, Workflow: wf.Name, Inputs: opt.Inputs, Outputs: map[string]any{},
+			StartedAt: time.Now().UTC(), Steps: make(map[string]*StepResult, len(wf.Steps)),
+		},
+	}
+	for id, done := range opt.Done {
+		r.results[id] = done
+	}
+	r.emit("run_start", "", map[string]any{"workflow": wf.Name, "workspace": opt.Workspace})
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if opt.Timeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeoutCause(runCtx, opt.Timeout, fmt.Errorf("run timed out after %s", opt.Timeout))
+		defer stop()
+	}
+	r.schedule(runCtx, cancel)
+	r.finish(ctx, runCtx)
+	return r.res
+}
+
+// schedule starts each step when its needs have settled, at most
+// MaxParallel at once, until every step has settled.
+func (r *run) schedule(ctx context.Context, failRun context.CancelCauseFunc) {
+	limit := r.wf.MaxParallel
+	if limit <= 0 {
+		limit = runtime.NumCPU()
+	}
+	slots := make(chan struct{}, limit)
+	settled := make(chan string)
+	started := map[string]bool{}
+	for id := range r.results {
+		started[id] = true
+	}
+	running := 0
+	for {
+		// Start (or skip) every step whose needs have all settled.
+		progress := true
+		for progress {
+			progress = false
+			for _, st := range r.wf.Steps {
+				if started[st.ID] || !r.needsSettled(st) {
+					continue
+				}
+				started[st.ID] = true
+				progress = true
+				if reason := r.skipReason(ctx, st); reason != "" {
+					r.settle(st, &StepResult{Status: StatusSkipped, Error: reason, Permissions: []policies.PermissionRecord{}})
+					continue
+				}
+				running++
+				go func(st *Step) {
+					slots <- struct{}{}
+					defer func() { <-slots }()
+					res := r.runStep(ctx, st)
+					r.settle(st, res)
+					if res.Status == StatusFailed && !st.ContinueOnError {
+						failRun(errRunFailing)
+					}
+					settled <- st.ID
+				}(st)
+			}
+		}
+		if running == 0 {
+			return
+		}
+		<-settled
+		running--
+	}
+}
+
+func (r *run) needsSettled(st *Step) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range st.Needs {
+		if _, ok := r.results[n]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// skipReason says why a step whose needs settled does not run, or "".
+func (r *run) skipReason(ctx context.Context, st *Step) string {
+	if ctx.Err() != nil {
+		return "not started: " + context.Cause(ctx).Error()
+	}
+	r.mu.Lock()
+	for _, n := range st.Needs {
+		res := r.results[n]
+		switch {
+		case res.Status == StatusFailed && !r.step(n).ContinueOnError:
+			r.mu.Unlock()
+			return fmt.Sprintf("needs %s, which failed", n)
+		case res.Status == StatusSkipped || res.Status == StatusCancelled:
+			r.mu.Unlock()
+			return fmt.Sprintf("needs %s, which was %s", n, res.Status)
+		}
+	}
+	r.mu.Unlock()
+	if st.If != nil {
+		ok, err := st.If.Bool(r.scope(nil))
+		if err != nil {
+			return "if: " + err.Error()
+		}
+		if !ok {
+			return "if: " + st.If.Source + " is false"
+		}
+	}
+	return ""
+}
+
+func (r *run) step(id string) *Step {
+	for _, s := range r.wf.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+func (r *run) settle(st *Step, res *StepResult) {
+	r.mu.Lock()
+	r.results[st.ID] = res
+	r.res.Steps[st.ID] = res
+	r.mu.Unlock()
+	fields := map[string]any{"status": res.Status, "stop_reason": res.StopReason, "attempts": res.Attempts, "duration_ms": res.DurationMS}
+	if res.Error != "" {
+		fields["error"] = res.Error
+	}
+	r.emit("step_end", st.ID, fields)
+}
+
+// scope is what expressions see: inputs, env, the settled steps, run,
+// workflow, and for a for-each element its item and index.
+func (r *run) scope(el *element) *Scope {
+	r.mu.Lock()
+	stepsScope := make(map[string]any, len(r.results))
+	for id, res := range r.results {
+		stepsScope[id] = res.scopeValue()
+	}
+	r.mu.Unlock()
+	env := make(map[string]any, len(r.opt.Ambient))
+	for k, v := range r.opt.Ambient {
+		env[k] = v
+	}
+	s := &Scope{
+		Inputs:   r.opt.Inputs,
+		Env:      env,
+		Steps:    stepsScope,
+		Run:      map[string]any{"id": r.opt.RunID, "workspace": r.opt.Workspace},
+		Workflow: map[string]any{"name": r.wf.Name},
+	}
+	if el != nil {
+		s.Item, s.Index = el.item, el.index
+	}
+	return s
+}
+
+// element is one element of a for-each.
+type element struct {
+	item  any
+	index int
+}
+
+// finish computes the run's status and outputs and emits run_end.
+func (r *run) finish(parent, runCtx context.Context) {
+	status := StatusSucceeded
+	for _, st := range r.wf.Steps {
+		res := r.res.Steps[st.ID]
+		if res == nil { // succeeded in an earlier attempt (resume)
+			r.res.Steps[st.ID] = r.results[st.ID]
+			continue
+		}
+		if res.Status == StatusFailed && !st.ContinueOnError {
+			status = StatusFailed
+		}
+	}
+	switch cause := context.Cause(runCtx); {
+	case errors.Is(context.Cause(parent), ErrInterrupted):
+		status = StatusCancelled
+		r.res.Error = "interrupted"
+	case cause != nil && !errors.Is(cause, errRunFailing) && !errors.Is(cause, context.Canceled):
+		status = StatusFailed
+		r.res.Error = cause.Error()
+	case parent.Err() != nil:
+		status = StatusCancelled
+		r.res.Error = context.Cause(parent).Error()
+	}
+	if status == StatusSucceeded {
+		scope := r.scope(nil)
+		for _, o := range r.wf.Outputs {
+			v, err := o.Value.Render(scope)
+			if err != nil {
+				status = StatusFailed
+				r.res.Error = fmt.Sprintf("outputs.%s: %v", o.Name, err)
+				break
+			}
+			r.res.Outputs[o.Name] = v
+		}
+	}
+	r.res.Status = status
+	r.res.DurationMS = time.Since(r.res.StartedAt).Milliseconds()
+	fields := map[string]any{"status": status, "duration_ms": r.res.DurationMS}
+	if r.res.Error != "" {
+		fields["error"] = r.res.Error
+	}
+	r.emit("run_end", "", fields)
+}
+
+func (r *run) emit(typ, step string, fields map[string]any) {
+	r.sink.Emit(steps.Event{Type: typ, RunID: r.opt.RunID, Step: step, Time: time.Now(), Fields: fields})
+}

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// maxBackoff caps the wait between retries.
+const maxBackoff = 30 * time.Second
+
+// runStep runs a step with its retries, or its for-each elements.
+func (r *run) runStep(ctx context.Context, st *Step) *StepResult {
+	begin := time.Now()
+	var res *StepResult
+	if st.ForEach != nil {
+		res = r.runForEach(ctx, st)
+	} else {
+		res = r.attempts(ctx, st, nil)
+	}
+	res.DurationMS = time.Since(begin).Milliseconds()
+	return res
+}
+
+// attempts runs one step (or one for-each element) until it succeeds or
+// its retries are spent.
+func (r *run) attempts(ctx context.Context, st *Step, el *element) *StepResult {
+	res := &StepResult{Permissions: []policies.PermissionRecord{}}
+	backoff := r.opt.RetryBackoff
+	for attempt := 1; ; attempt++ {
+		res.Attempts = attempt
+		fields := map[string]any{"attempt": attempt}
+		if el != nil {
+			fields["index"] = el.index
+		}
+		r.emit("step_start", st.ID, fields)
+		out := r.attempt(ctx, st, attempt, el)
+		res.StopReason = string(out.StopReason)
+		res.Output = out.Output
+		res.SessionID = out.SessionID
+		res.Stderr = out.Stderr
+		res.Permissions = append(res.Permissions, out.Permissions...)
+		res.Error = ""
+		if out.Err != nil {
+			res.Error = out.Err.Error()
+		}
+		switch {
+		case out.StopReason == steps.Completed:
+			res.Status = StatusSucceeded
+			return res
+		case ctx.Err() != nil:
+			// The run is being cancelled (interrupt, failed sibling, run timeout).
+			res.Status = StatusCancelled
+			if res.Error == "" {
+				res.Error = context.Cause(ctx).Error()
+			}
+			return res
+		case attempt > st.Retries:
+			res.Status = StatusFailed
+			return res
+		}
+		r.emit("step_update", st.ID, map[string]any{"kind": "retry", "after_ms": backoff.Milliseconds(), "error": res.Error})
+		select {
+		case <-ctx.Done():
+			res.Status = StatusCancelled
+			return res
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+// attempt runs the step kind once, under the step's timeout.
+func (r *run) attempt(ctx context.Context, st *Step, n int, el *element) steps.Result {
+	scope := r.scope(el)
+	rendered, err := renderValue(st.With, scope)
+	if err != nil {
+		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("with.%w", err)}
+	}
+	with, _ := rendered.(map[string]any)
+	if with == nil {
+		with = map[string]any{}
+	}
+	stepCtx := ctx
+	if st.Timeout > 0 {
+		var cancel context.CancelFunc
+		stepCtx, cancel = context.WithTimeoutCause(ctx, st.Timeout, fmt.Errorf("step timed out after %s", st.Timeout))
+		defer cancel()
+	}
+	perm, permSrc := r.permissionPolicy(st)
+	env, envSrc := r.envPolicy(st)
+	inv := &steps.Invocation{
+		Workflow: r.wf.Name, RunID: r.opt.RunID, StepID: st.ID, Attempt: n,
+		Workspace: r.opt.Workspace, With: with, Ambient: r.opt.Ambient,
+		Permission: perm, PermissionSource: permSrc, Env: env, EnvSource: envSrc,
+		Render: func(s string) (string, error) {
+			t, err := ParseTemplate(s)
+			if err != nil {
+				return "", err
+			}
+			return t.Render(scope)
+		},
+		Events: r.sink,
+	}
+	out := st.Run.Run(stepCtx, inv)
+	if out.StopReason != steps.Completed && out.Err == nil {
+		out.Err = errors.New("step did not complete")
+	}
+	return out
+}
+
+// permissionPolicy picks the step's policy, else the workflow's, else the
+// default (reject), and says which for the record.
+func (r *run) permissionPolicy(st *Step) (policies.Permission, policies.Source) {
+	switch {
+	case st.Policies.Permission != nil:
+		return st.Policies.Permission, policies.SourceStep
+	case r.wf.Policies.Permission != nil:
+		return r.wf.Policies.Permission, policies.SourceWorkflow
+	}
+	return policies.DefaultPermission(), policies.SourceDefault
+}
+
+func (r *run) envPolicy(st *Step) (policies.Env, policies.Source) {
+	switch {
+	case st.Policies.Env != nil:
+		return st.Policies.Env, policies.SourceStep
+	case r.wf.Policies.Env != nil:
+		return r.wf.Policies.Env, policies.SourceWorkflow
+	}
+	return policies.DefaultEnv(), policies.SourceDefault
+}
+
+// runForEach runs the step once per element of the list its for-each
+// yields, at most ForEachMaxParallel at once; the output is the list of
+// outputs in element order. It succeeds when every element succeeded.
+func (r *run) runForEach(ctx context.Context, st *Step) *StepResult {
+	v, err := st.ForEach.Eval(r.scope(nil))
+	if err != nil {
+		return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: "for-each: " + err.Error(), Permissions: []policies.PermissionRecord{}}
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: fmt.Sprintf("for-each: want a list, got %s", describe(v)), Permissions: []policies.PermissionRecord{}}
+	}
+	limit := st.ForEachMaxParallel
+	if limit <= 0 {
+		limit = len(items)
+	}
+	each := make([]*StepResult, len(items))
+	slots := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	for i, item := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			each[i] = r.attempts(ctx, st, &element{item: item, index: i})
+		}()
+	}
+	wg.Wait()
+
+	res := &StepResult{Status: StatusSucceeded, StopReason: string(steps.Completed), Permissions: []policies.PermissionRecord{}}
+	outputs := make([]any, len(items))
+	for i, e := range each {
+		outputs[i] = e.Output
+		res.Attempts = max(res.Attempts, e.Attempts)
+		res.Permissions = append(res.Permissions, e.Permissions...)
+		res.Stderr += e.Stderr
+		if e.Status != StatusSucceeded && res.Status == StatusSucceeded {
+			res.Status, res.StopReason = e.Status, e.StopReason
+			res.Error = fmt.Sprintf("item %d: %s", i, e.Error)
+		}
+	}
+	res.Output = outputs
+	return res
+}

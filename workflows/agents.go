@@ -1,0 +1,187 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/acpflow/acpflow/steps"
+)
+
+var (
+	agentKeys   = []string{"builtin", "command", "args", "env", "cwd", "auth", "preset", "start-timeout", "dispose"}
+	disposeKeys = []string{"eof-grace", "term-grace"}
+)
+
+func (d *decoder) decodeAgents(n *node) {
+	if !d.mapping(n, "agents") {
+		return
+	}
+	d.wf.Agents = map[string]*steps.Agent{}
+	for i, k := range n.keys {
+		name := k.value.(string)
+		if !namePattern.MatchString(name) {
+			d.at(k.pos, "agent name %q: use letters, digits, _ and -, starting with a letter or _", name)
+		}
+		// A broken agent is still declared, so that the steps naming it
+		// are not reported as well.
+		a := d.decodeAgent(name, k, n.vals[i])
+		d.agents[name] = a
+		d.wf.Agents[name] = a
+	}
+}
+
+// decodeAgent builds an agent from the defaults (steps.NewAgent) and the
+// keys the file sets, then runs the agent's own checks, so that the rules
+// the runner relies on are written once, in package steps.
+func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
+	a := steps.NewAgent(name)
+	ctx := fmt.Sprintf("agent %q", name)
+	f := d.fields(v, ctx, agentKeys)
+	if f == nil {
+		return a
+	}
+	before := len(d.errs)
+	if n := f["builtin"]; n != nil {
+		a.Builtin, _ = d.str(n, ctx+": builtin")
+	}
+	if n := f["preset"]; n != nil {
+		if s, ok := d.str(n, ctx+": preset"); ok {
+			d.applyPreset(a, s, n, f)
+		}
+	}
+	if n := f["command"]; n != nil {
+		a.Command, _ = d.str(n, ctx+": command")
+	}
+	if n := f["args"]; n != nil {
+		a.Args = d.agentArgs(n, ctx, name)
+	}
+	if n := f["env"]; n != nil {
+		a.Env = d.agentEnv(n, ctx, name)
+	}
+	if n := f["cwd"]; n != nil {
+		a.Cwd, _ = d.str(n, ctx+": cwd")
+		a.CwdSet = true
+	}
+	if n := f["auth"]; n != nil {
+		a.Auth, _ = d.str(n, ctx+": auth")
+	}
+	if n := f["start-timeout"]; n != nil {
+		if t, ok := d.duration(n, ctx+": start-timeout"); ok {
+			a.StartTimeout = t
+		}
+	}
+	var dispose map[string]*node
+	if n := f["dispose"]; n != nil {
+		dispose = d.fields(n, ctx+": dispose", disposeKeys)
+		if g := dispose["eof-grace"]; g != nil {
+			if t, ok := d.duration(g, ctx+": dispose.eof-grace"); ok {
+				a.EOFGrace = t
+			}
+		}
+		if g := dispose["term-grace"]; g != nil {
+			if t, ok := d.duration(g, ctx+": dispose.term-grace"); ok {
+				a.TermGrace = t
+			}
+		}
+	}
+	if len(d.errs) == before {
+		if err := a.Check(); err != nil {
+			d.at(agentErrorAt(err.Error(), key, f, dispose), "%s", err)
+		}
+	}
+	return a
+}
+
+// agentErrorAt finds the key an error of steps.Agent.Check is about, from
+// the key name its message uses, so the caret points at the value to fix;
+// else the agent's name.
+func agentErrorAt(msg string, key *node, f, dispose map[string]*node) pos {
+	pick := func(ns ...*node) pos {
+		for _, n := range ns {
+			if n != nil {
+				return n.pos
+			}
+		}
+		return key.pos
+	}
+	switch {
+	case strings.Contains(msg, "needs a command"):
+		return key.pos
+	case strings.Contains(msg, "not both"):
+		return pick(f["command"], f["preset"])
+	case strings.Contains(msg, "builtin"):
+		return pick(f["builtin"])
+	case strings.Contains(msg, "start-timeout"):
+		return pick(f["start-timeout"])
+	case strings.Contains(msg, "eof-grace"):
+		return pick(dispose["eof-grace"])
+	case strings.Contains(msg, "term-grace"):
+		return pick(dispose["term-grace"])
+	case strings.Contains(msg, "cwd"):
+		return pick(f["cwd"])
+	}
+	return key.pos
+}
+
+// applyPreset fills command and args from a known agent. Keys the agent
+// sets itself win, so a preset can be adjusted without being copied out.
+func (d *decoder) applyPreset(a *steps.Agent, name string, n *node, f map[string]*node) {
+	p, ok := steps.LookupPreset(name)
+	if !ok {
+		var known []string
+		for _, p := range steps.Presets() {
+			known = append(known, p.Name)
+		}
+		d.at(n.pos, "agent %q: unknown preset %q%s", a.Name, name, knownList(name, known))
+		return
+	}
+	if f["command"] == nil {
+		a.Command = p.Command
+	}
+	if f["args"] == nil {
+		a.Args = append([]string(nil), p.Args...)
+	}
+}
+
+// agentArgs reads args. They stay raw strings in steps.Agent, rendered by
+// the step that spawns the agent, but are compiled here so a broken
+// template fails validation rather than a run.
+func (d *decoder) agentArgs(n *node, ctx, agent string) []string {
+	if n.kind != sequenceNode {
+		d.wrong(n, "%s: args: want a list of strings, got %s", ctx, n.describe())
+		return nil
+	}
+	args := make([]string, 0, len(n.items))
+	for _, it := range n.items {
+		s, ok := d.text(it, ctx+": args")
+		if !ok {
+			continue
+		}
+		d.template(it, s, scope{agent: agent})
+		args = append(args, s)
+	}
+	return args
+}
+
+// agentEnv reads env, compiling its values for validation as agentArgs does.
+func (d *decoder) agentEnv(n *node, ctx, agent string) map[string]string {
+	if !d.mapping(n, ctx+": env") {
+		return nil
+	}
+	env := make(map[string]string, len(n.keys))
+	for i, k := range n.keys {
+		name := k.value.(string)
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			d.at(k.pos, "%s: env: %q is not a variable name", ctx, name)
+			continue
+		}
+		v := n.vals[i]
+		s, ok := d.text(v, fmt.Sprintf("%s: env: %s", ctx, name))
+		if !ok {
+			continue
+		}
+		d.template(v, s, scope{agent: agent})
+		env[name] = s
+	}
+	return env
+}

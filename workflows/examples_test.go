@@ -1,0 +1,35 @@
+package workflows_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	_ "github.com/acpflow/acpflow/steps/acpsubagent"
+	"github.com/acpflow/acpflow/workflows"
+)
+
+// exampleFiles lists the shipped example workflows.
+func exampleFiles(t testing.TB) []string {
+	t.Helper()
+	files, err := filepath.Glob("examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples found: %v", err)
+	}
+	return files
+}
+
+func TestEveryExampleLoads(t *testing.T) {
+	for _, file := range exampleFiles(t) {
+		t.Run(filepath.Base(file)+" loads without error", func(t *testing.T) {
+			wf, err := workflows.Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range wf.Steps {
+				if s.Run == nil {
+					t.Errorf("step %s was not prepared", s.ID)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,93 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// Load reads and checks the workflow file at path. See Parse.
+func Load(path string) (*engine.Workflow, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read workflow: %w", err)
+	}
+	return Parse(path, src)
+}
+
+// Parse checks the workflow src, read from the file name, and returns it
+// with every template and expression compiled and every step prepared by
+// its kind. The kinds named by `uses:` must be registered (steps.Register)
+// before the call; the CLI imports them.
+//
+// A workflow with problems returns Errors: all of them, each at its line
+// and column and rendered with the offending source line.
+//
+// # Notes
+//
+// Parse never panics on any input. Should a bug make it panic anyway, the
+// panic becomes an error asking for a report, so that a user never sees a
+// Go stack trace (SPEC §1).
+func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			wf, err = nil, Errors{{File: name, Msg: fmt.Sprintf("internal error while checking the workflow (please report it): %v", r)}}
+		}
+	}()
+	errs := newErrorList(name, src)
+	root := parseYAML(src, errs)
+	if root == nil {
+		return nil, errs.result()
+	}
+	d := newDecoder(errs)
+	d.workflow(root)
+	g := d.graph()
+	d.checkRefs(g)
+	d.prepare()
+	if err := errs.result(); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(src)
+	d.wf.File = name
+	d.wf.Hash = hex.EncodeToString(sum[:])
+	for _, s := range d.steps {
+		d.wf.Steps = append(d.wf.Steps, s.step)
+	}
+	return d.wf, nil
+}
+
+// prepare hands each step to its kind, which checks what only it knows
+// (that with.agent names an agent, say) and returns the runnable step.
+func (d *decoder) prepare() {
+	for _, s := range d.steps {
+		if !s.prepared {
+			continue
+		}
+		run, err := s.kind.Prepare(steps.StepConfig{ID: s.step.ID, With: s.rawWith, Agents: d.agents})
+		if err != nil {
+			d.at(d.prepareErrorAt(s, err.Error()), "%s: %s", s.label, err)
+			continue
+		}
+		s.step.Run = run
+	}
+}
+
+// prepareErrorAt points at the with: key a kind's error names ("with.agent:
+// ..."), else at with: itself.
+func (d *decoder) prepareErrorAt(s *stepInfo, msg string) pos {
+	if s.withNode == nil {
+		return s.node.pos
+	}
+	if rest, ok := strings.CutPrefix(msg, "with."); ok {
+		key := rest[:strings.IndexFunc(rest+":", func(r rune) bool { return r == ':' || r == '.' || r == ' ' })]
+		if v := s.withNode.get(key); v != nil {
+			return v.pos
+		}
+	}
+	return s.withNode.pos
+}

@@ -1,0 +1,103 @@
+package workflows_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/acpflow/acpflow/workflows"
+)
+
+// compileSchema compiles workflows.Schema, which also checks it against the
+// draft-07 meta-schema.
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(workflows.Schema))
+	if err != nil {
+		t.Fatalf("schema.json is not JSON: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatalf("schema.json does not compile: %v", err)
+	}
+	return s
+}
+
+// yamlAsJSON reads a YAML file as the JSON value an editor validates.
+func yamlAsJSON(t *testing.T, file string) any {
+	t.Helper()
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := yaml.YAMLToJSON(src)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return v
+}
+
+func TestEveryExampleMatchesTheSchema(t *testing.T) {
+	s := compileSchema(t)
+	for _, file := range exampleFiles(t) {
+		t.Run(filepath.Base(file)+" matches the schema", func(t *testing.T) {
+			if err := s.Validate(yamlAsJSON(t, file)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestEveryExampleNamesTheSchema(t *testing.T) {
+	for _, file := range exampleFiles(t) {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(src), "# yaml-language-server: $schema=../schema.json\n") {
+			t.Errorf("%s does not start with the yaml-language-server schema comment", file)
+		}
+	}
+}
+
+// TestTheSchemaRejectsWhatItCanSee: the broken files whose fault is one of
+// shape (a key, a type, a value out of range) fail the schema too, so that
+// an editor shows the mistake before validate does. The others (references,
+// cycles, expressions, agents a step names) are beyond a schema.
+func TestTheSchemaRejectsWhatItCanSee(t *testing.T) {
+	s := compileSchema(t)
+	beyondSchema := map[string]bool{
+		"agent-env-template": true, "cycle-of-three": true, "descendant-ref": true,
+		"duplicate-key": true, "empty-file": true, "for-each-uses-item": true, "if-does-not-compile": true,
+		"item-outside-for-each": true, "needs-unknown-step": true, "non-ancestor-ref": true,
+		"self-cycle": true, "syntax-error": true, "tab-indent": true, "template-syntax-error": true,
+		"template-type-error": true, "template-unclosed": true, "unknown-agent": true,
+		"unknown-alias": true, "unknown-input-ref": true, "unknown-step-field": true,
+		"unknown-step-ref": true, "permission-rules-not-supported": true, "duplicate-id": true,
+		"unknown-scope-name": true,
+	}
+	for _, file := range invalidFiles(t) {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		if beyondSchema[name] {
+			continue
+		}
+		t.Run(name+" fails the schema", func(t *testing.T) {
+			if err := s.Validate(yamlAsJSON(t, file)); err == nil {
+				t.Error("the schema accepts it")
+			}
+		})
+	}
+}
