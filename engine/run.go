@@ -81,7 +81,11 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 	for id, done := range opt.Done {
 		r.results[id] = done
 	}
-	r.emit("run_start", "", map[string]any{"workflow": wf.Name, "workspace": opt.Workspace})
+	ids := make([]string, len(wf.Steps))
+	for i, st := range wf.Steps {
+		ids[i] = st.ID
+	}
+	r.emit("run_start", "", map[string]any{"workflow": wf.Name, "workspace": opt.Workspace, "steps": ids})
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -54,6 +54,7 @@ type result struct {
 
 func acpflow(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
 	cmd := exec.Command(acpflowBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
@@ -125,6 +126,62 @@ func assertAgentsGone(t *testing.T, record string) {
 				t.Errorf("agent process %d (%v) outlived acpflow", pid, r["event"])
 			}
 		}
+	}
+}
+
+// assertNoProcessFrom proves that no process runs a binary built for the
+// tests (acpflow itself, its demo agent, the test agent) once a command
+// has returned.
+func assertNoProcessFrom(t *testing.T, dir string) {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		exe, err := os.Readlink("/proc/" + e.Name() + "/exe")
+		if err != nil || !strings.HasPrefix(exe, dir+"/") {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:]); f[0][0] != 'Z' {
+			t.Errorf("process %s (%s) is still running", e.Name(), exe)
+		}
+	}
+}
+
+func TestVersionAgentsAndProbe(t *testing.T) {
+	dir := t.TempDir()
+	if r := acpflow(t, dir, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "acpflow ") {
+		t.Errorf("version: %d %q", r.code, r.stdout)
+	}
+	r := acpflow(t, dir, "agents")
+	for _, p := range []string{"claude", "codex", "gemini", "goose", "opencode", "qwen", "demo"} {
+		if !strings.Contains(r.stdout, p) {
+			t.Errorf("agents does not list %s:\n%s", p, r.stdout)
+		}
+	}
+	r = acpflow(t, dir, "probe", "--", testAgent, "-session-id", "probe-1")
+	if r.code != 0 {
+		t.Fatalf("probe: exit %d\n%s", r.code, r.stderr)
+	}
+	var info map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
+		t.Fatalf("probe printed no JSON: %v\n%s", err, r.stdout)
+	}
+	if info["protocol_version"] != 1.0 || info["session_id"] != "probe-1" {
+		t.Errorf("probe = %v", info)
+	}
+	r = acpflow(t, dir, "probe", "--", testAgent, "-require-auth", "key")
+	if !strings.Contains(r.stdout, "Authentication required") || !strings.Contains(r.stdout, `"id": "key"`) {
+		t.Errorf("probe of an agent that needs auth:\n%s", r.stdout)
+	}
+	r = acpflow(t, dir, "probe", "--auth", "key", "--", testAgent, "-require-auth", "key")
+	if !strings.Contains(r.stdout, `"session_id"`) {
+		t.Errorf("probe with --auth:\n%s", r.stdout)
+	}
+	if r := acpflow(t, dir, "probe", "--", "no-such-agent-xyz"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
+		t.Errorf("probe of a missing command: %d %s", r.code, r.stderr)
 	}
 }
 

@@ -48,6 +48,13 @@ func newLiveView(w io.Writer) *liveView {
 }
 
 func (v *liveView) Emit(e steps.Event) {
+	if e.Type == "run_start" {
+		// One line per step, in file order, before any of them starts.
+		ids, _ := e.Fields["steps"].([]string)
+		for _, id := range ids {
+			v.step(id, e.Time)
+		}
+	}
 	if e.Step == "" {
 		return
 	}
@@ -120,7 +127,11 @@ func (s *liveStep) describe(color bool) string {
 			mark = "\x1b[31m" + mark + "\x1b[0m"
 		}
 	}
-	line := fmt.Sprintf("%s %-16s %-12s %6s  %s", mark, s.id, s.state, end.Sub(s.started).Round(100*time.Millisecond), s.last)
+	elapsed := ""
+	if s.state != "waiting" {
+		elapsed = end.Sub(s.started).Round(100 * time.Millisecond).String()
+	}
+	line := fmt.Sprintf("%s %-16s %-12s %6s  %s", mark, s.id, s.state, elapsed, s.last)
 	if len(line) > 160 {
 		line = line[:157] + "..."
 	}
