@@ -1,0 +1,441 @@
+package engine_test
+
+// Engine tests drive real workflows (parsed from YAML) with real agents
+// (internal/testagent) over real pipes.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/steps"
+	_ "github.com/acpflow/acpflow/steps/acpsubagent"
+	"github.com/acpflow/acpflow/workflows"
+)
+
+var testAgent string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "acpflow-engine-")
+	if err != nil {
+		panic(err)
+	}
+	testAgent = filepath.Join(dir, "testagent")
+	b := exec.Command("go", "build", "-o", testAgent, "github.com/acpflow/acpflow/internal/testagent")
+	b.Stderr = os.Stderr
+	if err := b.Run(); err != nil {
+		panic(err)
+	}
+	procgroup.EnableSubreaper()
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// sink records events with their times.
+type sink struct {
+	mu     sync.Mutex
+	events []steps.Event
+}
+
+func (s *sink) Emit(e steps.Event) {
+	s.mu.Lock()
+	s.events = append(s.events, e)
+	s.mu.Unlock()
+}
+
+// times returns when each step started (its first step_start) and ended.
+func (s *sink) times() (start, end map[string]time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start, end = map[string]time.Time{}, map[string]time.Time{}
+	for _, e := range s.events {
+		switch e.Type {
+		case "step_start":
+			if _, ok := start[e.Step]; !ok {
+				start[e.Step] = e.Time
+			}
+		case "step_end":
+			end[e.Step] = e.Time
+		}
+	}
+	return start, end
+}
+
+// run parses a workflow whose agents use the test agent (AGENT in the text
+// is replaced by its path) and runs it.
+func run(t *testing.T, yaml string, opt engine.Options) (*engine.RunResult, *sink) {
+	t.Helper()
+	yaml = strings.ReplaceAll(yaml, "AGENT", testAgent)
+	wf, err := workflows.Parse("wf.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opt.Inputs == nil {
+		opt.Inputs, err = workflows.ResolveInputs(wf, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opt.Workspace == "" {
+		opt.Workspace = t.TempDir()
+	}
+	opt.Ambient = map[string]string{"PATH": os.Getenv("PATH")}
+	if opt.RetryBackoff == 0 {
+		opt.RetryBackoff = 10 * time.Millisecond
+	}
+	s := &sink{}
+	opt.Events = s
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return engine.Run(ctx, wf, opt), s
+}
+
+func records(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func statuses(res *engine.RunResult) string {
+	ids := make([]string, 0, len(res.Steps))
+	for id := range res.Steps {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var b strings.Builder
+	for _, id := range ids {
+		fmt.Fprintf(&b, "%s=%s ", id, res.Steps[id].Status)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func TestStepsRunInNeedsOrderAndOutputsFlowToDependants(t *testing.T) {
+	res, s := run(t, `
+name: order
+agents:
+  a: {command: AGENT, args: ["-chunk", "one"]}
+  b: {command: AGENT, args: ["-chunk", "two"]}
+steps:
+  - {id: second, needs: [first], uses: acp-subagent, with: {agent: b, prompt: "after ${{ steps.first.output }}"}}
+  - {id: first, uses: acp-subagent, with: {agent: a, prompt: go}}
+outputs:
+  both: "${{ steps.first.output }}+${{ steps.second.output }}"
+`, engine.Options{})
+	if res.Status != engine.StatusSucceeded {
+		t.Fatalf("run %s: %s %s", res.Status, res.Error, statuses(res))
+	}
+	start, end := s.times()
+	if !start["second"].After(end["first"]) {
+		t.Errorf("second started at %v, before first ended at %v", start["second"], end["first"])
+	}
+	if res.Outputs["both"] != "one+two" {
+		t.Errorf("outputs = %v", res.Outputs)
+	}
+}
+
+func TestIndependentStepsOverlap(t *testing.T) {
+	res, s := run(t, `
+name: overlap
+max-parallel: 2
+agents:
+  slow: {command: AGENT, args: ["-prompt-delay", "300ms"]}
+steps:
+  - {id: left, uses: acp-subagent, with: {agent: slow, prompt: l}}
+  - {id: right, uses: acp-subagent, with: {agent: slow, prompt: r}}
+`, engine.Options{})
+	if res.Status != engine.StatusSucceeded {
+		t.Fatalf("run %s: %s", res.Status, statuses(res))
+	}
+	start, end := s.times()
+	// Each step's run overlaps the other's: both started before either ended.
+	if !start["right"].Before(end["left"]) || !start["left"].Before(end["right"]) {
+		t.Errorf("no overlap: left %v..%v right %v..%v", start["left"], end["left"], start["right"], end["right"])
+	}
+}
+
+func TestMaxParallelOneSerialisesIndependentSteps(t *testing.T) {
+	res, s := run(t, `
+name: serial
+max-parallel: 1
+agents:
+  slow: {command: AGENT, args: ["-prompt-delay", "100ms"]}
+steps:
+  - {id: left, uses: acp-subagent, with: {agent: slow, prompt: l}}
+  - {id: right, uses: acp-subagent, with: {agent: slow, prompt: r}}
+`, engine.Options{})
+	if res.Status != engine.StatusSucceeded {
+		t.Fatalf("run %s", res.Status)
+	}
+	start, end := s.times()
+	first, second := "left", "right"
+	if start["right"].Before(start["left"]) {
+		first, second = second, first
+	}
+	if start[second].Before(end[first]) {
+		t.Errorf("%s started at %v before %s ended at %v", second, start[second], first, end[first])
+	}
+}
+
+func TestAFailedStepSkipsItsDependantsAndFailsTheRun(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "after.jsonl")
+	res, _ := run(t, fmt.Sprintf(`
+name: skip
+agents:
+  bad: {command: AGENT, args: ["-stop", "refusal"]}
+  ok: {command: AGENT, args: ["-record", %q]}
+steps:
+  - {id: broken, uses: acp-subagent, with: {agent: bad, prompt: x}}
+  - {id: after, needs: [broken], uses: acp-subagent, with: {agent: ok, prompt: y}}
+  - {id: later, needs: [after], uses: acp-subagent, with: {agent: ok, prompt: z}}
+`, rec), engine.Options{})
+	if res.Status != engine.StatusFailed {
+		t.Errorf("run status = %s", res.Status)
+	}
+	if got := statuses(res); got != "after=skipped broken=failed later=skipped" {
+		t.Errorf("statuses = %s", got)
+	}
+	if res.Steps["broken"].StopReason != "refusal" {
+		t.Errorf("stop reason = %s", res.Steps["broken"].StopReason)
+	}
+	if records(t, rec) != nil {
+		t.Error("a skipped step spawned its agent")
+	}
+}
+
+func TestContinueOnErrorLetsDependantsRunAndTheRunSucceed(t *testing.T) {
+	res, _ := run(t, `
+name: coe
+agents:
+  bad: {command: AGENT, args: ["-crash-on", "session/prompt"]}
+  ok: {command: AGENT}
+steps:
+  - {id: flaky, continue-on-error: true, uses: acp-subagent, with: {agent: bad, prompt: x}}
+  - {id: after, needs: [flaky], uses: acp-subagent, with: {agent: ok, prompt: "${{ steps.flaky.status }}"}}
+`, engine.Options{})
+	if res.Status != engine.StatusSucceeded {
+		t.Errorf("run status = %s (%s)", res.Status, statuses(res))
+	}
+	if got := statuses(res); got != "after=succeeded flaky=failed" {
+		t.Errorf("statuses = %s", got)
+	}
+}
+
+func TestIfFalseSkips(t *testing.T) {
+	res, _ := run(t, `
+name: cond
+inputs:
+  go: {type: boolean, default: false}
+agents:
+  ok: {command: AGENT}
+steps:
+  - {id: maybe, if: inputs.go, uses: acp-subagent, with: {agent: ok, prompt: x}}
+  - {id: always, uses: acp-subagent, with: {agent: ok, prompt: y}}
+`, engine.Options{})
+	if res.Status != engine.StatusSucceeded || statuses(res) != "always=succeeded maybe=skipped" {
+		t.Errorf("run %s: %s", res.Status, statuses(res))
+	}
+}
+
+func TestRetriesCountInAttempts(t *testing.T) {
+	res, s := run(t, `
+name: retry
+agents:
+  bad: {command: AGENT, args: ["-stop", "max_tokens"]}
+steps:
+  - {id: stubborn, retries: 2, uses: acp-subagent, with: {agent: bad, prompt: x}}
+`, engine.Options{})
+	st := res.Steps["stubborn"]
+	if st.Status != engine.StatusFailed || st.Attempts != 3 || st.StopReason != "max-tokens" {
+		t.Errorf("step = %+v", st)
+	}
+	n := 0
+	for _, e := range s.events {
+		if e.Type == "step_start" {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d step_start events, want 3", n)
+	}
+}
+
+func TestForEachKeepsItemOrderAndHonoursMaxParallel(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.jsonl")
+	res, _ := run(t, fmt.Sprintf(`
+name: each
+inputs:
+  files: {type: array, default: ["c.go", "a.go", "b.go", "d.go"]}
+agents:
+  echo: {command: AGENT, args: ["-record", %q, "-prompt-delay", "150ms", "-chunk", "done"]}
+steps:
+  - id: review
+    for-each: inputs.files
+    max-parallel: 2
+    uses: acp-subagent
+    with: {agent: echo, prompt: "review ${{ item }} (#${{ index }})"}
+`, rec), engine.Options{})
+	st := res.Steps["review"]
+	if st.Status != engine.StatusSucceeded {
+		t.Fatalf("step = %+v", st)
+	}
+	out, ok := st.Output.([]any)
+	if !ok || len(out) != 4 {
+		t.Fatalf("output = %#v, want a list of 4", st.Output)
+	}
+	// The prompts prove which item each agent got; at most two at once.
+	var prompts []string
+	for _, r := range records(t, rec) {
+		if r["event"] == "prompt" {
+			p := r["params"].(map[string]any)["prompt"].([]any)[0].(map[string]any)["text"].(string)
+			prompts = append(prompts, p)
+		}
+	}
+	sort.Strings(prompts)
+	if strings.Join(prompts, "|") != "review a.go (#1)|review b.go (#2)|review c.go (#0)|review d.go (#3)" {
+		t.Errorf("prompts = %q", prompts)
+	}
+	// The record file is appended in time order: count agents alive
+	// between their start and their exit.
+	live, peak := 0, 0
+	for _, r := range records(t, rec) {
+		switch r["event"] {
+		case "start":
+			live++
+		case "flushed":
+			live--
+		}
+		peak = max(peak, live)
+	}
+	if peak > 2 || peak == 0 {
+		t.Errorf("peak concurrency %d, want 1..2", peak)
+	}
+}
+
+func TestStepTimeoutFailsTheStepAborted(t *testing.T) {
+	res, _ := run(t, `
+name: slow
+agents:
+  hang: {command: AGENT, args: ["-prompt-hang"]}
+steps:
+  - {id: stuck, timeout: 300ms, uses: acp-subagent, with: {agent: hang, prompt: x}}
+`, engine.Options{})
+	st := res.Steps["stuck"]
+	if st.Status != engine.StatusFailed || st.StopReason != "aborted" || !strings.Contains(st.Error, "step timed out after 300ms") {
+		t.Errorf("step = %+v", st)
+	}
+}
+
+func TestRunTimeoutFailsTheRunAndCancelsItsSteps(t *testing.T) {
+	begin := time.Now()
+	res, _ := run(t, `
+name: slow
+agents:
+  hang: {command: AGENT, args: ["-prompt-hang"]}
+  ok: {command: AGENT}
+steps:
+  - {id: stuck, uses: acp-subagent, with: {agent: hang, prompt: x}}
+  - {id: next, needs: [stuck], uses: acp-subagent, with: {agent: ok, prompt: y}}
+`, engine.Options{Timeout: 400 * time.Millisecond})
+	if res.Status != engine.StatusFailed || res.Error != "run timed out after 400ms" {
+		t.Errorf("run = %s %q", res.Status, res.Error)
+	}
+	if got := statuses(res); got != "next=skipped stuck=cancelled" {
+		t.Errorf("statuses = %s", got)
+	}
+	if d := time.Since(begin); d > 10*time.Second {
+		t.Errorf("took %s", d)
+	}
+}
+
+func TestAFailedStepCancelsItsRunningSiblings(t *testing.T) {
+	res, _ := run(t, `
+name: sibling
+agents:
+  hang: {command: AGENT, args: ["-prompt-hang"]}
+  bad: {command: AGENT, args: ["-prompt-delay", "200ms", "-stop", "refusal"]}
+steps:
+  - {id: long, uses: acp-subagent, with: {agent: hang, prompt: x}}
+  - {id: failing, uses: acp-subagent, with: {agent: bad, prompt: y}}
+`, engine.Options{})
+	if res.Status != engine.StatusFailed || statuses(res) != "failing=failed long=cancelled" {
+		t.Errorf("run %s: %s", res.Status, statuses(res))
+	}
+	if res.Steps["long"].StopReason != "aborted" {
+		t.Errorf("long stop reason = %s", res.Steps["long"].StopReason)
+	}
+}
+
+func TestInterruptCancelsTheRun(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	wf, err := workflows.Parse("wf.yaml", []byte(strings.ReplaceAll(`
+name: int
+agents:
+  hang: {command: AGENT, args: ["-prompt-hang"]}
+steps:
+  - {id: stuck, uses: acp-subagent, with: {agent: hang, prompt: x}}
+`, "AGENT", testAgent)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(300*time.Millisecond, func() { cancel(engine.ErrInterrupted) })
+	res := engine.Run(ctx, wf, engine.Options{Workspace: t.TempDir()})
+	if res.Status != engine.StatusCancelled || res.Steps["stuck"].Status != engine.StatusCancelled {
+		t.Errorf("run %s, step %s", res.Status, res.Steps["stuck"].Status)
+	}
+	if !errors.Is(context.Cause(ctx), engine.ErrInterrupted) {
+		t.Error("cause lost")
+	}
+}
+
+func TestResumeKeepsDoneStepsAndFeedsTheirOutputs(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "first.jsonl")
+	done := map[string]*engine.StepResult{
+		"first": {Status: engine.StatusSucceeded, StopReason: "completed", Output: "from before", Attempts: 1},
+	}
+	res, _ := run(t, fmt.Sprintf(`
+name: resume
+agents:
+  a: {command: AGENT, args: ["-record", %q]}
+  b: {command: AGENT}
+steps:
+  - {id: first, uses: acp-subagent, with: {agent: a, prompt: x}}
+  - {id: second, needs: [first], uses: acp-subagent, with: {agent: b, prompt: "${{ steps.first.output }}"}}
+outputs:
+  first: ${{ steps.first.output }}
+`, rec), engine.Options{Done: done})
+	if res.Status != engine.StatusSucceeded || res.Outputs["first"] != "from before" {
+		t.Errorf("run %s outputs %v", res.Status, res.Outputs)
+	}
+	if records(t, rec) != nil {
+		t.Error("a step that had succeeded ran again")
+	}
+}
