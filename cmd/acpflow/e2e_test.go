@@ -458,3 +458,92 @@ steps:
 		t.Error("the agent was spawned")
 	}
 }
+
+func TestSchemaPrintsTheWorkflowSchema(t *testing.T) {
+	r := acpflow(t, t.TempDir(), "schema")
+	var schema map[string]any
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &schema) != nil || schema["properties"] == nil {
+		t.Errorf("schema: exit %d, %.200s", r.code, r.stdout)
+	}
+}
+
+func TestValidateReportsEveryBrokenFileWithItsPosition(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(repoRoot(t), "workflows", "examples", "hello.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("name: bad\nsteps:\n  - id: a\n    uses: acp-subagent\n    neds: [b]\n"), 0o644)
+	r := acpflow(t, dir, "validate", good, bad)
+	if r.code != 2 {
+		t.Errorf("exit %d, want 2", r.code)
+	}
+	if !strings.Contains(r.stdout, "hello.yaml: ok") {
+		t.Errorf("the good file is not reported ok:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, bad+":5:5:") || !strings.Contains(r.stderr, `did you mean "needs"`) {
+		t.Errorf("the error lacks position or suggestion:\n%s", r.stderr)
+	}
+}
+
+func TestASecondInterruptKillsWithoutWaitingForTheGraces(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: stubborn
+agents:
+  mule:
+    command: %s
+    args: %s
+    dispose: {eof-grace: 30s, term-grace: 30s}
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: mule, prompt: hi}
+`, testAgent, agentArgs("-record", record, "-prompt-hang", "-ignore-eof", "-trap-term")))
+	cmd := exec.Command(acpflowBin, "run", wf)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !hasEvent(t, record, "prompt") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	for !hasEvent(t, record, "eof") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	begin := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit = %v, want 130", err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Errorf("the second interrupt took %s to end the run; the graces were not skipped", d)
+	}
+	assertAgentsGone(t, record)
+}
+
+// BenchmarkValidate200StepsProcess is a whole `acpflow validate` process
+// on a 200-step workflow (target: ≤ 50 ms).
+func BenchmarkValidate200StepsProcess(b *testing.B) {
+	dir := b.TempDir()
+	var sb strings.Builder
+	sb.WriteString("name: big\ninputs:\n  task: {type: string, default: x}\nagents:\n  demo: {builtin: demo}\nsteps:\n")
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&sb, "  - id: s%d\n    uses: acp-subagent\n", i)
+		if i > 0 {
+			fmt.Fprintf(&sb, "    needs: [s%d]\n    if: steps.s%d.status == \"succeeded\"\n", i-1, i-1)
+		}
+		fmt.Fprintf(&sb, "    with:\n      agent: demo\n      prompt: \"do ${{ inputs.task }} after ${{ %s }}\"\n", map[bool]string{true: "run.id", false: fmt.Sprintf("steps.s%d.output", max(i-1, 0))}[i == 0])
+	}
+	path := filepath.Join(dir, "big.yaml")
+	os.WriteFile(path, []byte(sb.String()), 0o644)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		out, err := exec.Command(acpflowBin, "validate", path).CombinedOutput()
+		if err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+	}
+}

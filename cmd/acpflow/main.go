@@ -54,6 +54,7 @@ func newRootCmd() *cobra.Command {
 		newProbeCmd(),
 		newAgentCmd(),
 		newAgentsCmd(),
+		newSchemaCmd(),
 		newVersionCmd(),
 	)
 	return root

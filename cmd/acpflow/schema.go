@@ -1,0 +1,19 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/workflows"
+)
+
+func newSchemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON schema of the workflow file (for editors: yaml-language-server)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := cmd.OutOrStdout().Write(workflows.Schema)
+			return err
+		},
+	}
+}
