@@ -90,6 +90,13 @@ var (
 	envSpecKeys            = []string{"inherit", "scrub-credentials", "rules", "wasm", "config", "limits"}
 	envRuleSpecKeys        = []string{"if", "then"}
 	limitsSpecKeys         = []string{"memory", "timeout"}
+)
+
+// PermissionSpecKeys and EnvSpecKeys are the keys of the mapping forms, for
+// the workflow schema's own consistency test.
+var (
+	PermissionSpecKeys = slices.Clone(permissionSpecKeys)
+	EnvSpecKeys        = slices.Clone(envSpecKeys)
 
 	decisionWords  = []string{string(Allow), string(AllowAlways), string(Reject), string(RejectAlways), string(Cancel)}
 	shorthandWords = []string{string(Reject), string(Allow), string(Cancel)}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -45,6 +46,9 @@ type decoder struct {
 	exprs []exprUse
 
 	compiled *compileCache
+
+	// wasm loads the modules of `wasm:` policies; nil refuses them.
+	wasm policies.WASMLoader
 }
 
 func newDecoder(errs *errorList) *decoder {

@@ -1,18 +1,18 @@
 package workflows
 
 import (
-	"fmt"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/expr-lang/expr/file"
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
 )
 
-var (
-	policyKeys     = []string{"permission", "env"}
-	permissionKeys = []string{"rules", "default", "wasm", "config"}
-	envKeys        = []string{"inherit", "scrub-credentials", "rules", "wasm"}
-	inheritValues  = []string{policies.InheritAll, policies.InheritCore, policies.InheritNone}
-)
+var policyKeys = []string{"permission", "env"}
 
 // decodePolicies reads a `policies:` block, at the top of the file or on a
 // step (SPEC §4); a kind it does not set stays nil.
@@ -22,82 +22,74 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 	if f == nil {
 		return p
 	}
-	if x := f["permission"]; x != nil {
-		perm, err := d.decodePermission(x)
-		d.merge(err)
+	if x := f["permission"]; x != nil && !x.bad {
+		perm, err := policies.ParsePermission(x.plain(), d.baseDir(), d.wasm)
+		d.specErrors(x, "permission", err)
 		p.Permission = perm
 	}
-	if x := f["env"]; x != nil {
-		env, err := d.decodeEnv(x)
-		d.merge(err)
+	if x := f["env"]; x != nil && !x.bad {
+		env, err := policies.ParseEnv(x.plain(), d.baseDir(), d.wasm)
+		d.specErrors(x, "env", err)
 		p.Env = env
 	}
 	return p
 }
 
-// decodePermission reads one permission policy: the shorthand (reject,
-// allow, cancel) or a mapping. It is the one place each form is decoded, so
-// the rules and WASM forms plug in here. The error, if any, is an Errors
-// with positions.
-func (d *decoder) decodePermission(n *node) (policies.Permission, error) {
-	sub := d.child()
-	switch {
-	case n.kind == mappingNode:
-		if sub.fields(n, "permission", permissionKeys) != nil {
-			sub.at(n.pos, "permission as a mapping (rules:, wasm:) is not supported yet; use the shorthand reject, allow or cancel")
-		}
-		return nil, sub.result()
-	case n.kind == scalarNode:
-		s, ok := n.str()
-		if !ok {
-			break
-		}
-		sh, err := policies.ParseShorthand(s)
-		if err != nil {
-			msg := err.Error()
-			if s := suggest(s, []string{"reject", "allow", "cancel"}); s != "" {
-				msg += fmt.Sprintf("; did you mean %q?", s)
-			}
-			sub.at(n.pos, "%s", msg)
-			return nil, sub.result()
-		}
-		return sh, nil
-	}
-	sub.wrong(n, "permission: want reject, allow, cancel or a mapping with rules: or wasm:, got %s", n.describe())
-	return nil, sub.result()
+// baseDir is the directory relative `wasm:` paths are resolved against: the
+// workflow file's (SPEC §2).
+func (d *decoder) baseDir() string {
+	return filepath.Dir(d.file)
 }
 
-// decodeEnv reads one env policy (SPEC §4.2). It is the one place each form
-// is decoded, so the rules and WASM forms plug in here. Credentials are
-// scrubbed unless the file says otherwise.
-func (d *decoder) decodeEnv(n *node) (policies.Env, error) {
-	sub := d.child()
-	f := sub.fields(n, "env", envKeys)
-	if f == nil {
-		return nil, sub.result()
+// specErrors places each mistake the policy parser found at the node its
+// path names (`rules[2].then`), or as deep as the path can be followed.
+func (d *decoder) specErrors(n *node, what string, err error) {
+	if err == nil {
+		return
 	}
-	e := &policies.EnvRules{Inherit: policies.InheritAll, ScrubCredentials: true}
-	if x := f["inherit"]; x != nil {
-		if s, ok := sub.str(x, "env: inherit"); ok {
-			if contains(inheritValues, s) {
-				e.Inherit = s
-			} else {
-				sub.at(x.pos, "env: inherit %q: want all, core or none%s", s, didYouMean(s, inheritValues))
+	var list policies.SpecErrors
+	if !errors.As(err, &list) {
+		d.at(n.pos, "%s: %v", what, err)
+		return
+	}
+	for _, e := range list {
+		at := nodeAt(n, e.Path)
+		var fe *file.Error
+		if errors.As(e.Err, &fe) {
+			// A condition that does not compile: point into it, and say
+			// it without expr's own position and snippet.
+			src, _ := at.str()
+			d.at(d.find(at, src, fe.From), "%s.%s: %s", what, e.Path, exprMessage(e.Err))
+			continue
+		}
+		if msg := e.Err.Error(); e.Path == "" && strings.HasPrefix(msg, what) {
+			d.at(at.pos, "%s", msg)
+		} else if e.Path == "" {
+			d.at(at.pos, "%s: %s", what, msg)
+		} else {
+			d.at(at.pos, "%s.%s: %v", what, e.Path, e.Err)
+		}
+	}
+}
+
+// nodeAt follows a spec path (`rules[2].if`) from n, stopping at the
+// deepest node that exists.
+func nodeAt(n *node, path string) *node {
+	for _, part := range strings.FieldsFunc(path, func(r rune) bool { return r == '.' || r == '[' }) {
+		var next *node
+		if i, err := strconv.Atoi(strings.TrimSuffix(part, "]")); err == nil && strings.HasSuffix(part, "]") {
+			if n.kind == sequenceNode && i < len(n.items) {
+				next = n.items[i]
 			}
+		} else if n.kind == mappingNode {
+			next = n.get(part)
 		}
-	}
-	if x := f["scrub-credentials"]; x != nil {
-		e.ScrubCredentials, _ = sub.boolean(x, "env: scrub-credentials")
-	}
-	for _, k := range []string{"rules", "wasm"} {
-		if f[k] != nil {
-			sub.at(f[k].pos, "env: %s is not supported yet; use inherit and scrub-credentials", k)
+		if next == nil {
+			return n
 		}
+		n = next
 	}
-	if err := sub.result(); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return n
 }
 
 // child is a decoder for a part that returns its own errors (the policy

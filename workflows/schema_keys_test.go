@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent"
 )
@@ -58,9 +59,9 @@ func TestTheSchemaKnowsTheKeysTheLoaderKnows(t *testing.T) {
 		{"acp-subagent with keys", def("acp-subagent"), kind.Keys()},
 		{"acp-subagent required keys", s.Definitions["acp-subagent"].Required, kind.Required()},
 		{"policies keys", def("policies"), policyKeys},
-		{"permission keys", sortedKeys(permission), permissionKeys},
-		{"env keys", def("env"), envKeys},
-		{"env inherit values", s.Definitions["env"].Properties["inherit"].Enum, inheritValues},
+		{"permission keys", sortedKeys(permission), policies.PermissionSpecKeys},
+		{"env keys", def("env"), policies.EnvSpecKeys},
+		{"env inherit values", s.Definitions["env"].Properties["inherit"].Enum, []string{policies.InheritAll, policies.InheritCore, policies.InheritNone}},
 	} {
 		t.Run("the schema and the loader agree on the "+tc.name, func(t *testing.T) {
 			a, b := slices.Sorted(slices.Values(tc.schema)), slices.Sorted(slices.Values(tc.code))

@@ -86,7 +86,7 @@ func TestTheSchemaRejectsWhatItCanSee(t *testing.T) {
 		"self-cycle": true, "syntax-error": true, "tab-indent": true, "template-syntax-error": true,
 		"template-type-error": true, "template-unclosed": true, "unknown-agent": true,
 		"unknown-alias": true, "unknown-input-ref": true, "unknown-step-field": true,
-		"unknown-step-ref": true, "permission-rules-not-supported": true, "duplicate-id": true,
+		"unknown-step-ref": true, "env-rule-bad": true, "duplicate-id": true,
 		"unknown-scope-name": true,
 	}
 	for _, file := range invalidFiles(t) {
