@@ -21,6 +21,7 @@ type RunResult struct {
 	Workflow   string                 `json:"workflow"`
 	Status     string                 `json:"status"`
 	Error      string                 `json:"error,omitempty"`
+	Workspace  string                 `json:"workspace"`
 	Inputs     map[string]any         `json:"inputs"`
 	Outputs    map[string]any         `json:"outputs"`
 	StartedAt  time.Time              `json:"started_at"`

@@ -37,6 +37,8 @@ type Options struct {
 	// RetryBackoff is the first wait between attempts, doubled each time;
 	// 0 means one second.
 	RetryBackoff time.Duration
+	// Recorder, when set, keeps the run as it happens (the run store).
+	Recorder Recorder
 }
 
 // NewRunID mints a run id: sortable by time, unique by its random tail.
@@ -74,9 +76,13 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		wf: wf, opt: opt, sink: opt.Events,
 		results: make(map[string]*StepResult, len(wf.Steps)),
 		res: &RunResult{
-			RunID: opt.RunID, Workflow: wf.Name, Inputs: opt.Inputs, Outputs: map[string]any{},
+			RunID: opt.RunID, Workflow: wf.Name, Workspace: opt.Workspace, Inputs: opt.Inputs, Outputs: map[string]any{},
 			StartedAt: time.Now().UTC(), Steps: make(map[string]*StepResult, len(wf.Steps)),
 		},
+	}
+	if opt.Recorder != nil {
+		r.sink = teeSink{opt.Events, opt.Recorder}
+		opt.Recorder.RunStarted(r.res)
 	}
 	for id, done := range opt.Done {
 		r.results[id] = done
@@ -190,6 +196,16 @@ func (r *run) skipReason(ctx context.Context, st *Step) string {
 	return ""
 }
 
+// ord is a step's position in the file.
+func (r *run) ord(id string) int {
+	for i, s := range r.wf.Steps {
+		if s.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
 func (r *run) step(id string) *Step {
 	for _, s := range r.wf.Steps {
 		if s.ID == id {
@@ -200,6 +216,10 @@ func (r *run) step(id string) *Step {
 }
 
 func (r *run) settle(st *Step, res *StepResult) {
+	if r.opt.Recorder != nil {
+		// Durable before anything depends on it.
+		r.opt.Recorder.StepEnded(r.opt.RunID, st.ID, r.ord(st.ID), res)
+	}
 	r.mu.Lock()
 	r.results[st.ID] = res
 	r.res.Steps[st.ID] = res
@@ -286,6 +306,17 @@ func (r *run) finish(parent, runCtx context.Context) {
 		fields["error"] = r.res.Error
 	}
 	r.emit("run_end", "", fields)
+	if r.opt.Recorder != nil {
+		r.opt.Recorder.RunEnded(r.res)
+	}
+}
+
+// teeSink sends every event to two sinks.
+type teeSink [2]steps.Sink
+
+func (t teeSink) Emit(e steps.Event) {
+	t[0].Emit(e)
+	t[1].Emit(e)
 }
 
 func (r *run) emit(typ, step string, fields map[string]any) {

@@ -38,6 +38,9 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element) *StepResult {
 		if el != nil {
 			fields["index"] = el.index
 		}
+		if r.opt.Recorder != nil {
+			r.opt.Recorder.StepStarted(r.opt.RunID, st.ID, r.ord(st.ID), attempt)
+		}
 		r.emit("step_start", st.ID, fields)
 		out := r.attempt(ctx, st, attempt, el)
 		res.StopReason = string(out.StopReason)

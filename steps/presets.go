@@ -15,9 +15,13 @@ type Preset struct {
 
 var presets = map[string]Preset{
 	"claude": {
-		Name: "claude", Command: "npx", Args: []string{"-y", "@zed-industries/claude-code-acp"},
-		Env: []string{"ANTHROPIC_API_KEY"}, Auth: []string{"claude-login"},
-		Description: "Claude Code through the Zed ACP adapter",
+		// The adapter was renamed from @zed-industries/claude-code-acp (last
+		// release 0.16.x) to claude-agent-acp. It offers its only auth method,
+		// claude-login, to clients that declare terminal auth, which acpflow
+		// does not: it reads ANTHROPIC_API_KEY or a prior `claude /login`.
+		Name: "claude", Command: "npx", Args: []string{"-y", "@zed-industries/claude-agent-acp"},
+		Env:         []string{"ANTHROPIC_API_KEY"},
+		Description: "Claude Code through the Zed ACP adapter (claude-agent-acp)",
 		Notes:       "refuses to run as root unless IS_SANDBOX=1 is set in its env",
 	},
 	"codex": {

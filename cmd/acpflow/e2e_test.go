@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Chmod(binDir, 0o755)
+	// Runs are recorded in a store of the tests' own, never the user's.
+	os.Setenv("ACPFLOW_STATE", filepath.Join(binDir, "state.db"))
 	acpflowBin = filepath.Join(binDir, "acpflow")
 	testAgent = filepath.Join(binDir, "testagent")
 	for out, pkg := range map[string]string{acpflowBin: "github.com/acpflow/acpflow/cmd/acpflow", testAgent: "github.com/acpflow/acpflow/internal/testagent"} {
@@ -546,4 +548,125 @@ func BenchmarkValidate200StepsProcess(b *testing.B) {
 			b.Fatalf("%v\n%s", err, out)
 		}
 	}
+}
+
+func TestABatchKilledHalfWayIsFinishedByResumeWithoutRedoingWork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 400 agent steps")
+	}
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	state := filepath.Join(dir, "state.db")
+	results := filepath.Join(dir, "results.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: batch
+inputs:
+  n: {type: number, required: true}
+agents:
+  a: {command: %s, args: %s}
+steps:
+  - {id: first, uses: acp-subagent, with: {agent: a, prompt: "first ${{ inputs.n }}"}}
+  - {id: second, needs: [first], uses: acp-subagent, with: {agent: a, prompt: "second ${{ inputs.n }}"}}
+`, testAgent, agentArgs("-record", record, "-prompt-delay", "20ms")))
+	var in strings.Builder
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&in, "{\"n\": %d}\n", i)
+	}
+	inputs := filepath.Join(dir, "inputs.jsonl")
+	os.WriteFile(inputs, []byte(in.String()), 0o644)
+
+	cmd := exec.Command(acpflowBin, "run", wf, "--inputs", inputs, "--concurrency", "8", "--output", results, "--state", state)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for countLines(results) < 80 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Kill() // SIGKILL: no teardown, no last words
+	cmd.Wait()
+	killedAt := countLines(results)
+	if killedAt >= 200 {
+		t.Fatalf("the batch finished before the kill (%d results)", killedAt)
+	}
+
+	// What the store says succeeded before resume must not run again.
+	r := acpflow(t, dir, "runs", "--json", "--limit", "0", "--state", state)
+	var batchID string
+	succeeded := map[string]bool{} // "first 12" → recorded succeeded
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var run map[string]any
+		json.Unmarshal([]byte(line), &run)
+		batchID, _ = run["batch_id"].(string)
+		d := acpflow(t, dir, "show", fmt.Sprint(run["run_id"]), "--json", "--state", state)
+		var detail struct {
+			Inputs map[string]any `json:"inputs"`
+			Steps  map[string]struct {
+				Status string `json:"status"`
+			} `json:"steps"`
+		}
+		json.Unmarshal([]byte(d.stdout), &detail)
+		for id, st := range detail.Steps {
+			if st.Status == "succeeded" {
+				succeeded[fmt.Sprintf("%s %v", id, detail.Inputs["n"])] = true
+			}
+		}
+	}
+	if batchID == "" {
+		t.Fatalf("no batch recorded:\n%s", r.stdout)
+	}
+
+	res := acpflow(t, dir, "resume", batchID, "--output", results, "--state", state)
+	if res.code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", res.code, res.stdout, res.stderr)
+	}
+
+	prompts := map[string]int{}
+	for _, rec := range readRecords(t, record) {
+		if rec["event"] == "prompt" {
+			text := rec["params"].(map[string]any)["prompt"].([]any)[0].(map[string]any)["text"].(string)
+			prompts[text]++
+		}
+	}
+	for key := range succeeded {
+		if prompts[key] != 1 {
+			t.Errorf("step %q had succeeded before the kill but was prompted %d times", key, prompts[key])
+		}
+	}
+	for i := 0; i < 200; i++ {
+		for _, step := range []string{"first", "second"} {
+			if prompts[fmt.Sprintf("%s %d", step, i)] == 0 {
+				t.Errorf("step %s of input %d never ran", step, i)
+			}
+		}
+	}
+
+	// Every input has exactly one result, every line whole.
+	seen := map[float64]int{}
+	data, _ := os.ReadFile(results)
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var res struct {
+			Status string         `json:"status"`
+			Inputs map[string]any `json:"inputs"`
+		}
+		if err := json.Unmarshal([]byte(line), &res); err != nil {
+			t.Fatalf("a torn or invalid result line: %q", line)
+		}
+		if res.Status != "succeeded" {
+			t.Errorf("a run %s: %s", res.Status, line)
+		}
+		seen[res.Inputs["n"].(float64)]++
+	}
+	for i := 0; i < 200; i++ {
+		if seen[float64(i)] != 1 {
+			t.Errorf("input %d has %d results", i, seen[float64(i)])
+		}
+	}
+	assertAgentsGone(t, record)
+	t.Logf("killed after %d of 200 results; %d steps had succeeded", killedAt, len(succeeded))
+}
+
+func countLines(path string) int {
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
 }

@@ -138,7 +138,7 @@ func (s *liveStep) describe(color bool) string {
 	return line
 }
 
-func (v *liveView) Close(res *engine.RunResult) {
+func (v *liveView) Close(results []*engine.RunResult) {
 	v.mu.Lock()
 	bars := make([]*mpb.Bar, 0, len(v.steps))
 	for _, s := range v.steps {
@@ -149,7 +149,7 @@ func (v *liveView) Close(res *engine.RunResult) {
 		b.SetTotal(-1, true)
 	}
 	v.p.Wait()
-	(&plainView{w: v.w}).Close(res)
+	(&plainView{w: v.w}).Close(results)
 }
 
 func lastLine(s string) string {

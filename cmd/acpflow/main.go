@@ -51,6 +51,9 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newRunCmd(),
 		newValidateCmd(),
+		newRunsCmd(),
+		newShowCmd(),
+		newResumeCmd(),
 		newProbeCmd(),
 		newAgentCmd(),
 		newAgentsCmd(),

@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/workflows"
@@ -46,66 +48,151 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.inputsFile, "inputs", "", "batch: one run per line of a JSONL file of input objects (- for stdin)")
 	fl.IntVarP(&f.concurrency, "concurrency", "c", 4, "runs in flight at once in a batch")
 	fl.StringVarP(&f.workspace, "workspace", "w", "", "the run's workspace (default: the current directory)")
-	fl.StringVar(&f.state, "state", "", "the run store (default: $ACPFLOW_STATE, else the XDG state dir)")
-	fl.StringVarP(&f.output, "output", "o", "", "write one JSON result object per run to FILE, one per line")
-	fl.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the human view")
+	addOutputFlags(cmd, &f)
 	fl.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m)")
 	return cmd
 }
 
+// addOutputFlags adds the flags `run` and `resume` share.
+func addOutputFlags(cmd *cobra.Command, f *runFlags) {
+	fl := cmd.Flags()
+	addStateFlag(cmd, &f.state)
+	fl.StringVarP(&f.output, "output", "o", "", "write one JSON result object per run to FILE, one per line")
+	fl.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the human view")
+}
+
 func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
-	if f.inputsFile != "" {
-		return usageErrorf("--inputs (batch runs) is not available yet in this build")
+	if f.concurrency < 1 {
+		return usageErrorf("--concurrency must be at least 1, got %d", f.concurrency)
 	}
-	wf, err := workflows.Load(file)
-	if err != nil {
-		return usageError(err)
+	if f.inputsFile != "" && len(f.inputs) > 0 {
+		return usageErrorf("--input and --inputs do not go together: put every input in the JSONL lines")
 	}
-	given, err := workflows.ParseInputFlags(wf, f.inputs)
+	wf, err := loadWorkflow(file)
 	if err != nil {
-		return usageError(err)
-	}
-	inputs, err := workflows.ResolveInputs(wf, given)
-	if err != nil {
-		return usageError(err)
+		return err
 	}
 	workspace, err := resolveWorkspace(f.workspace)
 	if err != nil {
 		return usageError(err)
 	}
-	var out *os.File
-	if f.output != "" {
-		out, err = os.OpenFile(f.output, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	var lines []batchLine
+	var inputs map[string]any
+	if f.inputsFile != "" {
+		if lines, err = readBatch(f.inputsFile, wf); err != nil {
+			return usageError(err)
+		}
+	} else {
+		given, err := workflows.ParseInputFlags(wf, f.inputs)
 		if err != nil {
-			return usageErrorf("--output: %v", err)
+			return usageError(err)
 		}
-		defer out.Close()
+		if inputs, err = workflows.ResolveInputs(wf, given); err != nil {
+			return usageError(err)
+		}
 	}
+	s, err := openStore(f.state)
+	if err != nil {
+		return usageError(err)
+	}
+	defer s.Close()
+	out, err := openOutput(f.output)
+	if err != nil {
+		return usageError(err)
+	}
+	defer out.Close()
 
-	ctx, cancel := context.WithCancelCause(cmd.Context())
-	defer cancel(nil)
-	stopSignals := handleSignals(cancel)
-	defer stopSignals()
+	ctx, stop := interruptible(cmd.Context())
+	defer stop()
+	x := &executor{store: s, out: out, workspace: workspace, timeout: f.timeout}
+	if lines != nil {
+		x.view = newBatchView(cmd.OutOrStdout(), f.json, len(lines))
+		return x.batch(ctx, wf, newBatch(wf, workspace, f, lines), lines, f.concurrency)
+	}
+	x.view = newView(cmd.OutOrStdout(), f.json)
+	res := x.run(ctx, wf, runSpec{inputs: inputs})
+	return x.exit(ctx, []*engine.RunResult{res})
+}
 
-	view := newView(cmd.OutOrStdout(), f.json)
+// loadWorkflow loads and validates a workflow file; its recorded path is
+// absolute, so that `resume` finds it from anywhere.
+func loadWorkflow(file string) (*engine.Workflow, error) {
+	wf, err := workflows.Load(file)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if abs, err := filepath.Abs(file); err == nil {
+		wf.File = abs
+	}
+	return wf, nil
+}
+
+// executor runs workflow runs, records them and reports their results.
+type executor struct {
+	store     *store.Store
+	out       *resultWriter
+	view      view
+	workspace string
+	timeout   time.Duration
+
+	mu        sync.Mutex
+	storeErrs []error
+}
+
+// runSpec says which run to do: new, or the resumption of a recorded one.
+type runSpec struct {
+	inputs    map[string]any
+	runID     string                        // minted when empty
+	done      map[string]*engine.StepResult // resume: steps that already succeeded
+	resume    bool
+	batchID   string
+	batchLine int
+}
+
+func (x *executor) run(ctx context.Context, wf *engine.Workflow, spec runSpec) *engine.RunResult {
+	pid := os.Getpid()
+	ticks, _ := procgroup.StartTicks(pid)
+	rec := &engine.StoreRecorder{
+		Store: x.store, Workflow: wf, BatchID: spec.batchID, BatchLine: spec.batchLine,
+		Resume: spec.resume, OwnerPID: pid, OwnerStartTicks: ticks,
+	}
 	res := engine.Run(ctx, wf, engine.Options{
-		Workspace: workspace,
-		Inputs:    inputs,
+		RunID:     spec.runID,
+		Workspace: x.workspace,
+		Inputs:    spec.inputs,
 		Ambient:   policies.EnvMap(os.Environ()),
-		Events:    view,
-		Timeout:   f.timeout,
+		Events:    x.view,
+		Timeout:   x.timeout,
+		Done:      spec.done,
+		Recorder:  rec,
 	})
-	view.Close(res)
+	if err := rec.Err(); err != nil {
+		x.mu.Lock()
+		x.storeErrs = append(x.storeErrs, fmt.Errorf("run %s: %w", res.RunID, err))
+		x.mu.Unlock()
+	}
+	x.out.write(res)
+	return res
+}
 
-	if out != nil {
-		if err := writeResult(out, res); err != nil {
-			return fmt.Errorf("--output: %w", err)
+// exit ends the command: the view's summary, then the exit code of SPEC §1.
+func (x *executor) exit(ctx context.Context, results []*engine.RunResult) error {
+	x.view.Close(results)
+	for _, err := range x.storeErrs {
+		fmt.Fprintf(os.Stderr, "acpflow: warning: the run store could not record everything: %v\n", err)
+	}
+	if err := x.out.err(); err != nil {
+		return &codedError{code: exitFailed, err: fmt.Errorf("--output: %w", err)}
+	}
+	if errors.Is(context.Cause(ctx), engine.ErrInterrupted) {
+		return runOutcome(exitInterrupted)
+	}
+	for _, r := range results {
+		if r.Status != engine.StatusSucceeded {
+			return runOutcome(exitFailed)
 		}
 	}
-	switch {
-	case errors.Is(context.Cause(ctx), engine.ErrInterrupted):
-		return runOutcome(exitInterrupted)
-	case res.Status != engine.StatusSucceeded:
+	if len(x.storeErrs) > 0 {
 		return runOutcome(exitFailed)
 	}
 	return nil
@@ -134,21 +221,65 @@ func resolveWorkspace(dir string) (string, error) {
 	return abs, nil
 }
 
-// writeResult writes one result as one line, in a single write, so that a
-// reader never sees a torn line.
-func writeResult(w io.Writer, res *engine.RunResult) error {
-	b, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+// resultWriter writes `--output`: one JSON object per run, one line each,
+// in completion order, each line in a single write so that no reader (and
+// no crash) ever sees a torn line.
+type resultWriter struct {
+	mu    sync.Mutex
+	f     *os.File
+	first error
 }
 
-// handleSignals turns the first SIGINT/SIGTERM into a cancel of the run
-// (each step tears down with its graces) and a second one into SIGKILL for
-// every agent's process group.
-func handleSignals(cancel context.CancelCauseFunc) (stop func()) {
+func openOutput(path string) (*resultWriter, error) {
+	if path == "" {
+		return &resultWriter{}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("--output: %w", err)
+	}
+	return &resultWriter{f: f}, nil
+}
+
+func (w *resultWriter) write(res *engine.RunResult) {
+	if w.f == nil {
+		return
+	}
+	b, err := json.Marshal(res)
+	if err == nil {
+		w.mu.Lock()
+		_, err = w.f.Write(append(b, '\n'))
+		w.mu.Unlock()
+	}
+	if err != nil {
+		w.mu.Lock()
+		if w.first == nil {
+			w.first = err
+		}
+		w.mu.Unlock()
+	}
+}
+
+func (w *resultWriter) err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.first
+}
+
+func (w *resultWriter) Close() error {
+	if w.f == nil {
+		return nil
+	}
+	return w.f.Close()
+}
+
+var _ io.Closer = (*resultWriter)(nil)
+
+// interruptible returns a context that the first SIGINT/SIGTERM cancels
+// with engine.ErrInterrupted (each step tears down with its graces); a
+// second one sends SIGKILL to every agent's process group at once.
+func interruptible(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -169,8 +300,9 @@ func handleSignals(cancel context.CancelCauseFunc) (stop func()) {
 			}
 		}
 	}()
-	return func() {
+	return ctx, func() {
 		signal.Stop(ch)
 		close(done)
+		cancel(nil)
 	}
 }

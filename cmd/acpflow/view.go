@@ -19,8 +19,8 @@ import (
 // view renders a run's events for the user.
 type view interface {
 	steps.Sink
-	// Close is called once the run has ended, with its result.
-	Close(res *engine.RunResult)
+	// Close is called once every run has ended, with their results.
+	Close(results []*engine.RunResult)
 }
 
 // newView picks the renderer: JSON lines when asked, the live view on a
@@ -56,7 +56,7 @@ func (v *jsonView) Emit(e steps.Event) {
 	v.mu.Unlock()
 }
 
-func (v *jsonView) Close(*engine.RunResult) {}
+func (v *jsonView) Close([]*engine.RunResult) {}
 
 // plainView prints one line per step event, prefixed with the step id: the
 // view for logs and CI, where a redrawn screen would be noise.
@@ -114,7 +114,14 @@ func plainLine(e steps.Event) string {
 	return ""
 }
 
-func (v *plainView) Close(res *engine.RunResult) {
+func (v *plainView) Close(results []*engine.RunResult) {
+	for _, res := range results {
+		v.summary(res)
+	}
+}
+
+// summary prints how a run ended and its outputs.
+func (v *plainView) summary(res *engine.RunResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	fmt.Fprintf(v.w, "run %s %s in %s", res.RunID, res.Status, time.Duration(res.DurationMS)*time.Millisecond)

@@ -264,3 +264,13 @@ func updated(res sql.Result, err error, kind, id string) error {
 	}
 	return nil
 }
+
+// ReopenRun marks a run running again for `resume`: it clears its end and
+// error and records the process that now owns it. Its steps are kept, so
+// the resumed run can skip those that succeeded.
+func (s *Store) ReopenRun(ctx context.Context, id string, ownerPID int, ownerStartTicks uint64) error {
+	ctx = durable(ctx)
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, error = '', ended_at = NULL, duration_ms = 0,
+		owner_pid = ?, owner_start_ticks = ? WHERE id = ?`, StatusRunning, ownerPID, int64(ownerStartTicks), id)
+	return updated(res, err, "run", id)
+}

@@ -696,3 +696,27 @@ func integrityCheck(t *testing.T, db *sql.DB) {
 		}
 	}
 }
+
+func TestReopenRunMakesARunRunningAgainUnderANewOwner(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	if err := s.CreateRun(ctx, Run{ID: "r1", Workflow: "wf", OwnerPID: 1, OwnerStartTicks: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRun(ctx, "r1", StatusFailed, "boom", nil, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReopenRun(ctx, "r1", 42, 4242); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.GetRun(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := d.Run; r.Status != StatusRunning || r.Error != "" || !r.EndedAt.IsZero() || r.OwnerPID != 42 || r.OwnerStartTicks != 4242 {
+		t.Errorf("run = %+v", d.Run)
+	}
+	if err := s.ReopenRun(ctx, "missing", 1, 1); !errors.Is(err, ErrNotFound) {
+		t.Errorf("reopening a missing run: %v", err)
+	}
+}

@@ -193,8 +193,8 @@ func (c *Child) teardown(eofGrace, termGrace time.Duration) Report {
 	// the descendants born since the watcher's last look, and the orphans
 	// already re-parented to acpflow. Whatever the group leaves behind when
 	// it dies was seen here as its descendant.
-	table := snapshot()
-	c.observe(table)
+	procs := table.read()
+	c.observe(procs)
 	r := Report{Tier: "exited"}
 	if !c.waitGone(0) {
 		r.Tier = "eof"
@@ -218,7 +218,7 @@ func (c *Child) teardown(eofGrace, termGrace time.Duration) Report {
 	r.Escaped = c.killEscaped()
 	registry.remove(c)
 	if registry.sweepAllowed() {
-		r.Escaped += sweepOrphans(table)
+		r.Escaped += sweepOrphans(procs)
 	}
 	select {
 	case <-c.exited:

@@ -3,6 +3,7 @@ package procgroup
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -204,5 +205,30 @@ func TestParseStatHandlesParenthesesInTheCommandName(t *testing.T) {
 func BenchmarkSnapshot(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		snapshot()
+	}
+}
+
+func TestReapGroupKillsALeftOverGroupButNotAReusedPid(t *testing.T) {
+	// A group whose leader was orphaned, as after acpflow was SIGKILLed.
+	cmd := exec.Command("/bin/sh", "-c", "sleep 1000 & sleep 1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	ticks, ok := StartTicks(pgid)
+	if !ok {
+		t.Fatal("no start time")
+	}
+	if ReapGroup(pgid, ticks+1) {
+		t.Error("ReapGroup killed a group whose leader pid names another process")
+	}
+	if !ReapGroup(pgid, ticks) {
+		t.Error("ReapGroup killed nothing")
+	}
+	cmd.Wait()
+	assertGroupGone(t, pgid)
+	if ReapGroup(pgid, ticks) {
+		t.Error("ReapGroup of a gone group reported a kill")
 	}
 }

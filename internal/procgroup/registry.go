@@ -17,6 +17,9 @@ const prSetChildSubreaper = 36
 
 var registry = &liveChildren{children: make(map[*Child]struct{})}
 
+// table is the incremental process table the watcher and teardowns share.
+var table = &procTable{}
+
 // liveChildren is the set of children not yet torn down.
 type liveChildren struct {
 	mu        sync.Mutex
@@ -57,9 +60,9 @@ func (r *liveChildren) watch() {
 			return
 		}
 		r.mu.Unlock()
-		table := snapshot()
+		procs := table.read()
 		for _, c := range live {
-			c.observe(table)
+			c.observe(procs)
 		}
 	}
 }

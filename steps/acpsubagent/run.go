@@ -106,7 +106,7 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 	a.client = &client{inv: a.inv, cwd: cwd}
 	a.conn = acp.NewClientSideConnection(a.client, a.child.Stdin(), a.child.Stdout())
 	a.conn.SetLogger(slog.New(noiseCounter{&a.protocolNoise}))
-	a.emit("step_update", map[string]any{"kind": "spawned", "pid": a.child.Pid(), "cwd": cwd})
+	a.emit("step_update", map[string]any{"kind": "spawned", "pid": a.child.Pid(), "start_ticks": a.child.StartTicks(), "cwd": cwd})
 
 	sessionID, err := a.start(startCtx)
 	if err != nil {
@@ -257,7 +257,7 @@ func settle(r acp.StopReason) steps.Result {
 // teardown runs the ladder and records how it ended.
 func (a *attempt) teardown() {
 	rep := a.child.Teardown(a.agent.EOFGrace, a.agent.TermGrace)
-	fields := map[string]any{"kind": "teardown", "tier": rep.Tier, "duration_ms": rep.Duration.Milliseconds()}
+	fields := map[string]any{"kind": "teardown", "pid": a.child.Pid(), "tier": rep.Tier, "duration_ms": rep.Duration.Milliseconds()}
 	if rep.Escaped > 0 {
 		fields["escaped_killed"] = rep.Escaped
 	}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/engine/store"
+)
+
+func newRunsCmd() *cobra.Command {
+	var (
+		state   string
+		filter  store.Filter
+		jsonOut bool
+	)
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List recorded runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := openStore(state)
+			if err != nil {
+				return usageError(err)
+			}
+			defer s.Close()
+			runs, err := s.ListRuns(cmd.Context(), filter)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return writeJSONLines(cmd.OutOrStdout(), runs, runJSON)
+			}
+			printRuns(cmd.OutOrStdout(), runs)
+			return nil
+		},
+	}
+	addStateFlag(cmd, &state)
+	fl := cmd.Flags()
+	fl.StringVar(&filter.Status, "status", "", "only runs with this status (running, succeeded, failed, cancelled)")
+	fl.StringVar(&filter.Workflow, "workflow", "", "only runs of this workflow (its name or file)")
+	fl.StringVar(&filter.Batch, "batch", "", "only runs of this batch")
+	fl.IntVarP(&filter.Limit, "limit", "n", 50, "at most this many (0: all)")
+	fl.BoolVar(&jsonOut, "json", false, "one JSON object per run")
+	return cmd
+}
+
+func printRuns(w io.Writer, runs []store.Run) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tDURATION\tBATCH")
+	for _, r := range runs {
+		batch := "-"
+		if r.BatchID != "" {
+			batch = fmt.Sprintf("%s:%d", r.BatchID, r.BatchLine)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status,
+			r.StartedAt.UTC().Format(time.RFC3339), duration(r), batch)
+	}
+	tw.Flush()
+}
+
+func duration(r store.Run) string {
+	if r.EndedAt.IsZero() {
+		return "-"
+	}
+	return (time.Duration(r.DurationMS) * time.Millisecond).String()
+}
+
+// runJSON is a run as `runs --json` and `show --json` print it, with the
+// field names of the result JSON (SPEC §6).
+func runJSON(r store.Run) map[string]any {
+	m := map[string]any{
+		"run_id": r.ID, "workflow": r.Workflow, "workflow_file": r.WorkflowFile, "status": r.Status,
+		"error": r.Error, "inputs": r.Inputs, "outputs": r.Outputs, "workspace": r.Workspace,
+		"started_at": r.StartedAt.UTC().Format(time.RFC3339Nano), "duration_ms": r.DurationMS,
+	}
+	if !r.EndedAt.IsZero() {
+		m["ended_at"] = r.EndedAt.UTC().Format(time.RFC3339Nano)
+	}
+	if r.BatchID != "" {
+		m["batch_id"], m["batch_line"] = r.BatchID, r.BatchLine
+	}
+	return m
+}
+
+func writeJSONLines[T any](w io.Writer, items []T, conv func(T) map[string]any) error {
+	for _, it := range items {
+		b, err := json.Marshal(conv(it))
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newShowCmd() *cobra.Command {
+	var (
+		state   string
+		jsonOut bool
+		lines   int
+	)
+	cmd := &cobra.Command{
+		Use:   "show RUN_ID",
+		Short: "Show one run: steps, outputs, stop reasons, permission decisions, stderr tails",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := openStore(state)
+			if err != nil {
+				return usageError(err)
+			}
+			defer s.Close()
+			id, kind, err := s.ResolveID(cmd.Context(), args[0])
+			if err != nil {
+				return usageError(err)
+			}
+			if kind == store.KindBatch {
+				runs, err := s.RunsOfBatch(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return writeJSONLines(cmd.OutOrStdout(), runs, runJSON)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "batch %s: %d runs\n", id, len(runs))
+				printRuns(cmd.OutOrStdout(), runs)
+				return nil
+			}
+			d, err := s.GetRun(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				b, err := json.MarshalIndent(detailJSON(d), "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return err
+			}
+			printDetail(cmd.OutOrStdout(), d, lines)
+			return nil
+		},
+	}
+	addStateFlag(cmd, &state)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the run as JSON")
+	cmd.Flags().IntVar(&lines, "stderr-lines", 20, "how many of each agent's last stderr lines to print")
+	return cmd
+}
+
+func detailJSON(d *store.RunDetail) map[string]any {
+	m := runJSON(d.Run)
+	stepsOut := map[string]any{}
+	for _, st := range d.Steps {
+		perms := make([]map[string]any, 0, len(st.Permissions))
+		for _, p := range st.Permissions {
+			perms = append(perms, map[string]any{
+				"tool_call_id": p.ToolCallID, "kind": p.Kind, "title": p.Title, "decision": p.Decision,
+				"outcome": p.Outcome, "option_id": p.OptionID, "policy": p.Policy, "rule": p.Rule, "reason": p.Reason,
+			})
+		}
+		stepsOut[st.StepID] = map[string]any{
+			"status": st.Status, "stop_reason": st.StopReason, "output": st.Output, "error": st.Error,
+			"attempts": st.Attempts, "duration_ms": st.DurationMS, "session_id": st.SessionID,
+			"permissions": perms, "stderr": st.Stderr,
+		}
+	}
+	m["steps"] = stepsOut
+	return m
+}
+
+func printDetail(w io.Writer, d *store.RunDetail, stderrLines int) {
+	r := d.Run
+	fmt.Fprintf(w, "run %s  %s  %s\n", r.ID, r.Workflow, r.Status)
+	fmt.Fprintf(w, "  file:      %s\n  workspace: %s\n  started:   %s (%s)\n", r.WorkflowFile, r.Workspace,
+		r.StartedAt.UTC().Format(time.RFC3339), duration(r))
+	if r.BatchID != "" {
+		fmt.Fprintf(w, "  batch:     %s line %d\n", r.BatchID, r.BatchLine)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "  error:     %s\n", r.Error)
+	}
+	printMap(w, "inputs", r.Inputs)
+	printMap(w, "outputs", r.Outputs)
+	for _, st := range d.Steps {
+		fmt.Fprintf(w, "\nstep %s: %s", st.StepID, st.Status)
+		if st.StopReason != "" {
+			fmt.Fprintf(w, " (%s)", st.StopReason)
+		}
+		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, time.Duration(st.DurationMS)*time.Millisecond)
+		if st.SessionID != "" {
+			fmt.Fprintf(w, "  session: %s\n", st.SessionID)
+		}
+		if st.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", indentLines(st.Error, "    "))
+		}
+		for _, p := range st.Permissions {
+			opt := p.OptionID
+			if p.Outcome != "selected" {
+				opt = "cancelled"
+			}
+			fmt.Fprintf(w, "  permission %s %q: %s -> %s (%s policy, rule %s)", p.Kind, p.Title, p.Decision, opt, p.Policy, p.Rule)
+			if p.Reason != "" {
+				fmt.Fprintf(w, ": %s", p.Reason)
+			}
+			fmt.Fprintln(w)
+		}
+		if out, ok := st.Output.(string); ok && out != "" {
+			fmt.Fprintf(w, "  output:\n    %s\n", indentLines(strings.TrimRight(out, "\n"), "    "))
+		} else if st.Output != nil && !ok {
+			b, _ := json.Marshal(st.Output)
+			fmt.Fprintf(w, "  output: %s\n", b)
+		}
+		if tail := lastLines(st.Stderr, stderrLines); tail != "" {
+			fmt.Fprintf(w, "  stderr (last lines):\n    %s\n", indentLines(tail, "    "))
+		}
+	}
+}
+
+func printMap(w io.Writer, name string, m map[string]any) {
+	if len(m) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(w, "  %s:\n", name)
+	for _, k := range keys {
+		v := m[k]
+		s, ok := v.(string)
+		if !ok {
+			b, _ := json.Marshal(v)
+			s = string(b)
+		}
+		fmt.Fprintf(w, "    %s: %s\n", k, indentLines(strings.TrimRight(s, "\n"), "      "))
+	}
+}
+
+func indentLines(s, prefix string) string {
+	return strings.ReplaceAll(s, "\n", "\n"+prefix)
+}
+
+func lastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" || n <= 0 {
+		return ""
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
