@@ -1,0 +1,414 @@
+package policies_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/wasm"
+)
+
+// The modules come from the wasm package: its hostile test modules and the
+// prebuilt strict examples, which are committed, so these tests never skip.
+const (
+	hostile  = "../wasm/testdata/"
+	prebuilt = "../wasm/examples/prebuilt/"
+)
+
+func wasmHost(t testing.TB) *wasm.Host {
+	t.Helper()
+	h, err := wasm.NewHost(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	return h
+}
+
+func loadModule(t testing.TB, h *wasm.Host, path string, limits wasm.Limits) *wasm.Module {
+	t.Helper()
+	m, err := h.Load(context.Background(), path, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// strictModules are the prebuilt examples that implement both kinds.
+var strictModules = []string{"c.wasm", "c-reactor.wasm", "rust.wasm", "assemblyscript.wasm", "wat.wasm", "go.wasm"}
+
+func permissionRequest(kind, command string, locations ...policies.ToolLocation) *policies.PermissionRequest {
+	return &policies.PermissionRequest{
+		Request: policies.Request{Workflow: "review", RunID: "r-1", Step: "plan", Agent: "claude", Workspace: "/ws", Cwd: "/ws"},
+		Tool: policies.Tool{ID: "call_1", Kind: kind, Title: kind, Status: "pending",
+			RawInput: map[string]any{"command": command}, Command: command, Locations: locations},
+		Options: []policies.Option{
+			{ID: "a1", Name: "Allow once", Kind: "allow_once"},
+			{ID: "r1", Name: "Reject", Kind: "reject_once"},
+		},
+	}
+}
+
+func TestWASMPermissionDecidesThroughTheModule(t *testing.T) {
+	cases := []struct {
+		name string
+		req  *policies.PermissionRequest
+		want policies.Verdict
+	}{
+		{"a read is allowed", permissionRequest("read", ""), policies.Verdict{Decision: policies.Allow, Reason: "read-only tool"}},
+		{"an edit inside the workspace is allowed",
+			permissionRequest("edit", "", policies.ToolLocation{Path: "/ws/a", InWorkspace: true}),
+			policies.Verdict{Decision: policies.Allow, Reason: "edit inside the workspace"}},
+		{"an edit with no locations is rejected", permissionRequest("edit", ""),
+			policies.Verdict{Decision: policies.Reject, Reason: "not allowed by the strict policy"}},
+		// && reaches the module as written, not as \u0026\u0026: the WAT
+		// module matches bytes and would miss it otherwise.
+		{"make && rm is rejected as destructive", permissionRequest("execute", "make && rm -rf x"),
+			policies.Verdict{Decision: policies.Reject, Reason: "destructive or networked command"}},
+		{"a pipe into sudo is rejected as destructive", permissionRequest("execute", "ls <x | sudo tee /etc/x"),
+			policies.Verdict{Decision: policies.Reject, Reason: "destructive or networked command"}},
+	}
+	h := wasmHost(t)
+	for _, file := range strictModules {
+		t.Run(file, func(t *testing.T) {
+			p := policies.NewWASMPermission(loadModule(t, h, prebuilt+file, wasm.Limits{}), "", nil)
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					v, err := p.DecidePermission(context.Background(), c.req)
+					c.want.Rule = file
+					if err != nil || v != c.want {
+						t.Errorf("DecidePermission = %+v, %v; want %+v", v, err, c.want)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestWASMPoliciesSendTheRequestsOfTheSpec(t *testing.T) {
+	h := wasmHost(t)
+	echo := loadModule(t, h, hostile+"echo.wasm", wasm.Limits{})
+	config := map[string]any{"allow_paths": []string{"src/"}}
+
+	req := permissionRequest("execute", "a && b <c>", policies.ToolLocation{Path: "/ws/a", Line: 3, InWorkspace: true})
+	v, err := policies.NewWASMPermission(echo, "", config).DecidePermission(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version and kind first, then the fields of SPEC §4.1 in order,
+	// characters as the agent sent them (no \u0026 for &).
+	want := `{"version":1,"kind":"permission","workflow":"review","run_id":"r-1","step":"plan","agent":"claude",` +
+		`"workspace":"/ws","cwd":"/ws","tool":{"id":"call_1","kind":"execute","title":"execute","status":"pending",` +
+		`"raw_input":{"command":"a && b <c>"},"command":"a && b <c>","locations":[{"path":"/ws/a","line":3,"in_workspace":true}]},` +
+		`"options":[{"id":"a1","name":"Allow once","kind":"allow_once"},{"id":"r1","name":"Reject","kind":"reject_once"}],` +
+		`"config":{"allow_paths":["src/"]}}`
+	if v.Reason != want {
+		t.Errorf("the module read\n%s\nwant\n%s", v.Reason, want)
+	}
+
+	v, err = policies.NewWASMPermission(echo, "", nil).DecidePermission(context.Background(), &policies.PermissionRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(v.Reason, `"options":[],"config":{}}`) || !strings.Contains(v.Reason, `"locations":[]`) {
+		t.Errorf("empty lists and config must be [] and {}, not null: %s", v.Reason)
+	}
+
+	d, err := policies.NewWASMEnv(echo, "", config).DecideEnv(context.Background(),
+		envRequest(map[string]string{"HOME": "/h", "GITHUB_TOKEN": "t"}, map[string]string{"X": "1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `{"version":1,"kind":"env","workflow":"review","run_id":"r-1","step":"plan","agent":"claude","workspace":"/ws","cwd":"/ws",` +
+		`"ambient":{"GITHUB_TOKEN":"t","HOME":"/h"},"explicit":{"X":"1"},"proposed":{"HOME":"/h","X":"1"},"config":{"allow_paths":["src/"]}}`
+	if d.Deny != want {
+		t.Errorf("the module read\n%s\nwant\n%s", d.Deny, want)
+	}
+}
+
+// answering returns a permission policy whose module answers answer: the
+// answer.wasm test module echoes config.answer.
+func answering(t *testing.T, h *wasm.Host, answer string) *policies.WASMPermission {
+	t.Helper()
+	m := loadModule(t, h, hostile+"answer.wasm", wasm.Limits{})
+	return policies.NewWASMPermission(m, "", map[string]any{"answer": json.RawMessage(answer)})
+}
+
+func TestWASMPermissionFailsClosed(t *testing.T) {
+	cases := []struct {
+		name, file string
+		limits     wasm.Limits
+		want       string
+	}{
+		{"an infinite loop", "loop.wasm", wasm.Limits{Timeout: 200 * time.Millisecond}, "policy module ../wasm/testdata/loop.wasm timed out after 200ms"},
+		{"a memory bomb", "membomb.wasm", wasm.Limits{}, "policy module ../wasm/testdata/membomb.wasm went over its memory limit of 32 MiB"},
+		{"a 100 MiB answer", "bigoutput.wasm", wasm.Limits{}, "policy module ../wasm/testdata/bigoutput.wasm: answer over the 1 MiB limit"},
+		{"a trap", "trap.wasm", wasm.Limits{}, "policy module ../wasm/testdata/trap.wasm trapped: unreachable"},
+		{"an answer that is not JSON", "badjson.wasm", wasm.Limits{}, "policy module ../wasm/testdata/badjson.wasm: answer is not a JSON object"},
+		{"a decision that is not one of the five words", "wrongword.wasm", wasm.Limits{}, `policy module ../wasm/testdata/wrongword.wasm: answer: decision "maybe": want allow, allow_always, reject, reject_always or cancel`},
+		{"exit code 1", "exit1.wasm", wasm.Limits{}, "policy module ../wasm/testdata/exit1.wasm exited with code 1 (stderr: malformed request)"},
+		{"an answer of the wrong shape", "counter.wasm", wasm.Limits{}, `policy module ../wasm/testdata/counter.wasm: answer: json: unknown field "calls"`},
+	}
+	h := wasmHost(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := policies.NewWASMPermission(loadModule(t, h, hostile+c.file, c.limits), "", nil)
+			rec := policies.Answer(context.Background(), p, policies.SourceStep, permissionRequest("read", ""))
+			if rec.Decision != policies.Reject || rec.Outcome != policies.OutcomeSelected || rec.OptionID != "r1" {
+				t.Errorf("record = %+v, want the reject option selected", rec)
+			}
+			if rec.Rule != c.file {
+				t.Errorf("rule = %q, want the module's file name %q", rec.Rule, c.file)
+			}
+			if want := "policy error: " + c.want; !strings.HasPrefix(rec.Reason, want) {
+				t.Errorf("reason = %q\nwant it to start with %q", rec.Reason, want)
+			}
+		})
+	}
+}
+
+func TestWASMPermissionChecksTheAnswersShape(t *testing.T) {
+	cases := []struct {
+		name, answer string
+		want         policies.Verdict
+		err          string
+	}{
+		{"a decision and a reason", `{"decision":"allow_always","reason":"trusted"}`, policies.Verdict{Decision: policies.AllowAlways, Reason: "trusted"}, ""},
+		{"a decision alone", `{"decision":"cancel"}`, policies.Verdict{Decision: policies.Cancel}, ""},
+		{"no decision", `{"reason":"why not"}`, policies.Verdict{}, `answer has no "decision"`},
+		{"a misspelt member", `{"decision":"allow","reson":"x"}`, policies.Verdict{}, `json: unknown field "reson"`},
+		{"a decision that is not a string", `{"decision":1}`, policies.Verdict{}, "answer: decision: a JSON number where a string belongs"},
+		{"an empty decision", `{"decision":""}`, policies.Verdict{}, `decision "": want allow`},
+		{"a null decision", `{"decision":null}`, policies.Verdict{}, `answer has no "decision"`},
+	}
+	h := wasmHost(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v, err := answering(t, h, c.answer).DecidePermission(context.Background(), permissionRequest("read", ""))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("DecidePermission = %+v, %v; want an error containing %q", v, err, c.err)
+				}
+				if v.Rule != "answer.wasm" {
+					t.Errorf("the failed verdict's rule is %q, want the module named", v.Rule)
+				}
+				return
+			}
+			c.want.Rule = "answer.wasm"
+			if err != nil || v != c.want {
+				t.Errorf("DecidePermission = %+v, %v; want %+v", v, err, c.want)
+			}
+		})
+	}
+}
+
+func TestWASMPermissionRecordsTheGivenName(t *testing.T) {
+	h := wasmHost(t)
+	p := policies.NewWASMPermission(loadModule(t, h, prebuilt+"c.wasm", wasm.Limits{}), "org-policy.wasm", nil)
+	v, err := p.DecidePermission(context.Background(), permissionRequest("read", ""))
+	if err != nil || v.Rule != "org-policy.wasm" {
+		t.Errorf("DecidePermission = %+v, %v; want rule org-policy.wasm", v, err)
+	}
+}
+
+func TestWASMPermissionIsSafeForConcurrentUse(t *testing.T) {
+	h := wasmHost(t)
+	for _, file := range []string{"c.wasm", "c-reactor.wasm"} {
+		p := policies.NewWASMPermission(loadModule(t, h, prebuilt+file, wasm.Limits{}), "", nil)
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := 0; j < 25; j++ {
+					req, want := permissionRequest("execute", "ls"), policies.Reject
+					if j%2 == 0 {
+						req, want = permissionRequest("search", ""), policies.Allow
+					}
+					if v, err := p.DecidePermission(context.Background(), req); err != nil || v.Decision != want {
+						t.Errorf("%s: %+v, %v; want %s", file, v, err, want)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+func envRequest(ambient, explicit map[string]string) *policies.EnvRequest {
+	return &policies.EnvRequest{
+		Request:  policies.Request{Workflow: "review", RunID: "r-1", Step: "plan", Agent: "claude", Workspace: "/ws", Cwd: "/ws"},
+		Ambient:  ambient,
+		Explicit: explicit,
+	}
+}
+
+func TestWASMEnvDecidesThroughTheModule(t *testing.T) {
+	ambient := map[string]string{
+		"HOME": "/home/u", "PATH": "/usr/bin", "AWS_REGION": "eu-west-1", "AWS_SECRET_ACCESS_KEY": "s",
+		"ANTHROPIC_API_KEY": "sk-ambient", "ACPFLOW_DEBUG": "1", "MOTD": "a && b <c> \"q\" é",
+	}
+	explicit := map[string]string{"AWS_PROFILE": "dev", "CODEX_API_KEY": "sk-explicit"}
+	h := wasmHost(t)
+	for _, file := range strictModules {
+		t.Run(file, func(t *testing.T) {
+			e := policies.NewWASMEnv(loadModule(t, h, prebuilt+file, wasm.Limits{}), "", nil)
+			d, err := e.DecideEnv(context.Background(), envRequest(ambient, explicit))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// DefaultEnv proposes without credentials and ACPFLOW_*; the
+			// module drops AWS_*, the explicit AWS_PROFILE included.
+			want := map[string]string{"HOME": "/home/u", "PATH": "/usr/bin", "MOTD": "a && b <c> \"q\" é", "CODEX_API_KEY": "sk-explicit"}
+			if !maps.Equal(d.Env, want) || d.Deny != "" || d.Rule != file {
+				t.Errorf("DecideEnv = %+v, want env %v and rule %s", d, want, file)
+			}
+
+			d, err = e.DecideEnv(context.Background(), envRequest(map[string]string{"PATH": "/usr/bin"}, nil))
+			if err != nil || d.Deny != "no HOME" || d.Env != nil || d.Rule != file {
+				t.Errorf("without HOME: DecideEnv = %+v, %v; want deny \"no HOME\"", d, err)
+			}
+		})
+	}
+}
+
+func TestWASMEnvProposesWhatItsBaseGives(t *testing.T) {
+	h := wasmHost(t)
+	e := policies.NewWASMEnv(loadModule(t, h, prebuilt+"c.wasm", wasm.Limits{}), "", nil)
+	e.Base = &policies.EnvRules{Inherit: policies.InheritNone}
+	d, err := e.DecideEnv(context.Background(), envRequest(map[string]string{"HOME": "/h", "PATH": "/bin"}, map[string]string{"HOME": "/explicit"}))
+	want := map[string]string{"HOME": "/explicit"}
+	if err != nil || !maps.Equal(d.Env, want) {
+		t.Errorf("DecideEnv = %+v, %v; want %v (inherit none: only the explicit values are proposed)", d, err, want)
+	}
+
+	e.Base = &policies.EnvRules{Inherit: "some"}
+	if _, err := e.DecideEnv(context.Background(), envRequest(nil, nil)); err == nil ||
+		!strings.Contains(err.Error(), `policy module ../wasm/examples/prebuilt/c.wasm: proposing the environment: env inherit "some"`) {
+		t.Errorf("a failing base: %v, want its error, naming the module", err)
+	}
+}
+
+func TestWASMEnvChecksTheAnswersShape(t *testing.T) {
+	cases := []struct {
+		name, answer string
+		want         policies.EnvDecision
+		err          string
+	}{
+		{"an environment", `{"env":{"HOME":"/h","X":""}}`, policies.EnvDecision{Env: map[string]string{"HOME": "/h", "X": ""}}, ""},
+		{"an empty environment", `{"env":{}}`, policies.EnvDecision{Env: map[string]string{}}, ""},
+		{"a refusal", `{"deny":"not on Fridays"}`, policies.EnvDecision{Deny: "not on Fridays"}, ""},
+		{"a value that is not a string", `{"env":{"N":1}}`, policies.EnvDecision{}, "answer: env: a JSON number where a string belongs"},
+		{"both env and deny", `{"env":{},"deny":"x"}`, policies.EnvDecision{}, `answer has both "env" and "deny"`},
+		{"neither", `{}`, policies.EnvDecision{}, `answer has neither an "env" object nor "deny": {}`},
+		{"a null env", `{"env":null}`, policies.EnvDecision{}, `answer has neither an "env" object nor "deny"`},
+		{"an empty refusal", `{"deny":""}`, policies.EnvDecision{}, "answer denies with an empty reason"},
+		{"a name with =", `{"env":{"A=B":"x"}}`, policies.EnvDecision{}, `answer sets "A=B", which is not a valid environment variable`},
+		{"an empty name", `{"env":{"":"x"}}`, policies.EnvDecision{}, `answer sets "", which is not a valid environment variable`},
+		{"an unknown member", `{"env":{},"note":"x"}`, policies.EnvDecision{}, `json: unknown field "note"`},
+		{"a permission answer", `{"decision":"allow"}`, policies.EnvDecision{}, `json: unknown field "decision"`},
+	}
+	h := wasmHost(t)
+	m := loadModule(t, h, hostile+"answer.wasm", wasm.Limits{})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := policies.NewWASMEnv(m, "", map[string]any{"answer": json.RawMessage(c.answer)})
+			d, err := e.DecideEnv(context.Background(), envRequest(map[string]string{"HOME": "/h"}, nil))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "policy module ../wasm/testdata/answer.wasm") {
+					t.Fatalf("DecideEnv = %+v, %v; want an error naming the module and containing %q", d, err, c.err)
+				}
+				return
+			}
+			c.want.Rule = "answer.wasm"
+			if err != nil || !maps.Equal(d.Env, c.want.Env) || (d.Env == nil) != (c.want.Env == nil) || d.Deny != c.want.Deny || d.Rule != c.want.Rule {
+				t.Errorf("DecideEnv = %+v, %v; want %+v", d, err, c.want)
+			}
+		})
+	}
+}
+
+func TestWASMEnvFailsClosedOnAFailingModule(t *testing.T) {
+	h := wasmHost(t)
+	for _, file := range []string{"trap.wasm", "exit1.wasm", "badjson.wasm"} {
+		e := policies.NewWASMEnv(loadModule(t, h, hostile+file, wasm.Limits{}), "", nil)
+		d, err := e.DecideEnv(context.Background(), envRequest(map[string]string{"HOME": "/h"}, nil))
+		if err == nil || !strings.HasPrefix(err.Error(), "policy module ../wasm/testdata/"+file) || d.Env != nil || d.Rule != file {
+			t.Errorf("%s: DecideEnv = %+v, %v; want an error naming the module and no environment", file, d, err)
+		}
+	}
+}
+
+func TestWASMLoaderMakesPoliciesFromTheWorkflowsForm(t *testing.T) {
+	ctx := context.Background()
+	loader := policies.NewWASMLoader(ctx, wasmHost(t))
+	perm, err := policies.ParsePermission(map[string]any{"wasm": "c.wasm", "config": map[string]any{"team": "x"}}, prebuilt, loader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := perm.DecidePermission(ctx, permissionRequest("read", "")); err != nil || v.Decision != policies.Allow || v.Rule != "c.wasm" {
+		t.Errorf("DecidePermission = %+v, %v; want allow by c.wasm", v, err)
+	}
+
+	env, err := policies.ParseEnv(map[string]any{"wasm": "wat.wasm", "limits": map[string]any{"memory": "1MiB", "timeout": "2s"}}, prebuilt, loader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := env.DecideEnv(ctx, envRequest(map[string]string{"HOME": "/h", "AWS_REGION": "x"}, nil))
+	if want := map[string]string{"HOME": "/h"}; err != nil || !maps.Equal(d.Env, want) || d.Rule != "wat.wasm" {
+		t.Errorf("DecideEnv = %+v, %v; want %v by wat.wasm", d, err, want)
+	}
+
+	// A file that is not a module fails when the workflow is loaded, not at
+	// the first decision.
+	_, err = policies.ParsePermission(map[string]any{"wasm": "notwasm.wasm"}, hostile, loader)
+	if err == nil || !strings.Contains(err.Error(), "notwasm.wasm: not a WASM module") {
+		t.Errorf("ParsePermission(notwasm.wasm) = %v, want the load error", err)
+	}
+}
+
+func BenchmarkWASMPermission(b *testing.B) {
+	h := wasmHost(b)
+	for _, file := range []string{"c.wasm", "assemblyscript.wasm", "c-reactor.wasm", "wat.wasm"} {
+		b.Run(strings.TrimSuffix(file, ".wasm"), func(b *testing.B) {
+			p := policies.NewWASMPermission(loadModule(b, h, prebuilt+file, wasm.Limits{}), "", nil)
+			req := permissionRequest("execute", "make && rm -rf x", policies.ToolLocation{Path: "/ws/a", InWorkspace: true})
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if v, err := p.DecidePermission(ctx, req); err != nil || v.Decision != policies.Reject {
+					b.Fatal(v, err)
+				}
+			}
+		})
+	}
+}
+
+func ExampleNewWASMPermission() {
+	ctx := context.Background()
+	host, err := wasm.NewHost(ctx) // one per process
+	if err != nil {
+		panic(err)
+	}
+	defer host.Close(ctx)
+	module, err := host.Load(ctx, filepath.Join("..", "wasm", "examples", "prebuilt", "c.wasm"), wasm.Limits{})
+	if err != nil {
+		panic(err)
+	}
+	policy := policies.NewWASMPermission(module, "", nil)
+	req := &policies.PermissionRequest{
+		Tool:    policies.Tool{ID: "call_1", Kind: "execute", Command: "make && rm -rf build"},
+		Options: []policies.Option{{ID: "a1", Kind: "allow_once"}, {ID: "r1", Kind: "reject_once"}},
+	}
+	rec := policies.Answer(ctx, policy, policies.SourceWorkflow, req)
+	fmt.Println(rec.Decision, rec.OptionID, rec.Rule, rec.Reason)
+	// Output: reject r1 c.wasm destructive or networked command
+}

@@ -1,0 +1,3 @@
+module example.com/acpflow-policy
+
+go 1.21

@@ -1,0 +1,74 @@
+package wasm
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults of Limits (SPEC §5).
+const (
+	DefaultMemory  = 32 << 20 // bytes of linear memory per instance
+	DefaultTimeout = time.Second
+	DefaultOutput  = 1 << 20 // bytes of answer
+	DefaultStderr  = 16 << 10
+)
+
+// pageSize is the size of a WebAssembly memory page.
+const pageSize = 64 << 10
+
+// maxMemory is the most a 32-bit WebAssembly memory can address.
+const maxMemory = 1 << 32
+
+// Limits bound one call of a policy module. The zero value of each field
+// means its default.
+type Limits struct {
+	Memory  uint64        // bytes of linear memory an instance may grow to; default 32 MiB
+	Timeout time.Duration // wall time of one call, instantiation included; default 1s
+	Output  int           // bytes of answer on stdout; default 1 MiB
+	Stderr  int           // bytes of stderr kept per call (the rest is dropped); default 16 KiB
+}
+
+// resolve fills in the defaults and checks the rest. It is the one place
+// where limits are validated, so its errors have one call site: Load.
+func (l Limits) resolve() (Limits, error) {
+	if l.Memory == 0 {
+		l.Memory = DefaultMemory
+	}
+	if l.Timeout == 0 {
+		l.Timeout = DefaultTimeout
+	}
+	if l.Output == 0 {
+		l.Output = DefaultOutput
+	}
+	if l.Stderr == 0 {
+		l.Stderr = DefaultStderr
+	}
+	switch {
+	case l.Memory < pageSize:
+		return l, fmt.Errorf("memory limit %d bytes: want at least one 64 KiB page", l.Memory)
+	case l.Memory > maxMemory:
+		return l, fmt.Errorf("memory limit %d bytes: want at most 4 GiB", l.Memory)
+	case l.Timeout < 0:
+		return l, fmt.Errorf("timeout %s: want a positive duration", l.Timeout)
+	case l.Output < 0:
+		return l, fmt.Errorf("output limit %d bytes: want a positive size", l.Output)
+	case l.Stderr < 0:
+		return l, fmt.Errorf("stderr limit %d bytes: want a positive size", l.Stderr)
+	}
+	l.Memory -= l.Memory % pageSize // memory grows in whole pages
+	return l, nil
+}
+
+// formatBytes writes a size as people configure it: "32 MiB", "1 MiB",
+// "16 KiB", else bytes.
+func formatBytes(n uint64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

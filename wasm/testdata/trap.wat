@@ -1,0 +1,4 @@
+;; A command that traps at once.
+(module
+  (memory (export "memory") 1)
+  (func (export "_start") unreachable))
