@@ -95,24 +95,25 @@ func Answer(ctx context.Context, p Permission, src Source, req *PermissionReques
 	v, err := decide(ctx, p, req)
 	switch {
 	case err != nil:
-		v = Verdict{Decision: Reject, Rule: v.Rule, Reason: "policy error: " + err.Error()}
+		v = Verdict{Decision: Reject, Rule: v.Rule, Reason: "policy error: " + err.Error(), Stderr: v.Stderr}
 	case !v.Decision.Valid():
-		v = Verdict{Decision: Reject, Rule: v.Rule, Reason: fmt.Sprintf("policy answered an invalid decision %q", v.Decision)}
+		v = Verdict{Decision: Reject, Rule: v.Rule, Reason: fmt.Sprintf("policy answered an invalid decision %q", v.Decision), Stderr: v.Stderr}
 	}
 	outcome, optionID := SelectOption(v.Decision, req.Options)
 	if outcome == OutcomeCancelled && v.Decision != Cancel && v.Reason == "" {
 		v.Reason = reasonNoOption
 	}
 	return PermissionRecord{
-		ToolCallID: req.Tool.ID,
-		Kind:       req.Tool.Kind,
-		Title:      req.Tool.Title,
-		Decision:   v.Decision,
-		Outcome:    outcome,
-		OptionID:   optionID,
-		Policy:     src,
-		Rule:       v.Rule,
-		Reason:     v.Reason,
+		ToolCallID:   req.Tool.ID,
+		Kind:         req.Tool.Kind,
+		Title:        req.Tool.Title,
+		Decision:     v.Decision,
+		Outcome:      outcome,
+		OptionID:     optionID,
+		Policy:       src,
+		Rule:         v.Rule,
+		Reason:       v.Reason,
+		PolicyStderr: v.Stderr,
 	}
 }
 

@@ -17,6 +17,8 @@ type EnvDecision struct {
 	Env  map[string]string // the child's complete environment
 	Deny string            // non-empty: refuse the spawn, with this reason
 	Rule string            // what decided, for the record
+	// Stderr is what a WASM policy module wrote to stderr (capped).
+	Stderr string
 }
 
 // Env builds a child's environment before each spawn. Implementations must

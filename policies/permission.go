@@ -52,6 +52,7 @@ type Verdict struct {
 	Decision Decision
 	Rule     string // "1"-based rule index, "default", "shorthand", or a module file name
 	Reason   string
+	Stderr   string // what a WASM module wrote to stderr (capped), for the record
 }
 
 // Permission answers permission requests. Implementations must be safe for
@@ -71,4 +72,6 @@ type PermissionRecord struct {
 	Policy     Source   `json:"policy"`
 	Rule       string   `json:"rule"`
 	Reason     string   `json:"reason"`
+	// PolicyStderr is what a WASM policy module wrote to stderr.
+	PolicyStderr string `json:"policy_stderr,omitempty"`
 }

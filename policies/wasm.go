@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/acpflow/acpflow/wasm"
 )
@@ -16,6 +17,26 @@ import (
 // a WASMPermission for KindPermission or a WASMEnv (proposing DefaultEnv's
 // environment: the wasm form replaces inherit and scrub-credentials) for
 // KindEnv. ctx bounds the loads, which compile.
+// SharedWASMLoader loads modules into one wasm.Host per process, created on
+// first use: compiling a module is what costs (a Go module takes a second
+// and a half), so every workflow and policy file a process loads shares the
+// host's cache of compiled modules.
+func SharedWASMLoader() WASMLoader {
+	return func(path, kind string, config map[string]any, limits Limits) (any, error) {
+		shared.once.Do(func() { shared.host, shared.err = wasm.NewHost(context.Background()) })
+		if shared.err != nil {
+			return nil, fmt.Errorf("start the WASM host: %w", shared.err)
+		}
+		return NewWASMLoader(context.Background(), shared.host)(path, kind, config, limits)
+	}
+}
+
+var shared struct {
+	once sync.Once
+	host *wasm.Host
+	err  error
+}
+
 func NewWASMLoader(ctx context.Context, host *wasm.Host) WASMLoader {
 	return func(path, kind string, config map[string]any, limits Limits) (any, error) {
 		m, err := host.Load(ctx, path, wasm.Limits{Memory: limits.Memory, Timeout: limits.Timeout})
@@ -78,7 +99,8 @@ func (p *WASMPermission) DecidePermission(ctx context.Context, req *PermissionRe
 	if err != nil {
 		return failed, fmt.Errorf("policy module %s: request: %w", p.module.Path(), err)
 	}
-	answer, _, err := p.module.Call(ctx, KindPermission, request)
+	answer, stderr, err := p.module.Call(ctx, KindPermission, request)
+	failed.Stderr = stderr
 	if err != nil {
 		return failed, err
 	}
@@ -96,7 +118,7 @@ func (p *WASMPermission) DecidePermission(ctx context.Context, req *PermissionRe
 	if err != nil {
 		return failed, fmt.Errorf("policy module %s: answer: %w", p.module.Path(), err)
 	}
-	return Verdict{Decision: d, Rule: p.name, Reason: a.Reason}, nil
+	return Verdict{Decision: d, Rule: p.name, Reason: a.Reason, Stderr: stderr}, nil
 }
 
 // WASMEnv is an env policy decided by a WASM module (SPEC §4.2): it sends
@@ -160,7 +182,8 @@ func (e *WASMEnv) DecideEnv(ctx context.Context, req *EnvRequest) (EnvDecision, 
 	if err != nil {
 		return failed, fmt.Errorf("policy module %s: request: %w", e.module.Path(), err)
 	}
-	answer, _, err := e.module.Call(ctx, KindEnv, request)
+	answer, stderr, err := e.module.Call(ctx, KindEnv, request)
+	failed.Stderr = stderr
 	if err != nil {
 		return failed, err
 	}
@@ -178,14 +201,14 @@ func (e *WASMEnv) DecideEnv(ctx context.Context, req *EnvRequest) (EnvDecision, 
 		if *a.Deny == "" {
 			return failed, fmt.Errorf("policy module %s: answer denies with an empty reason", e.module.Path())
 		}
-		return EnvDecision{Deny: *a.Deny, Rule: e.name}, nil
+		return EnvDecision{Deny: *a.Deny, Rule: e.name, Stderr: stderr}, nil
 	case a.Env != nil && *a.Env != nil:
 		for name, value := range *a.Env {
 			if name == "" || strings.ContainsAny(name, "=\x00") || strings.ContainsRune(value, 0) {
 				return failed, fmt.Errorf("policy module %s: answer sets %q, which is not a valid environment variable", e.module.Path(), name)
 			}
 		}
-		return EnvDecision{Env: *a.Env, Rule: e.name}, nil
+		return EnvDecision{Env: *a.Env, Rule: e.name, Stderr: stderr}, nil
 	}
 	return failed, fmt.Errorf("policy module %s: answer has neither an \"env\" object nor \"deny\": %s", e.module.Path(), excerpt(answer))
 }

@@ -59,6 +59,7 @@ func newDecoder(errs *errorList) *decoder {
 		agents:    map[string]*steps.Agent{},
 		byID:      map[string]*stepInfo{},
 		compiled:  newCompileCache(),
+		wasm:      policies.SharedWASMLoader(),
 	}
 }
 

@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -110,4 +112,28 @@ func (d *decoder) merge(err error) {
 		return
 	}
 	d.errs = append(d.errs, d.make(pos{}, err.Error()))
+}
+
+// LoadPolicyFile reads a bare policy file: YAML with a top-level
+// `permission:` and/or `env:`, each shaped as under `policies:` in a
+// workflow (SPEC §1 `policy eval`). Errors are Errors, with positions.
+func LoadPolicyFile(path string) (engine.Policies, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return engine.Policies{}, fmt.Errorf("read policy file: %w", err)
+	}
+	errs := newErrorList(path, src)
+	root := parseYAML(src, errs)
+	if root == nil {
+		return engine.Policies{}, errs.result()
+	}
+	d := newDecoder(errs)
+	p := d.decodePolicies(root, "policy file")
+	if root.kind == mappingNode && root.get("permission") == nil && root.get("env") == nil {
+		d.at(root.pos, "a policy file needs a top-level permission: or env:")
+	}
+	if err := d.result(); err != nil {
+		return engine.Policies{}, err
+	}
+	return p, nil
 }

@@ -670,3 +670,141 @@ func countLines(path string) int {
 	b, _ := os.ReadFile(path)
 	return bytes.Count(b, []byte("\n"))
 }
+
+func TestAWASMPermissionPolicyAnswersARunsPermissionRequests(t *testing.T) {
+	dir := t.TempDir()
+	module := filepath.Join(repoRoot(t), "wasm", "examples", "prebuilt", "c.wasm")
+	record := filepath.Join(dir, "record.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: strict
+agents:
+  a: {command: %s, args: %s}
+policies:
+  permission: {wasm: %s}
+steps:
+  - {id: s, uses: acp-subagent, with: {agent: a, prompt: hi}}
+`, testAgent, agentArgs("-record", record, "-no-chunks", "-permission", "read:/etc/hosts", "-permission", "execute:make && rm -rf x", "-permission", "execute:ls -la"), module))
+	out := filepath.Join(dir, "out.jsonl")
+	r := acpflow(t, dir, "run", wf, "--output", out)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var res struct {
+		Steps map[string]struct {
+			Output      string `json:"output"`
+			Permissions []struct {
+				Decision, OptionID, Rule, Policy, Reason string
+			} `json:"permissions"`
+		} `json:"steps"`
+	}
+	data, _ := os.ReadFile(out)
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	s := res.Steps["s"]
+	want := "permission read /etc/hosts: opt-allow-once\npermission execute make && rm -rf x: opt-reject-once\npermission execute ls -la: opt-reject-once\n"
+	if s.Output != want {
+		t.Errorf("the agent saw %q, want %q", s.Output, want)
+	}
+	if len(s.Permissions) != 3 {
+		t.Fatalf("permissions = %+v", s.Permissions)
+	}
+	for i, want := range []string{"allow", "reject", "reject"} {
+		p := s.Permissions[i]
+		if p.Decision != want || p.Rule != "c.wasm" || p.Policy != "workflow" || p.Reason == "" {
+			t.Errorf("permission %d = %+v, want %s by c.wasm with a reason", i, p, want)
+		}
+	}
+}
+
+func TestAWASMEnvPolicyThatDeniesRefusesTheSpawn(t *testing.T) {
+	dir := t.TempDir()
+	module := filepath.Join(repoRoot(t), "wasm", "examples", "prebuilt", "c.wasm")
+	record := filepath.Join(dir, "record.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: envdeny
+agents:
+  a: {command: %s, args: %s}
+policies:
+  env: {wasm: %s}
+steps:
+  - {id: s, uses: acp-subagent, with: {agent: a, prompt: hi}}
+`, testAgent, agentArgs("-record", record), module))
+	out := filepath.Join(dir, "out.jsonl")
+	// The example env policy denies a spawn whose environment has no HOME.
+	cmd := exec.Command(acpflowBin, "run", wf, "--output", out)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "ACPFLOW_STATE=" + filepath.Join(dir, "state.db")}
+	if err := cmd.Run(); err == nil {
+		t.Fatal("the run succeeded")
+	}
+	data, _ := os.ReadFile(out)
+	if !strings.Contains(string(data), "refused the spawn: no HOME") {
+		t.Errorf("result: %s", data)
+	}
+	if readRecords(t, record) != nil {
+		t.Error("the agent was spawned")
+	}
+	// With HOME, the module's proposal (AWS_* removed) is the child's env.
+	cmd = exec.Command(acpflowBin, "run", wf)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=/root", "AWS_REGION=eu-west-1", "EDITOR=vi", "ACPFLOW_STATE=" + filepath.Join(dir, "state.db")}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	env := readRecords(t, record)[0]["env"].(map[string]any)
+	if env["EDITOR"] != "vi" || env["AWS_REGION"] != nil || env["HOME"] != "/root" {
+		t.Errorf("child env = %v", env)
+	}
+}
+
+func TestPolicyEvalOnAPolicyFileAndAWorkflowStep(t *testing.T) {
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "pol.yaml")
+	os.WriteFile(pol, []byte(`permission:
+  rules:
+    - if: tool.kind in ["read", "search"]
+      then: allow
+    - if: 'any(commands(tool.command), # startsWith "rm ")'
+      then: reject
+      reason: destructive
+  default: cancel
+env:
+  inherit: core
+`), 0o644)
+	req := filepath.Join(dir, "req.json")
+	os.WriteFile(req, []byte(`{"kind": "permission", "workspace": "/ws", "cwd": "/ws",
+ "tool": {"id": "c1", "kind": "execute", "title": "x", "raw_input": {"command": ["make", "&&", "rm", "-rf", "x"]}},
+ "options": [{"id": "a1", "name": "Allow", "kind": "allow_once"}, {"id": "r1", "name": "Reject", "kind": "reject_once"}]}`), 0o644)
+	env := filepath.Join(dir, "env.json")
+	os.WriteFile(env, []byte(`{"kind": "env", "ambient": {"PATH": "/bin", "OPENAI_API_KEY": "sk", "EDITOR": "vi"}, "explicit": {"K": "v"}}`), 0o644)
+
+	decode := func(r result) map[string]any {
+		t.Helper()
+		var m map[string]any
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &m) != nil {
+			t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		return m
+	}
+	if m := decode(acpflow(t, dir, "policy", "eval", pol, "--request", req)); m["decision"] != "reject" || m["rule"] != "2" || m["reason"] != "destructive" {
+		t.Errorf("permission answer = %v", m)
+	}
+	if m := decode(acpflow(t, dir, "policy", "eval", pol, "--request", env)); fmt.Sprint(m["env"]) != "map[K:v PATH:/bin]" {
+		t.Errorf("env answer = %v", m)
+	}
+	wf := filepath.Join(repoRoot(t), "workflows", "examples", "hello.yaml")
+	if m := decode(acpflow(t, dir, "policy", "eval", wf, "--step", "greet", "--request", req)); m["decision"] != "allow" || m["policy"] != "step" {
+		t.Errorf("step policy answer = %v", m)
+	}
+	if m := decode(acpflow(t, dir, "policy", "eval", wf, "--step", "summarize", "--request", req)); m["decision"] != "reject" || m["policy"] != "default" {
+		t.Errorf("default policy answer = %v", m)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("permission:\n  rules:\n    - {if: 'tool.kidn == \"x\"', then: allow}\n"), 0o644)
+	if r := acpflow(t, dir, "policy", "eval", bad, "--request", req); r.code != 2 || !strings.Contains(r.stderr, "bad.yaml:3:") || !strings.Contains(r.stderr, `did you mean "kind"`) {
+		t.Errorf("bad policy: exit %d\n%s", r.code, r.stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "weird.json"), []byte(`{"kind": "other"}`), 0o644)
+	if r := acpflow(t, dir, "policy", "eval", pol, "--request", filepath.Join(dir, "weird.json")); r.code != 2 {
+		t.Errorf("a request of an unknown kind: exit %d", r.code)
+	}
+}

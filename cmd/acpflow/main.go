@@ -55,6 +55,7 @@ func newRootCmd() *cobra.Command {
 		newShowCmd(),
 		newResumeCmd(),
 		newProbeCmd(),
+		newPolicyCmd(),
 		newAgentCmd(),
 		newAgentsCmd(),
 		newSchemaCmd(),

@@ -342,7 +342,11 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	for k := range dec.Env {
 		names = append(names, k)
 	}
-	a.emit("step_update", map[string]any{"kind": "env", "policy": string(a.inv.EnvSource), "rule": dec.Rule, "names": len(names)})
+	fields := map[string]any{"kind": "env", "policy": string(a.inv.EnvSource), "rule": dec.Rule, "names": len(names)}
+	if dec.Stderr != "" {
+		fields["policy_stderr"] = dec.Stderr
+	}
+	a.emit("step_update", fields)
 	return dec.Env, nil
 }
 

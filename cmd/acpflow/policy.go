@@ -1,0 +1,178 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/goccy/go-yaml"
+	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/workflows"
+)
+
+func newPolicyCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "policy", Short: "Work with permission and env policies"}
+	var request, step string
+	eval := &cobra.Command{
+		Use:   "eval FILE --request REQ.json",
+		Short: "Evaluate the permission or env policy of a workflow (or a bare policy file) against one request",
+		Long: `Evaluate a policy against one request and print the answer as JSON.
+
+FILE is a workflow (its step's policy with --step, else its own, else the
+default) or a bare policy file: YAML with a top-level permission: and/or env:,
+shaped as under policies:. The request's "kind" (permission or env) says which
+policy answers. A policy that fails answers as it would in a run: closed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if request == "" {
+				return usageErrorf("--request REQ.json is required")
+			}
+			pol, err := loadPolicies(args[0], step)
+			if err != nil {
+				return err
+			}
+			data, err := os.ReadFile(request)
+			if err != nil {
+				return usageErrorf("--request: %v", err)
+			}
+			var head struct {
+				Kind string `json:"kind"`
+			}
+			if err := json.Unmarshal(data, &head); err != nil {
+				return usageErrorf("--request %s: not a JSON object: %v", request, err)
+			}
+			var answer any
+			switch head.Kind {
+			case policies.KindPermission:
+				answer, err = evalPermission(cmd, pol, data)
+			case policies.KindEnv:
+				answer, err = evalEnv(cmd, pol, data)
+			default:
+				return usageErrorf("--request %s: \"kind\" must be %q or %q, got %q", request, policies.KindPermission, policies.KindEnv, head.Kind)
+			}
+			if err != nil {
+				return usageErrorf("--request %s: %v", request, err)
+			}
+			b, _ := json.MarshalIndent(answer, "", "  ")
+			fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			return nil
+		},
+	}
+	eval.Flags().StringVar(&request, "request", "", "the request, a JSON file (SPEC §4)")
+	eval.Flags().StringVar(&step, "step", "", "evaluate this step's policy (a workflow FILE only)")
+	cmd.AddCommand(eval)
+	return cmd
+}
+
+// boundPolicies are the policies that answer, with where they came from.
+type boundPolicies struct {
+	permission    policies.Permission
+	permissionSrc policies.Source
+	env           policies.Env
+	envSrc        policies.Source
+}
+
+// loadPolicies reads FILE as a workflow if it is one, else as a bare policy file.
+func loadPolicies(file, step string) (*boundPolicies, error) {
+	b := &boundPolicies{
+		permission: policies.DefaultPermission(), permissionSrc: policies.SourceDefault,
+		env: policies.DefaultEnv(), envSrc: policies.SourceDefault,
+	}
+	set := func(p engine.Policies, src policies.Source) {
+		if p.Permission != nil {
+			b.permission, b.permissionSrc = p.Permission, src
+		}
+		if p.Env != nil {
+			b.env, b.envSrc = p.Env, src
+		}
+	}
+	if isWorkflowFile(file) {
+		wf, err := workflows.Load(file)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		set(wf.Policies, policies.SourceWorkflow)
+		if step != "" {
+			st := findStep(wf, step)
+			if st == nil {
+				return nil, usageErrorf("--step %q: no such step in %s", step, file)
+			}
+			set(st.Policies, policies.SourceStep)
+		}
+		return b, nil
+	}
+	if step != "" {
+		return nil, usageErrorf("--step goes with a workflow file; %s is a policy file", file)
+	}
+	p, err := workflows.LoadPolicyFile(file)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	set(p, policies.SourceWorkflow)
+	return b, nil
+}
+
+// isWorkflowFile tells a workflow from a bare policy file: a workflow has
+// steps.
+func isWorkflowFile(file string) bool {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return true // let the loader word the error
+	}
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return true
+	}
+	_, hasSteps := top["steps"]
+	_, hasName := top["name"]
+	return hasSteps || hasName
+}
+
+func findStep(wf *engine.Workflow, id string) *engine.Step {
+	for _, s := range wf.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+func evalPermission(cmd *cobra.Command, b *boundPolicies, data []byte) (any, error) {
+	var req policies.PermissionRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, err
+	}
+	if req.Tool.Command == "" {
+		req.Tool.Command = policies.ToolCommand(req.Tool.RawInput)
+	}
+	rec := policies.Answer(cmd.Context(), b.permission, b.permissionSrc, &req)
+	return map[string]any{
+		"decision": rec.Decision, "reason": rec.Reason, "rule": rec.Rule, "policy": rec.Policy,
+		"outcome": rec.Outcome, "option_id": rec.OptionID,
+	}, nil
+}
+
+func evalEnv(cmd *cobra.Command, b *boundPolicies, data []byte) (any, error) {
+	var req policies.EnvRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, err
+	}
+	if req.Ambient == nil {
+		req.Ambient = map[string]string{}
+	}
+	if req.Explicit == nil {
+		req.Explicit = map[string]string{}
+	}
+	dec, err := b.env.DecideEnv(cmd.Context(), &req)
+	if err != nil {
+		// Fail closed, as a run would: the spawn is refused.
+		return map[string]any{"deny": "env policy failed: " + err.Error(), "policy": b.envSrc}, nil
+	}
+	if dec.Deny != "" {
+		return map[string]any{"deny": dec.Deny, "rule": dec.Rule, "policy": b.envSrc}, nil
+	}
+	return map[string]any{"env": dec.Env, "rule": dec.Rule, "policy": b.envSrc}, nil
+}
