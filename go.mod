@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/coder/acp-go-sdk v0.13.0
 	github.com/expr-lang/expr v1.17.8
+	github.com/goccy/go-json v0.12.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2

@@ -45,11 +45,11 @@ func BenchmarkPermissionRulesDecide(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		var req PermissionRequest
-		if err := json.Unmarshal(benchRequest, &req); err != nil {
+		req, err := DecodePermissionRequest(benchRequest)
+		if err != nil {
 			b.Fatal(err)
 		}
-		v, err := p.DecidePermission(ctx, &req)
+		v, err := p.DecidePermission(ctx, req)
 		if err != nil || v.Rule != "4" {
 			b.Fatalf("verdict %+v, %v; want rule 4", v, err)
 		}

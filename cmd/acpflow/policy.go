@@ -141,14 +141,11 @@ func findStep(wf *engine.Workflow, id string) *engine.Step {
 }
 
 func evalPermission(cmd *cobra.Command, b *boundPolicies, data []byte) (any, error) {
-	var req policies.PermissionRequest
-	if err := json.Unmarshal(data, &req); err != nil {
+	req, err := policies.DecodePermissionRequest(data)
+	if err != nil {
 		return nil, err
 	}
-	if req.Tool.Command == "" {
-		req.Tool.Command = policies.ToolCommand(req.Tool.RawInput)
-	}
-	rec := policies.Answer(cmd.Context(), b.permission, b.permissionSrc, &req)
+	rec := policies.Answer(cmd.Context(), b.permission, b.permissionSrc, req)
 	return map[string]any{
 		"decision": rec.Decision, "reason": rec.Reason, "rule": rec.Rule, "policy": rec.Policy,
 		"outcome": rec.Outcome, "option_id": rec.OptionID,
