@@ -3,7 +3,9 @@
 //
 // Everything is built first (acpflow, the bare acp-go-sdk client, the
 // no-delay test agent), then the variants run interleaved, so that a busy
-// moment on the machine hurts every variant alike. With -write the table
+// moment on the machine hurts every variant alike. acpx, the Node ACP CLI,
+// joins the comparison when bench/acpx/install.sh has installed it. Each
+// section ends with the targets it is judged by; with -write the report
 // also goes to bench/RESULTS.md.
 package main
 
@@ -15,118 +17,135 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 )
 
-// sample is one measured process.
-type sample struct {
-	wall   time.Duration
-	cpu    time.Duration // user + system of the measured process itself
-	maxRSS int64         // KiB
+// bench is what every section measures with.
+type bench struct {
+	n       int
+	dir     string // scratch: binaries, workflows, the run store
+	state   string // the run store of every acpflow run (not the user's)
+	acpxDir string // where bench/acpx/install.sh installed acpx
+
+	acpflow, bareclient, testagent string
 }
+
+// section is one part of the report: its text and the targets it checks.
+type section struct {
+	title   string
+	body    strings.Builder
+	targets []target
+}
+
+type target struct {
+	name, measured string
+	met            bool
+}
+
+func (s *section) target(name, measured string, met bool) {
+	s.targets = append(s.targets, target{name, measured, met})
+}
+
+// sections run in this order. One that returns nil is left out of the report.
+var sections = []func(*bench) *section{
+	turnSection,
+	teardownSection,
+	batchThroughput,
+	policyDecisionCosts,
+}
+
+// batchThroughput is the hook for batch runs (`acpflow run --inputs` at
+// several --concurrency values: runs per second, CPU and peak RSS per run).
+// Not measured yet.
+func batchThroughput(b *bench) *section { return nil }
+
+// policyDecisionCosts is the hook for the cost of one permission or env
+// decision per policy form (shorthand, expr rules, WASM command module,
+// WASM reactor). Not measured yet.
+func policyDecisionCosts(b *bench) *section { return nil }
 
 // variant is one command measured repeatedly.
 type variant struct {
 	name    string
-	argv    []string
+	cmd     command
 	samples []sample
 }
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == launchArg && os.Args[2] == "--" {
+		launch(os.Args[3:])
+	}
 	n := flag.Int("n", 30, "runs per variant")
 	write := flag.Bool("write", false, "also write bench/RESULTS.md")
+	acpxDir := flag.String("acpx", filepath.Join("bench", "acpx"), "where bench/acpx/install.sh installed acpx")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "acpflow-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	bin := func(name string) string { return filepath.Join(dir, name) }
-	build(bin("acpflow"), "./cmd/acpflow")
-	build(bin("bareclient"), "./bench/bareclient")
-	build(bin("testagent"), "./internal/testagent")
+	b := &bench{n: *n, dir: dir, state: filepath.Join(dir, "state.db"), acpxDir: *acpxDir}
+	b.acpflow, b.bareclient, b.testagent = filepath.Join(dir, "acpflow"), filepath.Join(dir, "bareclient"), filepath.Join(dir, "testagent")
+	build(b.acpflow, "./cmd/acpflow")
+	build(b.bareclient, "./bench/bareclient")
+	build(b.testagent, "./internal/testagent")
 
-	wf := filepath.Join(dir, "one-step.yaml")
-	check(os.WriteFile(wf, []byte(fmt.Sprintf(`name: bench
-agents:
-  fast:
-    command: %s
-steps:
-  - id: one
-    uses: acp-subagent
-    with:
-      agent: fast
-      prompt: hello
-`, bin("testagent"))), 0o644))
-
-	variants := []*variant{
-		{name: "bare acp-go-sdk client", argv: []string{bin("bareclient"), "--", bin("testagent")}},
-		{name: "acpflow run (1 step)", argv: []string{bin("acpflow"), "run", wf, "--workspace", dir}},
-	}
-	for _, v := range variants { // warm the page cache
-		measure(v.argv)
-	}
-	for i := 0; i < *n; i++ {
-		for _, v := range variants {
-			v.samples = append(v.samples, measure(v.argv))
-		}
-	}
-
+	date := time.Now().UTC()
 	var out strings.Builder
-	report(&out, variants, *n)
+	fmt.Fprintf(&out, "%s, %d CPUs (%s), %s, %s; median of %d runs per figure.\n",
+		runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), date.Format("2006-01-02"), *n)
+	var targets []target
+	for _, f := range sections {
+		s := f(b)
+		if s == nil {
+			continue
+		}
+		fmt.Fprintf(&out, "\n## %s\n\n%s", s.title, s.body.String())
+		targets = append(targets, s.targets...)
+	}
+	fmt.Fprintf(&out, "\n## Targets\n\n")
+	t := newTable("target", "measured", "")
+	for _, tg := range targets {
+		verdict := "met"
+		if !tg.met {
+			verdict = "**not met**"
+		}
+		t.row(tg.name, tg.measured, verdict)
+	}
+	t.write(&out)
 	fmt.Print(out.String())
 	if *write {
-		writeResults(out.String())
+		writeResults(out.String(), *n, date)
 	}
 }
 
-func report(w io.Writer, vs []*variant, n int) {
-	base := vs[0]
-	fmt.Fprintf(w, "One ACP turn against a no-delay agent, median of %d runs each (%s, %d CPUs, %s)\n\n",
-		n, runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02"))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "| variant\t| wall\t| CPU\t| peak RSS\t| wall ratio\t| wall delta\t|")
-	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|")
-	bw := median(base.samples, func(s sample) float64 { return float64(s.wall) })
-	for _, v := range vs {
-		wall := median(v.samples, func(s sample) float64 { return float64(s.wall) })
-		cpu := median(v.samples, func(s sample) float64 { return float64(s.cpu) })
-		rss := median(v.samples, func(s sample) float64 { return float64(s.maxRSS) })
-		fmt.Fprintf(tw, "| %s\t| %.1f ms\t| %.1f ms\t| %.1f MB\t| %.2f×\t| %+.1f ms\t|\n", v.name,
-			wall/1e6, cpu/1e6, rss/1024, wall/bw, (wall-bw)/1e6)
+// workflow writes a workflow into the scratch directory and returns its path.
+func (b *bench) workflow(name, format string, args ...any) string {
+	p := filepath.Join(b.dir, name)
+	check(os.WriteFile(p, []byte(fmt.Sprintf(format, args...)), 0o644))
+	return p
+}
+
+// table renders a Markdown table with aligned columns.
+type table struct{ rows [][]string }
+
+func newTable(header ...string) *table {
+	sep := make([]string, len(header))
+	for i := range sep {
+		sep[i] = "---"
+	}
+	return &table{rows: [][]string{header, sep}}
+}
+
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	for _, r := range t.rows {
+		fmt.Fprintf(tw, "| %s\t|\n", strings.Join(r, "\t| "))
 	}
 	tw.Flush()
-}
-
-func measure(argv []string) sample {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout = io.Discard
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	begin := time.Now()
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "bench: %s: %v\n%s", strings.Join(argv, " "), err, stderr.String())
-		os.Exit(1)
-	}
-	wall := time.Since(begin)
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return sample{
-		wall:   wall,
-		cpu:    cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(),
-		maxRSS: ru.Maxrss,
-	}
-}
-
-func median(ss []sample, f func(sample) float64) float64 {
-	v := make([]float64, len(ss))
-	for i, s := range ss {
-		v[i] = f(s)
-	}
-	sort.Float64s(v)
-	return v[len(v)/2]
 }
 
 func build(out, pkg string) {
@@ -136,10 +155,25 @@ func build(out, pkg string) {
 	check(cmd.Run())
 }
 
-func writeResults(table string) {
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func writeResults(report string, n int, date time.Time) {
 	host, _ := os.Hostname()
-	body := fmt.Sprintf("# acpflow benchmark results\n\nCommand: `go run ./bench -write` (from the repository root).\nMachine: %s, %d CPUs, %s.\n\n%s\n",
-		host, runtime.NumCPU(), runtime.Version(), table)
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	body := fmt.Sprintf("# acpflow benchmark results\n\nCommand: `go run ./bench -write -n %d` (from the repository root; `bash bench/acpx/install.sh` first for acpx).\n"+
+		"Machine: host %q, Linux %s. Written %s.\n\n%s",
+		n, host, strings.TrimSpace(string(kernel)), date.Format(time.RFC3339), report)
 	check(os.WriteFile(filepath.Join("bench", "RESULTS.md"), []byte(body), 0o644))
 }
 

@@ -3,16 +3,18 @@
 // initialize, session/new, one prompt, close stdin, wait. No policies, no
 // events, no process-group teardown.
 //
-// Usage: bareclient [-n N] -- AGENT [ARGS...]   (N turns in sequence, each a fresh agent)
+// Usage: bareclient [-n N] [-c C] -- AGENT [ARGS...]   (N turns, C at once, each a fresh agent)
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -84,15 +86,42 @@ func turn(ctx context.Context, argv []string) error {
 
 func main() {
 	n := flag.Int("n", 1, "turns, each with a fresh agent")
+	c := flag.Int("c", 1, "turns in flight at once (the batch baseline)")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: bareclient [-n N] -- AGENT [ARGS...]")
+		fmt.Fprintln(os.Stderr, "usage: bareclient [-n N] [-c C] -- AGENT [ARGS...]")
 		os.Exit(2)
 	}
+	slog.SetDefault(slog.New(slog.DiscardHandler)) // the SDK logs every closed connection
+	turns := make(chan struct{})
+	errs := make(chan error, *c)
+	var wg sync.WaitGroup
+	for w := 0; w < *c; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range turns {
+				if err := turn(context.Background(), flag.Args()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
 	for i := 0; i < *n; i++ {
-		if err := turn(context.Background(), flag.Args()); err != nil {
+		select {
+		case turns <- struct{}{}:
+		case err := <-errs:
 			fmt.Fprintln(os.Stderr, "bareclient:", err)
 			os.Exit(1)
 		}
+	}
+	close(turns)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		fmt.Fprintln(os.Stderr, "bareclient:", err)
+		os.Exit(1)
+	default:
 	}
 }

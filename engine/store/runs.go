@@ -165,10 +165,7 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	if err != nil {
 		return fmt.Errorf("store: run %s: %w", r.ID, err)
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO runs
-		(id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,
-		 status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = s.stmts.insertRun.ExecContext(ctx,
 		r.ID, nullString(r.BatchID), nullInt(r.BatchLine), r.Workflow, r.WorkflowFile, r.WorkflowHash, r.Workspace, inputs,
 		r.Status, r.Error, outputs, timeArg(r.StartedAt), timeArg(r.EndedAt), r.DurationMS,
 		nullString(r.ResumedFrom), r.OwnerPID, int64(r.OwnerStartTicks))
@@ -194,7 +191,7 @@ func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, output
 	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		var startedS sql.NullString
-		if err := tx.QueryRowContext(ctx, `SELECT started_at FROM runs WHERE id = ?`, id).Scan(&startedS); err != nil {
+		if err := tx.StmtContext(ctx, s.stmts.runStarted).QueryRowContext(ctx, id).Scan(&startedS); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("store: run %q: %w", id, ErrNotFound)
 			}
@@ -204,8 +201,7 @@ func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, output
 		if err != nil {
 			return fmt.Errorf("store: finish run %s: %w", id, err)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, error = ?, outputs_json = ?, ended_at = ?, duration_ms = ? WHERE id = ?`,
-			status, errMsg, out, timeArg(ended), max(ended.Sub(started).Milliseconds(), 0), id)
+		_, err = tx.StmtContext(ctx, s.stmts.finishRun).ExecContext(ctx, status, errMsg, out, timeArg(ended), max(ended.Sub(started).Milliseconds(), 0), id)
 		if err != nil {
 			return fmt.Errorf("store: finish run %s: %w", id, err)
 		}

@@ -14,6 +14,8 @@ import (
 type writeStmts struct {
 	upsertStep, deletePermissions, insertPermission *sql.Stmt
 	insertEvent, insertEvents                       *sql.Stmt // one row; eventsPerInsert rows
+	insertRun, insertChild, endChild                *sql.Stmt // once or twice a run: a batch does thousands
+	runStarted, finishRun                           *sql.Stmt
 }
 
 // eventsPerInsert is how many events one INSERT writes.
@@ -33,6 +35,14 @@ const (
 	(run_id, step_id, seq, tool_call_id, kind, title, decision, outcome, option_id, policy, rule, reason)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertEventSQL = `INSERT INTO events (run_id, step_id, type, time, fields_json) VALUES (?, ?, ?, ?, ?)`
+	insertRunSQL   = `INSERT INTO runs
+		(id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,
+		 status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertChildSQL = `INSERT INTO children (run_id, step_id, pid, pgid, start_ticks, started_at) VALUES (?, ?, ?, ?, ?, ?)`
+	endChildSQL    = `UPDATE children SET ended_at = ? WHERE run_id = ? AND step_id = ? AND pid = ? AND ended_at IS NULL`
+	runStartedSQL  = `SELECT started_at FROM runs WHERE id = ?`
+	finishRunSQL   = `UPDATE runs SET status = ?, error = ?, outputs_json = ?, ended_at = ?, duration_ms = ? WHERE id = ?`
 )
 
 var insertEventsSQL = insertEventSQL + strings.Repeat(`, (?, ?, ?, ?, ?)`, eventsPerInsert-1)
@@ -48,6 +58,11 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 		{&ws.insertPermission, insertPermissionSQL},
 		{&ws.insertEvent, insertEventSQL},
 		{&ws.insertEvents, insertEventsSQL},
+		{&ws.insertRun, insertRunSQL},
+		{&ws.insertChild, insertChildSQL},
+		{&ws.endChild, endChildSQL},
+		{&ws.runStarted, runStartedSQL},
+		{&ws.finishRun, finishRunSQL},
 	} {
 		var err error
 		if *p.stmt, err = db.PrepareContext(ctx, p.sql); err != nil {
@@ -60,7 +75,8 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 
 func (ws *writeStmts) close() error {
 	var errs []error
-	for _, s := range []*sql.Stmt{ws.upsertStep, ws.deletePermissions, ws.insertPermission, ws.insertEvent, ws.insertEvents} {
+	for _, s := range []*sql.Stmt{ws.upsertStep, ws.deletePermissions, ws.insertPermission, ws.insertEvent, ws.insertEvents,
+		ws.insertRun, ws.insertChild, ws.endChild, ws.runStarted, ws.finishRun} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}

@@ -216,10 +216,13 @@ func (c *Child) teardown(eofGrace, termGrace time.Duration) Report {
 	}
 	c.stdin.Close()
 	r.Escaped = c.killEscaped()
-	registry.remove(c)
-	if registry.sweepAllowed() {
+	// Orphans can be attributed to this child only when no other child
+	// lives; c stays registered meanwhile, so its own leader is never
+	// taken for an orphan (and its exit status stays exec.Cmd's).
+	if registry.onlyLive(c) {
 		r.Escaped += sweepOrphans(procs)
 	}
+	registry.remove(c)
 	select {
 	case <-c.exited:
 	case <-time.After(5 * time.Second):
@@ -348,11 +351,12 @@ func waitKeysGone(keys []procKey) {
 				break
 			}
 			if p.state == 'Z' {
-				if p.ppid == self {
+				if p.ppid == self && !registry.isLeader(k.pid) {
 					reap(k.pid)
 					continue
 				}
-				break // someone else's zombie to reap
+				// Its parent reaps it, or dies and it comes to us (or
+				// init): poll until it is gone or ours.
 			}
 			if time.Now().After(deadline) {
 				return

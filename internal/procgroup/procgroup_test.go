@@ -232,3 +232,17 @@ func TestReapGroupKillsALeftOverGroupButNotAReusedPid(t *testing.T) {
 		t.Error("ReapGroup of a gone group reported a kill")
 	}
 }
+
+func TestTeardownOfAPlainChildReportsNoEscapedProcess(t *testing.T) {
+	for i := 0; i < 5; i++ {
+		c := startShell(t, t.TempDir(), `cat >/dev/null`)
+		rep := c.Teardown(time.Second, time.Second)
+		if rep.Escaped != 0 {
+			t.Fatalf("escaped = %d for a child that started nothing", rep.Escaped)
+		}
+		<-c.Exited()
+		if c.ExitErr() != nil {
+			t.Fatalf("the child's exit status was lost: %v", c.ExitErr())
+		}
+	}
+}

@@ -67,13 +67,13 @@ func (r *liveChildren) watch() {
 	}
 }
 
-// sweepAllowed reports whether orphans adopted by acpflow can be attributed
-// to the child just torn down: only when acpflow is a subreaper and no other
-// child is live that might own them.
-func (r *liveChildren) sweepAllowed() bool {
+// onlyLive reports whether orphans adopted by acpflow can be attributed to
+// c: acpflow is a subreaper and c is the only live child.
+func (r *liveChildren) onlyLive(c *Child) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.subreaper && len(r.children) == 0
+	_, ok := r.children[c]
+	return r.subreaper && ok && len(r.children) == 1
 }
 
 // isLeader reports whether pid is the leader of a live child (acpflow's own

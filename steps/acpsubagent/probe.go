@@ -58,13 +58,17 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 	}()
 	conn := acp.NewClientSideConnection(&client{inv: &steps.Invocation{Events: steps.Discard{}}}, child.Stdin(), child.Stdout())
 	conn.SetLogger(slog.New(noiseCounter{new(atomic.Int64)}))
-	startCtx, cancel := context.WithTimeout(ctx, agent.StartTimeout)
+	startCtx, cancel := context.WithTimeoutCause(ctx, agent.StartTimeout,
+		fmt.Errorf("the agent did not answer within %s (start-timeout)", agent.StartTimeout))
 	defer cancel()
 	init, err := conn.Initialize(startCtx, acp.InitializeRequest{
 		ProtocolVersion: acp.ProtocolVersionNumber,
 		ClientInfo:      &acp.Implementation{Name: "acpflow", Version: version.Version},
 	})
 	if err != nil {
+		if cause := context.Cause(startCtx); cause != nil && startCtx.Err() != nil {
+			return res, fmt.Errorf("initialize: %w", cause)
+		}
 		return res, fmt.Errorf("initialize failed: %s", describeRPCError(err))
 	}
 	res.ProtocolVersion = int(init.ProtocolVersion)
@@ -80,6 +84,9 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 	sess, err := conn.NewSession(startCtx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 	if err != nil {
 		res.SessionError = describeRPCError(err)
+		if cause := context.Cause(startCtx); cause != nil && startCtx.Err() != nil {
+			res.SessionError = cause.Error()
+		}
 		return res, nil
 	}
 	res.SessionID = string(sess.SessionId)
