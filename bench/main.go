@@ -56,16 +56,6 @@ var sections = []func(*bench) *section{
 	policyDecisionCosts,
 }
 
-// batchThroughput is the hook for batch runs (`acpflow run --inputs` at
-// several --concurrency values: runs per second, CPU and peak RSS per run).
-// Not measured yet.
-func batchThroughput(b *bench) *section { return nil }
-
-// policyDecisionCosts is the hook for the cost of one permission or env
-// decision per policy form (shorthand, expr rules, WASM command module,
-// WASM reactor). Not measured yet.
-func policyDecisionCosts(b *bench) *section { return nil }
-
 // variant is one command measured repeatedly.
 type variant struct {
 	name    string

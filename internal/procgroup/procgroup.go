@@ -110,6 +110,8 @@ func Start(spec Spec) (*Child, error) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
+	spawned := registry.begin()
+	defer spawned()
 	startErr := cmd.Start()
 	// The child has its own copies now (or failed to start).
 	inR.Close()

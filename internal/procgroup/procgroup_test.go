@@ -246,3 +246,23 @@ func TestTeardownOfAPlainChildReportsNoEscapedProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestAChildBeingStartedIsNeverTakenForAnOrphan: between fork and
+// registration a new child is acpflow's child but not yet a known one; a
+// teardown that sweeps orphans at that moment must leave it alone.
+func TestAChildBeingStartedIsNeverTakenForAnOrphan(t *testing.T) {
+	c := startShell(t, t.TempDir(), `cat >/dev/null`)
+	// A spawn under way: forked (a child of this process), not registered.
+	end := registry.begin()
+	starting := exec.Command("/bin/sleep", "30")
+	if err := starting.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { starting.Process.Kill(); starting.Wait() }()
+	c.Teardown(time.Second, time.Second)
+	end()
+	ticks, _ := StartTicks(starting.Process.Pid)
+	if !Alive(starting.Process.Pid, ticks) {
+		t.Error("the teardown's orphan sweep killed a child that was being started")
+	}
+}

@@ -26,6 +26,23 @@ type liveChildren struct {
 	children  map[*Child]struct{}
 	watching  bool
 	subreaper bool
+	// starting counts spawns under way: a child between fork and add is
+	// acpflow's child but not yet registered, and must not be taken for
+	// an orphan.
+	starting int
+}
+
+// begin marks a spawn under way; the returned func ends it, after add (or
+// after a failed start).
+func (r *liveChildren) begin() (end func()) {
+	r.mu.Lock()
+	r.starting++
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		r.starting--
+		r.mu.Unlock()
+	}
 }
 
 func (r *liveChildren) add(c *Child) {
@@ -73,7 +90,7 @@ func (r *liveChildren) onlyLive(c *Child) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, ok := r.children[c]
-	return r.subreaper && ok && len(r.children) == 1
+	return r.subreaper && ok && len(r.children) == 1 && r.starting == 0
 }
 
 // isLeader reports whether pid is the leader of a live child (acpflow's own
@@ -113,7 +130,7 @@ func EnableSubreaper() error {
 // EnableSubreaper succeeded. It returns how many it killed.
 func SweepOrphans() int {
 	registry.mu.Lock()
-	on := registry.subreaper
+	on := registry.subreaper && registry.starting == 0
 	registry.mu.Unlock()
 	if !on {
 		return 0
