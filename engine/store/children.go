@@ -28,7 +28,7 @@ type Child struct {
 // record of the process.
 func (s *Store) ChildStarted(ctx context.Context, runID, stepID string, pid, pgid int, startTicks uint64) error {
 	ctx = durable(ctx)
-	_, err := s.stmts.insertChild.ExecContext(ctx, runID, stepID, pid, pgid, int64(startTicks), timeArg(time.Now()))
+	_, err := s.exec(ctx, s.stmts.insertChild, runID, stepID, pid, pgid, int64(startTicks), timeArg(time.Now()))
 	if err != nil {
 		return fmt.Errorf("store: record process %d of step %s of run %s: %w", pid, stepID, runID, err)
 	}
@@ -40,7 +40,7 @@ func (s *Store) ChildStarted(ctx context.Context, runID, stepID string, pid, pgi
 // teardown may report a process more than once.
 func (s *Store) ChildEnded(ctx context.Context, runID, stepID string, pid int) error {
 	ctx = durable(ctx)
-	_, err := s.stmts.endChild.ExecContext(ctx, timeArg(time.Now()), runID, stepID, pid)
+	_, err := s.exec(ctx, s.stmts.endChild, timeArg(time.Now()), runID, stepID, pid)
 	if err != nil {
 		return fmt.Errorf("store: record end of process %d of step %s of run %s: %w", pid, stepID, runID, err)
 	}

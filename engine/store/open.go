@@ -70,6 +70,7 @@ type Store struct {
 
 	stmts  *writeStmts
 	events *eventQueue
+	writer *writer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -141,7 +142,7 @@ func Open(path string) (*Store, error) {
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 
-	s := &Store{path: abs, w: w, r: r, stmts: stmts}
+	s := &Store{path: abs, w: w, r: r, stmts: stmts, writer: startWriter()}
 	s.events = startEventQueue(w, stmts)
 	return s, nil
 }
@@ -216,6 +217,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		evErr := s.events.close()
+		s.writer.stop()
 		s.closeErr = errors.Join(evErr, s.stmts.close(), s.r.Close(), s.w.Close())
 	})
 	return s.closeErr

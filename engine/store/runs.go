@@ -165,7 +165,7 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	if err != nil {
 		return fmt.Errorf("store: run %s: %w", r.ID, err)
 	}
-	_, err = s.stmts.insertRun.ExecContext(ctx,
+	_, err = s.exec(ctx, s.stmts.insertRun,
 		r.ID, nullString(r.BatchID), nullInt(r.BatchLine), r.Workflow, r.WorkflowFile, r.WorkflowHash, r.Workspace, inputs,
 		r.Status, r.Error, outputs, timeArg(r.StartedAt), timeArg(r.EndedAt), r.DurationMS,
 		nullString(r.ResumedFrom), r.OwnerPID, int64(r.OwnerStartTicks))
@@ -235,18 +235,29 @@ func durable(ctx context.Context) context.Context {
 
 // writeTx runs fn in a write transaction and commits it.
 func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
+	return s.writer.do(func() error {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("store: begin: %w", err)
+		}
+		if err := fn(tx); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("store: commit: %w", err)
+		}
+		return nil
+	})
+}
+
+// exec runs one write statement on the writer goroutine.
+func (s *Store) exec(ctx context.Context, stmt *sql.Stmt, args ...any) (res sql.Result, err error) {
+	err = s.writer.do(func() error {
+		res, err = stmt.ExecContext(ctx, args...)
 		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
-	}
-	return nil
+	})
+	return res, err
 }
 
 // updated turns an UPDATE of one row by id into an error: the statement's,

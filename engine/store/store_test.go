@@ -720,3 +720,14 @@ func TestReopenRunMakesARunRunningAgainUnderANewOwner(t *testing.T) {
 		t.Errorf("reopening a missing run: %v", err)
 	}
 }
+
+func TestAWriteAfterCloseIsAnErrorNotAPanic(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := s.CreateRun(context.Background(), Run{ID: "late", Workflow: "w"}); err == nil {
+		t.Error("a write after Close succeeded")
+	}
+}
