@@ -25,7 +25,8 @@ type client struct {
 	sessionID   string // set once session/new answered; updates for others are ignored
 	output      strings.Builder
 	permissions []policies.PermissionRecord
-	cancelled   bool // a cancel was sent: pending permissions are answered `cancelled`
+	cancelled   bool  // a cancel was sent: pending permissions are answered `cancelled`
+	handled     int64 // session/update notifications handed over by the SDK
 }
 
 var _ acp.Client = (*client)(nil)
@@ -48,6 +49,30 @@ func (c *client) markCancelled() {
 	c.mu.Unlock()
 }
 
+// quiesce waits, once the connection has closed, until every session/update
+// the agent wrote has been handed to SessionUpdate: the SDK processes them
+// on a goroutine of its own, and a request that failed on the closed
+// connection does not wait for them. Partial text survives a crash, as in
+// the seed. It gives up after limit (an update the SDK could not decode is
+// never handed over).
+func (c *client) quiesce(done <-chan struct{}, written *updateCounter, limit time.Duration) {
+	select {
+	case <-done:
+	default:
+		return // still connected: nothing is in flight on our account
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		handled := c.handled
+		c.mu.Unlock()
+		if handled >= written.count() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // snapshot returns the output and permission records so far.
 func (c *client) snapshot() (string, []policies.PermissionRecord) {
 	c.mu.Lock()
@@ -63,6 +88,9 @@ func (c *client) emit(typ string, fields map[string]any) {
 // output, in order, with nothing added between pieces; everything else goes
 // to the event stream with its kind.
 func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	c.mu.Lock()
+	c.handled++
+	c.mu.Unlock()
 	if !c.ours(n.SessionId) {
 		return nil
 	}

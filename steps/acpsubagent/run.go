@@ -50,6 +50,8 @@ type attempt struct {
 	conn   *acp.ClientSideConnection
 	// protocolNoise counts lines on the agent's stdout that were not JSON-RPC.
 	protocolNoise atomic.Int64
+	// updates counts the session/update lines the agent wrote.
+	updates *updateCounter
 }
 
 // Run runs one attempt: start, prompt, settle, tear down (SPEC §3).
@@ -66,6 +68,9 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		}
 	}
 	if a.client != nil {
+		if res.StopReason != steps.Completed && a.conn != nil {
+			a.client.quiesce(a.conn.Done(), a.updates, 250*time.Millisecond)
+		}
 		res.Output, res.Permissions = a.client.snapshot()
 	}
 	if res.StopReason == "" {
@@ -104,7 +109,8 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)}
 	}
 	a.client = &client{inv: a.inv, cwd: cwd}
-	a.conn = acp.NewClientSideConnection(a.client, a.child.Stdin(), a.child.Stdout())
+	a.updates = &updateCounter{r: a.child.Stdout()}
+	a.conn = acp.NewClientSideConnection(a.client, a.child.Stdin(), a.updates)
 	a.conn.SetLogger(slog.New(noiseCounter{&a.protocolNoise}))
 	a.emit("step_update", map[string]any{"kind": "spawned", "pid": a.child.Pid(), "start_ticks": a.child.StartTicks(), "cwd": cwd})
 
