@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/acpflow/acpflow/steps"
@@ -53,7 +55,15 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	}
 	agent, ok := cfg.Agents[name]
 	if !ok {
-		return nil, fmt.Errorf("with.agent: unknown agent %q", name)
+		declared := make([]string, 0, len(cfg.Agents))
+		for n := range cfg.Agents {
+			declared = append(declared, n)
+		}
+		sort.Strings(declared)
+		if len(declared) == 0 {
+			return nil, fmt.Errorf("with.agent: unknown agent %q (the workflow declares no agents:)", name)
+		}
+		return nil, fmt.Errorf("with.agent: unknown agent %q (declared: %s)", name, strings.Join(declared, ", "))
 	}
 	if cwd, ok := cfg.With["cwd"]; ok {
 		if s, _ := cwd.(string); s == "" {
