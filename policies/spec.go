@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"github.com/acpflow/acpflow/internal/suggest"
 	"maps"
 	"math"
 	"path/filepath"
@@ -598,64 +599,8 @@ func joinPath(path, key string) string {
 // didYouMean is the tail of a "want …; got …" message: a suggestion when a
 // known word is close enough to be the one meant.
 func didYouMean(word string, known []string) string {
-	if s := suggest(word, known); s != "" {
+	if s := suggest.Closest(word, known); s != "" {
 		return fmt.Sprintf("; did you mean %q?", s)
 	}
 	return ""
-}
-
-// suggest returns the word of known closest to word, or "" when none is
-// close enough to be a likely typo. Case and the `_`/`-` spelling are
-// ignored, the two ways users most often miss a key they otherwise know.
-func suggest(word string, known []string) string {
-	norm := normalizeWord(word)
-	if norm == "" {
-		return ""
-	}
-	best, bestDist := "", -1
-	for _, k := range known {
-		d := levenshtein(norm, normalizeWord(k))
-		if bestDist < 0 || d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	// One edit in four characters, at least one and at most three, is the
-	// range where a typo is likelier than a different word.
-	limit := min(max(1, len([]rune(norm))/4+1), 3)
-	if bestDist < 0 || bestDist > limit || bestDist >= len([]rune(norm)) {
-		return ""
-	}
-	return best
-}
-
-func normalizeWord(s string) string {
-	return strings.ReplaceAll(strings.ToLower(s), "_", "-")
-}
-
-// levenshtein is the edit distance between a and b: insertions, deletions,
-// substitutions and swaps of adjacent runes (so "kidn" is one edit from
-// "kind") each count one.
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }

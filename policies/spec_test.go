@@ -288,50 +288,6 @@ func TestParseTimeout(t *testing.T) {
 	}
 }
 
-func TestSuggest(t *testing.T) {
-	keys := []string{"rules", "default", "wasm", "config", "limits"}
-	tests := []struct{ name, word, want string }{
-		{"a missing letter", "rule", "rules"},
-		{"swapped letters", "defualt", "default"},
-		{"another case", "WASM", "wasm"},
-		{"an underscore for a dash", "scrub_credentials", "scrub-credentials"},
-		{"a different word gets nothing", "policy", ""},
-		{"a short word needs a close match", "ru", ""},
-		{"an empty word gets nothing", "", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			known := keys
-			if tt.want == "scrub-credentials" {
-				known = envSpecKeys
-			}
-			if got := suggest(tt.word, known); got != tt.want {
-				t.Errorf("suggest(%q) = %q; want %q", tt.word, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestLevenshtein(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"kitten", "sitting", 3},
-		{"kidn", "kind", 1}, {"allow", "alow", 1}, {"café", "cafe", 1},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%q to %q is %d", tt.a, tt.b, tt.want), func(t *testing.T) {
-			if got := levenshtein(tt.a, tt.b); got != tt.want {
-				t.Errorf("levenshtein = %d", got)
-			}
-			if got := levenshtein(tt.b, tt.a); got != tt.want {
-				t.Errorf("levenshtein reversed = %d", got)
-			}
-		})
-	}
-}
-
 func TestSpecErrorsKeepTheirPaths(t *testing.T) {
 	_, err := ParsePermission(map[string]any{
 		"rules": []any{

@@ -70,8 +70,8 @@ func TestSuggest(t *testing.T) {
 		{"an unrelated word gets nothing", "environment", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := suggest(tc.word, known); got != tc.want {
-				t.Errorf("suggest(%q) = %q, want %q", tc.word, got, tc.want)
+			if got := closestWord(tc.word, known); got != tc.want {
+				t.Errorf("closestWord(%q) = %q, want %q", tc.word, got, tc.want)
 			}
 		})
 	}

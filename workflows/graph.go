@@ -58,7 +58,7 @@ func (d *decoder) stepNames(id string) string {
 			ids = append(ids, s.step.ID)
 		}
 	}
-	if s := suggest(id, ids); s != "" {
+	if s := closestWord(id, ids); s != "" {
 		return fmt.Sprintf("; did you mean %q?", s)
 	}
 	return " (steps: " + strings.Join(ids, ", ") + ")"

@@ -124,7 +124,7 @@ func unknownInput(wf *engine.Workflow, name string) *InputError {
 	}
 	sort.Strings(names)
 	msg := fmt.Sprintf("unknown input %q (declared: %s)", name, strings.Join(names, ", "))
-	if s := suggest(name, names); s != "" {
+	if s := closestWord(name, names); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
 	return inputErrorf(name, "%s", msg)

@@ -49,7 +49,7 @@ func (d *decoder) checkInput(u exprUse, r engine.Ref) {
 		return
 	}
 	names := sortedKeys(d.inputs)
-	if s := suggest(r.Name, names); s != "" {
+	if s := closestWord(r.Name, names); s != "" {
 		d.at(at, "unknown input %q; did you mean %q?", r.Name, s)
 		return
 	}

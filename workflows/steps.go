@@ -246,7 +246,7 @@ func (d *decoder) decodeNeeds(info *stepInfo, n *node) {
 // exists, with a suggestion first when one is close.
 func knownList(word string, known []string) string {
 	tail := ""
-	if s := suggest(word, known); s != "" {
+	if s := closestWord(word, known); s != "" {
 		tail = fmt.Sprintf("; did you mean %q?", s)
 	}
 	return tail + " (known: " + strings.Join(known, ", ") + ")"
