@@ -1,6 +1,6 @@
 module github.com/acpflow/acpflow
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/coder/acp-go-sdk v0.13.0
