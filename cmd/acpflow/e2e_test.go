@@ -808,3 +808,72 @@ env:
 		t.Errorf("a request of an unknown kind: exit %d", r.code)
 	}
 }
+
+func TestResumeRerunsOnlyWhatFailedAndRefusesAChangedWorkflow(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	state := filepath.Join(dir, "state.db")
+	// "second" fails the first time: its cwd does not exist yet.
+	body := fmt.Sprintf(`name: resumable
+agents:
+  a: {command: %s, args: %s}
+steps:
+  - {id: first, uses: acp-subagent, with: {agent: a, prompt: "first"}}
+  - {id: second, needs: [first], uses: acp-subagent, with: {agent: a, prompt: "second ${{ steps.first.output }}", cwd: later}}
+`, testAgent, agentArgs("-record", record, "-chunk", "one"))
+	wf := writeWorkflow(t, dir, body)
+	out := filepath.Join(dir, "out.jsonl")
+	if r := acpflow(t, dir, "run", wf, "--state", state, "--output", out, "--workspace", dir); r.code != 1 {
+		t.Fatalf("first run: exit %d, want 1 (second's cwd is missing)\n%s", r.code, r.stderr)
+	}
+	var res struct {
+		RunID string `json:"run_id"`
+	}
+	data, _ := os.ReadFile(out)
+	json.Unmarshal(data, &res)
+
+	// A changed workflow file is refused without --force.
+	os.WriteFile(wf, []byte(body+"# changed\n"), 0o644)
+	if r := acpflow(t, dir, "resume", res.RunID, "--state", state); r.code != 2 || !strings.Contains(r.stderr, "--force") {
+		t.Errorf("resume of a changed workflow: exit %d\n%s", r.code, r.stderr)
+	}
+
+	os.Mkdir(filepath.Join(dir, "later"), 0o755)
+	r := acpflow(t, dir, "resume", res.RunID[:12], "--state", state, "--force", "--output", out)
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	prompts := 0
+	for _, rec := range readRecords(t, record) {
+		if rec["event"] == "prompt" {
+			text := rec["params"].(map[string]any)["prompt"].([]any)[0].(map[string]any)["text"].(string)
+			if text == "first" {
+				prompts++
+			}
+			if strings.HasPrefix(text, "second") && text != "second one" {
+				t.Errorf("second got %q: the first step's recorded output did not feed it", text)
+			}
+		}
+	}
+	if prompts != 1 {
+		t.Errorf("the first step ran %d times; it had succeeded and must not run again", prompts)
+	}
+	lines := strings.Split(strings.TrimSpace(readFile(t, out)), "\n")
+	var last struct {
+		RunID  string `json:"run_id"`
+		Status string `json:"status"`
+	}
+	json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+	if last.RunID != res.RunID || last.Status != "succeeded" {
+		t.Errorf("the resumed run = %+v, want %s succeeded", last, res.RunID)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
