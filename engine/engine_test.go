@@ -4,13 +4,10 @@ package engine_test
 // (internal/testagent) over real pipes.
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/testagent/record"
 	"github.com/acpflow/acpflow/steps"
 	_ "github.com/acpflow/acpflow/steps/acpsubagent"
 	"github.com/acpflow/acpflow/workflows"
@@ -33,9 +31,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	testAgent = filepath.Join(dir, "testagent")
-	b := exec.Command("go", "build", "-o", testAgent, "github.com/acpflow/acpflow/internal/testagent")
-	b.Stderr = os.Stderr
-	if err := b.Run(); err != nil {
+	if err := record.Build(testAgent); err != nil {
 		panic(err)
 	}
 	procgroup.EnableSubreaper()
@@ -103,24 +99,7 @@ func run(t *testing.T, yaml string, opt engine.Options) (*engine.RunResult, *sin
 	return engine.Run(ctx, wf, opt), s
 }
 
-func records(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+func records(t *testing.T, path string) []map[string]any { return record.Read(path) }
 
 func statuses(res *engine.RunResult) string {
 	ids := make([]string, 0, len(res.Steps))
@@ -314,8 +293,7 @@ steps:
 	var prompts []string
 	for _, r := range records(t, rec) {
 		if r["event"] == "prompt" {
-			p := r["params"].(map[string]any)["prompt"].([]any)[0].(map[string]any)["text"].(string)
-			prompts = append(prompts, p)
+			prompts = append(prompts, record.PromptText(r))
 		}
 	}
 	sort.Strings(prompts)

@@ -4,7 +4,6 @@ package main
 // files, against real agents over real pipes.
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,11 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	agentrecord "github.com/acpflow/acpflow/internal/testagent/record"
 )
 
 var (
@@ -36,12 +36,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("ACPFLOW_STATE", filepath.Join(binDir, "state.db"))
 	acpflowBin = filepath.Join(binDir, "acpflow")
 	testAgent = filepath.Join(binDir, "testagent")
-	for out, pkg := range map[string]string{acpflowBin: "github.com/acpflow/acpflow/cmd/acpflow", testAgent: "github.com/acpflow/acpflow/internal/testagent"} {
-		b := exec.Command("go", "build", "-o", out, pkg)
-		b.Stderr = os.Stderr
-		if err := b.Run(); err != nil {
-			panic("building " + pkg + ": " + err.Error())
-		}
+	b := exec.Command("go", "build", "-o", acpflowBin, "github.com/acpflow/acpflow/cmd/acpflow")
+	b.Stderr = os.Stderr
+	if err := b.Run(); err != nil {
+		panic("building acpflow: " + err.Error())
+	}
+	if err := agentrecord.Build(testAgent); err != nil {
+		panic("building the test agent: " + err.Error())
 	}
 	code := m.Run()
 	os.RemoveAll(binDir)
@@ -95,41 +96,10 @@ func agentArgs(args ...string) string {
 	return string(b)
 }
 
-func readRecords(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+func readRecords(t *testing.T, path string) []map[string]any { return agentrecord.Read(path) }
 
 // assertAgentsGone proves every process the test agent recorded is gone.
-func assertAgentsGone(t *testing.T, record string) {
-	t.Helper()
-	for _, r := range readRecords(t, record) {
-		if r["event"] != "start" && r["event"] != "grandchild" {
-			continue
-		}
-		pid := int(r["pid"].(float64))
-		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-			f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
-			if f[0][0] != 'Z' {
-				t.Errorf("agent process %d (%v) outlived acpflow", pid, r["event"])
-			}
-		}
-	}
-}
+func assertAgentsGone(t *testing.T, path string) { agentrecord.AssertGone(t, path) }
 
 // assertNoProcessFrom proves that no process runs a binary built for the
 // tests (acpflow itself, its demo agent, the test agent) once a command
@@ -624,8 +594,7 @@ steps:
 	prompts := map[string]int{}
 	for _, rec := range readRecords(t, record) {
 		if rec["event"] == "prompt" {
-			text := rec["params"].(map[string]any)["prompt"].([]any)[0].(map[string]any)["text"].(string)
-			prompts[text]++
+			prompts[agentrecord.PromptText(rec)]++
 		}
 	}
 	for key := range succeeded {
@@ -846,7 +815,7 @@ steps:
 	prompts := 0
 	for _, rec := range readRecords(t, record) {
 		if rec["event"] == "prompt" {
-			text := rec["params"].(map[string]any)["prompt"].([]any)[0].(map[string]any)["text"].(string)
+			text := agentrecord.PromptText(rec)
 			if text == "first" {
 				prompts++
 			}

@@ -1,20 +1,16 @@
 package acpsubagent
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/acpflow/acpflow/internal/demoagent"
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/testagent/record"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
@@ -36,9 +32,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	testAgent = filepath.Join(dir, "testagent")
-	build := exec.Command("go", "build", "-o", testAgent, "github.com/acpflow/acpflow/internal/testagent")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if err := record.Build(testAgent); err != nil {
 		panic("building the test agent: " + err.Error())
 	}
 	if err := procgroup.EnableSubreaper(); err != nil {
@@ -135,73 +129,13 @@ func (h *harness) run(ctx context.Context) steps.Result {
 }
 
 // records returns the agent's recorded events.
-func (h *harness) records() []map[string]any {
-	f, err := os.Open(h.record)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+func (h *harness) records() []map[string]any { return record.Read(h.record) }
 
-func (h *harness) recorded(event string) []map[string]any {
-	var out []map[string]any
-	for _, r := range h.records() {
-		if r["event"] == event {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+func (h *harness) recorded(event string) []map[string]any { return record.Named(h.record, event) }
 
 // assertNothingLeft proves that the agent and every process it started are
 // gone: the agent's group, and each grandchild it recorded.
 func (h *harness) assertNothingLeft() {
 	h.t.Helper()
-	for _, r := range h.records() {
-		switch r["event"] {
-		case "start":
-			pgid := int(r["pgid"].(float64))
-			if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
-				assertNoLiveMember(h.t, pgid)
-			}
-			assertGone(h.t, int(r["pid"].(float64)))
-		case "grandchild":
-			assertGone(h.t, int(r["pid"].(float64)))
-		}
-	}
-}
-
-func assertGone(t *testing.T, pid int) {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
-	if err != nil {
-		return
-	}
-	if state := statState(b); state != 'Z' {
-		t.Errorf("process %d is still alive (state %c) after the step", pid, state)
-	}
-}
-
-func assertNoLiveMember(t *testing.T, pgid int) {
-	t.Helper()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		if statPgid(b) == pgid && statState(b) != 'Z' {
-			t.Errorf("process %s of the agent's group %d is still alive", e.Name(), pgid)
-		}
-	}
+	record.AssertGone(h.t, h.record)
 }

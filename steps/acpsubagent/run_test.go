@@ -1,12 +1,10 @@
 package acpsubagent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,21 +12,6 @@ import (
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-// statState and statPgid read fields of /proc/PID/stat, counting from the
-// last ')' since the command name may contain spaces.
-func statState(b []byte) byte {
-	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
-	return f[0][0]
-}
-
-func statPgid(b []byte) int {
-	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
-	n, _ := strconv.Atoi(string(f[2]))
-	return n
-}
 
 func TestStopReasonsMapAsTheSeed(t *testing.T) {
 	for _, tc := range []struct {
