@@ -113,8 +113,8 @@ func (r *liveChildren) isLeader(pid int) bool {
 // # Notes
 //
 // Call it only in a process whose children are all started through this
-// package (the acpflow binary): SweepOrphans kills every child of the
-// process that is not a live Child.
+// package (the acpflow binary): a teardown that is the only one live
+// kills every child of the process that is not a live Child.
 func EnableSubreaper() error {
 	if err := prctl(prSetChildSubreaper, 1); err != nil {
 		return err
@@ -123,19 +123,6 @@ func EnableSubreaper() error {
 	registry.subreaper = true
 	registry.mu.Unlock()
 	return nil
-}
-
-// SweepOrphans kills and reaps every process adopted by acpflow that is not
-// a live Child: what the agents' trees left behind. It does nothing unless
-// EnableSubreaper succeeded. It returns how many it killed.
-func SweepOrphans() int {
-	registry.mu.Lock()
-	on := registry.subreaper && registry.starting == 0
-	registry.mu.Unlock()
-	if !on {
-		return 0
-	}
-	return sweepOrphans(snapshot())
 }
 
 // sweepOrphans kills the orphans in table (children of acpflow that are not
