@@ -19,12 +19,14 @@ const (
 )
 
 // Request is what every policy call knows about its context (SPEC §4.1).
+// Its names are the same in the JSON a WASM module reads and in the expr
+// environment of a rule, which embeds it.
 type Request struct {
-	Kind      string `json:"kind"` // "permission" or "env"
-	Workflow  string `json:"workflow"`
-	RunID     string `json:"run_id"`
-	Step      string `json:"step"`
-	Agent     string `json:"agent"`
-	Workspace string `json:"workspace"`
-	Cwd       string `json:"cwd"`
+	Kind      string `json:"kind" expr:"kind"` // "permission" or "env"
+	Workflow  string `json:"workflow" expr:"workflow"`
+	RunID     string `json:"run_id" expr:"run_id"`
+	Step      string `json:"step" expr:"step"`
+	Agent     string `json:"agent" expr:"agent"`
+	Workspace string `json:"workspace" expr:"workspace"`
+	Cwd       string `json:"cwd" expr:"cwd"`
 }

@@ -20,16 +20,10 @@ import (
 // such as `tool.kidn` or a comparison of a string with a number is an error
 // then, not a surprise at the first permission request.
 type permissionEnv struct {
-	Kind      string         `expr:"kind"`
-	Workflow  string         `expr:"workflow"`
-	RunID     string         `expr:"run_id"`
-	Step      string         `expr:"step"`
-	Agent     string         `expr:"agent"`
-	Workspace string         `expr:"workspace"`
-	Cwd       string         `expr:"cwd"`
-	Tool      toolEnv        `expr:"tool"`
-	Options   []optionEnv    `expr:"options"`
-	Config    map[string]any `expr:"config"`
+	Request
+	Tool    toolEnv        `expr:"tool"`
+	Options []optionEnv    `expr:"options"`
+	Config  map[string]any `expr:"config"`
 }
 
 type toolEnv struct {
@@ -57,16 +51,10 @@ type optionEnv struct {
 // envVarEnv is the expr environment of an env rule: one ambient variable
 // and the request of SPEC §4.2.
 type envVarEnv struct {
-	Name      string         `expr:"name"`
-	Value     string         `expr:"value"`
-	Kind      string         `expr:"kind"`
-	Workflow  string         `expr:"workflow"`
-	RunID     string         `expr:"run_id"`
-	Step      string         `expr:"step"`
-	Agent     string         `expr:"agent"`
-	Workspace string         `expr:"workspace"`
-	Cwd       string         `expr:"cwd"`
-	Config    map[string]any `expr:"config"`
+	Request
+	Name   string         `expr:"name"`
+	Value  string         `expr:"value"`
+	Config map[string]any `expr:"config"`
 }
 
 // CompilePermissionCondition compiles the `if` of a permission rule against
@@ -136,11 +124,14 @@ func explainCompileError(msg string, env reflect.Type) string {
 	return msg
 }
 
-// exprFieldNames lists the names a struct's fields have in expressions.
+// exprFieldNames lists the names a struct's fields have in expressions,
+// those of an embedded struct (Request) included.
 func exprFieldNames(t reflect.Type) []string {
 	names := make([]string, 0, t.NumField())
 	for f := range t.Fields() {
-		if name := f.Tag.Get("expr"); name != "" {
+		if f.Anonymous {
+			names = append(names, exprFieldNames(f.Type)...)
+		} else if name := f.Tag.Get("expr"); name != "" {
 			names = append(names, name)
 		}
 	}
@@ -229,13 +220,7 @@ func newPermissionEnv(req *PermissionRequest, config map[string]any) *permission
 		config = req.Config
 	}
 	env := &permissionEnv{
-		Kind:      req.Kind,
-		Workflow:  req.Workflow,
-		RunID:     req.RunID,
-		Step:      req.Step,
-		Agent:     req.Agent,
-		Workspace: req.Workspace,
-		Cwd:       req.Cwd,
+		Request: req.Request,
 		Tool: toolEnv{
 			ID:       req.Tool.ID,
 			Kind:     req.Tool.Kind,
@@ -277,18 +262,7 @@ var _ EnvRule = (*EnvExprRule)(nil)
 // Match evaluates the rule on one ambient variable. A condition that fails
 // at run time is an error, so the spawn is refused (fail closed).
 func (r *EnvExprRule) Match(name, value string, req *EnvRequest) (keep, matched bool, err error) {
-	env := &envVarEnv{
-		Name:      name,
-		Value:     value,
-		Kind:      req.Kind,
-		Workflow:  req.Workflow,
-		RunID:     req.RunID,
-		Step:      req.Step,
-		Agent:     req.Agent,
-		Workspace: req.Workspace,
-		Cwd:       req.Cwd,
-		Config:    r.Config,
-	}
+	env := &envVarEnv{Request: req.Request, Name: name, Value: value, Config: r.Config}
 	if env.Kind == "" {
 		env.Kind = KindEnv
 	}
