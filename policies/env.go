@@ -1,6 +1,9 @@
 package policies
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // EnvRequest is the input of an env policy: the ambient environment of
 // acpflow and the explicit values the workflow sets (agent env, then step
@@ -25,4 +28,19 @@ type EnvDecision struct {
 // be safe for concurrent use.
 type Env interface {
 	DecideEnv(ctx context.Context, req *EnvRequest) (EnvDecision, error)
+}
+
+// BuildEnv asks p for a child's environment, the one place that does, and
+// fails closed: a nil policy is the default one, a panic is an error, and
+// an error (or a Deny) means the caller must not spawn.
+func BuildEnv(ctx context.Context, p Env, req *EnvRequest) (dec EnvDecision, err error) {
+	if p == nil {
+		p = DefaultEnv()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			dec, err = EnvDecision{}, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return p.DecideEnv(ctx, req)
 }

@@ -332,3 +332,18 @@ func TestEnvMapAndEnvListRoundTrip(t *testing.T) {
 		t.Errorf("round trip = %q, want %q", got, env)
 	}
 }
+
+type panickingEnv struct{}
+
+func (panickingEnv) DecideEnv(context.Context, *EnvRequest) (EnvDecision, error) { panic("boom") }
+
+func TestBuildEnvFailsClosedOnAPanicAndDefaultsANilPolicy(t *testing.T) {
+	req := &EnvRequest{Ambient: map[string]string{"PATH": "/bin", "OPENAI_API_KEY": "sk"}}
+	if _, err := BuildEnv(context.Background(), panickingEnv{}, req); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("a panicking policy gave err = %v", err)
+	}
+	dec, err := BuildEnv(context.Background(), nil, req)
+	if err != nil || dec.Env["PATH"] != "/bin" || dec.Env["OPENAI_API_KEY"] != "" {
+		t.Errorf("the default policy gave %v, %v", dec.Env, err)
+	}
+}

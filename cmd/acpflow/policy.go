@@ -163,7 +163,7 @@ func evalEnv(cmd *cobra.Command, b *boundPolicies, data []byte) (any, error) {
 	if req.Explicit == nil {
 		req.Explicit = map[string]string{}
 	}
-	dec, err := b.env.DecideEnv(cmd.Context(), &req)
+	dec, err := policies.BuildEnv(cmd.Context(), b.env, &req)
 	if err != nil {
 		// Fail closed, as a run would: the spawn is refused.
 		return map[string]any{"deny": "env policy failed: " + err.Error(), "policy": b.envSrc}, nil

@@ -38,7 +38,7 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 	if err != nil {
 		return nil, fmt.Errorf("command %q not found in PATH", agent.Command)
 	}
-	dec, err := policies.DefaultEnv().DecideEnv(ctx, &policies.EnvRequest{
+	dec, err := policies.BuildEnv(ctx, nil, &policies.EnvRequest{
 		Request:  policies.Request{Kind: "env", Agent: agent.Name, Workspace: cwd, Cwd: cwd},
 		Ambient:  ambient,
 		Explicit: agent.Env,

@@ -333,11 +333,7 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 		Ambient:  a.inv.Ambient,
 		Explicit: explicit,
 	}
-	pol := a.inv.Env
-	if pol == nil {
-		pol = policies.DefaultEnv()
-	}
-	dec, err := decideEnv(ctx, pol, req)
+	dec, err := policies.BuildEnv(ctx, a.inv.Env, req)
 	if err != nil {
 		return nil, fmt.Errorf("env policy (%s) failed, spawn refused: %w", a.inv.EnvSource, err)
 	}
@@ -354,16 +350,6 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	}
 	a.emit("step_update", fields)
 	return dec.Env, nil
-}
-
-// decideEnv calls the policy, turning a panic into an error (fail closed).
-func decideEnv(ctx context.Context, p policies.Env, req *policies.EnvRequest) (dec policies.EnvDecision, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("policy panicked: %v", r)
-		}
-	}()
-	return p.DecideEnv(ctx, req)
 }
 
 func (a *attempt) emit(typ string, fields map[string]any) {
