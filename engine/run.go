@@ -55,6 +55,8 @@ type run struct {
 	res  *RunResult
 	sink steps.Sink
 
+	index map[string]int // step id → position in wf.Steps
+
 	mu      sync.Mutex
 	results map[string]*StepResult // settled steps
 }
@@ -73,7 +75,7 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		opt.RetryBackoff = time.Second
 	}
 	r := &run{
-		wf: wf, opt: opt, sink: opt.Events,
+		wf: wf, opt: opt, sink: opt.Events, index: make(map[string]int, len(wf.Steps)),
 		results: make(map[string]*StepResult, len(wf.Steps)),
 		res: &RunResult{
 			RunID: opt.RunID, Workflow: wf.Name, Workspace: opt.Workspace, Inputs: opt.Inputs, Outputs: map[string]any{},
@@ -90,6 +92,7 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 	ids := make([]string, len(wf.Steps))
 	for i, st := range wf.Steps {
 		ids[i] = st.ID
+		r.index[st.ID] = i
 	}
 	r.emit("run_start", "", map[string]any{"workflow": wf.Name, "workspace": opt.Workspace, "steps": ids})
 
@@ -175,7 +178,7 @@ func (r *run) skipReason(ctx context.Context, st *Step) string {
 	for _, n := range st.Needs {
 		res := r.results[n]
 		switch {
-		case res.Status == StatusFailed && !r.step(n).ContinueOnError:
+		case res.Status == StatusFailed && !r.wf.Steps[r.index[n]].ContinueOnError:
 			r.mu.Unlock()
 			return fmt.Sprintf("needs %s, which failed", n)
 		case res.Status == StatusSkipped || res.Status == StatusCancelled:
@@ -196,24 +199,8 @@ func (r *run) skipReason(ctx context.Context, st *Step) string {
 	return ""
 }
 
-// ord is a step's position in the file.
-func (r *run) ord(id string) int {
-	for i, s := range r.wf.Steps {
-		if s.ID == id {
-			return i
-		}
-	}
-	return -1
-}
-
-func (r *run) step(id string) *Step {
-	for _, s := range r.wf.Steps {
-		if s.ID == id {
-			return s
-		}
-	}
-	return nil
-}
+// ord is a step's position in the file, which the store orders steps by.
+func (r *run) ord(id string) int { return r.index[id] }
 
 func (r *run) settle(st *Step, res *StepResult) {
 	if r.opt.Recorder != nil {
