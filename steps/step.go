@@ -96,7 +96,7 @@ type Result struct {
 type Event struct {
 	Type   string         `json:"type"`
 	RunID  string         `json:"run_id"`
-	Step   string         `json:"step,omitempty"`
+	Step   string         `json:"step"`
 	Time   time.Time      `json:"time"`
 	Fields map[string]any `json:"-"` // flattened into the JSON object
 }
@@ -180,9 +180,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	m["type"] = e.Type
 	m["run_id"] = e.RunID
-	if e.Step != "" {
-		m["step"] = e.Step
-	}
+	m["step"] = e.Step // SPEC §6: every event has it; "" for run_start and run_end
 	m["time"] = e.Time.UTC().Format(time.RFC3339Nano)
 	return json.Marshal(m)
 }

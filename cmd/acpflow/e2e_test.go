@@ -221,6 +221,9 @@ func TestJSONPrintsTheEventStream(t *testing.T) {
 		if e["run_id"] == "" || e["time"] == nil {
 			t.Errorf("event without run_id or time: %s", line)
 		}
+		if _, ok := e["step"]; !ok {
+			t.Errorf("event without step (SPEC §6: every event has one): %s", line)
+		}
 		seen[fmt.Sprint(e["type"])]++
 	}
 	for _, typ := range []string{"run_start", "step_start", "step_update", "permission", "step_end", "run_end"} {
