@@ -849,3 +849,23 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+func TestTimeoutTakesADurationOrSeconds(t *testing.T) {
+	dir := t.TempDir()
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: slow
+agents:
+  hang: {command: %s, args: ["-prompt-hang"]}
+steps:
+  - {id: s, uses: acp-subagent, with: {agent: hang, prompt: hi}}
+`, testAgent))
+	for _, tc := range []struct{ value, want string }{{"300ms", "run timed out after 300ms"}, {"1", "run timed out after 1s"}} {
+		out := filepath.Join(dir, tc.value+".jsonl")
+		r := acpflow(t, dir, "run", wf, "--timeout", tc.value, "--output", out)
+		if r.code != 1 || !strings.Contains(readFile(t, out), tc.want) {
+			t.Errorf("--timeout %s: exit %d, result %s", tc.value, r.code, readFile(t, out))
+		}
+	}
+	if r := acpflow(t, dir, "run", wf, "--timeout", "soon"); r.code != 2 || !strings.Contains(r.stderr, "number of seconds") {
+		t.Errorf("--timeout soon: exit %d\n%s", r.code, r.stderr)
+	}
+}

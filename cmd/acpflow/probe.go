@@ -55,6 +55,6 @@ func newProbeCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&env, "env", nil, "an explicit KEY=VALUE for the agent (repeatable); the ambient env is scrubbed as in a step")
 	cmd.Flags().StringVar(&auth, "auth", "", "call authenticate with this method id after initialize")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's cwd (default: the current directory)")
-	cmd.Flags().DurationVar(&timeout, "timeout", steps.DefaultStartTimeout, "bound on spawn + initialize + session/new")
+	durationFlag(cmd.Flags(), &timeout, "timeout", steps.DefaultStartTimeout, "bound on spawn + initialize + session/new (a duration, or seconds)")
 	return cmd
 }

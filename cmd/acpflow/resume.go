@@ -50,7 +50,7 @@ func newResumeCmd() *cobra.Command {
 		},
 	}
 	addOutputFlags(cmd, &f)
-	cmd.Flags().DurationVar(&f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m)")
+	durationFlag(cmd.Flags(), &f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
 	cmd.Flags().BoolVar(&force, "force", false, "resume even if the workflow file changed since the run")
 	cmd.Flags().IntVarP(&concurrency, "concurrency", "c", 0, "runs in flight at once when resuming a batch (default: the batch's)")
 	return cmd

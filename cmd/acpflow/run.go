@@ -49,7 +49,7 @@ func newRunCmd() *cobra.Command {
 	fl.IntVarP(&f.concurrency, "concurrency", "c", 4, "runs in flight at once in a batch")
 	fl.StringVarP(&f.workspace, "workspace", "w", "", "the run's workspace (default: the current directory)")
 	addOutputFlags(cmd, &f)
-	fl.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m)")
+	durationFlag(fl, &f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
 	return cmd
 }
 
