@@ -1,0 +1,111 @@
+//go:build realagents
+
+package realagents_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acpflow/acpflow/realagents/modelserver"
+)
+
+// turnAgent is a real agent set up to complete whole turns offline against
+// a scripted model server (modelserver). Each agent's file registers one in
+// turnAgents from its init.
+type turnAgent struct {
+	agent
+	// yaml is added under the agent in the workflow (auth:, mode:, …).
+	yaml string
+	// setup points the agent at the model server: it may write files under
+	// s.home (the agent's fresh HOME) and returns extra env KEY=VALUE pairs.
+	setup func(s *sandbox, srv *modelserver.Server) []string
+}
+
+// turnAgents are the agents that complete whole turns, by name
+// ("claude", "codex", "gemini").
+var turnAgents = map[string]*turnAgent{}
+
+// turnResult is one step's result as --output writes it, with the
+// permission records.
+type turnResult struct {
+	stepResult
+	Final       string           `json:"final"`
+	Permissions []map[string]any `json:"permissions"`
+}
+
+// turn runs a one-step workflow on ta against a model server playing
+// script, with the step's prompt and the given policies: YAML (under
+// `policies:`, may be "") and extra step keys (timeout:, …, may be "").
+// It returns the step's result, the --json events, the acpflow run and the
+// model server's request log.
+func (s *sandbox) turn(ta *turnAgent, script modelserver.Script, prompt, policiesYAML, stepYAML string, acpflowArgs ...string) (turnResult, []event, run, []modelserver.Request) {
+	s.t.Helper()
+	srv, err := modelserver.Start(script)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer srv.Close()
+	extra := ta.setup(s, srv)
+	env := map[string]string{}
+	for _, kv := range s.env(ta.agent, extra...) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	envJSON, _ := json.Marshal(env)
+	argsJSON, _ := json.Marshal(ta.args)
+	if ta.args == nil {
+		argsJSON = []byte("[]")
+	}
+	promptJSON, _ := json.Marshal(prompt)
+	wf := fmt.Sprintf(`name: turn
+agents:
+  a:
+    command: %q
+    args: %s
+    env: %s
+%s
+policies:
+%s
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: a, prompt: %s}
+%s
+`, s.command(ta.agent), argsJSON, envJSON, indent(ta.yaml, "    "), indent(policiesYAML, "  "), promptJSON, indent(stepYAML, "    "))
+	if strings.TrimSpace(policiesYAML) == "" {
+		wf = strings.Replace(wf, "policies:\n\n", "", 1)
+	}
+	path := filepath.Join(s.dir, "wf.yaml")
+	if err := os.WriteFile(path, []byte(wf), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	out := filepath.Join(s.dir, "results.jsonl")
+	os.Remove(out)
+	args := append([]string{"run", path, "--json", "--timeout", "180s",
+		"--workspace", s.dir, "--state", filepath.Join(s.dir, "state.db"), "--output", out}, acpflowArgs...)
+	r := s.acpflow(4*time.Minute, args...)
+	var res struct {
+		Status string                `json:"status"`
+		Steps  map[string]turnResult `json:"steps"`
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || json.Unmarshal(b, &res) != nil {
+		s.t.Fatalf("no result in %s (exit %d): %v\nworkflow:\n%s\nstdout:\n%s\nstderr:\n%s", out, r.code, err, wf, r.stdout, r.stderr)
+	}
+	return res.Steps["s"], events(s.t, r.stdout), r, srv.Requests()
+}
+
+// needTurnAgent returns the registered agent or fails.
+func needTurnAgent(t *testing.T, name string) *turnAgent {
+	t.Helper()
+	ta := turnAgents[name]
+	if ta == nil {
+		t.Fatalf("no turn agent %q registered", name)
+	}
+	return ta
+}
