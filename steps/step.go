@@ -123,6 +123,17 @@ type Agent struct {
 	Cwd          string // relative to the workspace
 	CwdSet       bool   // the file has a cwd key (an empty one is an error)
 	Auth         string
+	// Mode is the ACP session mode set (session/set_mode) after session/new;
+	// "" keeps the agent's own default. A step's `with.mode` replaces it.
+	Mode string
+	// Config holds ACP session config options (session/set_config_option),
+	// option id → value id ("true"/"false" for a boolean option), e.g.
+	// {model: …}. Values may contain ${{ }}. A step's `with.config` is
+	// layered over it.
+	Config map[string]string
+	// MaxOutput is how many bytes of agent output a step keeps; past it the
+	// step fails, keeping the first MaxOutput bytes. 0 means DefaultMaxOutput.
+	MaxOutput    int64
 	StartTimeout time.Duration
 	EOFGrace     time.Duration
 	TermGrace    time.Duration
@@ -133,6 +144,9 @@ const (
 	DefaultStartTimeout = 60 * time.Second
 	DefaultEOFGrace     = 6 * time.Second
 	DefaultTermGrace    = 3 * time.Second
+	// DefaultMaxOutput bounds a step's output when neither the agent nor
+	// the step sets max-output.
+	DefaultMaxOutput = 8 << 20
 )
 
 var (
