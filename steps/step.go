@@ -115,14 +115,14 @@ func (Discard) Emit(Event) {}
 
 // Agent is a named agent of the workflow file (SPEC §2 `agents:`).
 type Agent struct {
-	Name         string
-	Builtin      string   // "demo": acpflow's own demo agent
-	Command      string   // looked up on PATH at run time
-	Args         []string // may contain ${{ }}
-	Env          map[string]string
-	Cwd          string // relative to the workspace
-	CwdSet       bool   // the file has a cwd key (an empty one is an error)
-	Auth         string
+	Name    string
+	Builtin string   // "demo": acpflow's own demo agent
+	Command string   // looked up on PATH at run time
+	Args    []string // may contain ${{ }}
+	Env     map[string]string
+	Cwd     string // relative to the workspace
+	CwdSet  bool   // the file has a cwd key (an empty one is an error)
+	Auth    string
 	// Mode is the ACP session mode set (session/set_mode) after session/new;
 	// "" keeps the agent's own default. A step's `with.mode` replaces it.
 	Mode string
