@@ -136,7 +136,12 @@ type Agent struct {
 	MaxOutput    int64
 	StartTimeout time.Duration
 	EOFGrace     time.Duration
-	TermGrace    time.Duration
+	// EOFIdle ends the EOF wait early once the agent's process group has
+	// been idle this long (no CPU, nothing running): an agent that will not
+	// exit on EOF costs this, not the whole EOFGrace, while one that is
+	// still flushing keeps its grace. 0 waits the whole EOFGrace.
+	EOFIdle   time.Duration
+	TermGrace time.Duration
 }
 
 // Defaults of an agent's timings (SPEC §2, the seed's dispose graces).
@@ -144,6 +149,7 @@ const (
 	DefaultStartTimeout = 60 * time.Second
 	DefaultEOFGrace     = 6 * time.Second
 	DefaultTermGrace    = 3 * time.Second
+	DefaultEOFIdle      = 200 * time.Millisecond
 	// DefaultMaxOutput bounds a step's output when neither the agent nor
 	// the step sets max-output.
 	DefaultMaxOutput = 8 << 20

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -58,17 +59,34 @@ type Child struct {
 
 	teardownOnce sync.Once
 	report       Report
+	killed       atomic.Bool // Kill was called
 }
 
 // Report says how a teardown ended.
 type Report struct {
 	// Tier is the step of the ladder that ended the group: "exited" (it had
-	// already gone), "eof", "term" or "kill".
+	// already gone), "eof", "term" or "kill". A group ended by Kill (the
+	// second interrupt) reports "kill", whatever step the ladder was on.
 	Tier     string
 	Duration time.Duration
+	// Exit is how the child itself ended, as os/exec words it
+	// ("exit status 0", "signal: terminated").
+	Exit string
 	// Escaped counts descendants outside the group (setsid) that had to be killed.
 	Escaped int
 	Err     error // the group could not be confirmed gone
+}
+
+// Ladder is how a child is torn down: close stdin, wait up to EOFGrace for
+// the group to exit, SIGTERM it, wait up to TermGrace, SIGKILL it.
+type Ladder struct {
+	EOFGrace  time.Duration
+	TermGrace time.Duration
+	// EOFIdle ends the EOF wait early once the group has been idle this
+	// long: no member running, in disk sleep, or using CPU. An agent that
+	// does not exit on EOF sits idle; one that is flushing its work is not.
+	// 0 waits the whole EOFGrace, as the seed does.
+	EOFIdle time.Duration
 }
 
 // Start starts spec in a new process group with its stdin and stdout piped
@@ -178,18 +196,19 @@ func (c *Child) ExitErr() error { return c.exitErr }
 // Teardown runs the ladder once; later and concurrent calls wait for the
 // first and return its report. It always leaves the group, every descendant
 // seen, and the child's pipes closed.
-func (c *Child) Teardown(eofGrace, termGrace time.Duration) Report {
-	c.teardownOnce.Do(func() { c.report = c.teardown(eofGrace, termGrace) })
+func (c *Child) Teardown(l Ladder) Report {
+	c.teardownOnce.Do(func() { c.report = c.teardown(l) })
 	return c.report
 }
 
 // Kill skips the graces: SIGKILL to the group now. Teardown still has to
 // run to reap and close; it then finds the group gone.
 func (c *Child) Kill() {
+	c.killed.Store(true)
 	syscall.Kill(-c.pid, syscall.SIGKILL)
 }
 
-func (c *Child) teardown(eofGrace, termGrace time.Duration) Report {
+func (c *Child) teardown(l Ladder) Report {
 	begin := time.Now()
 	// One read of the process table serves the whole teardown: it finds
 	// the descendants born since the watcher's last look, and the orphans
@@ -201,13 +220,13 @@ func (c *Child) teardown(eofGrace, termGrace time.Duration) Report {
 	if !c.waitGone(0) {
 		r.Tier = "eof"
 		c.stdin.Close()
-		if !c.waitGone(eofGrace) {
+		if !c.waitEOF(l.EOFGrace, l.EOFIdle) {
 			r.Tier = "term"
 			syscall.Kill(-c.pid, syscall.SIGTERM)
 			for _, p := range c.escaped() {
 				syscall.Kill(p.pid, syscall.SIGTERM)
 			}
-			if !c.waitGone(termGrace) {
+			if !c.waitGone(l.TermGrace) {
 				r.Tier = "kill"
 				syscall.Kill(-c.pid, syscall.SIGKILL)
 				if !c.waitGone(10 * time.Second) {
@@ -232,6 +251,10 @@ func (c *Child) teardown(eofGrace, termGrace time.Duration) Report {
 			r.Err = errors.New("child was not reaped")
 		}
 	}
+	if c.killed.Load() && r.Tier != "exited" {
+		r.Tier = "kill"
+	}
+	r.Exit = exitWords(c.exitErr)
 	c.stdout.Close()
 	select {
 	case <-c.stderrDone:
@@ -297,6 +320,57 @@ func (c *Child) groupGone(lastScan *time.Time) bool {
 		}
 	}
 	return gone
+}
+
+// waitEOF waits, after stdin closed, until the group is gone (true), d has
+// passed, or the group has been idle for idle (false): see Ladder.EOFIdle.
+func (c *Child) waitEOF(d, idle time.Duration) bool {
+	if idle <= 0 || idle >= d {
+		return c.waitGone(d)
+	}
+	deadline := time.Now().Add(d)
+	busy := c.groupCPU()
+	quietSince := time.Now()
+	for {
+		step := min(idle/2, time.Until(deadline))
+		if c.waitGone(max(step, 0)) {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		cpu := c.groupCPU()
+		if cpu.ticks > busy.ticks || cpu.running {
+			quietSince = time.Now()
+		}
+		busy = cpu
+		if time.Since(quietSince) >= idle {
+			return false
+		}
+	}
+}
+
+// groupCPU sums the CPU time of the child and every descendant seen in its
+// group, and says whether any of them is running or in disk sleep.
+func (c *Child) groupCPU() cpuUse {
+	c.mu.Lock()
+	pids := make([]int, 0, len(c.seen)+1)
+	pids = append(pids, c.pid)
+	for k, p := range c.seen {
+		if p.pgid == c.pid {
+			pids = append(pids, k.pid)
+		}
+	}
+	c.mu.Unlock()
+	return cpuOf(pids)
+}
+
+// exitWords says how a process ended, from exec.Cmd.Wait's error.
+func exitWords(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }
 
 // waitGone polls until the group is gone or d has passed.

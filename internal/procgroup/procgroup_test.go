@@ -27,7 +27,10 @@ func startShell(t *testing.T, dir, script string) *Child {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Teardown(time.Millisecond, time.Millisecond); assertGroupGone(t, c.Pid()) })
+	t.Cleanup(func() {
+		c.Teardown(Ladder{EOFGrace: time.Millisecond, TermGrace: time.Millisecond})
+		assertGroupGone(t, c.Pid())
+	})
 	return c
 }
 
@@ -67,7 +70,7 @@ func TestTeardownLetsACooperativeChildFlushEvenWithATinyTermGrace(t *testing.T) 
 	dir := t.TempDir()
 	// On EOF the child takes 300 ms to flush, then exits by itself.
 	c := startShell(t, dir, `cat >/dev/null; sleep 0.3; echo flushed > flushed.txt; exit 0`)
-	rep := c.Teardown(5*time.Second, time.Millisecond)
+	rep := c.Teardown(Ladder{EOFGrace: 5 * time.Second, TermGrace: time.Millisecond})
 	if rep.Tier != "eof" {
 		t.Errorf("tier = %q, want eof", rep.Tier)
 	}
@@ -81,7 +84,7 @@ func TestTeardownSendsSIGTERMToAChildThatIgnoresEOF(t *testing.T) {
 	dir := t.TempDir()
 	c := startShell(t, dir, `trap 'echo term > term.txt; exit 0' TERM; echo ready > ready.txt; while :; do sleep 0.02; done`)
 	waitFile(t, filepath.Join(dir, "ready.txt"))
-	rep := c.Teardown(100*time.Millisecond, 5*time.Second)
+	rep := c.Teardown(Ladder{EOFGrace: 100 * time.Millisecond, TermGrace: 5 * time.Second})
 	if rep.Tier != "term" {
 		t.Errorf("tier = %q, want term", rep.Tier)
 	}
@@ -96,7 +99,7 @@ func TestTeardownKillsATERMTrappingChildWithinBothGraces(t *testing.T) {
 	c := startShell(t, dir, `trap '' TERM; echo ready > ready.txt; while :; do sleep 0.02; done`)
 	waitFile(t, filepath.Join(dir, "ready.txt"))
 	eof, term := 100*time.Millisecond, 150*time.Millisecond
-	rep := c.Teardown(eof, term)
+	rep := c.Teardown(Ladder{EOFGrace: eof, TermGrace: term})
 	if rep.Tier != "kill" {
 		t.Errorf("tier = %q, want kill", rep.Tier)
 	}
@@ -114,7 +117,7 @@ func TestTeardownKillsGrandchildrenInTheGroup(t *testing.T) {
 	c := startShell(t, dir, `sleep 1000 & echo $! > gc.txt; cat >/dev/null; exit 0`)
 	gc, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "gc.txt")))
 	// The shell exits on EOF, but its grandchild keeps the group alive.
-	rep := c.Teardown(100*time.Millisecond, time.Second)
+	rep := c.Teardown(Ladder{EOFGrace: 100 * time.Millisecond, TermGrace: time.Second})
 	if rep.Tier != "term" {
 		t.Errorf("tier = %q, want term (the sleeping grandchild outlives EOF)", rep.Tier)
 	}
@@ -130,7 +133,7 @@ func TestTeardownKillsAGrandchildThatCalledSetsid(t *testing.T) {
 	if p, ok := readProc(gc); !ok || p.pgid == c.Pid() {
 		t.Fatalf("grandchild %d did not leave the group: %+v", gc, p)
 	}
-	rep := c.Teardown(time.Second, time.Second)
+	rep := c.Teardown(Ladder{EOFGrace: time.Second, TermGrace: time.Second})
 	if rep.Escaped < 1 {
 		t.Errorf("escaped = %d, want the setsid grandchild counted", rep.Escaped)
 	}
@@ -144,7 +147,7 @@ func TestTeardownKillsADaemonWhoseParentExitedAtOnce(t *testing.T) {
 	// so the sleeper is re-parented before any scan can see its parent.
 	c := startShell(t, dir, `(setsid sleep 1000 & echo $! > gc.txt); cat >/dev/null; exit 0`)
 	gc, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "gc.txt")))
-	c.Teardown(time.Second, time.Second)
+	c.Teardown(Ladder{EOFGrace: time.Second, TermGrace: time.Second})
 	assertPidGone(t, gc)
 	assertGroupGone(t, c.Pid())
 }
@@ -152,7 +155,7 @@ func TestTeardownKillsADaemonWhoseParentExitedAtOnce(t *testing.T) {
 func TestTeardownOfAChildThatAlreadyExited(t *testing.T) {
 	c := startShell(t, t.TempDir(), `exit 7`)
 	<-c.Exited()
-	rep := c.Teardown(time.Second, time.Second)
+	rep := c.Teardown(Ladder{EOFGrace: time.Second, TermGrace: time.Second})
 	if rep.Tier != "exited" && rep.Tier != "eof" {
 		t.Errorf("tier = %q", rep.Tier)
 	}
@@ -169,7 +172,7 @@ func TestTeardownIsIdempotentAndConcurrent(t *testing.T) {
 	c := startShell(t, t.TempDir(), `cat >/dev/null`)
 	done := make(chan Report, 3)
 	for i := 0; i < 3; i++ {
-		go func() { done <- c.Teardown(time.Second, time.Second) }()
+		go func() { done <- c.Teardown(Ladder{EOFGrace: time.Second, TermGrace: time.Second}) }()
 	}
 	first := <-done
 	for i := 0; i < 2; i++ {
@@ -182,7 +185,7 @@ func TestTeardownIsIdempotentAndConcurrent(t *testing.T) {
 func TestStderrIsCapturedAndBounded(t *testing.T) {
 	c := startShell(t, t.TempDir(), `i=0; while [ $i -lt 3000 ]; do echo "line $i of the log padded to be a bit longer" >&2; i=$((i+1)); done; echo last-line >&2`)
 	<-c.Exited()
-	c.Teardown(time.Second, time.Second)
+	c.Teardown(Ladder{EOFGrace: time.Second, TermGrace: time.Second})
 	s := c.Stderr().String()
 	if len(s) > StderrLimit || len(s) < StderrLimit/2 {
 		t.Errorf("kept %d bytes, want about %d", len(s), StderrLimit)
@@ -236,7 +239,7 @@ func TestReapGroupKillsALeftOverGroupButNotAReusedPid(t *testing.T) {
 func TestTeardownOfAPlainChildReportsNoEscapedProcess(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		c := startShell(t, t.TempDir(), `cat >/dev/null`)
-		rep := c.Teardown(time.Second, time.Second)
+		rep := c.Teardown(Ladder{EOFGrace: time.Second, TermGrace: time.Second})
 		if rep.Escaped != 0 {
 			t.Fatalf("escaped = %d for a child that started nothing", rep.Escaped)
 		}
@@ -259,10 +262,60 @@ func TestAChildBeingStartedIsNeverTakenForAnOrphan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { starting.Process.Kill(); starting.Wait() }()
-	c.Teardown(time.Second, time.Second)
+	c.Teardown(Ladder{EOFGrace: time.Second, TermGrace: time.Second})
 	end()
 	ticks, _ := StartTicks(starting.Process.Pid)
 	if !Alive(starting.Process.Pid, ticks) {
 		t.Error("the teardown's orphan sweep killed a child that was being started")
 	}
+}
+
+func TestTeardownStopsWaitingForEOFOnceAnIgnoringChildIsIdle(t *testing.T) {
+	dir := t.TempDir()
+	c := startShell(t, dir, `trap 'exit 0' TERM; echo ready > ready.txt; sleep 1000 & wait`)
+	waitFile(t, filepath.Join(dir, "ready.txt"))
+	rep := c.Teardown(Ladder{EOFGrace: 20 * time.Second, EOFIdle: 100 * time.Millisecond, TermGrace: 5 * time.Second})
+	if rep.Tier != "term" {
+		t.Errorf("tier = %q, want term", rep.Tier)
+	}
+	// Far below the EOF grace: the idle group was not waited for.
+	if rep.Duration > 10*time.Second {
+		t.Errorf("teardown took %s: it waited for the EOF grace despite the idle child", rep.Duration)
+	}
+	assertGroupGone(t, c.Pid())
+}
+
+func TestTeardownGivesABusyChildItsEOFGraceDespiteEOFIdle(t *testing.T) {
+	dir := t.TempDir()
+	// On EOF the child works (CPU) for a while, well past the idle window,
+	// then writes its result and exits.
+	c := startShell(t, dir, `cat >/dev/null; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo flushed > flushed.txt; exit 0`)
+	rep := c.Teardown(Ladder{EOFGrace: 30 * time.Second, EOFIdle: 50 * time.Millisecond, TermGrace: time.Millisecond})
+	if rep.Tier != "eof" {
+		t.Errorf("tier = %q after %s, want eof: a busy child was taken for idle", rep.Tier, rep.Duration)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "flushed.txt")); err != nil || strings.TrimSpace(string(b)) != "flushed" {
+		t.Errorf("the child's work did not complete: %v %q", err, b)
+	}
+	if rep.Exit != "exit status 0" {
+		t.Errorf("exit = %q, want exit status 0", rep.Exit)
+	}
+}
+
+func TestAKillDuringTheLadderIsReportedAsKill(t *testing.T) {
+	dir := t.TempDir()
+	c := startShell(t, dir, `trap '' TERM; echo ready > ready.txt; sleep 1000 & wait`)
+	waitFile(t, filepath.Join(dir, "ready.txt"))
+	done := make(chan Report, 1)
+	go func() { done <- c.Teardown(Ladder{EOFGrace: 30 * time.Second, TermGrace: 30 * time.Second}) }()
+	time.Sleep(100 * time.Millisecond)
+	c.Kill()
+	rep := <-done
+	if rep.Tier != "kill" {
+		t.Errorf("tier = %q, want kill: the second interrupt killed the group", rep.Tier)
+	}
+	if rep.Exit != "signal: killed" {
+		t.Errorf("exit = %q, want signal: killed", rep.Exit)
+	}
+	assertGroupGone(t, c.Pid())
 }

@@ -154,3 +154,44 @@ func alive(k procKey) bool {
 	p, ok := readProc(k.pid)
 	return ok && p.start == k.start && p.state != 'Z'
 }
+
+// cpuUse is the CPU a set of processes has used, in clock ticks, and
+// whether any of them is on a CPU or in uninterruptible (disk) sleep now.
+type cpuUse struct {
+	ticks   uint64
+	running bool
+}
+
+// cpuOf reads /proc/PID/stat of each pid (gone ones count nothing).
+func cpuOf(pids []int) cpuUse {
+	var u cpuUse
+	var buf [512]byte
+	for _, pid := range pids {
+		fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		n, err := syscall.Read(fd, buf[:])
+		syscall.Close(fd)
+		if err != nil || n <= 0 {
+			continue
+		}
+		b := buf[:n]
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			continue
+		}
+		f := bytes.Fields(b[i+2:])
+		// f[0]=state … f[11]=utime f[12]=stime
+		if len(f) < 13 {
+			continue
+		}
+		if f[0][0] == 'R' || f[0][0] == 'D' {
+			u.running = true
+		}
+		ut, _ := strconv.ParseUint(string(f[11]), 10, 64)
+		st, _ := strconv.ParseUint(string(f[12]), 10, 64)
+		u.ticks += ut + st
+	}
+	return u
+}

@@ -52,7 +52,7 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 	}
 	res := &ProbeResult{Command: append([]string{agent.Command}, agent.Args...)}
 	defer func() {
-		rep := child.Teardown(agent.EOFGrace, agent.TermGrace)
+		rep := child.Teardown(ladder(agent))
 		res.Teardown = fmt.Sprintf("%s in %s", rep.Tier, rep.Duration.Round(1e6))
 		res.Stderr = child.Stderr().LastLines(20)
 	}()

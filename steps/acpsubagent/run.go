@@ -262,7 +262,7 @@ func settle(r acp.StopReason) steps.Result {
 
 // teardown runs the ladder and records how it ended.
 func (a *attempt) teardown() {
-	rep := a.child.Teardown(a.agent.EOFGrace, a.agent.TermGrace)
+	rep := a.child.Teardown(ladder(a.agent))
 	fields := map[string]any{"kind": "teardown", "pid": a.child.Pid(), "tier": rep.Tier, "duration_ms": rep.Duration.Milliseconds()}
 	if rep.Escaped > 0 {
 		fields["escaped_killed"] = rep.Escaped
@@ -274,6 +274,11 @@ func (a *attempt) teardown() {
 		fields["non_protocol_lines"] = n
 	}
 	a.emit("step_update", fields)
+}
+
+// ladder is how an agent is torn down.
+func ladder(a *steps.Agent) procgroup.Ladder {
+	return procgroup.Ladder{EOFGrace: a.EOFGrace, EOFIdle: a.EOFIdle, TermGrace: a.TermGrace}
 }
 
 // command resolves what to spawn. A builtin agent is acpflow's own
