@@ -10,6 +10,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -63,7 +64,7 @@ func (v *batchView) Emit(e steps.Event) {
 		line := fmt.Sprintf("run %s %v in %s (%d/%d done, %d failed)", e.RunID, e.Fields["status"],
 			time.Duration(toInt64(e.Fields["duration_ms"]))*time.Millisecond, v.done, v.total, v.failed)
 		if msg, _ := e.Fields["error"].(string); msg != "" && failed {
-			line += ": " + firstLine(msg)
+			line += ": " + firstLine(termtext.Sanitize(msg))
 		}
 		v.mu.Unlock()
 		if v.plain {

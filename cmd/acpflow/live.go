@@ -7,11 +7,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -33,7 +35,7 @@ type liveStep struct {
 	state   string
 	started time.Time
 	ended   time.Time
-	last    string // last line of agent text
+	last    string // last line of agent text, sanitised
 	bar     *mpb.Bar
 }
 
@@ -71,18 +73,20 @@ func (v *liveView) Emit(e steps.Event) {
 		switch e.Fields["kind"] {
 		case "agent_message_chunk":
 			text, _ := e.Fields["text"].(string)
-			s.last = lastLine(s.last + text)
+			// s.last is already sanitised; a sequence split across chunks
+			// leaves only inert pieces behind.
+			s.last = lastLine(termtext.Sanitize(s.last + text))
 		case "session":
 			s.state = "prompting"
 		case "cancel_sent":
 			s.state = "cancelling"
 		}
 	case "permission":
-		s.last = fmt.Sprintf("permission %v %q: %v", e.Fields["kind"], e.Fields["title"], e.Fields["decision"])
+		s.last = termtext.Sanitize(fmt.Sprintf("permission %v %q: %v", e.Fields["kind"], e.Fields["title"], e.Fields["decision"]))
 	case "step_end":
 		s.state, s.ended = fmt.Sprint(e.Fields["status"]), e.Time
 		if msg, _ := e.Fields["error"].(string); msg != "" {
-			s.last = firstLine(msg)
+			s.last = firstLine(termtext.Sanitize(msg))
 		}
 		done = true
 	}
@@ -132,10 +136,7 @@ func (s *liveStep) describe(color bool) string {
 		elapsed = end.Sub(s.started).Round(100 * time.Millisecond).String()
 	}
 	line := fmt.Sprintf("%s %-16s %-12s %6s  %s", mark, s.id, s.state, elapsed, s.last)
-	if len(line) > 160 {
-		line = line[:157] + "..."
-	}
-	return line
+	return truncate(line, 160)
 }
 
 func (v *liveView) Close(results []*engine.RunResult) {
@@ -159,8 +160,24 @@ func lastLine(s string) string {
 	}
 	if len(s) > 200 {
 		s = s[len(s)-200:]
+		for len(s) > 0 && !utf8.RuneStart(s[0]) {
+			s = s[1:] // do not start inside a character
+		}
 	}
 	return s
+}
+
+// truncate cuts s to at most n bytes, ending with "..." when cut, and never
+// inside a character (half a character is invalid UTF-8 on the terminal).
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 func firstLine(s string) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/termtext"
 	_ "github.com/acpflow/acpflow/steps/acpsubagent" // registers the acp-subagent step kind
 )
 
@@ -30,7 +31,8 @@ func execute(args []string) int {
 	}
 	code := exitCode(err)
 	if !isSilent(err) {
-		fmt.Fprintln(os.Stderr, "acpflow: "+err.Error())
+		// An error may quote an agent (its stderr, its JSON-RPC error).
+		fmt.Fprintln(os.Stderr, "acpflow: "+termtext.Sanitize(err.Error()))
 	}
 	return code
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -179,7 +180,7 @@ func (x *executor) run(ctx context.Context, wf *engine.Workflow, spec runSpec) *
 func (x *executor) exit(ctx context.Context, results []*engine.RunResult) error {
 	x.view.Close(results)
 	for _, err := range x.storeErrs {
-		fmt.Fprintf(os.Stderr, "acpflow: warning: the run store could not record everything: %v\n", err)
+		fmt.Fprintf(os.Stderr, "acpflow: warning: the run store could not record everything: %s\n", termtext.Sanitize(err.Error()))
 	}
 	if err := x.out.err(); err != nil {
 		return &codedError{code: exitFailed, err: fmt.Errorf("--output: %w", err)}

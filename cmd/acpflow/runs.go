@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/internal/termtext"
 )
 
 func newRunsCmd() *cobra.Command {
@@ -52,7 +54,9 @@ func newRunsCmd() *cobra.Command {
 }
 
 func printRuns(w io.Writer, runs []store.Run) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var buf bytes.Buffer
+	defer writeSanitized(w, &buf)
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tDURATION\tBATCH")
 	for _, r := range runs {
 		batch := "-"
@@ -177,7 +181,14 @@ func detailJSON(d *store.RunDetail) map[string]any {
 	return m
 }
 
-func printDetail(w io.Writer, d *store.RunDetail, stderrLines int) {
+// printDetail prints a run for a person. Nearly everything in it may have
+// come from an agent (output, errors, stderr, titles, reasons, session ids),
+// so each text is sanitised before it is indented, and the whole once more
+// as it is written; show --json keeps the text exact.
+func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
+	var buf bytes.Buffer
+	defer writeSanitized(out, &buf)
+	w := &buf
 	r := d.Run
 	fmt.Fprintf(w, "run %s  %s  %s\n", r.ID, r.Workflow, r.Status)
 	fmt.Fprintf(w, "  file:      %s\n  workspace: %s\n  started:   %s (%s)\n", r.WorkflowFile, r.Workspace,
@@ -246,12 +257,19 @@ func printMap(w io.Writer, name string, m map[string]any) {
 	}
 }
 
+// writeSanitized writes what buf holds, made safe for a terminal.
+func writeSanitized(w io.Writer, buf *bytes.Buffer) {
+	io.WriteString(w, termtext.Sanitize(buf.String()))
+}
+
+// indentLines sanitises s first, so that a carriage return turned newline is
+// indented like any other line.
 func indentLines(s, prefix string) string {
-	return strings.ReplaceAll(s, "\n", "\n"+prefix)
+	return strings.ReplaceAll(termtext.Sanitize(s), "\n", "\n"+prefix)
 }
 
 func lastLines(s string, n int) string {
-	s = strings.TrimRight(s, "\n")
+	s = strings.TrimRight(termtext.Sanitize(s), "\n")
 	if s == "" || n <= 0 {
 		return ""
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -59,7 +60,9 @@ func (v *jsonView) Emit(e steps.Event) {
 func (v *jsonView) Close([]*engine.RunResult) {}
 
 // plainView prints one line per step event, prefixed with the step id: the
-// view for logs and CI, where a redrawn screen would be noise.
+// view for logs and CI, where a redrawn screen would be noise. What it
+// prints passes through termtext.Sanitize: an agent's text must not drive
+// the terminal (the JSON view and --output keep it exact).
 type plainView struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -73,6 +76,8 @@ func (v *plainView) Emit(e steps.Event) {
 	if e.Step != "" {
 		line = "[" + e.Step + "] " + line
 	}
+	// Titles, reasons and errors may carry the agent's text.
+	line = termtext.Sanitize(line)
 	v.mu.Lock()
 	fmt.Fprintln(v.w, line)
 	v.mu.Unlock()
@@ -126,7 +131,7 @@ func (v *plainView) summary(res *engine.RunResult) {
 	defer v.mu.Unlock()
 	fmt.Fprintf(v.w, "run %s %s in %s", res.RunID, res.Status, time.Duration(res.DurationMS)*time.Millisecond)
 	if res.Error != "" {
-		fmt.Fprintf(v.w, ": %s", res.Error)
+		fmt.Fprintf(v.w, ": %s", termtext.Sanitize(res.Error))
 	}
 	fmt.Fprintln(v.w)
 	if len(res.Outputs) == 0 {
@@ -139,7 +144,7 @@ func (v *plainView) summary(res *engine.RunResult) {
 	sort.Strings(names)
 	fmt.Fprintln(v.w, "outputs:")
 	for _, k := range names {
-		s := fmt.Sprint(res.Outputs[k])
+		s := termtext.Sanitize(fmt.Sprint(res.Outputs[k]))
 		if strings.Contains(s, "\n") {
 			fmt.Fprintf(v.w, "  %s: |\n    %s\n", k, strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    "))
 		} else {
