@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -44,7 +45,7 @@ func newProbeCmd() *cobra.Command {
 			res, err := acpsubagent.Probe(cmd.Context(), agent, dir, policies.EnvMap(os.Environ()))
 			if res != nil {
 				b, _ := json.MarshalIndent(res, "", "  ")
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				fmt.Fprintln(cmd.OutOrStdout(), terminalJSON(b))
 			}
 			if err != nil {
 				return &codedError{code: exitFailed, err: err}
@@ -57,4 +58,26 @@ func newProbeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's cwd (default: the current directory)")
 	durationFlag(cmd.Flags(), &timeout, "timeout", steps.DefaultStartTimeout, "bound on spawn + initialize + session/new (a duration, or seconds)")
 	return cmd
+}
+
+// terminalJSON returns JSON text with the characters a terminal could act on
+// written as \u escapes: the same JSON to a parser, inert on a screen.
+// encoding/json escapes the C0 controls but neither DEL nor the C1 controls
+// (U+0080–U+009F; U+009B is an 8-bit CSI), and the agent's own JSON that
+// probe keeps may hold them, or invalid UTF-8, raw.
+func terminalJSON(b []byte) string {
+	var out strings.Builder
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			out.WriteString(`\ufffd`)
+		case r >= 0x7f && r <= 0x9f:
+			fmt.Fprintf(&out, `\u%04x`, r)
+		default:
+			out.Write(b[:size])
+		}
+		b = b[size:]
+	}
+	return out.String()
 }

@@ -2,10 +2,14 @@ package acpsubagent
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -16,23 +20,43 @@ import (
 )
 
 // ProbeResult is what an agent said of itself during the handshake.
+//
+// # Notes
+//
+// agent_info, agent_capabilities and auth_methods are the JSON the agent
+// sent, byte for byte up to whitespace, and absent when it sent nothing:
+// decoding them into the SDK's types first would print the defaults the
+// protocol implies ("auth": {}, "sessionCapabilities": {}) as if the agent
+// had claimed them.
 type ProbeResult struct {
-	Command         []string              `json:"command"`
-	ProtocolVersion int                   `json:"protocol_version"`
-	AgentInfo       *acp.Implementation   `json:"agent_info,omitempty"`
-	Capabilities    acp.AgentCapabilities `json:"agent_capabilities"`
-	AuthMethods     []acp.AuthMethod      `json:"auth_methods"`
-	SessionID       string                `json:"session_id,omitempty"`
-	SessionError    string                `json:"session_error,omitempty"`
-	Teardown        string                `json:"teardown"`
-	Stderr          string                `json:"stderr,omitempty"`
-	Env             policies.EnvDecision  `json:"-"`
+	Command         []string             `json:"command"`
+	ProtocolVersion int                  `json:"protocol_version"`
+	AgentInfo       json.RawMessage      `json:"agent_info,omitempty"`
+	Capabilities    json.RawMessage      `json:"agent_capabilities,omitempty"`
+	AuthMethods     json.RawMessage      `json:"auth_methods,omitempty"`
+	SessionID       string               `json:"session_id,omitempty"`
+	SessionError    string               `json:"session_error,omitempty"`
+	Teardown        string               `json:"teardown"`
+	Stderr          string               `json:"stderr,omitempty"`
+	Env             policies.EnvDecision `json:"-"`
+}
+
+// initializeAnswer is the initialize result with the agent's own JSON kept.
+type initializeAnswer struct {
+	ProtocolVersion   int             `json:"protocolVersion"`
+	AgentInfo         json.RawMessage `json:"agentInfo"`
+	AgentCapabilities json.RawMessage `json:"agentCapabilities"`
+	AuthMethods       json.RawMessage `json:"authMethods"`
 }
 
 // Probe spawns an agent with the default env policy, runs initialize and
-// session/new in cwd, and tears it down. A session/new failure (most agents
-// need credentials) is reported in the result, not as an error: the
-// handshake itself worked.
+// session/new in cwd, and tears it down. It returns an error (with what the
+// agent had said so far) when the agent cannot be started, exits or closes
+// its stdout before answering, sends an answer that is not one, or does not
+// answer within agent.StartTimeout. A session/new (or authenticate) that the
+// agent refuses with a JSON-RPC error, as most agents do without
+// credentials, is reported in SessionError, not as an error: the handshake
+// itself worked.
 func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[string]string) (*ProbeResult, error) {
 	path, err := exec.LookPath(agent.Command)
 	if err != nil {
@@ -53,42 +77,116 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 	res := &ProbeResult{Command: append([]string{agent.Command}, agent.Args...)}
 	defer func() {
 		rep := child.Teardown(ladder(agent))
-		res.Teardown = fmt.Sprintf("%s in %s", rep.Tier, rep.Duration.Round(1e6))
+		res.Teardown = fmt.Sprintf("%s in %s", rep.Tier, rep.Duration.Round(time.Millisecond))
+		if rep.Exit != "" {
+			res.Teardown += " (" + rep.Exit + ")"
+		}
 		res.Stderr = child.Stderr().LastLines(20)
 	}()
-	conn := acp.NewClientSideConnection(&client{inv: &steps.Invocation{Events: steps.Discard{}}}, child.Stdin(), child.Stdout())
+	// A bare connection with no handler: during a handshake the client has
+	// nothing to serve, so a request from the agent gets "method not found"
+	// and a notification is ignored.
+	conn := acp.NewConnection(nil, child.Stdin(), child.Stdout())
 	conn.SetLogger(slog.New(noiseCounter{new(atomic.Int64)}))
 	startCtx, cancel := context.WithTimeoutCause(ctx, agent.StartTimeout,
-		fmt.Errorf("the agent did not answer within %s (start-timeout)", agent.StartTimeout))
+		fmt.Errorf("the agent did not answer within %s", agent.StartTimeout))
 	defer cancel()
-	init, err := conn.Initialize(startCtx, acp.InitializeRequest{
+	p := &probe{child: child, ctx: startCtx}
+
+	raw, err := acp.SendRequest[json.RawMessage](conn, startCtx, acp.AgentMethodInitialize, acp.InitializeRequest{
 		ProtocolVersion: acp.ProtocolVersionNumber,
 		ClientInfo:      &acp.Implementation{Name: "acpflow", Version: version.Version},
 	})
 	if err != nil {
-		if cause := context.Cause(startCtx); cause != nil && startCtx.Err() != nil {
-			return res, fmt.Errorf("initialize: %w", cause)
+		if refused(err) {
+			return res, fmt.Errorf("initialize: the agent refused it: %s", describeRPCError(err))
 		}
-		return res, fmt.Errorf("initialize failed: %s", describeRPCError(err))
+		return res, p.failure("initialize", err)
 	}
-	res.ProtocolVersion = int(init.ProtocolVersion)
-	res.AgentInfo = init.AgentInfo
-	res.Capabilities = init.AgentCapabilities
-	res.AuthMethods = init.AuthMethods
+	var init initializeAnswer
+	if err := json.Unmarshal(raw, &init); err != nil {
+		return res, fmt.Errorf("initialize: the agent's answer is not an initialize result: %v", err)
+	}
+	res.ProtocolVersion = init.ProtocolVersion
+	res.AgentInfo = present(init.AgentInfo)
+	res.Capabilities = present(init.AgentCapabilities)
+	res.AuthMethods = present(init.AuthMethods)
+
 	if agent.Auth != "" {
-		if _, err := conn.Authenticate(startCtx, acp.AuthenticateRequest{MethodId: agent.Auth}); err != nil {
+		_, err := acp.SendRequest[json.RawMessage](conn, startCtx, acp.AgentMethodAuthenticate, acp.AuthenticateRequest{MethodId: agent.Auth})
+		if err != nil {
+			if !refused(err) {
+				return res, p.failure("authenticate", err)
+			}
 			res.SessionError = "authenticate: " + describeRPCError(err)
 			return res, nil
 		}
 	}
-	sess, err := conn.NewSession(startCtx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	sess, err := acp.SendRequest[acp.NewSessionResponse](conn, startCtx, acp.AgentMethodSessionNew,
+		acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 	if err != nil {
-		res.SessionError = describeRPCError(err)
-		if cause := context.Cause(startCtx); cause != nil && startCtx.Err() != nil {
-			res.SessionError = cause.Error()
+		if !refused(err) {
+			return res, p.failure("session/new", err)
 		}
+		res.SessionError = describeRPCError(err)
 		return res, nil
 	}
 	res.SessionID = string(sess.SessionId)
 	return res, nil
+}
+
+// probe is what a failed handshake is explained from.
+type probe struct {
+	child *procgroup.Child
+	ctx   context.Context
+}
+
+// failure words a request that got no answer: the time ran out, the run
+// was interrupted, or the agent went away.
+func (p *probe) failure(method string, err error) error {
+	if p.ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", method, context.Cause(p.ctx))
+	}
+	// The agent closed its stdout; say how it ended if it has.
+	select {
+	case <-p.child.Exited():
+		how := "exit status 0"
+		if e := p.child.ExitErr(); e != nil {
+			how = e.Error()
+		}
+		return fmt.Errorf("%s: the agent exited without answering (%s)", method, how)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if isDisconnect(err) {
+		return fmt.Errorf("%s: the agent closed its stdout without answering", method)
+	}
+	return fmt.Errorf("%s: %v", method, err)
+}
+
+// refused reports whether err is the agent's own JSON-RPC error answer,
+// not the SDK's word that the connection went away before one came.
+func refused(err error) bool {
+	var re *acp.RequestError
+	return errors.As(err, &re) && !isDisconnect(err)
+}
+
+// isDisconnect recognises the error the SDK gives every pending request
+// when the agent's stdout closes (an internal error whose data says
+// "peer disconnected …").
+func isDisconnect(err error) bool {
+	var re *acp.RequestError
+	if !errors.As(err, &re) || re.Code != -32603 {
+		return false
+	}
+	data, _ := re.Data.(map[string]any)
+	s, _ := data["error"].(string)
+	return strings.HasPrefix(s, "peer disconnected")
+}
+
+// present returns raw, or nil when the agent sent nothing (or null).
+func present(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
 }
