@@ -3,6 +3,7 @@ package steps
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -34,10 +35,40 @@ func (a *Agent) Check() error {
 			return fmt.Errorf("agent %s: %s must be at most 2147483647ms, got %s", a.Name, g.name, g.d)
 		}
 	}
+	if a.MaxOutput < 0 || a.MaxOutput > MaxSize {
+		return fmt.Errorf("agent %s: max-output must be greater than 0 and at most 1 GiB, got %d bytes", a.Name, a.MaxOutput)
+	}
+	for id := range a.Config {
+		if id == "" {
+			return fmt.Errorf("agent %s: config: an option id is empty", a.Name)
+		}
+	}
 	if a.CwdSet && a.Cwd == "" {
 		return fmt.Errorf("agent %s: cwd is empty; omit the key to use the workspace", a.Name)
 	}
 	return nil
+}
+
+// ConfigValue reads the value of one `config:` option as the ACP value id
+// session/set_config_option takes: a string as is, a boolean as "true" or
+// "false". Anything else (a number, a list, a mapping, null) is an error:
+// a value id that looks like a number must be quoted in the file.
+func ConfigValue(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case nil:
+		return "", fmt.Errorf("want a value id (a string) or true/false, got nothing")
+	case map[string]any:
+		return "", fmt.Errorf("want a value id (a string) or true/false, got a mapping")
+	case []any:
+		return "", fmt.Errorf("want a value id (a string) or true/false, got a list")
+	case int, int64, float64:
+		return "", fmt.Errorf("want a value id (a string) or true/false, got the number %v; quote it if the agent's value id is %q", x, fmt.Sprint(x))
+	}
+	return "", fmt.Errorf("want a value id (a string) or true/false, got %T", v)
 }
 
 // NewAgent returns an agent with the default timings, for a loader to

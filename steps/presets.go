@@ -1,6 +1,9 @@
 package steps
 
-import "sort"
+import (
+	"sort"
+	"time"
+)
 
 // Preset is a known agent: what `preset: NAME` fills in, and what it needs.
 type Preset struct {
@@ -11,6 +14,20 @@ type Preset struct {
 	Auth        []string // authenticate method ids it offers
 	Notes       string
 	Description string
+
+	// The defaults below apply when the workflow file does not set the key;
+	// zero keeps acpflow's own default.
+
+	// EOFGrace and TermGrace are the preset's dispose ladder
+	// (dispose.eof-grace, dispose.term-grace), measured on the agent: an
+	// agent that never exits on stdin EOF should not cost the global
+	// DefaultEOFGrace on every step.
+	EOFGrace  time.Duration
+	TermGrace time.Duration
+	// Mode is the ACP session mode (`mode:`) under which every tool call
+	// that executes or writes reaches acpflow's permission policy, where the
+	// agent has one; "" sets no mode.
+	Mode string
 }
 
 var presets = map[string]Preset{
