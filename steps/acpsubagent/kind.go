@@ -42,7 +42,9 @@ func init() {
 func (k *Kind) Name() string { return Name }
 
 // Keys implements steps.Kind.
-func (k *Kind) Keys() []string { return []string{"agent", "prompt", "cwd", "env"} }
+func (k *Kind) Keys() []string {
+	return []string{"agent", "prompt", "cwd", "env", "mode", "config", "max-output"}
+}
 
 // Required implements steps.Kind.
 func (k *Kind) Required() []string { return []string{"agent", "prompt"} }
@@ -75,7 +77,84 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 			return nil, fmt.Errorf("with.env must be a mapping of names to values")
 		}
 	}
+	if err := checkSessionKeys(cfg.With); err != nil {
+		return nil, err
+	}
 	return &subagent{kind: k, id: cfg.ID, agent: agent}, nil
+}
+
+// checkSessionKeys checks the shapes of with.mode, with.config and
+// with.max-output, which replace or layer over the agent's. Values that
+// are still templates are checked when rendered, by the runner.
+//
+// After rendering, the runner finds: mode a string ("" sets no mode);
+// config a map[string]any whose values are strings or booleans (read each
+// with steps.ConfigValue); max-output an int (bytes) or a string (read
+// either with steps.SizeOf).
+func checkSessionKeys(with map[string]any) error {
+	if v, ok := with["mode"]; ok {
+		switch x := v.(type) {
+		case string:
+		case int, float64:
+			return fmt.Errorf("with.mode: want a mode id (a string such as read-only), got the number %v; quote it if the agent's mode id is %q", x, fmt.Sprint(x))
+		default:
+			return fmt.Errorf("with.mode: want a mode id (a string such as read-only), got %s", describeWith(v))
+		}
+	}
+	if v, ok := with["config"]; ok {
+		cfg, isMap := v.(map[string]any)
+		if !isMap {
+			return fmt.Errorf("with.config: want a mapping of option ids to values (e.g. {model: o3}), got %s", describeWith(v))
+		}
+		ids := make([]string, 0, len(cfg))
+		for id := range cfg {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			if id == "" {
+				return fmt.Errorf("with.config: an option id is empty")
+			}
+			if _, err := steps.ConfigValue(cfg[id]); err != nil {
+				return fmt.Errorf("with.config.%s: %w", id, err)
+			}
+		}
+	}
+	if v, ok := with["max-output"]; ok {
+		switch x := v.(type) {
+		case string:
+			if strings.Contains(x, "${{") {
+				break
+			}
+			if _, err := steps.ParseSize(x); err != nil {
+				return fmt.Errorf("with.max-output: %w", err)
+			}
+		case int, float64:
+			if _, err := steps.SizeOf(x); err != nil {
+				return fmt.Errorf("with.max-output: %w", err)
+			}
+		default:
+			return fmt.Errorf("with.max-output: want a size such as 8 MiB or a whole number of bytes, got %s", describeWith(v))
+		}
+	}
+	return nil
+}
+
+// describeWith names a raw with: value in a message.
+func describeWith(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "nothing"
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case bool:
+		return fmt.Sprintf("the boolean %t", x)
+	case string:
+		return fmt.Sprintf("the string %q", x)
+	}
+	return fmt.Sprintf("%v", v)
 }
 
 // resolveCwd finds the child's working directory: the step's cwd, else the
