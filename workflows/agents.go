@@ -8,7 +8,7 @@ import (
 )
 
 var (
-	agentKeys   = []string{"builtin", "command", "args", "env", "cwd", "auth", "preset", "start-timeout", "dispose"}
+	agentKeys   = []string{"builtin", "command", "args", "env", "cwd", "auth", "preset", "mode", "config", "max-output", "start-timeout", "dispose"}
 	disposeKeys = []string{"eof-grace", "term-grace"}
 )
 
@@ -46,7 +46,9 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 	}
 	if n := f["preset"]; n != nil {
 		if s, ok := d.str(n, ctx+": preset"); ok {
-			d.applyPreset(a, s, n, f)
+			if p, ok := d.lookupPreset(name, s, n); ok {
+				presetDefaults(a, p, fileSets(f))
+			}
 		}
 	}
 	if n := f["command"]; n != nil {
@@ -64,6 +66,20 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 	}
 	if n := f["auth"]; n != nil {
 		a.Auth, _ = d.str(n, ctx+": auth")
+	}
+	if n := f["mode"]; n != nil {
+		if s, ok := d.mode(n, ctx+": mode"); ok {
+			d.template(n, s, scope{agent: name})
+			a.Mode = s
+		}
+	}
+	if n := f["config"]; n != nil {
+		a.Config = d.agentConfig(n, ctx, name)
+	}
+	if n := f["max-output"]; n != nil {
+		if v, ok := d.size(n, ctx+": max-output"); ok {
+			a.MaxOutput = v
+		}
 	}
 	if n := f["start-timeout"]; n != nil {
 		if t, ok := d.duration(n, ctx+": start-timeout"); ok {
@@ -117,29 +133,62 @@ func agentErrorAt(msg string, key *node, f, dispose map[string]*node) pos {
 		return pick(dispose["eof-grace"])
 	case strings.Contains(msg, "term-grace"):
 		return pick(dispose["term-grace"])
+	case strings.Contains(msg, "max-output"):
+		return pick(f["max-output"])
+	case strings.Contains(msg, "config"):
+		return pick(f["config"])
 	case strings.Contains(msg, "cwd"):
 		return pick(f["cwd"])
 	}
 	return key.pos
 }
 
-// applyPreset fills command and args from a known agent. Keys the agent
-// sets itself win, so a preset can be adjusted without being copied out.
-func (d *decoder) applyPreset(a *steps.Agent, name string, n *node, f map[string]*node) {
+// lookupPreset finds the preset an agent names, reporting an unknown one
+// with the list of those that exist.
+func (d *decoder) lookupPreset(agent, name string, n *node) (steps.Preset, bool) {
 	p, ok := steps.LookupPreset(name)
 	if !ok {
 		var known []string
 		for _, p := range steps.Presets() {
 			known = append(known, p.Name)
 		}
-		d.at(n.pos, "agent %q: unknown preset %q%s", a.Name, name, knownList(name, known))
-		return
+		d.at(n.pos, "agent %q: unknown preset %q%s", agent, name, knownList(name, known))
 	}
-	if f["command"] == nil {
+	return p, ok
+}
+
+// fileSets reports whether an agent's mapping sets a key, a dispose key
+// written as "dispose.eof-grace".
+func fileSets(f map[string]*node) func(key string) bool {
+	return func(key string) bool {
+		if sub, ok := strings.CutPrefix(key, "dispose."); ok {
+			return f["dispose"] != nil && f["dispose"].kind == mappingNode && f["dispose"].get(sub) != nil
+		}
+		return f[key] != nil
+	}
+}
+
+// presetDefaults fills what a preset gives into a, before the file's own
+// keys are read: keys the file sets win, so a preset can be adjusted
+// without being copied out. A command of the file's own replaces the
+// preset's args too (they are the preset command's, `-y @pkg` for npx),
+// unless the file gives args as well. A zero preset timing or an empty mode
+// keeps what a already has.
+func presetDefaults(a *steps.Agent, p steps.Preset, set func(key string) bool) {
+	if !set("command") {
 		a.Command = p.Command
+		if !set("args") {
+			a.Args = append([]string(nil), p.Args...)
+		}
 	}
-	if f["args"] == nil {
-		a.Args = append([]string(nil), p.Args...)
+	if p.Mode != "" && !set("mode") {
+		a.Mode = p.Mode
+	}
+	if p.EOFGrace > 0 && !set("dispose.eof-grace") {
+		a.EOFGrace = p.EOFGrace
+	}
+	if p.TermGrace > 0 && !set("dispose.term-grace") {
+		a.TermGrace = p.TermGrace
 	}
 }
 
@@ -184,4 +233,67 @@ func (d *decoder) agentEnv(n *node, ctx, agent string) map[string]string {
 		env[name] = s
 	}
 	return env
+}
+
+// mode reads an ACP session mode id. A number is refused rather than
+// taken as written: mode ids are words (read-only, auto), and a number
+// here is more likely a mistake than a mode.
+func (d *decoder) mode(n *node, what string) (string, bool) {
+	switch v := n.value.(type) {
+	case string:
+		if n.kind == scalarNode {
+			return v, true
+		}
+	case int, float64:
+		d.at(n.pos, "%s: want a mode id (a string such as read-only), got %s; quote it if the agent's mode id is %q", what, n.describe(), fmt.Sprint(v))
+		return "", false
+	}
+	d.wrong(n, "%s: want a mode id (a string such as read-only), got %s", what, n.describe())
+	return "", false
+}
+
+// agentConfig reads config: ACP config option ids to value ids, a boolean
+// written as "true"/"false" (steps.ConfigValue, which the runner also uses
+// on a step's with.config). Values are compiled as agentEnv's are.
+func (d *decoder) agentConfig(n *node, ctx, agent string) map[string]string {
+	if !d.mapping(n, ctx+": config") {
+		return nil
+	}
+	cfg := make(map[string]string, len(n.keys))
+	for i, k := range n.keys {
+		id := k.value.(string)
+		if id == "" {
+			d.at(k.pos, "%s: config: an option id is empty", ctx)
+			continue
+		}
+		v := n.vals[i]
+		s, err := steps.ConfigValue(v.plain())
+		if err != nil {
+			d.wrong(v, "%s: config: %s: %s", ctx, id, err)
+			continue
+		}
+		if _, isText := v.value.(string); isText {
+			d.template(v, s, scope{agent: agent})
+		}
+		cfg[id] = s
+	}
+	return cfg
+}
+
+// size reads a size (steps.SizeOf): a whole number of bytes, or a number
+// with a unit such as 8 MiB.
+func (d *decoder) size(n *node, what string) (int64, bool) {
+	if n.kind == scalarNode {
+		switch n.value.(type) {
+		case int, float64, string:
+			v, err := steps.SizeOf(n.value)
+			if err != nil {
+				d.at(n.pos, "%s: %s", what, err)
+				return 0, false
+			}
+			return v, true
+		}
+	}
+	d.wrong(n, "%s: want a size such as 8 MiB or a whole number of bytes, got %s", what, n.describe())
+	return 0, false
 }

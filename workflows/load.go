@@ -77,17 +77,23 @@ func (d *decoder) prepare() {
 	}
 }
 
-// prepareErrorAt points at the with: key a kind's error names ("with.agent:
-// ..."), else at with: itself.
+// prepareErrorAt points at the with: value a kind's error names
+// ("with.agent: ...", "with.config.model: ..."), as deep as the path leads
+// through mappings, else at with: itself.
 func (d *decoder) prepareErrorAt(s *stepInfo, msg string) pos {
 	if s.withNode == nil {
 		return s.node.pos
 	}
-	if rest, ok := strings.CutPrefix(msg, "with."); ok {
-		key := rest[:strings.IndexFunc(rest+":", func(r rune) bool { return r == ':' || r == '.' || r == ' ' })]
-		if v := s.withNode.get(key); v != nil {
-			return v.pos
+	at := s.withNode
+	rest, ok := strings.CutPrefix(msg, "with.")
+	for ok {
+		end := strings.IndexFunc(rest+":", func(r rune) bool { return r == ':' || r == '.' || r == ' ' })
+		v := at.get(rest[:end])
+		if at.kind != mappingNode || v == nil {
+			break
 		}
+		at = v
+		rest, ok = strings.CutPrefix(rest[end:], ".")
 	}
-	return s.withNode.pos
+	return at.pos
 }

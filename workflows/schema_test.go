@@ -87,7 +87,8 @@ func TestTheSchemaRejectsWhatItCanSee(t *testing.T) {
 		"template-type-error": true, "template-unclosed": true, "unknown-agent": true,
 		"unknown-alias": true, "unknown-input-ref": true, "unknown-step-field": true,
 		"unknown-step-ref": true, "env-rule-bad": true, "duplicate-id": true,
-		"unknown-scope-name": true,
+		"unknown-scope-name": true, "mode-template": true, "with-mode-template": true,
+		"max-output-too-large": true, // a pattern cannot compare 2 GiB with 1 GiB
 	}
 	for _, file := range invalidFiles(t) {
 		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
