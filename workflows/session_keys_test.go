@@ -1,6 +1,8 @@
 package workflows_test
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -167,5 +169,19 @@ func TestSessionKeysThatAreRefused(t *testing.T) {
 				t.Errorf("error is not on line %d, where the key is:\n%s", line, err)
 			}
 		})
+	}
+}
+
+// TestTheSchemaAcceptsTheSessionKeys: every form the loader accepts above
+// (sizes with and without units, templates, booleans in config, an empty
+// mode) is accepted by the editor's schema too.
+func TestTheSchemaAcceptsTheSessionKeys(t *testing.T) {
+	s := compileSchema(t)
+	file := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(file, []byte(sessionKeys), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(yamlAsJSON(t, file)); err != nil {
+		t.Error(err)
 	}
 }
