@@ -108,7 +108,7 @@ func (r *StoreRecorder) StepEnded(runID, stepID string, ord int, res *StepResult
 	}
 	r.fail(r.Store.SaveStep(context.Background(), store.Step{
 		RunID: runID, StepID: stepID, Ord: ord, Status: res.Status, StopReason: res.StopReason,
-		Output: res.Output, Error: res.Error, Attempts: res.Attempts, SessionID: res.SessionID,
+		Output: res.Output, Final: res.Final, Error: res.Error, Attempts: res.Attempts, SessionID: res.SessionID,
 		Stderr: res.Stderr, StartedAt: began, EndedAt: now, DurationMS: res.DurationMS, Permissions: perms,
 	}))
 }

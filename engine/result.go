@@ -34,6 +34,7 @@ type StepResult struct {
 	Status      string                      `json:"status"`
 	StopReason  string                      `json:"stop_reason"`
 	Output      any                         `json:"output"` // a string; a list of them for for-each
+	Final       any                         `json:"final"`  // the last agent message alone; a list for for-each
 	Error       string                      `json:"error"`
 	Attempts    int                         `json:"attempts"`
 	DurationMS  int64                       `json:"duration_ms"`
@@ -45,10 +46,11 @@ type StepResult struct {
 }
 
 // scopeValue is the step as expressions see it: steps.<id>.{output,
-// stop_reason, status, json}.
+// final, stop_reason, status, json}.
 func (s *StepResult) scopeValue() map[string]any {
 	return map[string]any{
 		"output":      s.Output,
+		"final":       s.Final,
 		"stop_reason": s.StopReason,
 		"status":      s.Status,
 		"json":        parseJSON(s.Output),

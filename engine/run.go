@@ -59,10 +59,15 @@ type run struct {
 
 	mu      sync.Mutex
 	results map[string]*StepResult // settled steps
+
+	// lingering is the work steps handed on past their settling (agents'
+	// teardowns): the run ends only when it is done.
+	lingering sync.WaitGroup
 }
 
-// Run runs the workflow to the end and returns its result. It returns only
-// when every step has settled and every process a step started is gone.
+// Run runs the workflow to the end and returns its result. A step settles
+// (and its dependants may start) when its turn ends; Run returns only when
+// every step has settled and every process a step started is gone.
 // Cancelling ctx with cause ErrInterrupted makes the run `cancelled`.
 func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 	if opt.RunID == "" {
@@ -104,6 +109,7 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		defer stop()
 	}
 	r.schedule(runCtx, cancel)
+	r.lingering.Wait()
 	r.finish(ctx, runCtx)
 	return r.res
 }

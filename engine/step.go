@@ -45,6 +45,7 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element) *StepResult {
 		out := r.attempt(ctx, st, attempt, el)
 		res.StopReason = string(out.StopReason)
 		res.Output = out.Output
+		res.Final = out.Final
 		res.SessionID = out.SessionID
 		res.Stderr = out.Stderr
 		res.Permissions = append(res.Permissions, out.Permissions...)
@@ -108,7 +109,8 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *element) steps.R
 			}
 			return t.Render(scope)
 		},
-		Events: r.sink,
+		Events:    r.sink,
+		Lingering: &r.lingering,
 	}
 	out := st.Run.Run(stepCtx, inv)
 	if out.StopReason != steps.Completed && out.Err == nil {
@@ -171,8 +173,10 @@ func (r *run) runForEach(ctx context.Context, st *Step) *StepResult {
 
 	res := &StepResult{Status: StatusSucceeded, StopReason: string(steps.Completed), Permissions: []policies.PermissionRecord{}}
 	outputs := make([]any, len(items))
+	finals := make([]any, len(items))
 	for i, e := range each {
 		outputs[i] = e.Output
+		finals[i] = e.Final
 		res.Attempts = max(res.Attempts, e.Attempts)
 		res.Permissions = append(res.Permissions, e.Permissions...)
 		res.Stderr += e.Stderr
@@ -181,6 +185,6 @@ func (r *run) runForEach(ctx context.Context, st *Step) *StepResult {
 			res.Error = fmt.Sprintf("item %d: %s", i, e.Error)
 		}
 	}
-	res.Output = outputs
+	res.Output, res.Final = outputs, finals
 	return res
 }

@@ -43,9 +43,10 @@ type StepConfig struct {
 // Step runs one attempt of one step.
 type Step interface {
 	// Run runs the step with its `with:` values rendered. It returns when
-	// the step has settled and every process it started is gone. ctx ends
-	// when the step must stop (its timeout, or the run being cancelled);
-	// the cause is context.Cause(ctx).
+	// the step has settled; work that must finish before the run ends but
+	// need not hold the step (an agent's teardown after its turn) goes to
+	// inv.Linger. ctx ends when the step must stop (its timeout, or the
+	// run being cancelled); the cause is context.Cause(ctx).
 	Run(ctx context.Context, inv *Invocation) Result
 }
 
@@ -69,6 +70,22 @@ type Invocation struct {
 	Render func(string) (string, error)
 
 	Events Sink
+
+	// Lingering holds work a step hands on past its settling (see Linger);
+	// the engine waits for it before the run ends. Nil: Linger runs the
+	// work at once.
+	Lingering *sync.WaitGroup
+}
+
+// Linger runs f in the background when the invocation has somewhere to
+// wait for it, else at once: an agent's teardown must not hold the step
+// that used it, nor outlive the run.
+func (inv *Invocation) Linger(f func()) {
+	if inv.Lingering == nil {
+		f()
+		return
+	}
+	inv.Lingering.Go(f)
 }
 
 // StopReason is how a step's turn ended (SPEC §3.4).
@@ -84,8 +101,12 @@ const (
 
 // Result is what one attempt produced.
 type Result struct {
-	StopReason  StopReason
+	StopReason StopReason
+	// Output is every agent message, in order, a blank line between two
+	// messages that other updates came between; Final is the last message
+	// alone.
 	Output      string
+	Final       string
 	Err         error // nil only for a completed step
 	SessionID   string
 	Permissions []policies.PermissionRecord

@@ -104,7 +104,7 @@ func (r *resumer) prepare(ctx context.Context, wf *engine.Workflow, id string) (
 	for _, st := range d.Steps {
 		if st.Status == store.StatusSucceeded && stepExists(wf, st.StepID) {
 			done[st.StepID] = &engine.StepResult{
-				Status: st.Status, StopReason: st.StopReason, Output: st.Output, Error: st.Error,
+				Status: st.Status, StopReason: st.StopReason, Output: st.Output, Final: st.Final, Error: st.Error,
 				Attempts: st.Attempts, DurationMS: st.DurationMS, SessionID: st.SessionID,
 				Permissions: permissionRecords(st.Permissions),
 			}

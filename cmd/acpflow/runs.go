@@ -172,7 +172,7 @@ func detailJSON(d *store.RunDetail) map[string]any {
 			})
 		}
 		stepsOut[st.StepID] = map[string]any{
-			"status": st.Status, "stop_reason": st.StopReason, "output": st.Output, "error": st.Error,
+			"status": st.Status, "stop_reason": st.StopReason, "output": st.Output, "final": st.Final, "error": st.Error,
 			"attempts": st.Attempts, "duration_ms": st.DurationMS, "session_id": st.SessionID,
 			"permissions": perms, "stderr": st.Stderr,
 		}

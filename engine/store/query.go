@@ -123,7 +123,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*RunDetail, error) {
 
 // readSteps reads a run's steps in file order, with their permissions.
 func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT step_id, ord, status, stop_reason, output_json, error, attempts, session_id,
+	rows, err := tx.QueryContext(ctx, `SELECT step_id, ord, status, stop_reason, output_json, final_json, error, attempts, session_id,
 		stderr_tail, started_at, ended_at, duration_ms FROM steps WHERE run_id = ? ORDER BY ord, step_id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
@@ -133,14 +133,17 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	index := map[string]int{}
 	for rows.Next() {
 		st := Step{RunID: runID, Permissions: []Permission{}}
-		var output string
+		var output, final string
 		var started, ended sql.NullString
-		if err := rows.Scan(&st.StepID, &st.Ord, &st.Status, &st.StopReason, &output, &st.Error, &st.Attempts, &st.SessionID,
+		if err := rows.Scan(&st.StepID, &st.Ord, &st.Status, &st.StopReason, &output, &final, &st.Error, &st.Attempts, &st.SessionID,
 			&st.Stderr, &started, &ended, &st.DurationMS); err != nil {
 			return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
 		}
 		if err := json.Unmarshal([]byte(output), &st.Output); err != nil {
 			return nil, fmt.Errorf("store: step %s of run %s: decode output: %w", st.StepID, runID, err)
+		}
+		if err := json.Unmarshal([]byte(final), &st.Final); err != nil {
+			return nil, fmt.Errorf("store: step %s of run %s: decode final: %w", st.StepID, runID, err)
 		}
 		if st.StartedAt, err = parseTime(started); err != nil {
 			return nil, err
@@ -156,7 +159,7 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	}
 	rows.Close()
 
-	rows, err = tx.QueryContext(ctx, `SELECT step_id, tool_call_id, kind, title, decision, outcome, option_id, policy, rule, reason
+	rows, err = tx.QueryContext(ctx, `SELECT step_id, tool_call_id, kind, title, command, locations_json, decision, outcome, option_id, policy, rule, reason
 		FROM permissions WHERE run_id = ? ORDER BY step_id, seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: read permissions of run %s: %w", runID, err)
@@ -165,8 +168,15 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	for rows.Next() {
 		var stepID string
 		var p Permission
-		if err := rows.Scan(&stepID, &p.ToolCallID, &p.Kind, &p.Title, &p.Decision, &p.Outcome, &p.OptionID, &p.Policy, &p.Rule, &p.Reason); err != nil {
+		var locations string
+		if err := rows.Scan(&stepID, &p.ToolCallID, &p.Kind, &p.Title, &p.Command, &locations, &p.Decision, &p.Outcome, &p.OptionID, &p.Policy, &p.Rule, &p.Reason); err != nil {
 			return nil, fmt.Errorf("store: read permissions of run %s: %w", runID, err)
+		}
+		if err := json.Unmarshal([]byte(locations), &p.Locations); err != nil {
+			return nil, fmt.Errorf("store: read permissions of run %s: decode locations: %w", runID, err)
+		}
+		if len(p.Locations) == 0 {
+			p.Locations = nil
 		}
 		if i, ok := index[stepID]; ok {
 			steps[i].Permissions = append(steps[i].Permissions, p)

@@ -131,4 +131,11 @@ CREATE TABLE children (
 
 CREATE INDEX children_by_run ON children (run_id, pid);
 `,
+	// 2: a step's last message alone (final); what a permission's policy saw
+	// (the command line and the locations, as JSON).
+	`
+ALTER TABLE steps ADD COLUMN final_json TEXT NOT NULL DEFAULT 'null';
+ALTER TABLE permissions ADD COLUMN command TEXT NOT NULL DEFAULT '';
+ALTER TABLE permissions ADD COLUMN locations_json TEXT NOT NULL DEFAULT '[]';
+`,
 }

@@ -18,7 +18,10 @@ type Step struct {
 	StopReason string
 	// Output is a string, or a list of them for a for-each step. It is
 	// stored as JSON, so it reads back as a string or a []any.
-	Output      any
+	Output any
+	// Final is the step's last agent message: a string, or a list of them
+	// for a for-each step, like Output.
+	Final       any
 	Error       string
 	Attempts    int
 	SessionID   string
@@ -35,12 +38,21 @@ type Permission struct {
 	ToolCallID string
 	Kind       string
 	Title      string
-	Decision   string // allow, allow_always, reject, reject_always, cancel
-	Outcome    string // selected or cancelled
-	OptionID   string // empty when cancelled
-	Policy     string // workflow, step or default
+	Command    string     // the command line the policy saw
+	Locations  []Location // the files the policy saw
+	Decision   string     // allow, allow_always, reject, reject_always, cancel
+	Outcome    string     // selected or cancelled
+	OptionID   string     // empty when cancelled
+	Policy     string     // workflow, step or default
 	Rule       string
 	Reason     string
+}
+
+// Location is one file a permission's tool call would reach.
+type Location struct {
+	Path        string `json:"path"`
+	Line        int    `json:"line"`
+	InWorkspace bool   `json:"in_workspace"`
 }
 
 // SaveStep records a step's whole state, replacing what was recorded for it
@@ -56,9 +68,13 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 	if err != nil {
 		return fmt.Errorf("store: step %s of run %s: %w", st.StepID, st.RunID, err)
 	}
+	final, err := jsonArg("final", st.Final)
+	if err != nil {
+		return fmt.Errorf("store: step %s of run %s: %w", st.StepID, st.RunID, err)
+	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.upsertStep).ExecContext(ctx,
-			st.RunID, st.StepID, st.Ord, st.Status, st.StopReason, out, st.Error, st.Attempts, st.SessionID, st.Stderr,
+			st.RunID, st.StepID, st.Ord, st.Status, st.StopReason, out, final, st.Error, st.Attempts, st.SessionID, st.Stderr,
 			timeArg(st.StartedAt), timeArg(st.EndedAt), st.DurationMS)
 		if err != nil {
 			return fmt.Errorf("store: save step %s of run %s: %w", st.StepID, st.RunID, err)
@@ -68,8 +84,16 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 		}
 		ins := tx.StmtContext(ctx, s.stmts.insertPermission)
 		for i, p := range st.Permissions {
-			_, err := ins.ExecContext(ctx,
-				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Decision, p.Outcome, p.OptionID, p.Policy, p.Rule, p.Reason)
+			locs := p.Locations
+			if locs == nil {
+				locs = []Location{}
+			}
+			locations, err := jsonArg("locations", locs)
+			if err != nil {
+				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)
+			}
+			_, err = ins.ExecContext(ctx,
+				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Command, locations, p.Decision, p.Outcome, p.OptionID, p.Policy, p.Rule, p.Reason)
 			if err != nil {
 				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)
 			}

@@ -190,6 +190,10 @@ func (c *Child) Stderr() *Tail { return c.stderr }
 // Exited is closed once the child itself has exited and been reaped.
 func (c *Child) Exited() <-chan struct{} { return c.exited }
 
+// StderrClosed is closed once the child's stderr reached its end (every
+// writer in the group exited or closed it).
+func (c *Child) StderrClosed() <-chan struct{} { return c.stderrDone }
+
 // ExitErr is the child's exit status; valid after Exited is closed.
 func (c *Child) ExitErr() error { return c.exitErr }
 

@@ -79,6 +79,9 @@ func (a *agent) request(m message) {
 		a.authenticate(m)
 	case "session/new":
 		a.newSession(m)
+	case "session/set_mode", "session/set_config_option":
+		a.rec.event(strings.TrimPrefix(m.Method, "session/"), map[string]any{"params": m.Params})
+		a.wire.result(m.ID, map[string]any{})
 	case "session/prompt":
 		a.rec.event("prompt", map[string]any{"params": m.Params})
 		// The turn is registered before the next message is read, so that a session/cancel
@@ -122,10 +125,7 @@ func (a *agent) initialize(m message) {
 	}
 	a.wire.result(m.ID, map[string]any{
 		"protocolVersion": a.cfg.protocol,
-		"agentCapabilities": map[string]any{
-			"loadSession":        false,
-			"promptCapabilities": map[string]any{"image": false, "audio": false, "embeddedContext": false},
-		},
+		"agentCapabilities": a.cfg.capabilities,
 		"agentInfo":   map[string]any{"name": "testagent", "version": "0.0.0"},
 		"authMethods": authMethods,
 	})
@@ -170,11 +170,28 @@ func (a *agent) newSession(m message) {
 		id = ""
 	}
 	a.rec.event("session_new", map[string]any{"params": m.Params, "session_id": id})
-	if id == "" {
-		a.wire.result(m.ID, map[string]any{})
-	} else {
-		a.wire.result(m.ID, map[string]any{"sessionId": id})
+	res := map[string]any{}
+	if id != "" {
+		res["sessionId"] = id
 	}
+	if len(a.cfg.modes) > 0 {
+		var modes []any
+		for _, m := range a.cfg.modes {
+			modes = append(modes, map[string]any{"id": m, "name": m})
+		}
+		res["modes"] = map[string]any{"currentModeId": a.cfg.modes[0], "availableModes": modes}
+	}
+	for _, o := range a.cfg.configOpts {
+		optID, values, _ := strings.Cut(o, "=")
+		var opts []any
+		for _, v := range strings.Split(values, "|") {
+			opts = append(opts, map[string]any{"value": v, "name": v})
+		}
+		res["configOptions"] = append(asList(res["configOptions"]), map[string]any{
+			"type": "select", "id": optID, "name": optID, "currentValue": strings.Split(values, "|")[0], "options": opts,
+		})
+	}
+	a.wire.result(m.ID, res)
 	if a.cfg.exitAfterSessionNew {
 		os.Exit(0)
 	}
@@ -225,6 +242,16 @@ func (a *agent) prompt(t *turn) {
 			return
 		}
 		a.chunk(t.sessionID, "client said "+said+"\n")
+	}
+	if a.cfg.flood > 0 {
+		text := strings.Repeat("x", max(a.cfg.floodSize, 1))
+		for range a.cfg.flood {
+			if t.isCancelled() {
+				a.endTurn(t, "cancelled")
+				return
+			}
+			a.chunk(t.sessionID, text)
+		}
 	}
 	for i, text := range a.cfg.chunks {
 		if a.cfg.noise {
@@ -431,4 +458,9 @@ func randomHex() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }

@@ -17,6 +17,13 @@
 //	                         a tool_call, a tool_call_update, a plan, a current_mode_update, an
 //	                         available_commands_update, a user_message_chunk ("NOISE …") and an
 //	                         agent_message_chunk "LEAK" for another session id
+//	-flood N                 before the chunks, stream N agent_message_chunks of -flood-size
+//	                         bytes ("x"…) as fast as the pipe takes them
+//	-flood-size N            bytes per flood chunk (default 1)
+//	-modes A,B               session/new offers these modes (the first current); session/set_mode
+//	                         to one of them is recorded and answered {}
+//	-config-option ID=V1|V2  session/new offers a select config option ID with these values
+//	                         (repeatable); session/set_config_option is recorded and answered {}
 //	-record FILE             append one JSON line per event to FILE (see below)
 //	-session-id ID           the session id session/new answers (default random "ta-…")
 //	-no-session-id           session/new answers {} (no sessionId)
@@ -25,6 +32,10 @@
 //	                         numbered lines to stderr, then exit 3 without answering
 //	-hang-on METHOD          never answer METHOD (repeatable); everything else goes on
 //	-stderr-lines N          write "stderr line 1" … "stderr line N" to stderr at startup
+//	-stderr TEXT             write TEXT as it is to stderr at startup, after the -stderr-lines
+//	                         (repeatable; e.g. escape sequences, to test what reaches a terminal)
+//	-capabilities JSON       the agentCapabilities initialize answers, as given (default
+//	                         {"loadSession":false,"promptCapabilities":{…all false}})
 //	-garbage                 write "this is not json" and "{broken" lines before every message
 //	-require-auth ID         advertise auth method ID; session/new fails with -32000
 //	                         "Authentication required" until authenticate with methodId ID
@@ -72,6 +83,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -85,16 +97,22 @@ type config struct {
 	chunks      []string
 	noChunks    bool
 	noise       bool
+	flood       int
+	floodSize   int
+	modes       []string
+	configOpts  []string
 	record      string
 	sessionID   string
 	noSessionID bool
 	protocol    int
 
-	crashOn     string
-	hangOn      []string
-	stderrLines int
-	garbage     bool
-	requireAuth string
+	crashOn      string
+	hangOn       []string
+	stderrLines  int
+	stderrText   []string
+	capabilities json.RawMessage
+	garbage      bool
+	requireAuth  string
 
 	promptDelay  time.Duration
 	promptHang   bool
@@ -133,13 +151,20 @@ func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
 	var chunk, hangOn, permission, askClient listFlag
-	var chunks, permOptions string
+	var chunks, permOptions, capabilities string
+	var stderrText listFlag
 
 	fs.StringVar(&cfg.stop, "stop", "end_turn", "stop reason of the prompt answer")
 	fs.Var(&chunk, "chunk", "an agent_message_chunk text (repeatable)")
 	fs.StringVar(&chunks, "chunks", "", "comma-separated chunk texts")
 	fs.BoolVar(&cfg.noChunks, "no-chunks", false, "send no message chunk")
 	fs.BoolVar(&cfg.noise, "noise", false, "send updates that are not output around the chunks")
+	var modes string
+	var configOpts listFlag
+	fs.IntVar(&cfg.flood, "flood", 0, "stream this many chunks before the others")
+	fs.IntVar(&cfg.floodSize, "flood-size", 1, "bytes per flood chunk")
+	fs.StringVar(&modes, "modes", "", "comma-separated modes session/new offers")
+	fs.Var(&configOpts, "config-option", "ID=V1|V2: a select config option session/new offers (repeatable)")
 	fs.StringVar(&cfg.record, "record", "", "append one JSON line per event to this file")
 	fs.StringVar(&cfg.sessionID, "session-id", "", "session id to answer (default random)")
 	fs.BoolVar(&cfg.noSessionID, "no-session-id", false, "answer session/new without a sessionId")
@@ -147,6 +172,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.crashOn, "crash-on", "", "exit 3 on receiving this method")
 	fs.Var(&hangOn, "hang-on", "never answer this method (repeatable)")
 	fs.IntVar(&cfg.stderrLines, "stderr-lines", 0, "numbered stderr lines to write at startup")
+	fs.Var(&stderrText, "stderr", "text to write as it is to stderr at startup (repeatable)")
+	fs.StringVar(&capabilities, "capabilities", `{"loadSession":false,"promptCapabilities":{"image":false,"audio":false,"embeddedContext":false}}`,
+		"the agentCapabilities JSON initialize answers")
 	fs.BoolVar(&cfg.garbage, "garbage", false, "write non-JSON lines before every message")
 	fs.StringVar(&cfg.requireAuth, "require-auth", "", "auth method id required before session/new")
 	fs.DurationVar(&cfg.promptDelay, "prompt-delay", 0, "wait before answering a prompt")
@@ -167,6 +195,12 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&cfg.sleep, "sleep", false, "helper mode: sleep until killed")
 	fs.BoolVar(&cfg.spawnSetsidAndExit, "spawn-setsid-and-exit", false, "helper mode: spawn a setsid sleeper, record it, exit")
 
+	defer func() {
+		if modes != "" {
+			cfg.modes = strings.Split(modes, ",")
+		}
+		cfg.configOpts = configOpts
+	}()
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -174,6 +208,11 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 
+	cfg.stderrText = stderrText
+	if !json.Valid([]byte(capabilities)) {
+		return nil, fmt.Errorf("-capabilities %q: not JSON", capabilities)
+	}
+	cfg.capabilities = json.RawMessage(capabilities)
 	cfg.chunks = chunk
 	if chunks != "" {
 		cfg.chunks = append(cfg.chunks, strings.Split(chunks, ",")...)
@@ -229,6 +268,9 @@ func runAgent(cfg *config) {
 	go exitAfter(cfg.lifetime, rec)
 	rec.start()
 	writeStderrLines(cfg.stderrLines)
+	for _, text := range cfg.stderrText {
+		_, _ = os.Stderr.WriteString(text)
+	}
 	spawnDescendants(cfg, rec)
 
 	a := newAgent(cfg, rec, os.Stdout)

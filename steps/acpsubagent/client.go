@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -18,15 +19,71 @@ import (
 // through the step's policy. It serves nothing else: no file system, no
 // terminals (every other agent request gets -32601).
 type client struct {
-	inv *steps.Invocation
-	cwd string
+	inv  *steps.Invocation
+	cwd  string
+	gate *stdoutGate // nil when the client is not a step's (probe)
 
 	mu          sync.Mutex
 	sessionID   string // set once session/new answered; updates for others are ignored
-	output      strings.Builder
+	output      transcriptText
 	permissions []policies.PermissionRecord
-	cancelled   bool  // a cancel was sent: pending permissions are answered `cancelled`
-	handled     int64 // session/update notifications handed over by the SDK
+	cancelled   bool // a cancel was sent: pending permissions are answered `cancelled`
+	// overflow is closed when the output passed its limit.
+	overflow     chan struct{}
+	overflowOnce sync.Once
+}
+
+// transcriptText is the agent's answer: every message, in order, a blank
+// line between two messages that something else (a tool call, a plan, a
+// thought) came between, and the last message alone. It keeps at most
+// limit bytes of output (final is a part of it).
+type transcriptText struct {
+	all, last strings.Builder
+	limit     int64
+	broken    bool // an update other than a message chunk came since the last chunk
+	full      bool // the limit was reached: nothing more is kept
+}
+
+// write adds a message chunk; false once the limit is reached.
+func (t *transcriptText) write(text string) bool {
+	if t.full {
+		return false
+	}
+	sep := ""
+	if t.broken && t.all.Len() > 0 {
+		t.last.Reset()
+		sep = "\n\n"
+	}
+	t.broken = false
+	if left := int(t.limit) - t.all.Len(); len(sep)+len(text) > left {
+		t.full = true
+		if len(sep) > left {
+			return false
+		}
+		text = cutUTF8(text, left-len(sep))
+	}
+	t.all.WriteString(sep)
+	t.all.WriteString(text)
+	t.last.WriteString(text)
+	return !t.full
+}
+
+// interrupt marks the end of the current message, if one has begun.
+func (t *transcriptText) interrupt() {
+	if t.all.Len() > 0 {
+		t.broken = true
+	}
+}
+
+// cutUTF8 is s cut to at most n bytes, not inside a character.
+func cutUTF8(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 var _ acp.Client = (*client)(nil)
@@ -55,42 +112,40 @@ func (c *client) markCancelled() {
 // connection does not wait for them. Partial text survives a crash, as in
 // the seed. It gives up after limit (an update the SDK could not decode is
 // never handed over).
-func (c *client) quiesce(done <-chan struct{}, written *updateCounter, limit time.Duration) {
+func (c *client) quiesce(done <-chan struct{}, limit time.Duration) {
 	select {
 	case <-done:
 	default:
 		return // still connected: nothing is in flight on our account
 	}
 	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		c.mu.Lock()
-		handled := c.handled
-		c.mu.Unlock()
-		if handled >= written.count() {
-			return
-		}
+	for time.Now().Before(deadline) && !c.gate.caughtUp() {
 		time.Sleep(time.Millisecond)
 	}
 }
 
-// snapshot returns the output and permission records so far.
-func (c *client) snapshot() (string, []policies.PermissionRecord) {
+// snapshot returns the output, the last message and the permission records so far.
+func (c *client) snapshot() (output, final string, perms []policies.PermissionRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.output.String(), append([]policies.PermissionRecord(nil), c.permissions...)
+	return c.output.all.String(), c.output.last.String(), append([]policies.PermissionRecord(nil), c.permissions...)
 }
+
+// overflowed is closed once the output has passed its limit.
+func (c *client) overflowed() <-chan struct{} { return c.overflow }
 
 func (c *client) emit(typ string, fields map[string]any) {
 	c.inv.Events.Emit(steps.Event{Type: typ, RunID: c.inv.RunID, Step: c.inv.StepID, Time: time.Now(), Fields: fields})
 }
 
 // SessionUpdate keeps agent_message_chunk text of this session as the
-// output, in order, with nothing added between pieces; everything else goes
-// to the event stream with its kind.
+// output (see transcriptText); everything else goes to the event stream
+// with its kind, and a tool call, a plan or a thought ends the message
+// being streamed.
 func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
-	c.mu.Lock()
-	c.handled++
-	c.mu.Unlock()
+	if c.gate != nil {
+		defer c.gate.handledOne()
+	}
 	if !c.ours(n.SessionId) {
 		return nil
 	}
@@ -101,10 +156,22 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 			text = t.Text
 		}
 		c.mu.Lock()
-		c.output.WriteString(text)
+		wasFull := c.output.full
+		kept := c.output.write(text)
 		c.mu.Unlock()
+		if wasFull {
+			return nil // past max-output: neither kept nor logged
+		}
+		if !kept {
+			c.overflowOnce.Do(func() { close(c.overflow) })
+		}
 		c.emit("step_update", map[string]any{"kind": "agent_message_chunk", "text": text})
 		return nil
+	}
+	if endsMessage(u) {
+		c.mu.Lock()
+		c.output.interrupt()
+		c.mu.Unlock()
 	}
 	kind, body := describeUpdate(u)
 	fields := map[string]any{"kind": kind}
@@ -113,6 +180,14 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 	}
 	c.emit("step_update", fields)
 	return nil
+}
+
+// endsMessage reports whether an update comes between two agent messages
+// (a tool call, a plan, a thought, the user's words), as opposed to
+// bookkeeping (usage, modes, commands) that may arrive mid-message.
+func endsMessage(u acp.SessionUpdate) bool {
+	return u.AgentThoughtChunk != nil || u.UserMessageChunk != nil || u.ToolCall != nil ||
+		u.ToolCallUpdate != nil || u.Plan != nil
 }
 
 // describeUpdate names an update's kind and returns its payload for the log.

@@ -78,6 +78,11 @@ type harness struct {
 	perm      policies.Permission
 	env       policies.Env
 	events    *events
+	// lingering, when set, receives the agent's teardown as the engine's
+	// does; run waits for it before checking that nothing is left.
+	lingering *sync.WaitGroup
+	// settled is when Run returned, teardown may still be running.
+	settled time.Time
 }
 
 func newHarness(t *testing.T, agentFlags ...string) *harness {
@@ -122,8 +127,12 @@ func (h *harness) run(ctx context.Context) steps.Result {
 		With: h.with, Ambient: h.ambient,
 		Permission: perm, PermissionSource: policies.SourceWorkflow,
 		Env: env, EnvSource: policies.SourceWorkflow,
-		Events: h.events,
+		Events: h.events, Lingering: h.lingering,
 	})
+	h.settled = time.Now()
+	if h.lingering != nil {
+		h.lingering.Wait()
+	}
 	h.assertNothingLeft()
 	return res
 }

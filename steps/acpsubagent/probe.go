@@ -98,7 +98,7 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 		ClientInfo:      &acp.Implementation{Name: "acpflow", Version: version.Version},
 	})
 	if err != nil {
-		if refused(err) {
+		if p.refused(err) {
 			return res, fmt.Errorf("initialize: the agent refused it: %s", describeRPCError(err))
 		}
 		return res, p.failure("initialize", err)
@@ -115,7 +115,7 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 	if agent.Auth != "" {
 		_, err := acp.SendRequest[json.RawMessage](conn, startCtx, acp.AgentMethodAuthenticate, acp.AuthenticateRequest{MethodId: agent.Auth})
 		if err != nil {
-			if !refused(err) {
+			if !p.refused(err) {
 				return res, p.failure("authenticate", err)
 			}
 			res.SessionError = "authenticate: " + describeRPCError(err)
@@ -125,7 +125,7 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 	sess, err := acp.SendRequest[acp.NewSessionResponse](conn, startCtx, acp.AgentMethodSessionNew,
 		acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 	if err != nil {
-		if !refused(err) {
+		if !p.refused(err) {
 			return res, p.failure("session/new", err)
 		}
 		res.SessionError = describeRPCError(err)
@@ -163,11 +163,12 @@ func (p *probe) failure(method string, err error) error {
 	return fmt.Errorf("%s: %v", method, err)
 }
 
-// refused reports whether err is the agent's own JSON-RPC error answer,
-// not the SDK's word that the connection went away before one came.
-func refused(err error) bool {
+// refused reports whether err is the agent's own JSON-RPC error answer:
+// not the SDK's word that the time ran out or that the connection went away
+// before an answer came (both of which it also words as internal errors).
+func (p *probe) refused(err error) bool {
 	var re *acp.RequestError
-	return errors.As(err, &re) && !isDisconnect(err)
+	return p.ctx.Err() == nil && errors.As(err, &re) && !isDisconnect(err)
 }
 
 // isDisconnect recognises the error the SDK gives every pending request

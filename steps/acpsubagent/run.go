@@ -2,6 +2,7 @@ package acpsubagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,35 +49,59 @@ type attempt struct {
 	client *client
 	child  *procgroup.Child
 	conn   *acp.ClientSideConnection
+	gate   *stdoutGate
+	// canClose: the agent advertised session/close.
+	canClose  bool
+	sessionID string
+	prompted  bool // session/prompt was sent: the turn has an end to report
 	// protocolNoise counts lines on the agent's stdout that were not JSON-RPC.
 	protocolNoise atomic.Int64
-	// updates counts the session/update lines the agent wrote.
-	updates *updateCounter
 }
 
-// Run runs one attempt: start, prompt, settle, tear down (SPEC §3).
+// Run runs one attempt: start, prompt, settle (SPEC §3). The step settles
+// when its turn ends: the agent's teardown is handed to inv.Lingering and
+// runs on after Run returns, so dependants need not wait for it, while the
+// run still does.
 func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
 	a := &attempt{subagent: s, inv: inv}
 	res := a.run(ctx)
+	if res.StopReason == "" {
+		res.StopReason = steps.Error
+	}
+	if a.client != nil {
+		if res.StopReason != steps.Completed && a.conn != nil {
+			a.client.quiesce(a.conn.Done(), 250*time.Millisecond)
+		}
+		res.Output, res.Final, res.Permissions = a.client.snapshot()
+	}
+	if a.prompted {
+		a.emit("turn_end", map[string]any{"stop_reason": string(res.StopReason)})
+	}
 	if a.child != nil {
-		a.teardown()
-		res.Stderr = a.child.Stderr().String()
 		if res.Err != nil {
+			a.awaitStderr()
 			if tail := a.child.Stderr().LastLines(stderrLinesInError); tail != "" {
 				res.Err = fmt.Errorf("%w\nagent stderr (last lines):\n%s", res.Err, indent(tail))
 			}
 		}
-	}
-	if a.client != nil {
-		if res.StopReason != steps.Completed && a.conn != nil {
-			a.client.quiesce(a.conn.Done(), a.updates, 250*time.Millisecond)
-		}
-		res.Output, res.Permissions = a.client.snapshot()
-	}
-	if res.StopReason == "" {
-		res.StopReason = steps.Error
+		res.Stderr = a.child.Stderr().String()
+		inv.Linger(a.teardown)
 	}
 	return res
+}
+
+// awaitStderr gives a child that has exited a moment to have its last
+// stderr lines read, so that a crash's own words reach the step's error.
+func (a *attempt) awaitStderr() {
+	select {
+	case <-a.child.Exited():
+	default:
+		return
+	}
+	select {
+	case <-a.child.StderrClosed():
+	case <-time.After(100 * time.Millisecond):
+	}
 }
 
 func (a *attempt) run(ctx context.Context) steps.Result {
@@ -96,6 +121,14 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 	if err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
+	settings, err := a.sessionSettings()
+	if err != nil {
+		return steps.Result{StopReason: steps.Error, Err: err}
+	}
+	maxOutput, err := a.maxOutput()
+	if err != nil {
+		return steps.Result{StopReason: steps.Error, Err: err}
+	}
 	if ctx.Err() != nil {
 		return steps.Result{StopReason: steps.Aborted, Err: ErrAbortedBeforeStart}
 	}
@@ -108,13 +141,14 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 	if err != nil {
 		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)}
 	}
-	a.client = &client{inv: a.inv, cwd: cwd}
-	a.updates = &updateCounter{r: a.child.Stdout()}
-	a.conn = acp.NewClientSideConnection(a.client, a.child.Stdin(), a.updates)
+	a.gate = newStdoutGate(a.child.Stdout())
+	a.client = &client{inv: a.inv, cwd: cwd, gate: a.gate, overflow: make(chan struct{})}
+	a.client.output.limit = maxOutput
+	a.conn = acp.NewClientSideConnection(a.client, a.child.Stdin(), a.gate)
 	a.conn.SetLogger(slog.New(noiseCounter{&a.protocolNoise}))
 	a.emit("step_update", map[string]any{"kind": "spawned", "pid": a.child.Pid(), "start_ticks": a.child.StartTicks(), "cwd": cwd})
 
-	sessionID, err := a.start(startCtx)
+	sessionID, err := a.start(startCtx, settings)
 	if err != nil {
 		if ctx.Err() != nil {
 			return steps.Result{StopReason: steps.Aborted, Err: fmt.Errorf("aborted while the ACP child was starting: %w", context.Cause(ctx))}
@@ -122,17 +156,16 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
 	cancelStart()
-	a.client.setSession(sessionID)
-	a.emit("step_update", map[string]any{"kind": "session", "session_id": sessionID})
 
 	res := a.prompt(ctx, sessionID)
 	res.SessionID = sessionID
 	return res
 }
 
-// start runs initialize, authenticate (when configured) and session/new,
-// all bounded by ctx (the start-timeout). It returns the session id.
-func (a *attempt) start(ctx context.Context) (string, error) {
+// start runs initialize, authenticate (when configured), session/new and
+// the session's mode and config options, all bounded by ctx (the
+// start-timeout). It returns the session id.
+func (a *attempt) start(ctx context.Context, settings sessionSettings) (string, error) {
 	init, err := a.conn.Initialize(ctx, acp.InitializeRequest{
 		ProtocolVersion:    acp.ProtocolVersionNumber,
 		ClientCapabilities: acp.ClientCapabilities{},
@@ -141,6 +174,7 @@ func (a *attempt) start(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", a.startError(ctx, "initialize", err)
 	}
+	a.canClose = init.AgentCapabilities.SessionCapabilities.Close != nil
 	info := map[string]any{"kind": "initialized", "protocol_version": init.ProtocolVersion}
 	if init.AgentInfo != nil {
 		info["agent_name"], info["agent_version"] = init.AgentInfo.Name, init.AgentInfo.Version
@@ -158,7 +192,13 @@ func (a *attempt) start(ctx context.Context) (string, error) {
 	if sess.SessionId == "" {
 		return "", errors.New("ACP child published without a session id")
 	}
-	return string(sess.SessionId), nil
+	a.sessionID = string(sess.SessionId)
+	a.client.setSession(a.sessionID)
+	a.emit("step_update", map[string]any{"kind": "session", "session_id": a.sessionID})
+	if err := a.configure(ctx, sess, settings); err != nil {
+		return "", err
+	}
+	return a.sessionID, nil
 }
 
 // startError words a failure of one start request: a timeout, the child's
@@ -195,8 +235,9 @@ func (a *attempt) exitNote() string {
 	return "exited (status 0)"
 }
 
-// prompt sends the one session/prompt and waits for the turn to end or ctx
-// to be cancelled; on cancel it sends session/cancel and settles at once.
+// prompt sends the one session/prompt and waits for the turn to end, ctx
+// to be cancelled, or the output to pass its limit; on cancel it sends
+// session/cancel and settles at once.
 func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
 	text, _ := a.inv.With["prompt"].(string)
 	type answer struct {
@@ -208,6 +249,7 @@ func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
 	// is the one session/cancel sent below; teardown closes the connection,
 	// which ends the request.
 	done := make(chan answer, 1)
+	a.prompted = true
 	go func() {
 		resp, err := a.conn.Prompt(context.Background(), acp.PromptRequest{
 			SessionId: acp.SessionId(sessionID),
@@ -219,28 +261,46 @@ func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
 	select {
 	case ans := <-done:
 		if ans.err != nil {
-			if exited := a.exitNote(); exited != "" {
-				return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s %s during session/prompt", a.agent.Name, exited)}
-			}
-			return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s: session/prompt failed: %s", a.agent.Name, describeRPCError(ans.err))}
+			return steps.Result{StopReason: steps.Error, Err: a.promptError(ans.err)}
 		}
 		return settle(ans.resp.StopReason)
+	case <-a.client.overflowed():
+		a.cancel(sessionID)
+		limit := a.client.output.limit
+		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s: its output passed max-output (%s); the first %s are kept and the turn was cancelled", a.agent.Name, formatBytes(limit), formatBytes(limit))}
 	case <-ctx.Done():
-		a.client.markCancelled()
-		// Best effort, and bounded: an agent that does not read its stdin
-		// (a full pipe) must not hold the step; teardown closes the pipe.
-		sent := make(chan struct{})
-		go func() {
-			a.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(sessionID)})
-			close(sent)
-		}()
-		select {
-		case <-sent:
-		case <-time.After(cancelWriteLimit):
-		}
-		a.emit("step_update", map[string]any{"kind": "cancel_sent"})
+		a.cancel(sessionID)
 		return steps.Result{StopReason: steps.Aborted, Err: context.Cause(ctx)}
 	}
+}
+
+// promptError words a failed session/prompt: the gate's reason, the
+// agent's death, or the agent's own error.
+func (a *attempt) promptError(err error) error {
+	if cause := a.gate.cause(); cause != nil {
+		return fmt.Errorf("agent %s %w", a.agent.Name, cause)
+	}
+	if exited := a.exitNote(); exited != "" {
+		return fmt.Errorf("agent %s %s during session/prompt", a.agent.Name, exited)
+	}
+	return fmt.Errorf("agent %s: session/prompt failed: %s", a.agent.Name, describeRPCError(err))
+}
+
+// cancel sends session/cancel, best effort and bounded: an agent that does
+// not read its stdin (a full pipe) must not hold the step; teardown closes
+// the pipe. Permission requests from now on are answered `cancelled`.
+func (a *attempt) cancel(sessionID string) {
+	a.client.markCancelled()
+	sent := make(chan struct{})
+	go func() {
+		a.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(sessionID)})
+		close(sent)
+	}()
+	select {
+	case <-sent:
+	case <-time.After(cancelWriteLimit):
+	}
+	a.emit("step_update", map[string]any{"kind": "cancel_sent"})
 }
 
 // settle maps an ACP stop reason to the step's (SPEC §3.4).
@@ -260,10 +320,22 @@ func settle(r acp.StopReason) steps.Result {
 	return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("the agent stopped with unknown stop reason %q", string(r))}
 }
 
-// teardown runs the ladder and records how it ended.
+// closeLimit bounds the wait for session/close before the ladder.
+const closeLimit = 250 * time.Millisecond
+
+// teardown closes the session where the agent supports it, runs the
+// ladder, and records how it ended.
 func (a *attempt) teardown() {
+	if a.canClose && a.sessionID != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), closeLimit)
+		a.conn.CloseSession(ctx, acp.CloseSessionRequest{SessionId: acp.SessionId(a.sessionID)})
+		cancel()
+	}
+	// From here on nothing is waiting for the agent's updates: let its
+	// stdout flow, so an agent blocked writing can see its EOF.
+	a.gate.close()
 	rep := a.child.Teardown(ladder(a.agent))
-	fields := map[string]any{"kind": "teardown", "pid": a.child.Pid(), "tier": rep.Tier, "duration_ms": rep.Duration.Milliseconds()}
+	fields := map[string]any{"kind": "teardown", "pid": a.child.Pid(), "tier": rep.Tier, "exit": rep.Exit, "duration_ms": rep.Duration.Milliseconds()}
 	if rep.Escaped > 0 {
 		fields["escaped_killed"] = rep.Escaped
 	}
@@ -272,6 +344,9 @@ func (a *attempt) teardown() {
 	}
 	if n := a.protocolNoise.Load(); n > 0 {
 		fields["non_protocol_lines"] = n
+	}
+	if n := a.gate.droppedNotifications(); n > 0 {
+		fields["unhandled_notifications"] = n
 	}
 	a.emit("step_update", fields)
 }
@@ -367,13 +442,16 @@ func agentName(inv *steps.Invocation) string {
 }
 
 // describeRPCError turns an SDK error into the agent's own words where it
-// sent some ("Authentication required"), not a JSON blob.
+// sent some ("Authentication required (code -32000)"), with its data as
+// JSON, not a Go map.
 func describeRPCError(err error) string {
 	var re *acp.RequestError
 	if errors.As(err, &re) {
 		msg := fmt.Sprintf("%s (code %d)", re.Message, re.Code)
 		if re.Data != nil {
-			msg += fmt.Sprintf(": %v", re.Data)
+			if b, err := json.Marshal(re.Data); err == nil {
+				msg += ": " + string(b)
+			}
 		}
 		return msg
 	}

@@ -3,9 +3,11 @@ package acpsubagent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,8 +52,10 @@ func TestOutputIsTheChunksConcatenatedWithNothingBetween(t *testing.T) {
 func TestThoughtsToolCallsAndOtherSessionsStayOutOfTheOutput(t *testing.T) {
 	h := newHarness(t, "-noise", "-chunk", "one", "-chunk", "two")
 	res := h.run(context.Background())
-	if res.Output != "onetwo" {
-		t.Errorf("output = %q, want %q", res.Output, "onetwo")
+	// The noise between the two chunks (a thought, a tool call, a plan)
+	// makes them two messages: a blank line between, the last one final.
+	if res.Output != "one\n\ntwo" || res.Final != "two" {
+		t.Errorf("output = %q, final = %q; want %q, %q", res.Output, res.Final, "one\n\ntwo", "two")
 	}
 	kinds := strings.Join(h.events.kinds(), ",")
 	for _, k := range []string{"agent_thought_chunk", "tool_call", "tool_call_update", "plan", "current_mode_update"} {
@@ -302,7 +306,9 @@ func TestPermissionShorthandAgainstOptionSets(t *testing.T) {
 		reason   string
 	}{
 		{"allow picks allow_once", policies.Allow, all, "opt-allow-once", ""},
-		{"allow falls back to allow_always", policies.Allow, "allow_always,reject_once", "opt-allow-always", ""},
+		{"allow never falls back to allow_always", policies.Allow, "allow_always,reject_once", "cancelled", "no matching option"},
+		{"allow_always picks allow_always", policies.AllowAlways, all, "opt-allow-always", ""},
+		{"allow_always falls back to allow_once", policies.AllowAlways, "allow_once,reject_once", "opt-allow-once", ""},
 		{"reject picks reject_once", policies.Reject, all, "opt-reject-once", ""},
 		{"reject falls back to reject_always", policies.Reject, "allow_once,reject_always", "opt-reject-always", ""},
 		{"reject with no reject option is cancelled", policies.Reject, "allow_once,allow_always", "cancelled", "no matching option"},
@@ -333,6 +339,7 @@ func TestTeardownTiersThroughAStep(t *testing.T) {
 	t.Run("an EOF-cooperative agent's flush completes even with a tiny term-grace", func(t *testing.T) {
 		h := newHarness(t, "-eof-flush", "300ms")
 		h.agent.TermGrace = time.Millisecond
+		h.agent.EOFIdle = 0 // its flush is a sleep: idle, but wanted
 		h.run(context.Background())
 		if len(h.recorded("flushed")) != 1 || len(h.recorded("sigterm")) != 0 {
 			t.Errorf("records: %v", h.records())
@@ -401,5 +408,155 @@ func waitFor(t *testing.T, cond func() bool) {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestAnAgentIdleAfterEOFIsSentSIGTERMAfterEOFIdleNotTheWholeGrace(t *testing.T) {
+	h := newHarness(t, "-ignore-eof")
+	h.agent.EOFGrace = 30 * time.Second
+	h.agent.EOFIdle = 100 * time.Millisecond
+	begin := time.Now()
+	h.run(context.Background())
+	if len(h.recorded("sigterm")) != 1 {
+		t.Errorf("records: %v", h.records())
+	}
+	if took := time.Since(begin); took > 20*time.Second {
+		t.Errorf("the step took %s: the idle agent was given the whole EOF grace", took)
+	}
+}
+
+func TestMessagesSeparatedByToolCallsAreKeptApartAndTheLastIsFinal(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		flags        []string
+		output, last string
+	}{
+		{"one message streamed in chunks is one message", []string{"-chunks", "Hel,lo"}, "Hello", "Hello"},
+		{"a tool call between chunks starts a new message", []string{"-noise", "-chunks", "Step 1.,FINAL"}, "Step 1.\n\nFINAL", "FINAL"},
+		{"no message at all", []string{"-no-chunks"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := newHarness(t, tc.flags...).run(context.Background())
+			if res.Output != tc.output || res.Final != tc.last {
+				t.Errorf("output %q final %q; want %q %q", res.Output, res.Final, tc.output, tc.last)
+			}
+		})
+	}
+}
+
+func TestAHundredThousandChunksInABurstAllArrive(t *testing.T) {
+	h := newHarness(t, "-flood", "100000", "-no-chunks")
+	res := h.run(context.Background())
+	if res.StopReason != steps.Completed || res.Err != nil {
+		t.Fatalf("stop %s: %v", res.StopReason, res.Err)
+	}
+	if len(res.Output) != 100000 || strings.Trim(res.Output, "x") != "" {
+		t.Errorf("output has %d bytes, want 100000 x", len(res.Output))
+	}
+}
+
+func TestOutputPastMaxOutputFailsTheStepAndKeepsTheFirstPart(t *testing.T) {
+	h := newHarness(t, "-flood", "4000", "-flood-size", "1024", "-no-chunks")
+	h.agent.MaxOutput = 64 << 10
+	res := h.run(context.Background())
+	if res.StopReason != steps.Error || res.Err == nil || !strings.Contains(res.Err.Error(), "max-output (64 KiB)") {
+		t.Fatalf("stop %s: %v; want an error naming max-output", res.StopReason, res.Err)
+	}
+	if len(res.Output) != 64<<10 {
+		t.Errorf("kept %d bytes, want the first %d", len(res.Output), 64<<10)
+	}
+	if len(h.recorded("cancel")) != 1 {
+		t.Errorf("the turn was not cancelled: %v", h.recorded("cancel"))
+	}
+	var logged int
+	for _, e := range h.events.all {
+		if e.Fields["kind"] == "agent_message_chunk" {
+			logged += len(e.Fields["text"].(string))
+		}
+	}
+	if logged > 65<<10 {
+		t.Errorf("%d bytes of chunks went to the event log past the limit", logged)
+	}
+}
+
+func TestAStepWithMaxOutputInWithOverridesTheAgents(t *testing.T) {
+	h := newHarness(t, "-chunks", "abcdef")
+	h.agent.MaxOutput = 1 << 20
+	h.with["max-output"] = "4"
+	res := h.run(context.Background())
+	if res.Err == nil || res.Output != "abcd" {
+		t.Errorf("output %q, err %v; want abcd and an error", res.Output, res.Err)
+	}
+}
+
+func TestModeAndConfigAreSetAfterSessionNew(t *testing.T) {
+	h := newHarness(t, "-modes", "default,ask", "-config-option", "model=small|large")
+	h.agent.Mode = "ask"
+	h.agent.Config = map[string]string{"model": "small"}
+	h.with["config"] = map[string]any{"model": "large"}
+	res := h.run(context.Background())
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	modes, opts := h.recorded("set_mode"), h.recorded("set_config_option")
+	if len(modes) != 1 || !strings.Contains(fmt.Sprint(modes[0]["params"]), "modeId:ask") {
+		t.Errorf("set_mode = %v", modes)
+	}
+	if len(opts) != 1 || !strings.Contains(fmt.Sprint(opts[0]["params"]), "value:large") {
+		t.Errorf("set_config_option = %v (the step's config wins over the agent's)", opts)
+	}
+}
+
+func TestAModeOrConfigTheAgentDoesNotOfferFailsTheStepNamingWhatItOffers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		flags  []string
+		mode   string
+		config map[string]string
+		want   string
+	}{
+		{"an unknown mode", []string{"-modes", "default,ask"}, "yolo", nil, `mode "yolo" is not one it offers (offered: default, ask)`},
+		{"a mode to an agent without modes", nil, "ask", nil, `offers no session modes`},
+		{"an unknown option", []string{"-config-option", "model=a|b"}, "", map[string]string{"effort": "high"}, `config effort is not an option it offers (offered: model)`},
+		{"an unknown value", []string{"-config-option", "model=a|b"}, "", map[string]string{"model": "c"}, `value "c" is not one it offers (offered: a, b)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.flags...)
+			h.agent.Mode, h.agent.Config = tc.mode, tc.config
+			res := h.run(context.Background())
+			if res.Err == nil || !strings.Contains(res.Err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to say %q", res.Err, tc.want)
+			}
+			if len(h.recorded("prompt")) != 0 {
+				t.Error("the prompt was sent anyway")
+			}
+		})
+	}
+}
+
+func TestTheStepSettlesAtTurnEndAndTheTeardownLingers(t *testing.T) {
+	h := newHarness(t, "-ignore-eof")
+	h.agent.EOFIdle = 0
+	h.agent.EOFGrace = 500 * time.Millisecond
+	h.lingering = &sync.WaitGroup{}
+	begin := time.Now()
+	res := h.run(context.Background())
+	if res.StopReason != steps.Completed {
+		t.Fatalf("stop %s: %v", res.StopReason, res.Err)
+	}
+	if settled := h.settled.Sub(begin); settled >= 500*time.Millisecond {
+		t.Errorf("Run returned after %s: it waited for the teardown", settled)
+	}
+	var order []string
+	for _, e := range h.events.all {
+		switch {
+		case e.Type == "turn_end":
+			order = append(order, "turn_end:"+e.Fields["stop_reason"].(string))
+		case e.Fields["kind"] == "teardown":
+			order = append(order, "teardown:"+e.Fields["tier"].(string))
+		}
+	}
+	if strings.Join(order, " ") != "turn_end:completed teardown:term" {
+		t.Errorf("events = %v, want turn_end then the teardown", order)
 	}
 }

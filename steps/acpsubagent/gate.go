@@ -1,0 +1,179 @@
+package acpsubagent
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	gojson "github.com/goccy/go-json"
+)
+
+// maxLine is the longest line the gate passes on. The SDK's reader fails
+// on lines over 10 MiB and then reports only that the connection closed;
+// the gate stops first and says why.
+const maxLine = 10<<20 - 1
+
+// maxPendingUpdates bounds the session/update notifications that the SDK
+// has read but our client has not yet handled. The SDK queues them in a
+// channel of 1024 and closes the connection when it is full, so a burst of
+// streamed tokens would kill the turn; the gate holds the agent's stdout
+// instead (the agent then blocks on its own write: backpressure).
+const maxPendingUpdates = 256
+
+// stdoutGate is the agent's stdout as the SDK reads it: whole lines, each
+// session/update counted, no more than maxPendingUpdates of them ahead of
+// the client, other notifications (which nothing here handles) dropped, and
+// an over-long line turned into an error that names it.
+type stdoutGate struct {
+	r    *bufio.Reader
+	line []byte // what is left of the line being passed on
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	passed  int64 // session/update lines passed on
+	handled int64 // session/update notifications the client has handled
+	dropped int64 // other notifications, dropped
+	closed  bool
+	err     error // why the stream was cut short
+}
+
+func newStdoutGate(r io.Reader) *stdoutGate {
+	g := &stdoutGate{r: bufio.NewReaderSize(r, 64<<10)}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+// Read implements io.Reader for the SDK.
+func (g *stdoutGate) Read(p []byte) (int, error) {
+	for len(g.line) == 0 {
+		line, err := g.readLine()
+		if len(line) == 0 {
+			if err == nil {
+				err = io.EOF
+			}
+			return 0, err
+		}
+		switch classify(line) {
+		case lineUpdate:
+			if !g.admit() {
+				return 0, io.EOF
+			}
+		case lineOtherNotification:
+			g.mu.Lock()
+			g.dropped++
+			g.mu.Unlock()
+			continue
+		}
+		g.line = line
+	}
+	n := copy(p, g.line)
+	g.line = g.line[n:]
+	return n, nil
+}
+
+// readLine returns the next line with its newline (the last one may lack
+// it). A line longer than maxLine ends the stream with g.err set.
+func (g *stdoutGate) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := g.r.ReadSlice('\n')
+		if len(line)+len(chunk) > maxLine {
+			g.fail(fmt.Errorf("wrote a line of more than %d MiB on stdout; an ACP message must be one JSON line of at most that", (maxLine+1)>>20))
+			return nil, g.err
+		}
+		line = append(line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return line, err
+	}
+}
+
+// admit waits until the client has room for one more update; false once
+// the gate is closed.
+func (g *stdoutGate) admit() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.passed-g.handled >= maxPendingUpdates && !g.closed {
+		g.cond.Wait()
+	}
+	if g.closed {
+		return false
+	}
+	g.passed++
+	return true
+}
+
+// handledOne is called by the client for every session/update it handles.
+func (g *stdoutGate) handledOne() {
+	g.mu.Lock()
+	g.handled++
+	g.mu.Unlock()
+	g.cond.Signal()
+}
+
+// caughtUp reports whether the client has handled every update passed on.
+func (g *stdoutGate) caughtUp() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.handled >= g.passed
+}
+
+// close releases a reader waiting for room: the step is over.
+func (g *stdoutGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.cond.Broadcast()
+}
+
+func (g *stdoutGate) fail(err error) {
+	g.mu.Lock()
+	if g.err == nil {
+		g.err = err
+	}
+	g.mu.Unlock()
+}
+
+// cause is why the gate cut the stream, or nil.
+func (g *stdoutGate) cause() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
+// droppedNotifications counts notifications other than session/update.
+func (g *stdoutGate) droppedNotifications() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.dropped
+}
+
+type lineKind uint8
+
+const (
+	lineOther             lineKind = iota // a request, a response, or not JSON: the SDK's to judge
+	lineUpdate                            // a session/update notification
+	lineOtherNotification                 // any other notification
+)
+
+// classify looks at a line's top-level id and method.
+func classify(line []byte) lineKind {
+	var head struct {
+		ID     gojson.RawMessage `json:"id"`
+		Method string            `json:"method"`
+	}
+	if gojson.Unmarshal(line, &head) != nil || head.Method == "" || head.ID != nil {
+		return lineOther
+	}
+	switch head.Method {
+	case "session/update":
+		return lineUpdate
+	case "$/cancel_request":
+		// The SDK handles it itself, at once, outside the queue.
+		return lineOther
+	}
+	return lineOtherNotification
+}

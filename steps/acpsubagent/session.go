@@ -1,0 +1,182 @@
+package acpsubagent
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acpflow/acpflow/steps"
+)
+
+// sessionSettings are the mode and config options a step asks of its
+// session, rendered: the agent's, with the step's `with:` on top.
+type sessionSettings struct {
+	mode   string
+	config map[string]string // option id → value id ("true"/"false" for a boolean)
+}
+
+// sessionSettings renders the agent's mode and config and lays the step's
+// over them.
+func (a *attempt) sessionSettings() (sessionSettings, error) {
+	var st sessionSettings
+	if a.agent.Mode != "" {
+		m, err := a.render(a.agent.Mode)
+		if err != nil {
+			return st, fmt.Errorf("agents.%s.mode: %w", a.agent.Name, err)
+		}
+		st.mode = m
+	}
+	if m, ok := a.inv.With["mode"].(string); ok && m != "" {
+		st.mode = m
+	}
+	st.config = map[string]string{}
+	for id, v := range a.agent.Config {
+		r, err := a.render(v)
+		if err != nil {
+			return st, fmt.Errorf("agents.%s.config.%s: %w", a.agent.Name, id, err)
+		}
+		st.config[id] = r
+	}
+	if c, ok := a.inv.With["config"].(map[string]any); ok {
+		for id, v := range c {
+			switch v := v.(type) {
+			case string:
+				st.config[id] = v
+			case bool:
+				st.config[id] = fmt.Sprint(v)
+			default:
+				return st, fmt.Errorf("with.config.%s: want a string or a boolean, got %T", id, v)
+			}
+		}
+	}
+	return st, nil
+}
+
+// maxOutput is the step's output limit in bytes: with.max-output, else the
+// agent's, else the default.
+func (a *attempt) maxOutput() (int64, error) {
+	if v, ok := a.inv.With["max-output"]; ok && v != nil {
+		n, err := steps.SizeOf(v)
+		if err != nil {
+			return 0, fmt.Errorf("with.max-output: %w", err)
+		}
+		return n, nil
+	}
+	if a.agent.MaxOutput > 0 {
+		return a.agent.MaxOutput, nil
+	}
+	return steps.DefaultMaxOutput, nil
+}
+
+// configure sets the session's mode and config options, each checked
+// against what the agent offered in session/new, so a typo names the
+// values that exist instead of failing somewhere inside the agent.
+func (a *attempt) configure(ctx context.Context, sess acp.NewSessionResponse, st sessionSettings) error {
+	if st.mode != "" {
+		var offered []string
+		if sess.Modes != nil {
+			for _, m := range sess.Modes.AvailableModes {
+				offered = append(offered, string(m.Id))
+			}
+		}
+		switch {
+		case len(offered) == 0:
+			return fmt.Errorf("agent %s offers no session modes, so mode %q cannot be set; remove mode:", a.agent.Name, st.mode)
+		case !slices.Contains(offered, st.mode):
+			return fmt.Errorf("agent %s: mode %q is not one it offers (offered: %s)", a.agent.Name, st.mode, strings.Join(offered, ", "))
+		}
+		if sess.Modes.CurrentModeId != acp.SessionModeId(st.mode) {
+			if _, err := a.conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: sess.SessionId, ModeId: acp.SessionModeId(st.mode)}); err != nil {
+				return a.startError(ctx, "session/set_mode", err)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(st.config)) {
+		req, err := configRequest(a.agent.Name, sess, id, st.config[id])
+		if err != nil {
+			return err
+		}
+		if _, err := a.conn.SetSessionConfigOption(ctx, req); err != nil {
+			return a.startError(ctx, "session/set_config_option "+id, err)
+		}
+	}
+	if st.mode != "" || len(st.config) > 0 {
+		fields := map[string]any{"kind": "session_configured"}
+		if st.mode != "" {
+			fields["mode"] = st.mode
+		}
+		if len(st.config) > 0 {
+			fields["config"] = st.config
+		}
+		a.emit("step_update", fields)
+	}
+	return nil
+}
+
+// configRequest builds session/set_config_option for one option, checked
+// against the options the agent offered.
+func configRequest(agent string, sess acp.NewSessionResponse, id, value string) (acp.SetSessionConfigOptionRequest, error) {
+	var ids []string
+	for _, o := range sess.ConfigOptions {
+		switch {
+		case o.Select != nil && string(o.Select.Id) == id:
+			values := selectValues(o.Select.Options)
+			if !slices.Contains(values, value) {
+				return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s: config %s: value %q is not one it offers (offered: %s)", agent, id, value, strings.Join(values, ", "))
+			}
+			return acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{
+				SessionId: sess.SessionId, ConfigId: acp.SessionConfigId(id), Value: acp.SessionConfigValueId(value),
+			}}, nil
+		case o.Boolean != nil && string(o.Boolean.Id) == id:
+			if value != "true" && value != "false" {
+				return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s: config %s is a boolean: want true or false, got %q", agent, id, value)
+			}
+			return acp.SetSessionConfigOptionRequest{Boolean: &acp.SetSessionConfigOptionBoolean{
+				SessionId: sess.SessionId, ConfigId: acp.SessionConfigId(id), Type: "boolean", Value: value == "true",
+			}}, nil
+		case o.Select != nil:
+			ids = append(ids, string(o.Select.Id))
+		case o.Boolean != nil:
+			ids = append(ids, string(o.Boolean.Id))
+		}
+	}
+	if len(ids) == 0 {
+		return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s offers no session config options, so config %s cannot be set", agent, id)
+	}
+	return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s: config %s is not an option it offers (offered: %s)", agent, id, strings.Join(ids, ", "))
+}
+
+// selectValues lists the value ids of a select option, grouped or not.
+func selectValues(o acp.SessionConfigSelectOptions) []string {
+	var out []string
+	if o.Ungrouped != nil {
+		for _, v := range *o.Ungrouped {
+			out = append(out, string(v.Value))
+		}
+	}
+	if o.Grouped != nil {
+		for _, g := range *o.Grouped {
+			for _, v := range g.Options {
+				out = append(out, string(v.Value))
+			}
+		}
+	}
+	return out
+}
+
+// formatBytes writes a byte count the way a user wrote it: 8 MiB, 512 KiB, 100 B.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d B", n)
+}
