@@ -74,5 +74,5 @@ func ConfigValue(v any) (string, error) {
 // NewAgent returns an agent with the default timings, for a loader to
 // fill in from the keys the file sets.
 func NewAgent(name string) *Agent {
-	return &Agent{Name: name, StartTimeout: DefaultStartTimeout, EOFGrace: DefaultEOFGrace, TermGrace: DefaultTermGrace}
+	return &Agent{Name: name, StartTimeout: DefaultStartTimeout, EOFGrace: DefaultEOFGrace, EOFIdle: DefaultEOFIdle, TermGrace: DefaultTermGrace}
 }

@@ -30,8 +30,8 @@ func (a *attempt) sessionSettings() (sessionSettings, error) {
 		}
 		st.mode = m
 	}
-	if m, ok := a.inv.With["mode"].(string); ok && m != "" {
-		st.mode = m
+	if m, ok := a.inv.With["mode"].(string); ok {
+		st.mode = m // "" on a step: no mode, whatever the agent's
 	}
 	st.config = map[string]string{}
 	for id, v := range a.agent.Config {
@@ -43,14 +43,11 @@ func (a *attempt) sessionSettings() (sessionSettings, error) {
 	}
 	if c, ok := a.inv.With["config"].(map[string]any); ok {
 		for id, v := range c {
-			switch v := v.(type) {
-			case string:
-				st.config[id] = v
-			case bool:
-				st.config[id] = fmt.Sprint(v)
-			default:
-				return st, fmt.Errorf("with.config.%s: want a string or a boolean, got %T", id, v)
+			value, err := steps.ConfigValue(v)
+			if err != nil {
+				return st, fmt.Errorf("with.config.%s: %w", id, err)
 			}
+			st.config[id] = value
 		}
 	}
 	return st, nil
