@@ -1,0 +1,311 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/acpflow/acpflow/steps"
+)
+
+// What a hostile agent prints: a clipboard write (OSC 52), a window title,
+// a clear screen, cursor moves, a carriage return that overwrites a line,
+// an 8-bit CSI, bells, DEL; and text that must survive (emoji, tab, newline).
+const (
+	hostileOutput = "before\x1b]52;c;cm0gLXJmIH4=\x07 \x1b]0;pwned\x1b\\ \x1b[2J\x1b[H \x1b[5A safe\rEVIL \u009b2J ding\x07 del\x7f 🎉 tab\tend"
+	hostileStderr = "stderr \x1b]52;c;aGk=\x07 \x1b[31mred\x1b[0m\roverwritten\n"
+	hostileTitle  = "rm \x1b]0;t\x07 x"
+)
+
+// terminalUnsafe says where s holds something a terminal would act on: ESC,
+// BEL, CR, another C0 control but newline and tab, DEL, a C1 control, or
+// invalid UTF-8.
+func terminalUnsafe(s string) string {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			return fmt.Sprintf("invalid UTF-8 at %d", i)
+		case (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f):
+			return fmt.Sprintf("%U at %d in %q", r, i, s[max(0, i-20):min(len(s), i+20)])
+		}
+	}
+	return ""
+}
+
+// yamlString quotes s for YAML: JSON quoting, with DEL and the C1 controls
+// escaped too (YAML does not allow them raw).
+func yamlString(s string) string {
+	b, _ := json.Marshal(s)
+	return terminalJSON(b)
+}
+
+// hostileWorkflows writes two workflows on the test agent: talk.yaml, whose
+// step prints the hostile text, asks permission for a hostile title and
+// succeeds; crash.yaml, whose step writes the hostile stderr and crashes.
+func hostileWorkflows(t *testing.T, dir, record string) (talk, crash string) {
+	t.Helper()
+	args := func(a ...string) string {
+		q := make([]string, len(a))
+		for i, s := range a {
+			q[i] = yamlString(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	talk = write("talk.yaml", fmt.Sprintf(`name: talk
+agents:
+  talker: {command: %s, args: %s}
+steps:
+  - id: talk
+    uses: acp-subagent
+    with: {agent: talker, prompt: hi}
+    policies: {permission: allow}
+outputs:
+  text: ${{ steps.talk.output }}
+`, testAgent, args("-record", record, "-chunk", hostileOutput, "-stderr", hostileStderr, "-permission", "execute:"+hostileTitle)))
+	crash = write("crash.yaml", fmt.Sprintf(`name: crash
+agents:
+  crasher: {command: %s, args: %s}
+steps:
+  - id: crash
+    uses: acp-subagent
+    with: {agent: crasher, prompt: hi}
+`, testAgent, args("-record", record, "-stderr", hostileStderr, "-crash-on", "session/prompt")))
+	return talk, crash
+}
+
+// oneResult reads the single result line --output wrote.
+type oneResult struct {
+	RunID   string         `json:"run_id"`
+	Outputs map[string]any `json:"outputs"`
+	Steps   map[string]struct {
+		Output      string `json:"output"`
+		Error       string `json:"error"`
+		Permissions []struct {
+			Title string `json:"title"`
+		} `json:"permissions"`
+	} `json:"steps"`
+}
+
+func runHostile(t *testing.T, dir, wf string, code int) (result, oneResult) {
+	t.Helper()
+	out := filepath.Join(dir, filepath.Base(wf)+".out.jsonl")
+	r := acpflow(t, dir, "run", wf, "--output", out)
+	if r.code != code {
+		t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", wf, r.code, code, r.stdout, r.stderr)
+	}
+	var res oneResult
+	if err := json.Unmarshal([]byte(readFile(t, out)), &res); err != nil {
+		t.Fatal(err)
+	}
+	return r, res
+}
+
+func assertTerminalSafe(t *testing.T, what string, r result, visible ...string) {
+	t.Helper()
+	for name, s := range map[string]string{"stdout": r.stdout, "stderr": r.stderr} {
+		if where := terminalUnsafe(s); where != "" {
+			t.Errorf("%s's %s: %s\n%s", what, name, where, s)
+		}
+	}
+	for _, want := range visible {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("%s lost %q:\n%s%s", what, want, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestAgentTextReachesTheTerminalNeutralisedAndTheRecordsExact(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	talkWF, crashWF := hostileWorkflows(t, dir, record)
+	talkRun, talk := runHostile(t, dir, talkWF, 0)
+	crashRun, crash := runHostile(t, dir, crashWF, 1)
+
+	t.Run("run's plain view holds no escape or control", func(t *testing.T) {
+		assertTerminalSafe(t, "run (succeeded)", talkRun, "permission execute", "EVIL", "🎉 tab\tend")
+		assertTerminalSafe(t, "run (crashed)", crashRun, "red", "overwritten", "crashing on session/prompt")
+	})
+	t.Run("--output keeps the agent's text exact", func(t *testing.T) {
+		out := talk.Steps["talk"].Output
+		if !strings.HasSuffix(out, hostileOutput) || !strings.Contains(out, hostileTitle) {
+			t.Errorf("output = %q, want it to end with %q and hold %q", out, hostileOutput, hostileTitle)
+		}
+		if got := talk.Outputs["text"]; got != out {
+			t.Errorf("outputs.text = %q, want the step's output %q", got, out)
+		}
+		if p := talk.Steps["talk"].Permissions; len(p) != 1 || p[0].Title != hostileTitle {
+			t.Errorf("permissions = %+v, want the title %q", p, hostileTitle)
+		}
+		if !strings.Contains(crash.Steps["crash"].Error, "overwritten") {
+			t.Errorf("the crash's error lacks the agent's stderr: %q", crash.Steps["crash"].Error)
+		}
+	})
+	t.Run("show's human view holds no escape or control", func(t *testing.T) {
+		r := acpflow(t, dir, "show", talk.RunID)
+		if r.code != 0 {
+			t.Fatalf("show: exit %d\n%s", r.code, r.stderr)
+		}
+		assertTerminalSafe(t, "show (succeeded)", r, "safe", "EVIL", "🎉 tab\tend", "permission execute", "red", "overwritten")
+		r = acpflow(t, dir, "show", crash.RunID)
+		assertTerminalSafe(t, "show (crashed)", r, "red", "overwritten", "crashing on session/prompt")
+	})
+	t.Run("show --json keeps the agent's text exact", func(t *testing.T) {
+		for _, c := range []struct{ run, step, field, want string }{
+			{talk.RunID, "talk", "output", talk.Steps["talk"].Output},
+			{talk.RunID, "talk", "stderr", hostileStderr},
+			{crash.RunID, "crash", "stderr", hostileStderr},
+		} {
+			r := acpflow(t, dir, "show", c.run, "--json")
+			var d struct {
+				Steps map[string]map[string]any `json:"steps"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+				t.Fatalf("show --json: %v\n%s", err, r.stdout)
+			}
+			if got, _ := d.Steps[c.step][c.field].(string); !strings.Contains(got, c.want) {
+				t.Errorf("steps.%s.%s = %q, want it to hold %q", c.step, c.field, got, c.want)
+			}
+		}
+	})
+	t.Run("runs holds no escape or control", func(t *testing.T) {
+		assertTerminalSafe(t, "runs", acpflow(t, dir, "runs"))
+	})
+	t.Run("run --json keeps the agent's chunk exact", func(t *testing.T) {
+		r := acpflow(t, dir, "run", talkWF, "--json")
+		found := false
+		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			var e map[string]any
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("not a JSON line: %q", line)
+			}
+			if e["type"] == "step_update" && e["kind"] == "agent_message_chunk" && e["text"] == hostileOutput {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no agent_message_chunk event with the exact text:\n%s", r.stdout)
+		}
+	})
+	t.Run("a batch's plain lines hold no escape or control", func(t *testing.T) {
+		inputs := filepath.Join(dir, "inputs.jsonl")
+		if err := os.WriteFile(inputs, []byte("{}\n{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := acpflow(t, dir, "run", crashWF, "--inputs", inputs)
+		if r.code != 1 {
+			t.Errorf("batch: exit %d, want 1", r.code)
+		}
+		assertTerminalSafe(t, "batch", r, "failed")
+	})
+	assertAgentsGone(t, record)
+}
+
+func TestTheLiveViewShowsAgentTextNeutralised(t *testing.T) {
+	var buf strings.Builder
+	v := newLiveView(&buf)
+	now := time.Now()
+	for _, e := range []steps.Event{
+		{Type: "run_start", RunID: "r", Time: now, Fields: map[string]any{"steps": []string{"a", "b", "c"}}},
+		{Type: "step_start", RunID: "r", Step: "a", Time: now, Fields: map[string]any{}},
+		{Type: "step_update", RunID: "r", Step: "a", Time: now, Fields: map[string]any{"kind": "agent_message_chunk", "text": "x\x1b]52;c;"}},
+		{Type: "step_update", RunID: "r", Step: "a", Time: now, Fields: map[string]any{"kind": "agent_message_chunk", "text": "aGk=\x07" + hostileOutput}},
+		{Type: "permission", RunID: "r", Step: "b", Time: now, Fields: map[string]any{"kind": "execute", "title": hostileTitle, "decision": "allow"}},
+		{Type: "step_end", RunID: "r", Step: "c", Time: now, Fields: map[string]any{"status": "failed", "error": hostileStderr}},
+	} {
+		v.Emit(e)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		line := v.steps[id].describe(false)
+		if where := terminalUnsafe(line); where != "" {
+			t.Errorf("step %s's line: %s", id, where)
+		}
+	}
+	if got := v.steps["a"].describe(false); !strings.Contains(got, "🎉 tab\tend") {
+		t.Errorf("step a's line lost the agent's text: %q", got)
+	}
+	v.Close(nil)
+}
+
+func TestProbeTellsTheTruth(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		code       int
+		stderr     string // in acpflow's stderr
+		sessionErr string
+	}{
+		{"an agent that crashes at initialize exits 1", []string{"-crash-on", "initialize"}, 1, "initialize: the agent exited without answering (exit status 3)", ""},
+		{"an agent that crashes at session/new exits 1", []string{"-crash-on", "session/new"}, 1, "session/new: the agent exited without answering (exit status 3)", ""},
+		{"an agent that refuses session/new with a JSON-RPC error exits 0 and says why", []string{"-require-auth", "key"}, 0, "", "Authentication required (code -32000)"},
+		{"an agent that never answers initialize exits 1 after --timeout", []string{"-hang-on", "initialize"}, 1, "initialize: the agent did not answer within 1s", ""},
+		{"an agent that never answers session/new exits 1 after --timeout", []string{"-hang-on", "session/new"}, 1, "session/new: the agent did not answer within 1s", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			record := filepath.Join(dir, "record.jsonl")
+			start := time.Now()
+			r := acpflow(t, dir, append([]string{"probe", "--timeout", "1s", "--", testAgent, "-record", record}, tc.args...)...)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			if el := time.Since(start); el > 10*time.Second {
+				t.Errorf("probe took %s", el)
+			}
+			if !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("stderr = %q, want it to say %q", r.stderr, tc.stderr)
+			}
+			var info map[string]any
+			if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
+				t.Fatalf("probe printed no JSON: %v\n%s", err, r.stdout)
+			}
+			if got, _ := info["session_error"].(string); got != tc.sessionErr {
+				t.Errorf("session_error = %q, want %q", got, tc.sessionErr)
+			}
+			assertAgentsGone(t, record)
+		})
+	}
+}
+
+func TestProbePrintsTheCapabilitiesTheAgentSent(t *testing.T) {
+	for _, tc := range []struct{ name, caps string }{
+		{"the test agent's defaults", `{"loadSession":false,"promptCapabilities":{"image":false,"audio":false,"embeddedContext":false}}`},
+		{"only loadSession, as gemini sends no auth or sessionCapabilities", `{"loadSession":true}`},
+		{"an empty object", `{}`},
+		{"unknown and _meta keys, and a C1 control in a string", `{"loadSession":true,"_meta":{"x":[1,"` + "\u009b2J" + `"]},"future":{"a":null}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := acpflow(t, dir, "probe", "--", testAgent, "-capabilities", tc.caps)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			if where := terminalUnsafe(r.stdout); where != "" {
+				t.Errorf("probe printed %s", where)
+			}
+			var info struct {
+				Caps json.RawMessage `json:"agent_capabilities"`
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
+				t.Fatalf("probe printed no JSON: %v\n%s", err, r.stdout)
+			}
+			var got, want any
+			json.Unmarshal(info.Caps, &got)
+			json.Unmarshal([]byte(tc.caps), &want)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("agent_capabilities = %s, want what the agent sent: %s", info.Caps, tc.caps)
+			}
+		})
+	}
+}
