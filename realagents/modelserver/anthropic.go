@@ -1,8 +1,220 @@
 package modelserver
 
-import "net/http"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+)
 
-// anthropic serves the anthropic API. TODO(helper): implement.
+// anthropicRequest is what the server reads of a Messages API request.
+type anthropicRequest struct {
+	Model    string          `json:"model"`
+	Stream   bool            `json:"stream"`
+	System   json.RawMessage `json:"system"` // a string or a list of text blocks
+	Messages []struct {
+		Content json.RawMessage `json:"content"` // a string or a list of blocks
+	} `json:"messages"`
+	Tools []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+}
+
+// toolResults counts the tool_result blocks in the conversation: the
+// Script index of the reply.
+func (q *anthropicRequest) toolResults() int {
+	n := 0
+	for _, m := range q.Messages {
+		var blocks []struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue // a plain string
+		}
+		for _, b := range blocks {
+			if b.Type == "tool_result" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// tool returns the name of the offered tool called want ("Bash", "Write"),
+// else of the first one whose name contains one of the alternatives.
+func (q *anthropicRequest) tool(want string, alts ...string) string {
+	for _, t := range q.Tools {
+		if t.Name == want {
+			return t.Name
+		}
+	}
+	for _, t := range q.Tools {
+		for _, a := range alts {
+			if strings.Contains(strings.ToLower(t.Name), a) {
+				return t.Name
+			}
+		}
+	}
+	return ""
+}
+
+// cwd is the agent's working directory as Claude Code's system prompt
+// states it ("Primary working directory: /path"), or "".
+func (q *anthropicRequest) cwd() string {
+	var text string
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(q.System, &text) != nil && json.Unmarshal(q.System, &blocks) == nil {
+		for _, b := range blocks {
+			text += b.Text + "\n"
+		}
+	}
+	for _, prefix := range []string{"Primary working directory: ", "Working directory: "} {
+		if _, rest, ok := strings.Cut(text, prefix); ok {
+			line, _, _ := strings.Cut(rest, "\n")
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+// anthropicBlock is one content block of a reply: text (in chunks) or a
+// tool call.
+type anthropicBlock struct {
+	text  []string
+	id    string
+	name  string
+	input json.RawMessage
+}
+
+// anthropic serves POST /v1/messages. A request that offers tools is part
+// of the agent's turn and gets Script[n] (n = tool results so far); one
+// without tools is a side request of Claude Code's (a title, a summary, a
+// quota check) and gets a short text.
 func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not implemented", http.StatusNotImplemented)
+	body, err := io.ReadAll(r.Body)
+	var q anthropicRequest
+	if err == nil {
+		err = json.Unmarshal(body, &q)
+	}
+	if err != nil {
+		s.record(Request{API: "anthropic", Path: r.URL.Path, Body: body, Reply: -1})
+		anthropicError(w, http.StatusBadRequest, "invalid_request_error", "modelserver: "+err.Error())
+		return
+	}
+	if len(q.Tools) == 0 {
+		s.record(Request{API: "anthropic", Path: r.URL.Path, Body: body, Reply: -1})
+		s.anthropicReply(w, &q, []anthropicBlock{{text: []string{"OK"}}}, "end_turn")
+		return
+	}
+	n := q.toolResults()
+	s.record(Request{API: "anthropic", Path: r.URL.Path, Body: body, Reply: min(n, max(len(s.script)-1, 0))})
+	reply := s.script.at(n)
+	if !s.wait(r.Context(), reply) {
+		return
+	}
+	var blocks []anthropicBlock
+	if reply.Say != "" {
+		blocks = append(blocks, anthropicBlock{text: chunks(reply.Say, reply.Chunks)})
+	}
+	call, input, missing := "", any(nil), ""
+	switch {
+	case reply.Shell != "":
+		call = q.tool("Bash", "bash", "shell")
+		input = map[string]string{"command": reply.Shell, "description": "Run a command for the script"}
+		missing = "shell"
+	case reply.Write != nil:
+		call = q.tool("Write", "write")
+		path := reply.Write.Path
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(q.cwd(), path)
+		}
+		input = map[string]string{"file_path": path, "content": reply.Write.Content}
+		missing = "write"
+	}
+	stop := "end_turn"
+	switch {
+	case input == nil:
+	case call == "":
+		// Say so in the answer: the test then fails on the output, not on a hang.
+		blocks = append(blocks, anthropicBlock{text: []string{fmt.Sprintf("modelserver: the request offers no %s tool", missing)}})
+	default:
+		raw, _ := json.Marshal(input)
+		blocks = append(blocks, anthropicBlock{id: fmt.Sprintf("toolu_acpflow_%02d", n), name: call, input: raw})
+		stop = "tool_use"
+	}
+	s.anthropicReply(w, &q, blocks, stop)
+}
+
+// anthropicReply answers as a stream of server-sent events when the
+// request asked for one, else as one JSON message.
+func (s *Server) anthropicReply(w http.ResponseWriter, q *anthropicRequest, blocks []anthropicBlock, stop string) {
+	model := q.Model
+	if model == "" {
+		model = "claude-modelserver"
+	}
+	usage := map[string]int{"input_tokens": 10, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	id := "msg_acpflow"
+	if !q.Stream {
+		content := []map[string]any{}
+		for _, b := range blocks {
+			if b.name != "" {
+				content = append(content, map[string]any{"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
+			} else {
+				content = append(content, map[string]any{"type": "text", "text": strings.Join(b.text, "")})
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": id, "type": "message", "role": "assistant", "model": model, "content": content,
+			"stop_reason": stop, "stop_sequence": nil, "usage": usage,
+		})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(event string, data map[string]any) {
+		data["type"] = event
+		b, _ := json.Marshal(data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	send("message_start", map[string]any{"message": map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 10, "output_tokens": 1},
+	}})
+	for i, b := range blocks {
+		if b.name != "" {
+			send("content_block_start", map[string]any{"index": i, "content_block": map[string]any{
+				"type": "tool_use", "id": b.id, "name": b.name, "input": map[string]any{}}})
+			// Two deltas, as the API splits a tool's input JSON anywhere.
+			for _, part := range chunks(string(b.input), 2) {
+				send("content_block_delta", map[string]any{"index": i, "delta": map[string]any{
+					"type": "input_json_delta", "partial_json": part}})
+			}
+		} else {
+			send("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			for _, t := range b.text {
+				send("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "text_delta", "text": t}})
+			}
+		}
+		send("content_block_stop", map[string]any{"index": i})
+	}
+	send("message_delta", map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": usage})
+	send("message_stop", map[string]any{})
+}
+
+func anthropicError(w http.ResponseWriter, code int, kind, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": kind, "message": msg}})
+	w.Write(bytes.TrimSpace(b))
 }
