@@ -124,10 +124,10 @@ func (a *agent) initialize(m message) {
 		})
 	}
 	a.wire.result(m.ID, map[string]any{
-		"protocolVersion": a.cfg.protocol,
+		"protocolVersion":   a.cfg.protocol,
 		"agentCapabilities": a.cfg.capabilities,
-		"agentInfo":   map[string]any{"name": "testagent", "version": "0.0.0"},
-		"authMethods": authMethods,
+		"agentInfo":         map[string]any{"name": "testagent", "version": "0.0.0"},
+		"authMethods":       authMethods,
 	})
 }
 
