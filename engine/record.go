@@ -19,6 +19,9 @@ type Recorder interface {
 	StepStarted(runID, stepID string, ord, attempt int)
 	StepEnded(runID, stepID string, ord int, res *StepResult)
 	RunEnded(res *RunResult)
+	// Err is the first record the recorder could not keep: a run whose
+	// record is incomplete does not say it succeeded.
+	Err() error
 }
 
 // StoreRecorder records runs in the run store.

@@ -60,8 +60,9 @@ type run struct {
 	mu      sync.Mutex
 	results map[string]*StepResult // settled steps
 
-	// lingering is the work steps handed on past their settling (agents'
-	// teardowns): the run ends only when it is done.
+	// lingering counts the steps' goroutines, which live on past their
+	// settling until the agents they started are gone (steps.Invocation
+	// Linger): the run ends only when all are done.
 	lingering sync.WaitGroup
 }
 
@@ -144,16 +145,21 @@ func (r *run) schedule(ctx context.Context, failRun context.CancelCauseFunc) {
 					continue
 				}
 				running++
-				go func(st *Step) {
+				// A step's slot is held until its agents are gone, so that
+				// max-parallel bounds live agents; its dependants start as
+				// soon as it settles.
+				r.lingering.Go(func() {
 					slots <- struct{}{}
 					defer func() { <-slots }()
-					res := r.runStep(ctx, st)
+					var linger sync.WaitGroup
+					res := r.runStep(ctx, st, &linger)
 					r.settle(st, res)
 					if res.Status == StatusFailed && !st.ContinueOnError {
 						failRun(errRunFailing)
 					}
 					settled <- st.ID
-				}(st)
+					linger.Wait()
+				})
 			}
 		}
 		if running == 0 {
@@ -279,6 +285,12 @@ func (r *run) finish(parent, runCtx context.Context) {
 	case parent.Err() != nil:
 		status = StatusCancelled
 		r.res.Error = context.Cause(parent).Error()
+	}
+	if r.opt.Recorder != nil && status == StatusSucceeded {
+		if err := r.opt.Recorder.Err(); err != nil {
+			status = StatusFailed
+			r.res.Error = "the run store could not record the run: " + err.Error()
+		}
 	}
 	if status == StatusSucceeded {
 		scope := r.scope(nil)

@@ -14,14 +14,15 @@ import (
 // maxBackoff caps the wait between retries.
 const maxBackoff = 30 * time.Second
 
-// runStep runs a step with its retries, or its for-each elements.
-func (r *run) runStep(ctx context.Context, st *Step) *StepResult {
+// runStep runs a step with its retries, or its for-each elements. What the
+// step hands on past its settling (agents' teardowns) joins linger.
+func (r *run) runStep(ctx context.Context, st *Step, linger *sync.WaitGroup) *StepResult {
 	begin := time.Now()
 	var res *StepResult
 	if st.ForEach != nil {
-		res = r.runForEach(ctx, st)
+		res = r.runForEach(ctx, st, linger)
 	} else {
-		res = r.attempts(ctx, st, nil)
+		res = r.attempts(ctx, st, nil, linger)
 	}
 	res.DurationMS = time.Since(begin).Milliseconds()
 	return res
@@ -29,7 +30,7 @@ func (r *run) runStep(ctx context.Context, st *Step) *StepResult {
 
 // attempts runs one step (or one for-each element) until it succeeds or
 // its retries are spent.
-func (r *run) attempts(ctx context.Context, st *Step, el *element) *StepResult {
+func (r *run) attempts(ctx context.Context, st *Step, el *element, linger *sync.WaitGroup) *StepResult {
 	res := &StepResult{Permissions: []policies.PermissionRecord{}}
 	backoff := r.opt.RetryBackoff
 	for attempt := 1; ; attempt++ {
@@ -42,7 +43,7 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element) *StepResult {
 			r.opt.Recorder.StepStarted(r.opt.RunID, st.ID, r.ord(st.ID), attempt)
 		}
 		r.emit("step_start", st.ID, fields)
-		out := r.attempt(ctx, st, attempt, el)
+		out := r.attempt(ctx, st, attempt, el, linger)
 		res.StopReason = string(out.StopReason)
 		res.Output = out.Output
 		res.Final = out.Final
@@ -80,7 +81,7 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element) *StepResult {
 }
 
 // attempt runs the step kind once, under the step's timeout.
-func (r *run) attempt(ctx context.Context, st *Step, n int, el *element) steps.Result {
+func (r *run) attempt(ctx context.Context, st *Step, n int, el *element, linger *sync.WaitGroup) steps.Result {
 	scope := r.scope(el)
 	rendered, err := renderValue(st.With, scope)
 	if err != nil {
@@ -110,7 +111,7 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *element) steps.R
 			return t.Render(scope)
 		},
 		Events:    r.sink,
-		Lingering: &r.lingering,
+		Lingering: linger,
 	}
 	out := st.Run.Run(stepCtx, inv)
 	if out.StopReason != steps.Completed && out.Err == nil {
@@ -144,7 +145,7 @@ func (r *run) envPolicy(st *Step) (policies.Env, policies.Source) {
 // runForEach runs the step once per element of the list its for-each
 // yields, at most ForEachMaxParallel at once; the output is the list of
 // outputs in element order. It succeeds when every element succeeded.
-func (r *run) runForEach(ctx context.Context, st *Step) *StepResult {
+func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) *StepResult {
 	v, err := st.ForEach.Eval(r.scope(nil))
 	if err != nil {
 		return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: "for-each: " + err.Error(), Permissions: []policies.PermissionRecord{}}
@@ -165,8 +166,14 @@ func (r *run) runForEach(ctx context.Context, st *Step) *StepResult {
 		go func() {
 			defer wg.Done()
 			slots <- struct{}{}
-			defer func() { <-slots }()
-			each[i] = r.attempts(ctx, st, &element{item: item, index: i})
+			// The slot is free once this element's agent is gone, so
+			// max-parallel bounds live agents, not only turns.
+			var el sync.WaitGroup
+			each[i] = r.attempts(ctx, st, &element{item: item, index: i}, &el)
+			linger.Go(func() {
+				el.Wait()
+				<-slots
+			})
 		}()
 	}
 	wg.Wait()
