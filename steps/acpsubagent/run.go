@@ -15,6 +15,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/version"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
@@ -80,7 +81,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 	if a.child != nil {
 		if res.Err != nil {
 			a.awaitStderr()
-			if tail := a.child.Stderr().LastLines(stderrLinesInError); tail != "" {
+			if tail := termtext.StripANSI(a.child.Stderr().LastLines(stderrLinesInError)); tail != "" {
 				res.Err = fmt.Errorf("%w\nagent stderr (last lines):\n%s", res.Err, indent(tail))
 			}
 		}
@@ -453,7 +454,7 @@ func describeRPCError(err error) string {
 				msg += ": " + string(b)
 			}
 		}
-		return msg
+		return termtext.StripANSI(msg)
 	}
 	return err.Error()
 }

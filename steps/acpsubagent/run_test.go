@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	acp "github.com/coder/acp-go-sdk"
 	"os"
 	"path/filepath"
 	"strings"
@@ -558,5 +559,17 @@ func TestTheStepSettlesAtTurnEndAndTheTeardownLingers(t *testing.T) {
 	}
 	if strings.Join(order, " ") != "turn_end:completed teardown:term" {
 		t.Errorf("events = %v, want turn_end then the teardown", order)
+	}
+}
+
+func TestAgentErrorTextReachesTheStepErrorWithoutANSICodesAndItsDataAsJSON(t *testing.T) {
+	err := describeRPCError(&acp.RequestError{Code: -32000, Message: "\x1b[31mquota\x1b[0m exceeded", Data: map[string]any{"codex_error_info": "other"}})
+	if want := `quota exceeded (code -32000): {"codex_error_info":"other"}`; err != want {
+		t.Errorf("got %q, want %q", err, want)
+	}
+	h := newHarness(t, "-crash-on", "session/new", "-stderr", "\x1b[1;31mboom\x1b[0m\n")
+	res := h.run(context.Background())
+	if res.Err == nil || strings.Contains(res.Err.Error(), "\x1b") || !strings.Contains(res.Err.Error(), "boom") {
+		t.Errorf("err = %q, want the stderr tail with its colour codes stripped", res.Err)
 	}
 }
