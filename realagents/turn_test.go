@@ -50,6 +50,28 @@ func (s *sandbox) turn(ta *turnAgent, script modelserver.Script, prompt, policie
 		s.t.Fatal(err)
 	}
 	defer srv.Close()
+	path := s.writeTurnWorkflow(ta, srv, prompt, policiesYAML, stepYAML)
+	out := filepath.Join(s.dir, "results.jsonl")
+	os.Remove(out)
+	args := append([]string{"run", path, "--json", "--timeout", "180s",
+		"--workspace", s.dir, "--state", filepath.Join(s.dir, "state.db"), "--output", out}, acpflowArgs...)
+	r := s.acpflow(4*time.Minute, args...)
+	var res struct {
+		Status string                `json:"status"`
+		Steps  map[string]turnResult `json:"steps"`
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || json.Unmarshal(b, &res) != nil {
+		wf, _ := os.ReadFile(path)
+		s.t.Fatalf("no result in %s (exit %d): %v\nworkflow:\n%s\nstdout:\n%s\nstderr:\n%s", out, r.code, err, wf, r.stdout, r.stderr)
+	}
+	return res.Steps["s"], events(s.t, r.stdout), r, srv.Requests()
+}
+
+// writeTurnWorkflow writes the one-step workflow of turn, with ta set up
+// for srv, and returns its path.
+func (s *sandbox) writeTurnWorkflow(ta *turnAgent, srv *modelserver.Server, prompt, policiesYAML, stepYAML string) string {
+	s.t.Helper()
 	extra := ta.setup(s, srv)
 	env := map[string]string{}
 	for _, kv := range s.env(ta.agent, extra...) {
@@ -84,20 +106,7 @@ steps:
 	if err := os.WriteFile(path, []byte(wf), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
-	out := filepath.Join(s.dir, "results.jsonl")
-	os.Remove(out)
-	args := append([]string{"run", path, "--json", "--timeout", "180s",
-		"--workspace", s.dir, "--state", filepath.Join(s.dir, "state.db"), "--output", out}, acpflowArgs...)
-	r := s.acpflow(4*time.Minute, args...)
-	var res struct {
-		Status string                `json:"status"`
-		Steps  map[string]turnResult `json:"steps"`
-	}
-	b, err := os.ReadFile(out)
-	if err != nil || json.Unmarshal(b, &res) != nil {
-		s.t.Fatalf("no result in %s (exit %d): %v\nworkflow:\n%s\nstdout:\n%s\nstderr:\n%s", out, r.code, err, wf, r.stdout, r.stderr)
-	}
-	return res.Steps["s"], events(s.t, r.stdout), r, srv.Requests()
+	return path
 }
 
 // needTurnAgent returns the registered agent or fails.
