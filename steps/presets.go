@@ -7,8 +7,13 @@ import (
 
 // Preset is a known agent: what `preset: NAME` fills in, and what it needs.
 type Preset struct {
-	Name        string
-	Command     string
+	Name    string
+	Command string
+	// Launcher are the arguments that make Command start the agent (npx's
+	// "-y PACKAGE"); a workflow that names its own command drops them.
+	Launcher []string
+	// Args are the agent's own arguments ("--acp", codex's -c settings),
+	// kept with a command of the workflow's own unless it gives args: too.
 	Args        []string
 	Env         []string // variables the agent reads its credentials from
 	Auth        []string // authenticate method ids it offers
@@ -36,14 +41,29 @@ var presets = map[string]Preset{
 		// release 0.16.x) to claude-agent-acp. It offers its only auth method,
 		// claude-login, to clients that declare terminal auth, which acpflow
 		// does not: it reads ANTHROPIC_API_KEY or a prior `claude /login`.
-		Name: "claude", Command: "npx", Args: []string{"-y", "@zed-industries/claude-agent-acp"},
-		Env:         []string{"ANTHROPIC_API_KEY"},
+		Name: "claude", Command: "npx", Launcher: []string{"-y", "@zed-industries/claude-agent-acp"},
+		Env: []string{"ANTHROPIC_API_KEY"},
+		// It advertises session/close, after which it exits on EOF in
+		// 11–14 ms; without the close it never does. SIGTERM to the group
+		// ends it in 23–38 ms (realagents, 2 CPUs).
+		EOFGrace: time.Second, TermGrace: time.Second,
 		Description: "Claude Code through the Zed ACP adapter (claude-agent-acp)",
 		Notes:       "refuses to run as root unless IS_SANDBOX=1 is set in its env",
 	},
 	"codex": {
-		Name: "codex", Command: "npx", Args: []string{"-y", "@zed-industries/codex-acp"},
-		Env: []string{"CODEX_API_KEY", "OPENAI_API_KEY"}, Auth: []string{"codex-api-key", "openai-api-key", "chatgpt"},
+		Name: "codex", Command: "npx", Launcher: []string{"-y", "@zed-industries/codex-acp"},
+		// approval_policy "untrusted": every command codex does not know to
+		// be read-only (ls, cat, git status, …) and every patch asks, so it
+		// reaches acpflow's policy; codex's default asks only for what it
+		// judges dangerous and runs the rest in its own sandbox. With
+		// acpflow's policy deciding, codex's sandbox is off: it needs
+		// bubblewrap, which containers and CI machines rarely have, and a
+		// command it sandboxes fails there after being allowed.
+		Args: []string{"-c", `approval_policy="untrusted"`, "-c", `sandbox_mode="danger-full-access"`},
+		Env:  []string{"CODEX_API_KEY", "OPENAI_API_KEY"}, Auth: []string{"codex-api-key", "openai-api-key", "chatgpt"},
+		// It never exits on EOF, session/close or not; SIGTERM to the group
+		// ends it in 1–7 ms.
+		EOFGrace: 100 * time.Millisecond, TermGrace: time.Second,
 		Description: "OpenAI Codex through codex-acp",
 		Notes:       "needs auth: codex-api-key with CODEX_API_KEY passed explicitly",
 	},
@@ -67,6 +87,11 @@ var presets = map[string]Preset{
 		Env:         []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"},
 		Description: "Qwen Code in ACP mode",
 	},
+}
+
+// Argv is the preset's whole argument list: the launcher's, then the agent's.
+func (p Preset) Argv() []string {
+	return append(append([]string(nil), p.Launcher...), p.Args...)
 }
 
 // LookupPreset returns the preset called name.

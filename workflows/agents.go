@@ -175,11 +175,16 @@ func fileSets(f map[string]*node) func(key string) bool {
 // unless the file gives args as well. A zero preset timing or an empty mode
 // keeps what a already has.
 func presetDefaults(a *steps.Agent, p steps.Preset, set func(key string) bool) {
-	if !set("command") {
+	switch {
+	case !set("command") && !set("args"):
+		a.Command, a.Args = p.Command, p.Argv()
+	case !set("command"):
 		a.Command = p.Command
-		if !set("args") {
-			a.Args = append([]string(nil), p.Args...)
-		}
+	case !set("args"):
+		// A command of the file's own replaces the preset's launcher (npx
+		// -y PACKAGE) but keeps the agent's own flags (--acp, codex's
+		// approval settings), without which the preset's promises fail.
+		a.Args = append([]string(nil), p.Args...)
 	}
 	if p.Mode != "" && !set("mode") {
 		a.Mode = p.Mode

@@ -13,7 +13,7 @@ import (
 // zero): what the preset gives applies only where the file is silent.
 func TestPresetDefaults(t *testing.T) {
 	fake := steps.Preset{
-		Name: "fake", Command: "npx", Args: []string{"-y", "@example/fake-acp"},
+		Name: "fake", Command: "npx", Launcher: []string{"-y", "@example/fake-acp"}, Args: []string{"--acp"},
 		EOFGrace: 200 * time.Millisecond, TermGrace: time.Second, Mode: "ask-everything",
 	}
 	def := steps.NewAgent("a")
@@ -28,19 +28,19 @@ func TestPresetDefaults(t *testing.T) {
 		term    time.Duration
 	}{
 		{"a file that sets nothing gets everything the preset gives", fake, nil,
-			"npx", fake.Args, "ask-everything", 200 * time.Millisecond, time.Second},
-		{"a command of the file's own drops the preset's args", fake, []string{"command"},
-			"", nil, "ask-everything", 200 * time.Millisecond, time.Second},
+			"npx", fake.Argv(), "ask-everything", 200 * time.Millisecond, time.Second},
+		{"a command of the file's own drops the preset's launcher, keeps the agent's args", fake, []string{"command"},
+			"", []string{"--acp"}, "ask-everything", 200 * time.Millisecond, time.Second},
 		{"a command and args of the file's own are both kept", fake, []string{"command", "args"},
 			"", nil, "ask-everything", 200 * time.Millisecond, time.Second},
 		{"args of the file's own keep the preset's command", fake, []string{"args"},
 			"npx", nil, "ask-everything", 200 * time.Millisecond, time.Second},
 		{"the file's mode wins over the preset's", fake, []string{"mode"},
-			"npx", fake.Args, "", 200 * time.Millisecond, time.Second},
+			"npx", fake.Argv(), "", 200 * time.Millisecond, time.Second},
 		{"the file's eof-grace wins over the preset's", fake, []string{"dispose.eof-grace"},
-			"npx", fake.Args, "ask-everything", def.EOFGrace, time.Second},
+			"npx", fake.Argv(), "ask-everything", def.EOFGrace, time.Second},
 		{"the file's term-grace wins over the preset's", fake, []string{"dispose.term-grace"},
-			"npx", fake.Args, "ask-everything", 200 * time.Millisecond, def.TermGrace},
+			"npx", fake.Argv(), "ask-everything", 200 * time.Millisecond, def.TermGrace},
 		{"a preset without defaults keeps acpflow's", steps.Preset{Name: "bare", Command: "bare", Args: []string{"acp"}}, nil,
 			"bare", []string{"acp"}, "", def.EOFGrace, def.TermGrace},
 	} {

@@ -91,18 +91,20 @@ func TestParseReadsModeConfigAndMaxOutput(t *testing.T) {
 }
 
 // TestCommandReplacesThePresetsArgs is issue 9 item 8: `preset: codex`
-// with a local codex-acp must not keep npx's `-y @zed-industries/codex-acp`.
+// with a local codex-acp must not keep npx's `-y @zed-industries/codex-acp`,
+// but keeps codex's own settings (approval policy) unless args: is given.
 func TestCommandReplacesThePresetsArgs(t *testing.T) {
 	wf, err := workflows.Parse("t.yaml", []byte(sessionKeys))
 	if err != nil {
 		t.Fatal(err)
 	}
+	codex, _ := steps.LookupPreset("codex")
 	for _, tc := range []struct {
 		agent, command string
 		args           []string
 	}{
-		{"codex", "npx", []string{"-y", "@zed-industries/codex-acp"}},
-		{"local", "/opt/codex-acp", nil},
+		{"codex", "npx", codex.Argv()},
+		{"local", "/opt/codex-acp", codex.Args},
 		{"wrapped", "/usr/bin/env", []string{"codex-acp"}},
 	} {
 		t.Run("agent "+tc.agent+" runs "+tc.command+" "+strings.Join(tc.args, " "), func(t *testing.T) {

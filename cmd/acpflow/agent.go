@@ -42,7 +42,7 @@ func newAgentsCmd() *cobra.Command {
 			fmt.Fprintln(w, "PRESET\tCOMMAND\tENV\tAUTH\tNOTES")
 			fmt.Fprintln(w, "demo\t(builtin: demo) acpflow agent demo\t-\t-\toffline, deterministic")
 			for _, p := range steps.Presets() {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.Name, strings.Join(append([]string{p.Command}, p.Args...), " "),
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.Name, strings.Join(append([]string{p.Command}, p.Argv()...), " "),
 					orDash(strings.Join(p.Env, " ")), orDash(strings.Join(p.Auth, " ")), orDash(p.Notes))
 			}
 			w.Flush()
