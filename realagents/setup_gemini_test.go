@@ -4,8 +4,10 @@ package realagents_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,26 @@ var geminiSettings = map[string]any{
 	"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
 }
 
+// geminiPolicy is $HOME/.gemini/policies/acpflow.toml: every shell command,
+// file write and edit asks the ACP client, so that each one reaches
+// acpflow's permission policy.
+//
+// # Notes
+//
+// Without it, gemini-cli 0.61 runs shell commands it judges safe (echo, ls,
+// cat, grep, pwd, … each part of a compound line) without asking, and an
+// "allow for this session" answer lets later calls of the same root command
+// run unasked. tools.confirmationRequired in settings.json does not help:
+// its rule still goes through the same safe-command heuristics. A rule
+// with an argsPattern skips them; in the user tier (4.999) it outranks
+// yolo's allow-all (1.998) and the session's always-allow rules (tier 3).
+const geminiPolicy = `[[rule]]
+toolName = ["run_shell_command", "write_file", "replace"]
+argsPattern = ".*"
+decision = "ask_user"
+priority = 999
+`
+
 func init() {
 	turnAgents["gemini"] = &turnAgent{
 		agent: gemini,
@@ -39,6 +61,12 @@ func init() {
 				s.t.Fatal(err)
 			}
 			if err := os.WriteFile(filepath.Join(dir, "settings.json"), b, 0o644); err != nil {
+				s.t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(dir, "policies"), 0o755); err != nil {
+				s.t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "policies", "acpflow.toml"), []byte(geminiPolicy), 0o644); err != nil {
 				s.t.Fatal(err)
 			}
 			return []string{"GEMINI_API_KEY=acpflow-dummy", "GOOGLE_GEMINI_BASE_URL=" + srv.URL()}
@@ -82,5 +110,47 @@ func TestGeminiCompletesAWholeTurn(t *testing.T) {
 	}
 	if e := update(es, "teardown"); e != nil {
 		t.Logf("teardown: tier %v in %v ms", e["tier"], e["duration_ms"])
+	}
+}
+
+// With geminiPolicy, commands gemini would run unasked (a plain echo or ls)
+// reach acpflow's policy too, and a rejected one does not run.
+func TestGeminiAsksForEveryShellCommandAndWrite(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	script := modelserver.Script{
+		{Shell: "echo hello"},
+		{Shell: "ls"},
+		{Shell: "echo rejected > rejected.txt"},
+		{Write: &modelserver.Write{Path: "relative.txt", Content: "x\n"}},
+		{Say: "FINAL done"},
+	}
+	policy := `permission:
+  rules:
+    - if: tool.title contains "rejected"
+      then: reject
+  default: allow`
+	step, _, r, _ := s.turn(needTurnAgent(t, "gemini"), script, "Go.", policy, "")
+	var titles []string
+	for _, p := range step.Permissions {
+		titles = append(titles, fmt.Sprintf("%v %v: %v", p["kind"], p["title"], p["decision"]))
+	}
+	t.Logf("exit %d in %s; step %s/%s; permissions %q", r.code, r.elapsed.Round(time.Millisecond), step.Status, step.StopReason, titles)
+	want := []string{
+		"execute echo hello: allow",
+		"execute ls: allow",
+		"execute echo rejected > rejected.txt: reject",
+		"edit Writing to relative.txt: allow",
+	}
+	if !slices.Equal(titles, want) {
+		t.Errorf("permission requests %q\nwant %q", titles, want)
+	}
+	if r.code != 0 || step.Status != "succeeded" || !strings.Contains(step.Output, "FINAL done") {
+		t.Errorf("exit %d, step %s/%s, output %q: %s", r.code, step.Status, step.StopReason, step.Output, step.Error)
+	}
+	for f, want := range map[string]bool{"relative.txt": true, "rejected.txt": false} {
+		if _, err := os.Stat(filepath.Join(s.dir, f)); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", f, err == nil, want)
+		}
 	}
 }
