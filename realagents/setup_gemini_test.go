@@ -43,11 +43,14 @@ var geminiSettings = map[string]any{
 // its rule still goes through the same safe-command heuristics. A rule
 // with an argsPattern skips them; in the user tier (4.999) it outranks
 // yolo's allow-all (1.998) and the session's always-allow rules (tier 3).
+// It leaves out plan mode, whose denials (no shell, writes only to its
+// plans directory) it would otherwise turn into questions.
 const geminiPolicy = `[[rule]]
 toolName = ["run_shell_command", "write_file", "replace"]
 argsPattern = ".*"
 decision = "ask_user"
 priority = 999
+modes = ["default", "autoEdit", "yolo"]
 `
 
 func init() {
