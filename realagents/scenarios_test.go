@@ -84,41 +84,60 @@ func TestTheREADMERuleRejectsRmInEverySpellingAndEditsOutsideTheWorkspace(t *tes
 		if err := os.Symlink(outside, filepath.Join(s.dir, "link")); err != nil {
 			t.Fatal(err)
 		}
-		var script modelserver.Script
-		for _, cmd := range rmSpellings {
-			script = append(script, modelserver.Reply{Say: "Running a command.", Shell: cmd})
+		edits := modelserver.Script{
+			{Say: "Writing inside.", Write: &modelserver.Write{Path: filepath.Join(s.dir, "inside.txt"), Content: "inside\n"}},
+			{Say: "Writing outside.", Write: &modelserver.Write{Path: filepath.Join(s.dir, "missing", "..", "link", "evil.txt"), Content: "evil\n"}},
+			{Say: "FINAL done"},
 		}
-		script = append(script,
-			modelserver.Reply{Say: "Writing inside.", Write: &modelserver.Write{Path: filepath.Join(s.dir, "inside.txt"), Content: "inside\n"}},
-			modelserver.Reply{Say: "Writing outside.", Write: &modelserver.Write{Path: filepath.Join(s.dir, "missing", "..", "link", "evil.txt"), Content: "evil\n"}},
-			modelserver.Reply{Say: "FINAL done"},
-		)
-		step, _, r, _ := s.turn(ta, script, "Run the script.", readmeRules, "")
-		t.Logf("exit %d in %s; step %s/%s: %s", r.code, r.elapsed.Round(time.Millisecond), step.Status, step.StopReason, firstLine(step.Error))
+		// One turn for all, or, for an agent that ends its turn on a
+		// rejection (codex), one turn per command.
+		var scripts []modelserver.Script
+		if ta.endsTurnOnReject {
+			for _, cmd := range rmSpellings {
+				scripts = append(scripts, modelserver.Script{{Say: "Running a command.", Shell: cmd}, {Say: "FINAL done"}})
+			}
+			scripts = append(scripts, edits)
+		} else {
+			var all modelserver.Script
+			for _, cmd := range rmSpellings {
+				all = append(all, modelserver.Reply{Say: "Running a command.", Shell: cmd})
+			}
+			scripts = append(scripts, append(all, edits...))
+		}
+		rejected := map[string]bool{}
+		var editsSeen []map[string]any
+		for _, script := range scripts {
+			step, _, r, _ := s.turn(ta, script, "Run the script.", readmeRules, "")
+			t.Logf("exit %d in %s; step %s/%s: %s", r.code, r.elapsed.Round(time.Millisecond), step.Status, step.StopReason, firstLine(step.Error))
+			for _, p := range step.Permissions {
+				t.Logf("permission: kind %v command %q locations %v → %v/%v rule %v (%v)", p["kind"], p["command"], p["locations"], p["decision"], p["outcome"], p["rule"], p["reason"])
+				switch p["kind"] {
+				case "execute":
+					if p["decision"] != "reject" || p["rule"] != "2" {
+						t.Errorf("command %q: decision %v by rule %v, want reject by rule 2", p["command"], p["decision"], p["rule"])
+					}
+					rejected[fmt.Sprint(p["command"])] = true
+				case "edit":
+					editsSeen = append(editsSeen, p)
+				}
+			}
+		}
+		for _, cmd := range rmSpellings {
+			if !rejected[cmd] {
+				t.Errorf("%q never reached the policy as that command line", cmd)
+			}
+		}
 		if b, err := os.ReadFile(keep); err != nil || string(b) != "precious\n" {
 			t.Errorf("build/keep.txt is gone (%v): an rm got through", err)
 		}
 		if _, err := os.Stat(filepath.Join(outside, "evil.txt")); err == nil {
 			t.Error("evil.txt was written outside the workspace, through a missing directory and an outward symlink")
 		}
-		rejected := map[string]bool{}
-		for _, p := range step.Permissions {
-			t.Logf("permission: kind %v command %q locations %v → %v/%v rule %v (%v)", p["kind"], p["command"], p["locations"], p["decision"], p["outcome"], p["rule"], p["reason"])
-			if p["kind"] == "execute" {
-				if p["decision"] != "reject" || p["rule"] != "2" {
-					t.Errorf("command %q: decision %v by rule %v, want reject by rule 2", p["command"], p["decision"], p["rule"])
-				}
-				rejected[fmt.Sprint(p["command"])] = true
-			}
+		if len(editsSeen) != 2 || editsSeen[0]["decision"] != "allow" || editsSeen[1]["decision"] != "reject" {
+			t.Errorf("edits %v: want the inside one allowed, the outside one rejected", editsSeen)
 		}
-		// Every spelling that reached the policy was rejected (above); the
-		// agent may have refused or merged some on its own, but build/ is
-		// intact, so none ran.
-		if len(rejected) == 0 {
-			t.Error("no command reached the policy")
-		}
-		if _, err := os.Stat(filepath.Join(s.dir, "inside.txt")); err != nil && step.StopReason == "completed" {
-			t.Errorf("the edit inside the workspace was not allowed: %v", err)
+		if b, err := os.ReadFile(filepath.Join(s.dir, "inside.txt")); err != nil || string(b) != "inside\n" {
+			t.Errorf("the edit inside the workspace did not happen: %q %v", b, err)
 		}
 	})
 }

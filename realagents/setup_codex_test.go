@@ -9,12 +9,21 @@ import (
 	"testing"
 
 	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/steps"
 )
 
 func init() {
+	// The preset's own args (its approval settings), as `preset: codex`
+	// with a local command keeps them: what is tested is what users get.
+	preset, _ := steps.LookupPreset("codex")
+	a := codex
+	a.args = preset.Args
 	turnAgents["codex"] = &turnAgent{
-		agent: codex,
-		yaml:  "auth: codex-api-key",
+		agent: a,
+		// Selecting its reject option ("No, and tell Codex what to do
+		// differently") ends the turn with stopReason cancelled.
+		endsTurnOnReject: true,
+		yaml:             "auth: codex-api-key",
 		setup: func(s *sandbox, srv *modelserver.Server) []string {
 			writeCodexConfig(s.t, s.home, srv.URL())
 			return []string{"CODEX_API_KEY=sk-acpflow-dummy"}
@@ -39,12 +48,11 @@ func init() {
 // except its built-in "known safe" list (ls, cat, echo, git status, …); a
 // prompt rule for exactly those programs closes that gap. With this
 // approval/sandbox pair codex-acp offers no modes (session/new has no
-// "modes" and no "mode" config option).
+// "modes" and no "mode" config option). The pair comes from the codex
+// preset's args (-c approval_policy=…); the config file adds the rule.
 const codexConfig = `# Written by acpflow's realagents tests.
 model = "gpt-5.4"
 model_provider = "scripted"
-approval_policy = "untrusted"
-sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 
 [analytics]

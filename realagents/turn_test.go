@@ -24,6 +24,9 @@ type turnAgent struct {
 	// setup points the agent at the model server: it may write files under
 	// s.home (the agent's fresh HOME) and returns extra env KEY=VALUE pairs.
 	setup func(s *sandbox, srv *modelserver.Server) []string
+	// endsTurnOnReject: the agent ends its turn (cancelled) when a tool
+	// call is rejected, so a script cannot go on past one.
+	endsTurnOnReject bool
 }
 
 // turnAgents are the agents that complete whole turns, by name
