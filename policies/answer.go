@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // Outcomes of a permission answer, as ACP names them.
@@ -38,28 +37,32 @@ func ParseDecision(s string) (Decision, error) {
 // SelectOption turns a decision into the answer the agent receives: the
 // outcome ("selected" or "cancelled") and, when selected, the option id.
 //
-// Each decision names a family of options and a preference inside it
-// (allow: allow_once before allow_always; allow_always: the reverse; and
-// likewise for reject). The first option in the agent's order wins within a
-// kind, so the agent's own ordering is respected.
+// Allow selects the first allow_once option, and only such an option.
+// AllowAlways selects the first allow_always, else the first allow_once.
+// Reject selects the first reject_once, else the first reject_always;
+// RejectAlways the reverse. The first option in the agent's order wins
+// within a kind, so the agent's own ordering is respected.
 //
 // # Notes
 //
-// Where the family has no option at all, the answer is "cancelled": picking
-// an option of another family would invert the policy's intent. Cancel and
-// any unknown decision also answer "cancelled"; Answer makes sure an unknown
-// decision never gets this far.
+// Allow never falls back to allow_always: an "always" answer is remembered
+// by the agent itself (codex-acp writes it to $HOME/.codex/rules/) and
+// would take every later call of that kind out of the policy's sight. Where
+// no option fits, the answer is "cancelled": picking an option of another
+// family would invert the policy's intent. Cancel and any unknown decision
+// also answer "cancelled"; Answer makes sure an unknown decision never gets
+// this far.
 func SelectOption(d Decision, options []Option) (outcome string, optionID string) {
-	var kinds [2]string
+	var kinds []string
 	switch d {
 	case Allow:
-		kinds = [2]string{"allow_once", "allow_always"}
+		kinds = []string{"allow_once"}
 	case AllowAlways:
-		kinds = [2]string{"allow_always", "allow_once"}
+		kinds = []string{"allow_always", "allow_once"}
 	case Reject:
-		kinds = [2]string{"reject_once", "reject_always"}
+		kinds = []string{"reject_once", "reject_always"}
 	case RejectAlways:
-		kinds = [2]string{"reject_always", "reject_once"}
+		kinds = []string{"reject_always", "reject_once"}
 	default:
 		return OutcomeCancelled, ""
 	}
@@ -78,6 +81,8 @@ func SelectOption(d Decision, options []Option) (outcome string, optionID string
 // failing closed is done once, here, for every kind of policy.
 //
 // src is recorded as the record's Policy: where the policy was configured.
+// The record carries the tool's command and locations as the policy saw
+// them, so a user can tell why a rule did or did not match.
 //
 // # Notes
 //
@@ -103,10 +108,14 @@ func Answer(ctx context.Context, p Permission, src Source, req *PermissionReques
 	if outcome == OutcomeCancelled && v.Decision != Cancel && v.Reason == "" {
 		v.Reason = reasonNoOption
 	}
+	locations := make([]ToolLocation, len(req.Tool.Locations))
+	copy(locations, req.Tool.Locations)
 	return PermissionRecord{
 		ToolCallID:   req.Tool.ID,
 		Kind:         req.Tool.Kind,
 		Title:        req.Tool.Title,
+		Command:      req.Tool.Command,
+		Locations:    locations,
 		Decision:     v.Decision,
 		Outcome:      outcome,
 		OptionID:     optionID,
@@ -129,38 +138,4 @@ func decide(ctx context.Context, p Permission, req *PermissionRequest) (v Verdic
 		}
 	}()
 	return p.DecidePermission(ctx, req)
-}
-
-// ToolCommand derives tool.command from a tool call's raw_input, so that
-// rules can match a command line whatever shape the agent sent it in:
-// claude-agent-acp sends {"command": "ls -la"}, codex-acp an argv such as
-// {"command": ["bash", "-lc", "ls -la"]}. rawInput is decoded JSON.
-//
-// # Notes
-//
-// An argv is joined with single spaces and without quoting: the result is
-// for matching, not for running. Non-string argv elements (numbers, booleans)
-// are written as fmt prints them. Anything else yields "".
-func ToolCommand(rawInput any) string {
-	m, ok := rawInput.(map[string]any)
-	if !ok {
-		return ""
-	}
-	switch c := m["command"].(type) {
-	case string:
-		return c
-	case []string:
-		return strings.Join(c, " ")
-	case []any:
-		argv := make([]string, len(c))
-		for i, a := range c {
-			if s, ok := a.(string); ok {
-				argv[i] = s
-			} else {
-				argv[i] = fmt.Sprint(a)
-			}
-		}
-		return strings.Join(argv, " ")
-	}
-	return ""
 }

@@ -2,8 +2,10 @@ package policies
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -28,7 +30,7 @@ func TestSelectOption(t *testing.T) {
 		wantID      string
 	}{
 		{"allow selects the first allow_once even when allow_always comes first", Allow, every, "selected", "ao1"},
-		{"allow falls back to the first allow_always", Allow, []Option{opt("r", "reject_once"), opt("aa1", "allow_always"), opt("aa2", "allow_always")}, "selected", "aa1"},
+		{"allow never falls back to an allow_always option", Allow, []Option{opt("r", "reject_once"), opt("aa1", "allow_always"), opt("aa2", "allow_always")}, "cancelled", ""},
 		{"allow_always selects the first allow_always", AllowAlways, every, "selected", "aa1"},
 		{"allow_always falls back to the first allow_once", AllowAlways, []Option{opt("ro", "reject_once"), opt("ao1", "allow_once"), opt("ao2", "allow_once")}, "selected", "ao1"},
 		{"reject selects the first reject_once even when reject_always comes first", Reject, every, "selected", "ro1"},
@@ -76,7 +78,7 @@ func TestParseDecision(t *testing.T) {
 }
 
 func TestParseShorthand(t *testing.T) {
-	for _, s := range []string{"reject", "allow", "cancel"} {
+	for _, s := range []string{"reject", "reject_always", "allow", "allow_always", "cancel"} {
 		t.Run(s+" is accepted and decides "+s+" under the rule shorthand", func(t *testing.T) {
 			sh, err := ParseShorthand(s)
 			if err != nil {
@@ -88,13 +90,13 @@ func TestParseShorthand(t *testing.T) {
 			}
 		})
 	}
-	for _, s := range []string{"allow_always", "reject_always", "Reject", "deny", "", "allow "} {
+	for _, s := range []string{"Reject", "deny", "", "allow ", "always"} {
 		t.Run(fmt.Sprintf("%q is refused with the accepted words", s), func(t *testing.T) {
 			_, err := ParseShorthand(s)
 			if err == nil {
 				t.Fatalf("ParseShorthand(%q) accepted", s)
 			}
-			for _, w := range []string{"reject", "allow", "cancel"} {
+			for _, w := range decisionWords {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
@@ -199,6 +201,24 @@ func TestAnswer(t *testing.T) {
 			want:    PermissionRecord{Decision: Reject, Outcome: "selected", OptionID: "r1", Reason: "policy error: no permission policy"},
 		},
 		{
+			name:    "an allow verdict with only allow_always offered answers cancelled with reason no matching option",
+			policy:  Shorthand{Decision: Allow},
+			options: []Option{opt("a2", "allow_always"), opt("r1", "reject_once")},
+			want:    PermissionRecord{Decision: Allow, Outcome: "cancelled", Rule: "shorthand", Reason: "no matching option"},
+		},
+		{
+			name:    "an allow_always verdict selects allow_always",
+			policy:  Shorthand{Decision: AllowAlways},
+			options: []Option{opt("a1", "allow_once"), opt("a2", "allow_always")},
+			want:    PermissionRecord{Decision: AllowAlways, Outcome: "selected", OptionID: "a2", Rule: "shorthand"},
+		},
+		{
+			name:    "an allow_always verdict falls back to allow_once",
+			policy:  Shorthand{Decision: AllowAlways},
+			options: offered,
+			want:    PermissionRecord{Decision: AllowAlways, Outcome: "selected", OptionID: "a1", Rule: "shorthand"},
+		},
+		{
 			name:    "the shorthand allow selects allow_once",
 			policy:  Shorthand{Decision: Allow},
 			options: []Option{opt("a2", "allow_always"), opt("a1", "allow_once")},
@@ -207,14 +227,16 @@ func TestAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			locations := []ToolLocation{{Path: "/ws/build", InWorkspace: true}}
 			req := &PermissionRequest{
-				Tool:    Tool{ID: "call_1", Kind: "execute", Title: "Run rm -rf build"},
+				Tool:    Tool{ID: "call_1", Kind: "execute", Title: "Run rm -rf build", Command: "rm -rf build", Locations: locations},
 				Options: tt.options,
 			}
 			got := Answer(context.Background(), tt.policy, SourceStep, req)
 			want := tt.want
 			want.ToolCallID, want.Kind, want.Title, want.Policy = "call_1", "execute", "Run rm -rf build", SourceStep
-			if got != want {
+			want.Command, want.Locations = "rm -rf build", locations
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Answer() =\n  %+v\nwant\n  %+v", got, want)
 			}
 		})
@@ -244,29 +266,21 @@ func TestAnswerWithoutARequestFailsSafe(t *testing.T) {
 	}
 }
 
-func TestToolCommand(t *testing.T) {
-	tests := []struct {
-		name     string
-		rawInput any
-		want     string
-	}{
-		{"a string command is taken as it is", map[string]any{"command": "rm -rf build", "description": "clean"}, "rm -rf build"},
-		{"an argv array is joined by spaces", map[string]any{"command": []any{"bash", "-lc", "make && rm -rf x"}}, "bash -lc make && rm -rf x"},
-		{"a string slice is joined by spaces", map[string]any{"command": []string{"ls", "-la"}}, "ls -la"},
-		{"numbers and booleans in an argv are printed", map[string]any{"command": []any{"sleep", float64(5), true}}, "sleep 5 true"},
-		{"an empty argv gives an empty command", map[string]any{"command": []any{}}, ""},
-		{"a command of another type gives an empty command", map[string]any{"command": 42.0}, ""},
-		{"raw input without a command gives an empty command", map[string]any{"path": "/x"}, ""},
-		{"a command key in another case is not a command", map[string]any{"Command": "ls"}, ""},
-		{"raw input that is not an object gives an empty command", []any{"ls"}, ""},
-		{"a string raw input gives an empty command", "ls", ""},
-		{"no raw input gives an empty command", nil, ""},
+func TestAnswerRecordsWhatThePolicySaw(t *testing.T) {
+	req := &PermissionRequest{Tool: Tool{ID: "c", Kind: "edit", Locations: []ToolLocation{{Path: "/ws/a", Line: 3, InWorkspace: true}}}}
+	rec := Answer(context.Background(), Shorthand{Decision: Reject}, SourceStep, req)
+	req.Tool.Locations[0].Path = "/changed"
+	if rec.Locations[0].Path != "/ws/a" {
+		t.Errorf("the record shares the request's locations: %+v", rec.Locations)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := ToolCommand(tt.rawInput); got != tt.want {
-				t.Errorf("ToolCommand(%#v) = %q, want %q", tt.rawInput, got, tt.want)
-			}
-		})
-	}
+	t.Run("a request without locations is recorded with an empty list, not null", func(t *testing.T) {
+		rec := Answer(context.Background(), Shorthand{Decision: Reject}, SourceStep, &PermissionRequest{Tool: Tool{Command: "ls"}})
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"command":"ls","locations":[]`) {
+			t.Errorf("record JSON %s lacks the command and an empty locations list", b)
+		}
+	})
 }

@@ -34,7 +34,14 @@ var helperFunctions = []expr.Option{
 		if err != nil {
 			return nil, err
 		}
-		return Commands(cmd), nil
+		return listOrEmpty(Commands(cmd))
+	}, new(func(cmd string) []string)),
+	expr.Function("programs", func(args ...any) (any, error) {
+		cmd, err := oneString("programs", args)
+		if err != nil {
+			return nil, err
+		}
+		return listOrEmpty(Programs(cmd))
 	}, new(func(cmd string) []string)),
 	expr.Function("basename", func(args ...any) (any, error) {
 		path, err := oneString("basename", args)
@@ -46,7 +53,19 @@ var helperFunctions = []expr.Option{
 }
 
 // helperNames are the names of helperFunctions, for suggestions.
-var helperNames = []string{"glob", "under", "commands", "basename"}
+var helperNames = []string{"glob", "under", "commands", "programs", "basename"}
+
+// listOrEmpty gives a helper's list as an empty list rather than nil, so that a
+// rule may index or iterate it whatever the line.
+func listOrEmpty(list []string, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		list = []string{}
+	}
+	return list, nil
+}
 
 // oneString and twoStrings check at run time what the declared signature
 // cannot: a value of unknown type at compile time (a config entry, a
@@ -176,9 +195,11 @@ func globTokens(pattern string) []globToken {
 // Under reports whether path is dir or inside it (the rule helper `under`).
 //
 // Two absolute paths are judged as SPEC §4.1 judges `in_workspace`: by the
-// paths the kernel would reach, symlinks resolved as far as the path exists
-// and the rest appended, so neither `..` nor a symlink pointing elsewhere
-// leads out of dir (see resolvePath).
+// paths the kernel would reach once a tool has created the missing parent
+// directories: symlinks resolved wherever they exist, and a `..` after a
+// missing element back in the real directory it would be created in, so
+// neither `..` nor a symlink pointing elsewhere leads out of dir (see
+// resolvePath).
 //
 // # Notes
 //
@@ -227,18 +248,23 @@ func inside(path, dir string) bool {
 const maxSymlinks = 40
 
 // resolvePath returns the path the kernel would reach for the absolute path
-// p: each element is taken in turn, a symlink is replaced by its target
-// (dangling ones too: creating a file through one creates its target), and
-// `..` goes up from where the elements before it led. From the first element
-// that does not exist, the rest is appended and cleaned lexically: that is
-// where a file or directory created there would go.
+// p once a tool has created the directories it lacks: each element is taken
+// in turn, a symlink is replaced by its target (dangling ones too: creating
+// a file through one creates its target), and `..` goes up from where the
+// elements before it led. An element that does not exist is taken as the
+// directory the tool would create there, so a `..` after it goes back to the
+// real directory it would be created in, and the elements after that are
+// resolved again.
 //
 // # Notes
 //
 // Cleaning before resolving would be wrong: with ws/escape -> ../outside,
-// `ws/escape/../src` is `outside/../src`, i.e. next to ws, not ws/src.
+// `ws/escape/../src` is `outside/../src`, i.e. next to ws, not ws/src. And
+// stopping at the first missing element would be wrong too: with ws/link ->
+// /outside, `ws/missing/../link/f` is /outside/f once ws/missing exists.
 // ok is false for a symlink loop: the kernel would fail too, and nothing
-// should be judged inside a directory on a path that leads nowhere.
+// should be judged inside a directory on a path that leads nowhere. An
+// element that cannot be read (no permission) counts as missing.
 func resolvePath(p string) (resolved string, ok bool) {
 	elems := strings.Split(p, "/")
 	cur := "/"
@@ -253,10 +279,7 @@ func resolvePath(p string) (resolved string, ok bool) {
 		}
 		next := filepath.Join(cur, elems[i])
 		fi, err := os.Lstat(next)
-		if err != nil {
-			return filepath.Join(append([]string{next}, elems[i+1:]...)...), true
-		}
-		if fi.Mode()&os.ModeSymlink == 0 {
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			cur = next
 			continue
 		}
@@ -265,7 +288,8 @@ func resolvePath(p string) (resolved string, ok bool) {
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			return filepath.Join(append([]string{next}, elems[i+1:]...)...), true
+			cur = next
+			continue
 		}
 		if filepath.IsAbs(target) {
 			cur = "/"
@@ -290,194 +314,4 @@ func Basename(path string) string {
 		return ""
 	}
 	return filepath.Base(path)
-}
-
-// Commands splits a shell command line into its simple commands (the rule
-// helper `commands`), so that a rule sees every command a compound line
-// runs: `make && rm -rf build` gives ["make", "rm -rf build"].
-//
-// The line is split, outside quotes, at `&&`, `||`, `;`, `|`, `|&`, `&`
-// (but not the `&` of redirections such as `2>&1` or `&>`), newlines, and
-// the parentheses of subshells. The text of a command substitution (`$(…)`
-// or backticks, also inside double quotes) and of a process substitution
-// (`<(…)`, `>(…)`) is split the same way and its commands follow the one
-// that contains them: `echo $(rm -rf x)` gives ["echo $(rm -rf x)",
-// "rm -rf x"]. Quotes follow the shell: nothing is special inside single
-// quotes, and `\` escapes the next character elsewhere, so `echo "a && b"`
-// is one command. Each command is trimmed, loses leading reserved words and
-// braces (`if`, `then`, `else`, `elif`, `do`, `while`, `until`, `!`, `{`,
-// `(`), and commands that are empty or only close a compound (`fi`,
-// `done`, `esac`, `}`) are dropped.
-//
-// # Notes
-//
-// Commands are returned as written, quotes and escapes included: a rule
-// for `rm ` does not see `"rm" x`, `\rm x` or `/bin/rm x`, nor what `sudo`,
-// `env`, `xargs`, `sh -c` or an alias would run. Write deny rules with
-// `matches` when that matters, or allow known commands instead of denying
-// bad ones. Comments are not recognised and here-document bodies are split
-// like commands: both can only add commands, never hide one. An unclosed
-// quote or substitution runs to the end of the line.
-func Commands(line string) []string {
-	var out []string
-	splitCommands(line, &out, 0)
-	return out
-}
-
-// maxSubstitutionDepth bounds the recursion into nested substitutions; a
-// deeper one is kept as text in its enclosing command.
-const maxSubstitutionDepth = 16
-
-// splitCommands appends the commands of line to out, each followed by the
-// commands of the substitutions it contains.
-func splitCommands(line string, out *[]string, depth int) {
-	var inner []string // commands of substitutions in the current command
-	start := 0
-	emit := func(end int) {
-		if c := simpleCommand(line[start:end]); c != "" {
-			*out = append(*out, c)
-		}
-		*out = append(*out, inner...)
-		inner = inner[:0]
-	}
-	substitute := func(body string) {
-		if depth < maxSubstitutionDepth {
-			splitCommands(body, &inner, depth+1)
-		}
-	}
-	inDouble := false
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		if inDouble {
-			switch {
-			case c == '\\':
-				i++
-			case c == '"':
-				inDouble = false
-			case c == '$' && i+1 < len(line) && line[i+1] == '(':
-				end := closeParen(line, i+2)
-				substitute(line[i+2 : end])
-				i = end
-			case c == '`':
-				end := closeBacktick(line, i+1)
-				substitute(line[i+1 : end])
-				i = end
-			}
-			continue
-		}
-		switch c {
-		case '\\':
-			i++
-		case '\'':
-			if j := strings.IndexByte(line[i+1:], '\''); j >= 0 {
-				i += j + 1
-			} else {
-				i = len(line)
-			}
-		case '"':
-			inDouble = true
-		case '`':
-			end := closeBacktick(line, i+1)
-			substitute(line[i+1 : end])
-			i = end
-		case '$', '<', '>':
-			if i+1 < len(line) && line[i+1] == '(' {
-				end := closeParen(line, i+2)
-				substitute(line[i+2 : end])
-				i = end
-			}
-		case ';', '\n', '(', ')':
-			emit(i)
-			start = i + 1
-		case '|':
-			emit(i)
-			if i+1 < len(line) && (line[i+1] == '|' || line[i+1] == '&') {
-				i++
-			}
-			start = i + 1
-		case '&':
-			if i > 0 && (line[i-1] == '>' || line[i-1] == '<') {
-				continue // 2>&1, <&3
-			}
-			if i+1 < len(line) && line[i+1] == '>' {
-				continue // &> file, &>> file
-			}
-			emit(i)
-			if i+1 < len(line) && line[i+1] == '&' {
-				i++
-			}
-			start = i + 1
-		}
-	}
-	emit(len(line))
-}
-
-// closeParen returns the index of the `)` that closes a `(` opened just
-// before from, or len(line) when there is none. Quotes, escapes and nested
-// parentheses are skipped.
-func closeParen(line string, from int) int {
-	depth := 0
-	for i := from; i < len(line); i++ {
-		switch line[i] {
-		case '\\':
-			i++
-		case '\'':
-			j := strings.IndexByte(line[i+1:], '\'')
-			if j < 0 {
-				return len(line)
-			}
-			i += j + 1
-		case '"':
-			for i++; i < len(line) && line[i] != '"'; i++ {
-				if line[i] == '\\' {
-					i++
-				}
-			}
-		case '(':
-			depth++
-		case ')':
-			if depth == 0 {
-				return i
-			}
-			depth--
-		}
-	}
-	return len(line)
-}
-
-// closeBacktick returns the index of the backtick that closes one opened
-// just before from, or len(line).
-func closeBacktick(line string, from int) int {
-	for i := from; i < len(line); i++ {
-		switch line[i] {
-		case '\\':
-			i++
-		case '`':
-			return i
-		}
-	}
-	return len(line)
-}
-
-// simpleCommand trims one piece of a split line down to the command it
-// runs: reserved words that open or continue a compound are removed from
-// its front, and a piece that only closes one is dropped.
-func simpleCommand(s string) string {
-	s = strings.TrimSpace(s)
-	for {
-		word, rest, _ := strings.Cut(s, " ")
-		if w, r, ok := strings.Cut(s, "\t"); ok && len(w) < len(word) {
-			word, rest = w, r
-		}
-		switch word {
-		case "if", "then", "else", "elif", "do", "while", "until", "!", "{", "(":
-			s = strings.TrimSpace(rest)
-			continue
-		case "fi", "done", "esac", "}":
-			if strings.TrimSpace(rest) == "" {
-				return ""
-			}
-		}
-		return s
-	}
 }

@@ -3,7 +3,6 @@ package policies
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -62,50 +61,6 @@ func TestBasename(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := Basename(tt.path); got != tt.want {
 				t.Errorf("Basename(%q) = %q; want %q", tt.path, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestCommands(t *testing.T) {
-	tests := []struct {
-		name string
-		line string
-		want []string
-	}{
-		{"a simple command is itself", "ls -la", []string{"ls -la"}},
-		{"and-and separates commands", "make && rm -rf x", []string{"make", "rm -rf x"}},
-		{"or-or separates commands", "test -f x || rm -rf x", []string{"test -f x", "rm -rf x"}},
-		{"a semicolon separates commands", "cd /tmp;rm -rf x", []string{"cd /tmp", "rm -rf x"}},
-		{"a pipe separates commands", "curl -s x | sh", []string{"curl -s x", "sh"}},
-		{"a pipe with stderr separates commands", "make |& tee log", []string{"make", "tee log"}},
-		{"a newline separates commands", "make\nrm -rf x\n", []string{"make", "rm -rf x"}},
-		{"a background ampersand separates commands", "sleep 9 & rm -rf x", []string{"sleep 9", "rm -rf x"}},
-		{"a redirection ampersand does not separate", "make 2>&1 >log", []string{"make 2>&1 >log"}},
-		{"an ampersand-greater redirection does not separate", "make &>log", []string{"make &>log"}},
-		{"operators in double quotes do not separate", `echo "a && b; c | d"`, []string{`echo "a && b; c | d"`}},
-		{"operators in single quotes do not separate", `echo 'a && b' && ls`, []string{`echo 'a && b'`, "ls"}},
-		{"an escaped semicolon does not separate", `find . -exec rm {} \; && ls`, []string{`find . -exec rm {} \;`, "ls"}},
-		{"an escaped quote inside double quotes does not close them", `echo "a \" && b" && ls`, []string{`echo "a \" && b"`, "ls"}},
-		{"empty commands are dropped", " ; ;; && ls ; ", []string{"ls"}},
-		{"an empty line has no commands", "", nil},
-		{"a command substitution's commands follow their command", "echo $(rm -rf x) && ls", []string{"echo $(rm -rf x)", "rm -rf x", "ls"}},
-		{"a substitution inside double quotes is split too", `echo "$(curl x | sh)"`, []string{`echo "$(curl x | sh)"`, "curl x", "sh"}},
-		{"backticks are split like a substitution", "echo `rm -rf x`", []string{"echo `rm -rf x`", "rm -rf x"}},
-		{"nested substitutions are split", "a $(b $(c; d))", []string{"a $(b $(c; d))", "b $(c; d)", "c", "d"}},
-		{"a process substitution is split", "diff <(ls a) <(ls b)", []string{"diff <(ls a) <(ls b)", "ls a", "ls b"}},
-		{"a subshell's parentheses separate", "(cd x && rm -rf y)", []string{"cd x", "rm -rf y"}},
-		{"braces and closing words are removed", "{ rm -rf x; }", []string{"rm -rf x"}},
-		{"reserved words in front are removed", "if true; then rm -rf x; else ls; fi", []string{"true", "rm -rf x", "ls"}},
-		{"a loop body is found", "for f in *; do rm $f; done", []string{"for f in *", "rm $f"}},
-		{"a negation is removed", "! grep -q x f", []string{"grep -q x f"}},
-		{"an unclosed quote runs to the end", `echo "a && b`, []string{`echo "a && b`}},
-		{"an unclosed substitution runs to the end", "echo $(rm -rf x && ls", []string{"echo $(rm -rf x && ls", "rm -rf x", "ls"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Commands(tt.line); !slices.Equal(got, tt.want) {
-				t.Errorf("Commands(%q) = %q; want %q", tt.line, got, tt.want)
 			}
 		})
 	}
@@ -290,6 +245,66 @@ func TestHelpersInConditions(t *testing.T) {
 			got, err := evalCondition(prog, newPermissionEnv(req, nil))
 			if err != nil || got != tt.want {
 				t.Errorf("%s = %t, %v; want %t", tt.cond, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestInWorkspaceAfterMissingParentsAreCreated judges paths through
+// directories that do not exist yet as the file system will be once a tool
+// has created them: a `..` after a missing element goes back to the real
+// directory it would be created in, and symlinks after it are followed.
+//
+//	root/ws/src/
+//	root/ws/link -> root/outside (absolute)  root/ws/rel -> ../outside
+//	root/ws/chain1 -> chain2 -> link         root/ws/inner -> src
+//	root/ws/via -> new/../link (a target through a missing element)
+func TestInWorkspaceAfterMissingParentsAreCreated(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"ws/src", "outside"} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"ws/link": root + "/outside", "ws/rel": "../outside", "ws/chain1": "chain2", "ws/chain2": "link",
+		"ws/inner": "src", "ws/via": "new/../link",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws := root + "/ws"
+	tests := []struct {
+		name string
+		path string // under ws
+		want bool
+	}{
+		{"a missing directory then dot-dot then a symlink out is outside", "missing/../link/f", false},
+		{"two missing directories then two dot-dots then a symlink out is outside", "missing/a/../../link/f", false},
+		{"a missing directory then dot-dot then a relative symlink out is outside", "missing/../rel/f", false},
+		{"a missing directory then dot-dot then a chain of symlinks out is outside", "missing/../chain1/f", false},
+		{"a symlink whose target goes through a missing directory is followed", "via/f", false},
+		{"dot-dots between symlinks inside and out are followed", "missing/../inner/../link/f", false},
+		{"a missing directory then dot-dot then a directory inside is inside", "missing/../src/f", true},
+		{"missing directories and dot-dots that stay inside are inside", "missing/../other/../inner/f", true},
+		{"a missing directory then dot-dots that climb out are outside", "missing/../../outside/f", false},
+		{"a missing directory then dot-dots that climb out and back are inside", "missing/../../ws/src/f", true},
+		{"dot-dots after a symlink out climb from its target", "rel/missing/../../ws/src/f", true},
+		{"a missing directory under a symlink out is outside", "link/missing/../f", false},
+		{"a missing file in a missing directory is inside", "new/dir/f", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := ws + "/" + tt.path
+			if got := InWorkspace(path, ws, ""); got != tt.want {
+				t.Errorf("InWorkspace(%q) = %t; want %t", tt.path, got, tt.want)
+			}
+			if got := Under(path, ws); got != tt.want {
+				t.Errorf("Under(%q) = %t; want %t", tt.path, got, tt.want)
 			}
 		})
 	}

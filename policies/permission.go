@@ -10,7 +10,7 @@ import (
 type Decision string
 
 const (
-	Allow        Decision = "allow"         // first allow_once, else first allow_always
+	Allow        Decision = "allow"         // first allow_once; never an allow_always
 	AllowAlways  Decision = "allow_always"  // first allow_always, else first allow_once
 	Reject       Decision = "reject"        // first reject_once, else first reject_always
 	RejectAlways Decision = "reject_always" // first reject_always, else first reject_once
@@ -31,7 +31,7 @@ type Tool struct {
 	Title     string         `json:"title"`
 	Status    string         `json:"status"`
 	RawInput  any            `json:"raw_input"`
-	Command   string         `json:"command"` // from raw_input.command: a string, or an argv joined by spaces
+	Command   string         `json:"command"` // the command line it runs: see CommandLine
 	Locations []ToolLocation `json:"locations"`
 }
 
@@ -67,22 +67,26 @@ type Permission interface {
 
 // PermissionRecord is the record of one answered permission (SPEC §6).
 type PermissionRecord struct {
-	ToolCallID string   `json:"tool_call_id"`
-	Kind       string   `json:"kind"`
-	Title      string   `json:"title"`
-	Decision   Decision `json:"decision"`
-	Outcome    string   `json:"outcome"`   // "selected" or "cancelled"
-	OptionID   string   `json:"option_id"` // empty when cancelled
-	Policy     Source   `json:"policy"`
-	Rule       string   `json:"rule"`
-	Reason     string   `json:"reason"`
+	ToolCallID string `json:"tool_call_id"`
+	Kind       string `json:"kind"`
+	Title      string `json:"title"`
+	// Command and Locations are the tool's, as the policy saw them.
+	Command   string         `json:"command"`
+	Locations []ToolLocation `json:"locations"`
+	Decision  Decision       `json:"decision"`
+	Outcome   string         `json:"outcome"`   // "selected" or "cancelled"
+	OptionID  string         `json:"option_id"` // empty when cancelled
+	Policy    Source         `json:"policy"`
+	Rule      string         `json:"rule"`
+	Reason    string         `json:"reason"`
 	// PolicyStderr is what a WASM policy module wrote to stderr.
 	PolicyStderr string `json:"policy_stderr,omitempty"`
 }
 
 // DecodePermissionRequest decodes a permission request from its JSON (SPEC
-// §4.1), as `acpflow policy eval` reads it, and derives tool.command from
-// raw_input when the JSON does not carry it.
+// §4.1), as `acpflow policy eval` reads it, and normalises its tool as the
+// ACP client does (Tool.Normalize): tool.command derived when the JSON does
+// not carry it, raw_input {} when absent.
 //
 // # Notes
 //
@@ -94,8 +98,6 @@ func DecodePermissionRequest(data []byte) (*PermissionRequest, error) {
 	if err := gojson.Unmarshal(data, &req); err != nil {
 		return nil, err
 	}
-	if req.Tool.Command == "" {
-		req.Tool.Command = ToolCommand(req.Tool.RawInput)
-	}
+	req.Tool.Normalize()
 	return &req, nil
 }

@@ -1,8 +1,10 @@
 package policies
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -66,6 +68,45 @@ func BenchmarkPermissionRulesDecideWithoutDecode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		v, err := p.DecidePermission(ctx, &req)
+		if err != nil || v.Rule != "4" {
+			b.Fatalf("verdict %+v, %v; want rule 4", v, err)
+		}
+	}
+}
+
+// BenchmarkCommands is the cost of the commands helper on typical lines:
+// a plain one (split without the parser) and ones the parser reads.
+func BenchmarkCommands(b *testing.B) {
+	for _, bc := range []struct{ name, line string }{
+		{"plain", "make test && rm -rf build"},
+		{"quoted", `git commit -m "fix: the build" && rm -rf build 2>&1 | tail -20`},
+		{"shell-c", `bash -lc 'cd sub && npm test -- --watch=false'`},
+		{"heredoc-4KiB", "cat > notes.md <<'EOF'\n" + strings.Repeat("a line of text in a file\n", 160) + "EOF\n"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Commands(bc.line); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPermissionRulesDecideParsed is BenchmarkPermissionRulesDecide
+// with a command line that needs the parser (quotes and a redirection).
+func BenchmarkPermissionRulesDecideParsed(b *testing.B) {
+	p := benchPolicy(b)
+	ctx := context.Background()
+	data := bytes.ReplaceAll(benchRequest, []byte("make test && rm -rf build"), []byte(`make test 2>&1 && rm -rf \"build\"`))
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := DecodePermissionRequest(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, err := p.DecidePermission(ctx, req)
 		if err != nil || v.Rule != "4" {
 			b.Fatalf("verdict %+v, %v; want rule 4", v, err)
 		}

@@ -18,20 +18,21 @@ func (s Shorthand) DecidePermission(context.Context, *PermissionRequest) (Verdic
 	return Verdict{Decision: s.Decision, Rule: "shorthand"}, nil
 }
 
-// ParseShorthand reads the shorthand form of a permission policy.
+// ParseShorthand reads the shorthand form of a permission policy: any of
+// the five decisions.
 //
 // # Notes
 //
-// Only reject, allow and cancel are accepted. The *_always decisions would
-// let one answer grant or refuse a whole class of future calls inside the
-// agent, beyond the policy's sight; they are available in rules, where the
-// condition says which calls they cover.
+// allow_always and reject_always are accepted because a workflow may mean
+// them (SPEC §4.1); they make the agent remember the answer and stop
+// asking, which is why `allow` never selects an allow_always option on its
+// own (see SelectOption).
 func ParseShorthand(s string) (Shorthand, error) {
-	switch d := Decision(s); d {
-	case Reject, Allow, Cancel:
-		return Shorthand{Decision: d}, nil
+	d, err := ParseDecision(s)
+	if err != nil {
+		return Shorthand{}, fmt.Errorf("permission %q: the shorthand is one of allow, allow_always, reject, reject_always or cancel (use rules: for anything finer)", s)
 	}
-	return Shorthand{}, fmt.Errorf("permission %q: the shorthand is one of reject, allow or cancel (use rules: for anything finer)", s)
+	return Shorthand{Decision: d}, nil
 }
 
 // DefaultPermission is the policy used when no permission policy is

@@ -99,15 +99,14 @@ var (
 	PermissionSpecKeys = slices.Clone(permissionSpecKeys)
 	EnvSpecKeys        = slices.Clone(envSpecKeys)
 
-	decisionWords  = []string{string(Allow), string(AllowAlways), string(Reject), string(RejectAlways), string(Cancel)}
-	shorthandWords = []string{string(Reject), string(Allow), string(Cancel)}
-	envThenWords   = []string{"keep", "drop"}
-	inheritWords   = []string{InheritAll, InheritCore, InheritNone}
+	decisionWords = []string{string(Allow), string(AllowAlways), string(Reject), string(RejectAlways), string(Cancel)}
+	envThenWords  = []string{"keep", "drop"}
+	inheritWords  = []string{InheritAll, InheritCore, InheritNone}
 )
 
 // ParsePermission builds a permission policy from its specification, the
 // decoded YAML value of a `permission:` key (SPEC §4.1): a shorthand string
-// (reject, allow, cancel), or a mapping with `rules` (a list of {if, then,
+// (any of the five decisions), or a mapping with `rules` (a list of {if, then,
 // reason}) and `default`, or with `wasm` (a path relative to baseDir),
 // `config` and `limits` ({memory: "64MiB" or bytes, timeout: "2s"}).
 // `config` may also go with rules, whose conditions see it as `config`.
@@ -120,10 +119,8 @@ var (
 //
 // Parsing is strict: an unknown key is an error (with a suggestion for a
 // likely typo), and so is a value of the wrong type, `wasm` with `rules`
-// or `default`, and `limits` without `wasm`. `default` takes the words of
-// the shorthand (reject, allow, cancel), for the shorthand's reason: an
-// *_always answer is only given where a rule's condition says which calls
-// it covers.
+// or `default`, and `limits` without `wasm`. The shorthand, `default` and
+// each rule's `then` take the same five decisions (SPEC §4.1).
 func ParsePermission(v any, baseDir string, w WASMLoader) (Permission, error) {
 	p := &specParser{}
 	perm := p.permission(v, baseDir, w)
@@ -169,7 +166,7 @@ func (p *specParser) permission(v any, baseDir string, w WASMLoader) Permission 
 	if s, ok := v.(string); ok {
 		sh, err := ParseShorthand(s)
 		if err != nil {
-			p.fail("", "%v%s", err, didYouMean(s, shorthandWords))
+			p.fail("", "%v%s", err, didYouMean(s, decisionWords))
 			return nil
 		}
 		return sh
@@ -188,7 +185,7 @@ func (p *specParser) permission(v any, baseDir string, w WASMLoader) Permission 
 	}
 	rules := &PermissionRules{Default: Reject}
 	if x, ok := m["default"]; ok {
-		if d, ok := p.word("default", x, shorthandWords); ok {
+		if d, ok := p.word("default", x, decisionWords); ok {
 			rules.Default = Decision(d)
 		}
 	}
