@@ -744,7 +744,7 @@ env:
 `), 0o644)
 	req := filepath.Join(dir, "req.json")
 	os.WriteFile(req, []byte(`{"kind": "permission", "workspace": "/ws", "cwd": "/ws",
- "tool": {"id": "c1", "kind": "execute", "title": "x", "raw_input": {"command": ["make", "&&", "rm", "-rf", "x"]}},
+ "tool": {"id": "c1", "kind": "execute", "title": "x", "raw_input": {"command": ["/bin/bash", "-lc", "make && rm -rf x"]}},
  "options": [{"id": "a1", "name": "Allow", "kind": "allow_once"}, {"id": "r1", "name": "Reject", "kind": "reject_once"}]}`), 0o644)
 	env := filepath.Join(dir, "env.json")
 	os.WriteFile(env, []byte(`{"kind": "env", "ambient": {"PATH": "/bin", "OPENAI_API_KEY": "sk", "EDITOR": "vi"}, "explicit": {"K": "v"}}`), 0o644)
