@@ -142,9 +142,28 @@ func (r *StoreRecorder) Emit(e steps.Event) {
 	}
 }
 
+// storePermission and PermissionFromStore map a permission record to the
+// store's row and back: the one place that knows both shapes.
 func storePermission(p policies.PermissionRecord) store.Permission {
+	var locs []store.Location
+	for _, l := range p.Locations {
+		locs = append(locs, store.Location{Path: l.Path, Line: l.Line, InWorkspace: l.InWorkspace})
+	}
 	return store.Permission{
-		ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title, Decision: string(p.Decision),
-		Outcome: p.Outcome, OptionID: p.OptionID, Policy: string(p.Policy), Rule: p.Rule, Reason: p.Reason,
+		ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title, Command: p.Command, Locations: locs,
+		Decision: string(p.Decision), Outcome: p.Outcome, OptionID: p.OptionID, Policy: string(p.Policy), Rule: p.Rule, Reason: p.Reason,
+	}
+}
+
+// PermissionFromStore is the record a stored permission row holds.
+func PermissionFromStore(p store.Permission) policies.PermissionRecord {
+	locs := make([]policies.ToolLocation, 0, len(p.Locations))
+	for _, l := range p.Locations {
+		locs = append(locs, policies.ToolLocation{Path: l.Path, Line: l.Line, InWorkspace: l.InWorkspace})
+	}
+	return policies.PermissionRecord{
+		ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title, Command: p.Command, Locations: locs,
+		Decision: policies.Decision(p.Decision), Outcome: p.Outcome, OptionID: p.OptionID,
+		Policy: policies.Source(p.Policy), Rule: p.Rule, Reason: p.Reason,
 	}
 }

@@ -70,14 +70,6 @@ func CommandLine(kind, title string, rawInput any) string {
 	return argvLine(argv)
 }
 
-// ToolCommand is CommandLine for a tool call of unknown kind and title.
-//
-// Deprecated: use Tool.Normalize or CommandLine, which also read an
-// execute call's title when it has no raw input.
-func ToolCommand(rawInput any) string {
-	return CommandLine("", "", rawInput)
-}
-
 // argvLine is the command line of an argv: a shell's -c script unwrapped,
 // else the words shell-quoted.
 func argvLine(argv []string) string {

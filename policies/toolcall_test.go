@@ -45,11 +45,6 @@ func TestCommandLine(t *testing.T) {
 			}
 		})
 	}
-	t.Run("ToolCommand unwraps a shell as CommandLine does", func(t *testing.T) {
-		if got := ToolCommand(map[string]any{"command": []any{"bash", "-lc", "rm x"}}); got != "rm x" {
-			t.Errorf("ToolCommand = %q", got)
-		}
-	})
 }
 
 // TestCommandLineQuotesArgvsSoTheyParseBack checks that a quoted argv is

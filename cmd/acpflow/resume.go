@@ -197,9 +197,7 @@ func (r *resumer) batch(ctx context.Context, cmd *cobra.Command, id string, out 
 func permissionRecords(ps []store.Permission) []policies.PermissionRecord {
 	out := make([]policies.PermissionRecord, len(ps))
 	for i, p := range ps {
-		out[i] = policies.PermissionRecord{ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title,
-			Decision: policies.Decision(p.Decision), Outcome: p.Outcome, OptionID: p.OptionID,
-			Policy: policies.Source(p.Policy), Rule: p.Rule, Reason: p.Reason}
+		out[i] = engine.PermissionFromStore(p)
 	}
 	return out
 }

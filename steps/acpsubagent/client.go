@@ -226,13 +226,15 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	c.mu.Unlock()
 	var rec policies.PermissionRecord
 	if cancelled || !c.ours(p.SessionId) {
+		// No policy is asked: acpflow itself answers, and says why.
 		rec = policies.PermissionRecord{
 			ToolCallID: req.Tool.ID, Kind: req.Tool.Kind, Title: req.Tool.Title,
+			Command: req.Tool.Command, Locations: req.Tool.Locations,
 			Decision: policies.Cancel, Outcome: "cancelled", Policy: c.inv.PermissionSource,
-			Rule: "", Reason: "the turn was cancelled",
+			Rule: "turn-cancelled", Reason: "the turn was cancelled",
 		}
 		if !cancelled {
-			rec.Reason = "request for another session"
+			rec.Rule, rec.Reason = "other-session", "request for another session"
 		}
 	} else {
 		rec = policies.Answer(ctx, c.inv.Permission, c.inv.PermissionSource, req)
@@ -272,7 +274,6 @@ func (c *client) permissionRequest(p acp.RequestPermissionRequest) *policies.Per
 	if tc.Status != nil {
 		tool.Status = string(*tc.Status)
 	}
-	tool.Command = policies.ToolCommand(tc.RawInput)
 	tool.Locations = []policies.ToolLocation{}
 	for _, l := range tc.Locations {
 		loc := policies.ToolLocation{Path: l.Path, InWorkspace: policies.InWorkspace(l.Path, c.inv.Workspace, c.cwd)}
@@ -281,6 +282,7 @@ func (c *client) permissionRequest(p acp.RequestPermissionRequest) *policies.Per
 		}
 		tool.Locations = append(tool.Locations, loc)
 	}
+	tool.Normalize()
 	opts := make([]policies.Option, 0, len(p.Options))
 	for _, o := range p.Options {
 		opts = append(opts, policies.Option{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
