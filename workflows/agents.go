@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/acpflow/acpflow/steps"
@@ -58,7 +59,14 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 		a.Args = d.agentArgs(n, ctx, name)
 	}
 	if n := f["env"]; n != nil {
-		a.Env = d.agentEnv(n, ctx, name)
+		// Laid over the preset's env: the file's values win.
+		env := d.agentEnv(n, ctx, name)
+		if a.Env == nil {
+			a.Env = env
+		}
+		for k, v := range env {
+			a.Env[k] = v
+		}
 	}
 	if n := f["cwd"]; n != nil {
 		a.Cwd, _ = d.str(n, ctx+": cwd")
@@ -185,6 +193,9 @@ func presetDefaults(a *steps.Agent, p steps.Preset, set func(key string) bool) {
 		// -y PACKAGE) but keeps the agent's own flags (--acp, codex's
 		// approval settings), without which the preset's promises fail.
 		a.Args = append([]string(nil), p.Args...)
+	}
+	if len(p.SetEnv) > 0 {
+		a.Env = maps.Clone(p.SetEnv)
 	}
 	if p.Mode != "" && !set("mode") {
 		a.Mode = p.Mode

@@ -82,3 +82,25 @@ func TestFileSetsReadsDisposeKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestAPresetsEnvIsLaidUnderTheFilesEnv(t *testing.T) {
+	wf, err := Parse("t.yaml", []byte(`name: t
+agents:
+  plain: {preset: gemini}
+  mine:
+    preset: gemini
+    env: {GEMINI_CLI_NO_RELAUNCH: "0", GEMINI_API_KEY: k}
+steps:
+  - {id: a, uses: acp-subagent, with: {agent: plain, prompt: p}}
+  - {id: b, uses: acp-subagent, with: {agent: mine, prompt: p}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := wf.Agents["plain"].Env; !reflect.DeepEqual(got, map[string]string{"GEMINI_CLI_NO_RELAUNCH": "1"}) {
+		t.Errorf("plain gemini env = %v, want the preset's", got)
+	}
+	if got := wf.Agents["mine"].Env; !reflect.DeepEqual(got, map[string]string{"GEMINI_CLI_NO_RELAUNCH": "0", "GEMINI_API_KEY": "k"}) {
+		t.Errorf("env = %v, want the file's value to win and both kept", got)
+	}
+}
