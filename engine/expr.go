@@ -41,7 +41,7 @@ type templatePart struct {
 type Ref struct {
 	Root  string // "inputs" or "steps"
 	Name  string
-	Field string // for steps: output, stop_reason, status, json; "" if not accessed
+	Field string // for steps: output, final, stop_reason, status, json; "" if not accessed
 }
 
 // ScopeNames are the names an expression may use at the top level.

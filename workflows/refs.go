@@ -10,7 +10,7 @@ import (
 )
 
 // stepFields are what an expression may read of a step (SPEC §2).
-var stepFields = []string{"output", "stop_reason", "status", "json"}
+var stepFields = []string{"output", "final", "stop_reason", "status", "json"}
 
 // checkRefs checks what every compiled expression refers to: declared
 // inputs, declared steps that run before the expression is evaluated, the

@@ -1,0 +1,143 @@
+package main
+
+// End to end: a step settles when its turn ends (issue 10), through the
+// real binary on a workflow file.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// jsonEvents decodes acpflow's --json output.
+func jsonEvents(t *testing.T, stdout string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func TestADependantStartsWhenItsNeedsTurnEndsNotWhenItsAgentIsGone(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "record.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: settle
+agents:
+  slow-to-go:
+    command: %s
+    args: %s
+    dispose: {eof-grace: 1s, term-grace: 1s}
+  quick:
+    command: %s
+    args: %s
+steps:
+  - id: first
+    uses: acp-subagent
+    with: {agent: slow-to-go, prompt: one}
+  - id: second
+    needs: [first]
+    uses: acp-subagent
+    with: {agent: quick, prompt: "after ${{ steps.first.final }}"}
+`, testAgent, agentArgs("-record", rec, "-noise", "-chunks", "thinking,DONE", "-ignore-eof", "-trap-term"), testAgent, agentArgs("-record", rec)))
+	out := filepath.Join(dir, "out.jsonl")
+	r := acpflow(t, dir, "run", wf, "--json", "--output", out, "--workspace", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	assertAgentsGone(t, rec)
+	at := map[string]int{}
+	for i, e := range jsonEvents(t, r.stdout) {
+		key := fmt.Sprint(e["type"], ":", e["step"])
+		if e["type"] == "step_update" {
+			key = fmt.Sprint(e["kind"], ":", e["step"])
+		}
+		if _, seen := at[key]; !seen {
+			at[key] = i
+		}
+	}
+	order := []string{"turn_end:first", "step_end:first", "step_start:second", "teardown:first", "run_end:"}
+	for i := 1; i < len(order); i++ {
+		a, okA := at[order[i-1]]
+		b, okB := at[order[i]]
+		if !okA || !okB || a > b {
+			t.Errorf("want %s before %s (positions %v)", order[i-1], order[i], at)
+		}
+	}
+	var res struct {
+		Steps map[string]struct {
+			Output, Final string
+		}
+	}
+	b, _ := os.ReadFile(out)
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if first := res.Steps["first"]; first.Output != "thinking\n\nDONE" || first.Final != "DONE" {
+		t.Errorf("first: output %q final %q", first.Output, first.Final)
+	}
+	prompts := ""
+	for _, r := range readRecords(t, rec) {
+		if r["event"] == "prompt" {
+			prompts += fmt.Sprint(r["params"])
+		}
+	}
+	if !strings.Contains(prompts, "after DONE") {
+		t.Errorf("the second step's prompt did not get the first's final message: %s", prompts)
+	}
+}
+
+func TestA100MiBAnswerFailsTheStepAtMaxOutputWithBoundedMemory(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "record.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: flood
+agents:
+  flood:
+    command: %s
+    args: %s
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: flood, prompt: talk}
+`, testAgent, agentArgs("-record", rec, "-no-chunks", "-flood", "102400", "-flood-size", "1024")))
+	out := filepath.Join(dir, "out.jsonl")
+	cmd := exec.Command(acpflowBin, "run", wf, "--output", out, "--workspace", dir)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	msg, _ := cmd.CombinedOutput()
+	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
+	assertAgentsGone(t, rec)
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, msg)
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	t.Logf("peak RSS %d MiB", rss>>20)
+	// The default max-output is 8 MiB; the store, the result and the
+	// events each hold a copy at most. Before the limit: 0.94 GB.
+	if rss > 256<<20 {
+		t.Errorf("peak RSS %d MiB for a 100 MiB answer: memory is not bounded by max-output", rss>>20)
+	}
+	var res struct {
+		Status string
+		Steps  map[string]struct {
+			Status, Output, Error string
+		}
+	}
+	b, _ := os.ReadFile(out)
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	s := res.Steps["s"]
+	if res.Status != "failed" || s.Status != "failed" || len(s.Output) != 8<<20 || !strings.Contains(s.Error, "max-output (8 MiB)") {
+		t.Errorf("run %s, step %s with %d bytes: %s", res.Status, s.Status, len(s.Output), s.Error)
+	}
+}
