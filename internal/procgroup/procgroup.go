@@ -6,7 +6,11 @@
 // that called setsid left the group and survived. Here every descendant ever
 // seen below the child is remembered (pid and start time) and killed after
 // the group; with EnableSubreaper, orphans of the child's tree are re-parented
-// to acpflow instead of init, so they stay visible and are reaped.
+// to acpflow instead of init, so they stay visible and are reaped. Every
+// child's environment carries a marker (MarkerVar) that its descendants
+// inherit, so an orphan no scan saw is killed with the child it came from,
+// and a later acpflow can prove which processes a dead one started
+// (Leftovers.Reap).
 //
 // # Notes
 //
@@ -37,8 +41,21 @@ const pollEvery = 2 * time.Millisecond
 type Spec struct {
 	Path string
 	Args []string // argv[1:]
-	Env  []string // the complete environment; nil means empty, never inherited
+	Env  []string // the complete environment; nil means empty, never inherited; MarkerVar is added
 	Dir  string
+	// OnDescendant, if set, is called once for each process seen below the
+	// child (setsid ones and marked orphans included) with the child's pid,
+	// in the order seen and never after Teardown has returned: the run store
+	// records them, so that a later acpflow can kill them if this one is
+	// killed. It must not call back into the Child.
+	OnDescendant func(child int, p Proc)
+}
+
+// Proc names one process for its whole life: a pid and its start time, in
+// clock ticks since boot. PGID is its process group when it was seen.
+type Proc struct {
+	PID, PGID  int
+	StartTicks uint64
 }
 
 // Child is a started process group.
@@ -54,8 +71,15 @@ type Child struct {
 	exitErr    error
 	stderrDone chan struct{}
 
+	marker string // the value of MarkerVar in its environment
+
 	mu   sync.Mutex
 	seen map[procKey]procInfo // every descendant seen while the child lived
+
+	// hookMu orders the OnDescendant calls and closes them at teardown's end.
+	hookMu       sync.Mutex
+	onDescendant func(int, Proc)
+	hooksClosed  bool
 
 	teardownOnce sync.Once
 	report       Report
@@ -74,7 +98,9 @@ type Report struct {
 	Exit string
 	// Escaped counts descendants outside the group (setsid) that had to be killed.
 	Escaped int
-	Err     error // the group could not be confirmed gone
+	// Descendants counts the processes seen below the child (OnDescendant's calls).
+	Descendants int
+	Err         error // the group could not be confirmed gone
 }
 
 // Ladder is how a child is torn down: close stdin, wait up to EOFGrace for
@@ -110,10 +136,8 @@ func Start(spec Spec) (*Child, error) {
 		outW.Close()
 		return nil, err
 	}
-	env := spec.Env
-	if env == nil {
-		env = []string{}
-	}
+	marker := newMarker()
+	env := markedEnv(spec.Env, marker)
 	cmd := &exec.Cmd{
 		Path:   spec.Path,
 		Args:   append([]string{spec.Path}, spec.Args...),
@@ -150,6 +174,9 @@ func Start(spec Spec) (*Child, error) {
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		seen:       make(map[procKey]procInfo),
+		marker:     marker,
+
+		onDescendant: spec.OnDescendant,
 	}
 	if p, ok := readProc(c.pid); ok {
 		c.start = p.start
@@ -214,12 +241,12 @@ func (c *Child) Kill() {
 
 func (c *Child) teardown(l Ladder) Report {
 	begin := time.Now()
-	// One read of the process table serves the whole teardown: it finds
-	// the descendants born since the watcher's last look, and the orphans
-	// already re-parented to acpflow. Whatever the group leaves behind when
-	// it dies was seen here as its descendant.
+	// This read of the process table finds the descendants born since the
+	// watcher's last look, and the orphans already re-parented to acpflow.
+	// Whatever the group leaves behind when it dies was seen here as its
+	// descendant, or carries its marker.
 	procs := table.read()
-	c.observe(procs)
+	c.observe(procs, registry.orphanMarks(procs))
 	r := Report{Tier: "exited"}
 	if !c.waitGone(0) {
 		r.Tier = "eof"
@@ -240,14 +267,20 @@ func (c *Child) teardown(l Ladder) Report {
 		}
 	}
 	c.stdin.Close()
+	// A daemon double-forked during the ladder was re-parented to acpflow
+	// unseen: its marker says whose it is.
+	procs = table.read()
+	c.observe(procs, registry.orphanMarks(procs))
 	r.Escaped = c.killEscaped()
-	// Orphans can be attributed to this child only when no other child
-	// lives; c stays registered meanwhile, so its own leader is never
-	// taken for an orphan (and its exit status stays exec.Cmd's).
+	// An orphan without a marker (exec'd with a fresh environment) can be
+	// attributed to this child only when no other child lives; c stays
+	// registered meanwhile, so its own leader is never taken for an orphan
+	// (and its exit status stays exec.Cmd's).
 	if registry.onlyLive(c) {
 		r.Escaped += sweepOrphans(procs)
 	}
 	registry.remove(c)
+	r.Descendants = c.closeHooks()
 	select {
 	case <-c.exited:
 	case <-time.After(5 * time.Second):
@@ -269,14 +302,48 @@ func (c *Child) teardown(l Ladder) Report {
 	return r
 }
 
-// observe adds the child's current descendants to what it has been seen to start.
-func (c *Child) observe(table []procInfo) {
+// observe adds to what the child has been seen to start: its current
+// descendants, and the orphans that carry its marker (marks: orphan pid →
+// marker) with their own descendants.
+func (c *Child) observe(table []procInfo, marks map[int]string) {
 	ds := descendants(table, c.pid)
+	for _, p := range table {
+		if marks[p.pid] == c.marker {
+			ds = append(ds, p)
+			ds = append(ds, descendants(table, p.pid)...)
+		}
+	}
+	if len(ds) == 0 {
+		return
+	}
+	c.hookMu.Lock()
+	defer c.hookMu.Unlock()
+	var fresh []procInfo
 	c.mu.Lock()
 	for _, p := range ds {
-		c.seen[p.key()] = p
+		if _, ok := c.seen[p.key()]; !ok {
+			c.seen[p.key()] = p
+			fresh = append(fresh, p)
+		}
 	}
 	c.mu.Unlock()
+	if c.onDescendant == nil || c.hooksClosed {
+		return
+	}
+	for _, p := range fresh {
+		c.onDescendant(c.pid, Proc{PID: p.pid, PGID: p.pgid, StartTicks: p.start})
+	}
+}
+
+// closeHooks ends the OnDescendant calls and says how many processes were
+// seen below the child.
+func (c *Child) closeHooks() int {
+	c.hookMu.Lock()
+	defer c.hookMu.Unlock()
+	c.hooksClosed = true
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
 }
 
 // escaped returns the descendants seen that are not in the child's group.

@@ -211,31 +211,6 @@ func BenchmarkSnapshot(b *testing.B) {
 	}
 }
 
-func TestReapGroupKillsALeftOverGroupButNotAReusedPid(t *testing.T) {
-	// A group whose leader was orphaned, as after acpflow was SIGKILLed.
-	cmd := exec.Command("/bin/sh", "-c", "sleep 1000 & sleep 1000")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pgid := cmd.Process.Pid
-	ticks, ok := StartTicks(pgid)
-	if !ok {
-		t.Fatal("no start time")
-	}
-	if ReapGroup(pgid, ticks+1) {
-		t.Error("ReapGroup killed a group whose leader pid names another process")
-	}
-	if !ReapGroup(pgid, ticks) {
-		t.Error("ReapGroup killed nothing")
-	}
-	cmd.Wait()
-	assertGroupGone(t, pgid)
-	if ReapGroup(pgid, ticks) {
-		t.Error("ReapGroup of a gone group reported a kill")
-	}
-}
-
 func TestTeardownOfAPlainChildReportsNoEscapedProcess(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		c := startShell(t, t.TempDir(), `cat >/dev/null`)

@@ -1,10 +1,9 @@
 package procgroup
 
 import (
-	"errors"
 	"os"
+	"strings"
 	"syscall"
-	"time"
 )
 
 // StartTicks is the start time of process pid, in clock ticks since boot:
@@ -18,52 +17,73 @@ func StartTicks(pid int) (ticks uint64, ok bool) {
 // StartTicks is the child's start time (see the function StartTicks).
 func (c *Child) StartTicks() uint64 { return c.start }
 
+// Marker is the value of MarkerVar in the child's environment.
+func (c *Child) Marker() string { return c.marker }
+
 // Alive reports whether process pid exists, is not a zombie, and is still
 // the process that started at ticks.
 func Alive(pid int, ticks uint64) bool {
 	return alive(procKey{pid, ticks})
 }
 
-// ReapGroup kills what is left of a process group that a dead acpflow
-// started (the run store recorded its leader's pid and start time), and
-// waits for it to go. It reports whether anything was killed.
-//
-// A group id cannot be reused while the group has members, so: if the
-// leader still lives as the same process, or no longer exists, whatever is
-// in the group is ours; if its pid now names another process, that process
-// could only get the pid once our group was empty, and nothing is killed.
-func ReapGroup(pgid int, leaderTicks uint64) bool {
-	if p, ok := readProc(pgid); ok && p.start != leaderTicks {
-		return false
-	}
-	if !groupHasLiveMembers(pgid) {
-		return false
-	}
-	syscall.Kill(-pgid, syscall.SIGKILL)
-	deadline := time.Now().Add(5 * time.Second)
-	for groupHasLiveMembers(pgid) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
+// Leftovers is what a dead acpflow recorded of the processes it started
+// for a run: each agent (its pid is its group id) and each process seen
+// below one, by pid and start time, and the acpflow process itself, whose
+// children's markers start with OwnerMarker(Owner, OwnerStartTicks).
+type Leftovers struct {
+	Owner           int
+	OwnerStartTicks uint64
+	Procs           []Proc
 }
 
-// groupHasLiveMembers reports whether the group has a member that is not a
-// zombie, reaping the zombies acpflow adopted.
-func groupHasLiveMembers(pgid int) bool {
-	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
+// Reap kills what is left of the recorded processes and waits (bounded)
+// for them to go. It returns the processes it killed.
+//
+// No group is ever signalled as a whole, and no pid unless the process is
+// proved to be one acpflow started: it is a recorded process with the same
+// start time, or it carries the marker of a child of the recorded acpflow
+// process (MarkerVar). A recorded agent's pid may since have been reused,
+// even as a process group id by an unrelated daemon (a group id stays in
+// use while the group has members, not while its leader lives); every
+// member of such a group is checked like any other process.
+func (l Leftovers) Reap() []Proc {
+	recorded := make(map[procKey]bool, len(l.Procs))
+	for _, p := range l.Procs {
+		recorded[procKey{p.PID, p.StartTicks}] = true
 	}
-	self := os.Getpid()
-	live := false
+	owner := ""
+	if l.Owner > 0 && l.OwnerStartTicks > 0 {
+		owner = OwnerMarker(l.Owner, l.OwnerStartTicks)
+	}
+	me := os.Getpid()
+	var kill []procKey
+	var killed []Proc
 	for _, p := range snapshot() {
-		if p.pgid != pgid {
+		if p.state == 'Z' || p.pid == me {
 			continue
 		}
-		if p.state != 'Z' {
-			live = true
-		} else if p.ppid == self && p.pid != pgid && !registry.isLeader(p.pid) {
-			reap(p.pid)
+		if !recorded[p.key()] && (owner == "" || !strings.HasPrefix(markerOf(p.pid), owner)) {
+			continue
+		}
+		kill = append(kill, p.key())
+		killed = append(killed, Proc{PID: p.pid, PGID: p.pgid, StartTicks: p.start})
+	}
+	for _, k := range kill {
+		// The start time is checked again just before the signal: the
+		// window in which the pid could change hands is this one call.
+		if alive(k) {
+			syscall.Kill(k.pid, syscall.SIGKILL)
 		}
 	}
-	return live
+	waitKeysGone(kill)
+	return killed
+}
+
+// ReapGroup kills what is left of the group of a recorded agent (pid pgid,
+// started at leaderTicks) and reports whether it killed anything.
+//
+// Deprecated: it knows only the leader; record the descendants too and use
+// Leftovers.Reap, which also finds what the group's members left outside it.
+func ReapGroup(pgid int, leaderTicks uint64) bool {
+	return len(Leftovers{Procs: []Proc{{PID: pgid, PGID: pgid, StartTicks: leaderTicks}}}.Reap()) > 0
 }

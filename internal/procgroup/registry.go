@@ -15,7 +15,7 @@ const observeEvery = 50 * time.Millisecond
 // prSetChildSubreaper is PR_SET_CHILD_SUBREAPER from <linux/prctl.h>.
 const prSetChildSubreaper = 36
 
-var registry = &liveChildren{children: make(map[*Child]struct{})}
+var registry = &liveChildren{children: make(map[*Child]struct{}), marks: make(map[procKey]string)}
 
 // table is the incremental process table the watcher and teardowns share.
 var table = &procTable{}
@@ -30,6 +30,8 @@ type liveChildren struct {
 	// acpflow's child but not yet registered, and must not be taken for
 	// an orphan.
 	starting int
+	// marks caches the markers of orphans (see orphanMarks).
+	marks map[procKey]string
 }
 
 // begin marks a spawn under way; the returned func ends it, after add (or
@@ -78,8 +80,9 @@ func (r *liveChildren) watch() {
 		}
 		r.mu.Unlock()
 		procs := table.read()
+		marks := r.orphanMarks(procs)
 		for _, c := range live {
-			c.observe(procs)
+			c.observe(procs, marks)
 		}
 	}
 }

@@ -1,0 +1,148 @@
+package procgroup
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// MarkerVar is the environment variable every child is started with. Its
+// value names the acpflow process that started the child (pid and start
+// time) and the child itself (a sequence number): "PID-TICKS-SEQ".
+//
+// # Notes
+//
+// A process's initial environment (/proc/PID/environ) is fixed at exec and
+// passed on to everything it forks and execs unless it is replaced, so the
+// marker tells which child's tree an orphan came from after its parents
+// are gone: a double-forked daemon re-parented to acpflow (the subreaper)
+// is killed with its own step, not swept at the run's end. A process that
+// was exec'd with a fresh environment carries no marker; it is attributed
+// as before (swept when no other child lives).
+const MarkerVar = "ACPFLOW_AGENT"
+
+// self is this acpflow process, as markers name it.
+var self = sync.OnceValue(func() string {
+	pid := os.Getpid()
+	ticks, _ := StartTicks(pid)
+	return OwnerMarker(pid, ticks)
+})
+
+// childSeq numbers the children this process starts, for their markers.
+var childSeq atomic.Uint64
+
+// OwnerMarker is the prefix of the marker of every child that the acpflow
+// process pid, started at ticks, started.
+func OwnerMarker(pid int, ticks uint64) string {
+	return strconv.Itoa(pid) + "-" + strconv.FormatUint(ticks, 10) + "-"
+}
+
+// newMarker names a new child.
+func newMarker() string {
+	return self() + strconv.FormatUint(childSeq.Add(1), 10)
+}
+
+// markedEnv is env with the marker set to marker (an inherited one, from an
+// acpflow that runs acpflow, is replaced).
+func markedEnv(env []string, marker string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, MarkerVar+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, MarkerVar+"="+marker)
+}
+
+// markerOf reads the marker in the initial environment of process pid: ""
+// when it has none or cannot be read (gone, or another user's).
+func markerOf(pid int) string {
+	b, err := readEnviron(pid)
+	if err != nil {
+		return ""
+	}
+	key := []byte(MarkerVar + "=")
+	for len(b) > 0 {
+		kv := b
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			kv, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if bytes.HasPrefix(kv, key) {
+			return string(kv[len(key):])
+		}
+	}
+	return ""
+}
+
+// environLimit bounds how much of an environment is read (Linux's own
+// limit on argv plus envp is a quarter of the stack limit, 2 MiB by default).
+const environLimit = 4 << 20
+
+func readEnviron(pid int) ([]byte, error) {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/environ", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, 0, 8<<10)
+	for len(buf) < environLimit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	return buf, nil
+}
+
+// orphanMarks reads the markers of the orphans in table: live processes
+// re-parented to acpflow (the subreaper) that are not a live child's
+// leader. Markers are cached by pid and start time, since they never change.
+func (r *liveChildren) orphanMarks(table []procInfo) map[int]string {
+	me := os.Getpid()
+	var out map[int]string
+	seen := make(map[procKey]bool)
+	for _, p := range table {
+		if p.ppid != me || p.state == 'Z' || r.isLeader(p.pid) {
+			continue
+		}
+		k := p.key()
+		seen[k] = true
+		r.mu.Lock()
+		m, ok := r.marks[k]
+		r.mu.Unlock()
+		if !ok {
+			m = markerOf(p.pid)
+			r.mu.Lock()
+			r.marks[k] = m
+			r.mu.Unlock()
+		}
+		if m == "" {
+			continue
+		}
+		if out == nil {
+			out = make(map[int]string)
+		}
+		out[p.pid] = m
+	}
+	r.mu.Lock()
+	for k := range r.marks {
+		if !seen[k] {
+			delete(r.marks, k)
+		}
+	}
+	r.mu.Unlock()
+	return out
+}
