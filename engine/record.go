@@ -124,21 +124,32 @@ func (r *StoreRecorder) RunEnded(res *RunResult) {
 }
 
 // Emit implements steps.Sink: every event goes to the store's event log,
-// and the spawn and teardown of each agent to its table of live children,
-// which `resume` reaps after a crash.
+// and the spawn and teardown of each agent, and each process seen below it
+// (setsid ones too), to its table of live children, which `resume` reaps
+// after a crash.
 func (r *StoreRecorder) Emit(e steps.Event) {
 	r.Store.AppendEvent(store.Event{RunID: e.RunID, StepID: e.Step, Type: e.Type, Time: e.Time, Fields: e.Fields})
 	if e.Type != "step_update" {
 		return
 	}
+	ctx := context.Background()
 	switch e.Fields["kind"] {
 	case "spawned":
 		pid, _ := e.Fields["pid"].(int)
 		ticks, _ := e.Fields["start_ticks"].(uint64)
-		r.fail(r.Store.ChildStarted(context.Background(), e.RunID, e.Step, pid, pid, ticks))
+		r.fail(r.Store.ChildStarted(ctx, e.RunID, e.Step, pid, pid, ticks))
+	case "descendant":
+		pid, _ := e.Fields["pid"].(int)
+		agent, _ := e.Fields["agent_pid"].(int)
+		ticks, _ := e.Fields["start_ticks"].(uint64)
+		r.fail(r.Store.DescendantSeen(ctx, e.RunID, e.Step, pid, agent, ticks))
 	case "teardown":
 		pid, _ := e.Fields["pid"].(int)
-		r.fail(r.Store.ChildEnded(context.Background(), e.RunID, e.Step, pid))
+		if n, _ := e.Fields["descendants"].(int); n > 0 {
+			r.fail(r.Store.GroupEnded(ctx, e.RunID, e.Step, pid))
+		} else {
+			r.fail(r.Store.ChildEnded(ctx, e.RunID, e.Step, pid))
+		}
 	}
 }
 

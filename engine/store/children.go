@@ -7,14 +7,18 @@ import (
 	"time"
 )
 
-// Child is an agent process a step spawned. If acpflow is killed, its direct
-// children die with it (Pdeathsig), but their descendants may not; the rows
-// still live after the run's end are what resume must make sure are gone.
+// Child is an agent process a step spawned, or a process seen below one. If
+// acpflow is killed, its direct children die with it (Pdeathsig), but their
+// descendants may not; the rows still live after the run's end are what
+// resume must make sure are gone.
 type Child struct {
 	RunID  string
 	StepID string
 	PID    int
-	PGID   int
+	// PGID is the agent's process group, which is the agent's pid: an agent's
+	// row has PID == PGID, a descendant's row the PGID of the agent it
+	// descends from, also when it left that group (setsid).
+	PGID int
 	// StartTicks is the process's start time in clock ticks since boot
 	// (field 22 of /proc/PID/stat): a process with this pid and another start
 	// time is a later one that reused the pid, and must not be signalled.
@@ -43,6 +47,27 @@ func (s *Store) ChildEnded(ctx context.Context, runID, stepID string, pid int) e
 	_, err := s.exec(ctx, s.stmts.endChild, timeArg(time.Now()), runID, stepID, pid)
 	if err != nil {
 		return fmt.Errorf("store: record end of process %d of step %s of run %s: %w", pid, stepID, runID, err)
+	}
+	return nil
+}
+
+// DescendantSeen records a process seen below the agent whose pid (and
+// group id) is pgid. Like ChildStarted, it is committed when it returns.
+func (s *Store) DescendantSeen(ctx context.Context, runID, stepID string, pid, pgid int, startTicks uint64) error {
+	return s.ChildStarted(ctx, runID, stepID, pid, pgid, startTicks)
+}
+
+// GroupEnded records that an agent (pid pgid), its group and every process
+// recorded below it are gone.
+func (s *Store) GroupEnded(ctx context.Context, runID, stepID string, pgid int) error {
+	ctx = durable(ctx)
+	err := s.writer.do(func() error {
+		_, err := s.w.ExecContext(ctx, `UPDATE children SET ended_at = ? WHERE run_id = ? AND step_id = ? AND pgid = ? AND ended_at IS NULL`,
+			timeArg(time.Now()), runID, stepID, pgid)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: record end of process group %d of step %s of run %s: %w", pgid, stepID, runID, err)
 	}
 	return nil
 }

@@ -70,6 +70,7 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 	if err != nil {
 		return nil, err
 	}
+	withPWD(dec.Env, agent.Env, cwd)
 	child, err := procgroup.Start(procgroup.Spec{Path: path, Args: agent.Args, Env: policies.EnvList(dec.Env), Dir: cwd})
 	if err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", path, err)

@@ -138,7 +138,7 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		fmt.Errorf("agent %s did not start within %s (start-timeout)", a.agent.Name, a.agent.StartTimeout))
 	defer cancelStart()
 
-	a.child, err = procgroup.Start(procgroup.Spec{Path: path, Args: args, Env: policies.EnvList(env), Dir: cwd})
+	a.child, err = procgroup.Start(procgroup.Spec{Path: path, Args: args, Env: policies.EnvList(env), Dir: cwd, OnDescendant: a.descendantSeen})
 	if err != nil {
 		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)}
 	}
@@ -340,6 +340,9 @@ func (a *attempt) teardown() {
 	if rep.Escaped > 0 {
 		fields["escaped_killed"] = rep.Escaped
 	}
+	if rep.Descendants > 0 {
+		fields["descendants"] = rep.Descendants
+	}
 	if rep.Err != nil {
 		fields["error"] = rep.Err.Error()
 	}
@@ -350,6 +353,12 @@ func (a *attempt) teardown() {
 		fields["unhandled_notifications"] = n
 	}
 	a.emit("step_update", fields)
+}
+
+// descendantSeen records a process seen below the agent (the run store
+// keeps it, so that resume can kill it if acpflow is killed).
+func (a *attempt) descendantSeen(agent int, p procgroup.Proc) {
+	a.emit("step_update", map[string]any{"kind": "descendant", "agent_pid": agent, "pid": p.PID, "pgid": p.PGID, "start_ticks": p.StartTicks})
 }
 
 // ladder is how an agent is torn down.
@@ -421,6 +430,7 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	if dec.Deny != "" {
 		return nil, fmt.Errorf("env policy (%s) refused the spawn: %s", a.inv.EnvSource, dec.Deny)
 	}
+	withPWD(dec.Env, explicit, a.cwd)
 	names := make([]string, 0, len(dec.Env))
 	for k := range dec.Env {
 		names = append(names, k)
@@ -431,6 +441,15 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	}
 	a.emit("step_update", fields)
 	return dec.Env, nil
+}
+
+// withPWD sets PWD to the child's working directory, unless the workflow
+// set it: inherited, it would name acpflow's directory, and shells and
+// tools trust PWD over getcwd when it names the same file.
+func withPWD(env, explicit map[string]string, cwd string) {
+	if _, set := explicit["PWD"]; !set && env != nil {
+		env["PWD"] = cwd
+	}
 }
 
 func (a *attempt) emit(typ string, fields map[string]any) {
