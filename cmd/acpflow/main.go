@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -25,7 +26,14 @@ func main() {
 func execute(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
-	err := root.Execute()
+	ctx, stdout, stop := commandContext(context.Background(), os.Stdout)
+	defer stop()
+	root.SetOut(stdout)
+	err := root.ExecuteContext(ctx)
+	if err == nil && stdout.failed() != nil {
+		// A command whose output was cut short did not do what was asked.
+		err = &codedError{code: exitFailed, err: fmt.Errorf("stdout: %w", stdout.failed())}
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -37,7 +36,8 @@ func newView(w io.Writer, jsonLines bool) view {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	// stdout reaches the views through the outputGuard, which has the Fd.
+	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
