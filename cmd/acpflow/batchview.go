@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,25 +17,34 @@ import (
 
 // batchView shows a batch as a whole: runs done, failed and running, the
 // rate and the time left. Thousands of runs would make per-step lines noise.
+// It counts runs from their run_end events and keeps the ids of the first
+// failed ones, never their results.
 type batchView struct {
-	w     io.Writer
-	total int
-	begin time.Time
-	plain bool
-	p     *mpb.Progress
-	bar   *mpb.Bar
+	w       io.Writer
+	batchID string
+	begin   time.Time
+	plain   bool
+	p       *mpb.Progress
+	bar     *mpb.Bar
 
 	mu                    sync.Mutex
+	total                 int // 0 while unknown (a stream)
 	done, failed, running int
+	failedIDs             []string // the first maxFailedIDs
 }
 
+// maxFailedIDs is how many failed runs the summary names; `acpflow runs
+// --batch ID --status failed` lists them all.
+const maxFailedIDs = 10
+
 // newBatchView picks JSON lines, a live line on a terminal, or a plain
-// line per finished run.
-func newBatchView(w io.Writer, jsonLines bool, total int) view {
+// line per finished run. total is the number of runs, 0 when not known
+// yet (setTotal tells it later).
+func newBatchView(w io.Writer, jsonLines bool, batchID string, total int) view {
 	if jsonLines {
 		return &jsonView{w: w}
 	}
-	v := &batchView{w: w, total: total, begin: time.Now(), plain: !isTerminal(w)}
+	v := &batchView{w: w, batchID: batchID, total: total, begin: time.Now(), plain: !isTerminal(w)}
 	if !v.plain {
 		v.p = mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithWidth(100))
 		v.bar = v.p.New(int64(total), mpb.BarStyle(),
@@ -43,6 +53,20 @@ func newBatchView(w io.Writer, jsonLines bool, total int) view {
 		)
 	}
 	return v
+}
+
+// setTotal tells a batch view how many runs the batch has, once known.
+func setTotal(v view, total int) {
+	bv, ok := v.(*batchView)
+	if !ok {
+		return
+	}
+	bv.mu.Lock()
+	bv.total = total
+	bv.mu.Unlock()
+	if bv.bar != nil {
+		bv.bar.SetTotal(int64(total), false)
+	}
 }
 
 func (v *batchView) Emit(e steps.Event) {
@@ -60,9 +84,12 @@ func (v *batchView) Emit(e steps.Event) {
 		failed := e.Fields["status"] != engine.StatusSucceeded
 		if failed {
 			v.failed++
+			if len(v.failedIDs) < maxFailedIDs {
+				v.failedIDs = append(v.failedIDs, e.RunID)
+			}
 		}
-		line := fmt.Sprintf("run %s %v in %s (%d/%d done, %d failed)", e.RunID, e.Fields["status"],
-			time.Duration(toInt64(e.Fields["duration_ms"]))*time.Millisecond, v.done, v.total, v.failed)
+		line := fmt.Sprintf("run %s %v in %s (%s done, %d failed)", e.RunID, e.Fields["status"],
+			time.Duration(toInt64(e.Fields["duration_ms"]))*time.Millisecond, v.doneOf(), v.failed)
 		if msg, _ := e.Fields["error"].(string); msg != "" && failed {
 			line += ": " + firstLine(termtext.Sanitize(msg))
 		}
@@ -80,7 +107,16 @@ func (v *batchView) Emit(e steps.Event) {
 func (v *batchView) status() string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return fmt.Sprintf("batch %d/%d done, %d failed, %d running ", v.done, v.total, v.failed, v.running)
+	return fmt.Sprintf("batch %s done, %d failed, %d running ", v.doneOf(), v.failed, v.running)
+}
+
+// doneOf is "done/total", or "done" while the total is not known; v.mu is
+// held.
+func (v *batchView) doneOf() string {
+	if v.total <= 0 {
+		return fmt.Sprint(v.done)
+	}
+	return fmt.Sprintf("%d/%d", v.done, v.total)
 }
 
 func (v *batchView) pace() string {
@@ -91,23 +127,32 @@ func (v *batchView) pace() string {
 		return ""
 	}
 	rate := float64(v.done) / el.Seconds()
+	if v.total <= 0 {
+		return fmt.Sprintf(" %.1f runs/s", rate)
+	}
 	eta := time.Duration(float64(v.total-v.done)/rate) * time.Second
 	return fmt.Sprintf(" %.1f runs/s, ETA %s", rate, eta.Round(time.Second))
 }
 
-func (v *batchView) Close(results []*engine.RunResult) {
+// Close prints the batch's summary from the view's own counts: a batch
+// passes no results.
+func (v *batchView) Close([]*engine.RunResult) {
 	if v.p != nil {
 		v.bar.SetTotal(-1, true)
 		v.p.Wait()
 	}
-	failed := 0
-	for _, r := range results {
-		if r.Status != engine.StatusSucceeded {
-			failed++
-		}
-	}
-	fmt.Fprintf(v.w, "batch: %d runs, %d succeeded, %d failed, in %s\n", len(results), len(results)-failed, failed,
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fmt.Fprintf(v.w, "batch: %d runs, %d succeeded, %d failed, in %s\n", v.done, v.done-v.failed, v.failed,
 		time.Since(v.begin).Round(time.Millisecond))
+	if v.failed == 0 {
+		return
+	}
+	fmt.Fprintf(v.w, "failed: %s", strings.Join(v.failedIDs, " "))
+	if v.failed > len(v.failedIDs) {
+		fmt.Fprintf(v.w, " and %d more", v.failed-len(v.failedIDs))
+	}
+	fmt.Fprintf(v.w, " (acpflow runs --batch %s --status failed)\n", v.batchID)
 }
 
 // lineEvent is the run_end event of a batch line that never ran (its

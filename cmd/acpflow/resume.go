@@ -75,30 +75,31 @@ func (r *resumer) workflow(file, hash string) (*engine.Workflow, error) {
 	return wf, nil
 }
 
-// prepare reaps what a dead acpflow left of a run's agents and returns how
-// to resume it: its inputs and the steps that already succeeded.
-func (r *resumer) prepare(ctx context.Context, wf *engine.Workflow, id string) (runSpec, *store.RunDetail, error) {
+// prepare claims a recorded run for this process, reaps what a dead
+// acpflow left of its agents and returns how to resume it: its inputs and
+// the steps that already succeeded. A run that a live acpflow runs is
+// refused (*store.OwnedError); of two processes preparing one run at once,
+// exactly one gets it. warn receives the errors of the store that do not
+// stop the resume.
+func (r *resumer) prepare(ctx context.Context, wf *engine.Workflow, id string, warn func(error)) (runSpec, error) {
 	d, err := r.store.GetRun(ctx, id)
 	if err != nil {
-		return runSpec{}, nil, err
+		return runSpec{}, err
 	}
-	run := d.Run
-	if run.Status == store.StatusRunning && run.OwnerPID != os.Getpid() && procgroup.Alive(run.OwnerPID, run.OwnerStartTicks) {
-		return runSpec{}, d, usageErrorf("run %s is still running (acpflow process %d)", id, run.OwnerPID)
-	}
-	children, err := r.store.LiveChildren(ctx, id)
+	inputs, err := workflows.ResolveInputs(wf, d.Run.Inputs)
 	if err != nil {
-		return runSpec{}, d, err
+		return runSpec{}, usageError(fmt.Errorf("run %s: its recorded inputs no longer fit the workflow: %w", id, err))
 	}
-	for _, c := range children {
-		if procgroup.ReapGroup(c.PGID, c.StartTicks) {
-			fmt.Fprintf(os.Stderr, "acpflow: killed agent process group %d left by run %s (step %s)\n", c.PGID, id, c.StepID)
-		}
-		r.store.ChildEnded(ctx, id, c.StepID, c.PID)
-	}
-	inputs, err := workflows.ResolveInputs(wf, run.Inputs)
+	was, err := r.store.ClaimRun(ctx, id, currentOwner(), ownerAlive)
 	if err != nil {
-		return runSpec{}, d, usageError(fmt.Errorf("run %s: its recorded inputs no longer fit the workflow: %w", id, err))
+		return runSpec{}, err
+	}
+	// Read again now that the run is ours: its steps are final.
+	if d, err = r.store.GetRun(ctx, id); err != nil {
+		return runSpec{}, err
+	}
+	if err := r.reap(ctx, id, was); err != nil {
+		warn(fmt.Errorf("run %s: %w", id, err))
 	}
 	done := map[string]*engine.StepResult{}
 	for _, st := range d.Steps {
@@ -110,8 +111,33 @@ func (r *resumer) prepare(ctx context.Context, wf *engine.Workflow, id string) (
 			}
 		}
 	}
-	return runSpec{inputs: inputs, runID: id, done: done, resume: true, batchID: run.BatchID, batchLine: run.BatchLine}, d, nil
+	return runSpec{inputs: inputs, runID: id, done: done, resume: true, batchID: d.Run.BatchID, batchLine: d.Run.BatchLine}, nil
 }
+
+// reap kills what the run's previous owner, a dead acpflow, left of its
+// agents, and records them ended.
+func (r *resumer) reap(ctx context.Context, id string, was store.Owner) error {
+	children, err := r.store.LiveChildren(ctx, id)
+	if err != nil || len(children) == 0 {
+		return err
+	}
+	left := procgroup.Leftovers{Owner: was.PID, OwnerStartTicks: was.StartTicks}
+	for _, c := range children {
+		left.Procs = append(left.Procs, procgroup.Proc{PID: c.PID, PGID: c.PGID, StartTicks: c.StartTicks})
+	}
+	for _, p := range left.Reap() {
+		fmt.Fprintf(os.Stderr, "acpflow: killed agent process %d left by run %s\n", p.PID, id)
+	}
+	var errs []error
+	for _, c := range children {
+		errs = append(errs, r.store.ChildEnded(ctx, id, c.StepID, c.PID))
+	}
+	return errors.Join(errs...)
+}
+
+// ownerAlive says whether the acpflow process that owns a run or batch is
+// still running (the same process: pid and start time).
+func ownerAlive(o store.Owner) bool { return procgroup.Alive(o.PID, o.StartTicks) }
 
 func stepExists(wf *engine.Workflow, id string) bool {
 	for _, s := range wf.Steps {
@@ -135,17 +161,25 @@ func (r *resumer) run(ctx context.Context, cmd *cobra.Command, id string, out *r
 	if err != nil {
 		return err
 	}
-	spec, _, err := r.prepare(ctx, wf, id)
-	if err != nil {
+	x := &executor{store: r.store, out: out, workspace: d.Run.Workspace, timeout: f.timeout, view: newView(cmd.OutOrStdout(), f.json)}
+	spec, err := r.prepare(ctx, wf, id, x.storeErr)
+	var owned *store.OwnedError
+	switch {
+	case errors.Is(err, store.ErrSucceeded):
+		fmt.Fprintf(cmd.OutOrStdout(), "run %s already succeeded: nothing to resume\n", id)
+		return nil
+	case errors.As(err, &owned):
+		return usageError(err)
+	case err != nil:
 		return asUsage(err)
 	}
-	x := &executor{store: r.store, out: out, workspace: d.Run.Workspace, timeout: f.timeout, view: newView(cmd.OutOrStdout(), f.json)}
 	res := x.run(ctx, wf, spec)
 	return x.exit(ctx, []*engine.RunResult{res})
 }
 
 // batch resumes every line of a batch that did not succeed: recorded runs
-// are resumed, lines that never started are run.
+// are resumed, lines that never started are run. The batch is claimed
+// first: one that a live acpflow runs is refused.
 func (r *resumer) batch(ctx context.Context, cmd *cobra.Command, id string, out *resultWriter, f *runFlags, concurrency int) error {
 	b, err := r.store.GetBatch(ctx, id)
 	if err != nil {
@@ -155,43 +189,35 @@ func (r *resumer) batch(ctx context.Context, cmd *cobra.Command, id string, out 
 	if err != nil {
 		return err
 	}
-	runs, err := r.store.RunsOfBatch(ctx, id)
+	if err := r.store.ClaimBatch(ctx, id, currentOwner(), ownerAlive); err != nil {
+		return usageError(err)
+	}
+	x := &executor{store: r.store, out: out, workspace: b.Workspace, timeout: f.timeout}
+	lines, succeeded, err := r.store.BatchProgress(ctx, id)
 	if err != nil {
+		x.storeErr(r.store.FinishBatch(ctx, id, store.StatusFailed))
+		x.reportStoreErrs()
 		return err
 	}
-	latest := map[int]store.Run{} // line → its last run
-	for _, run := range runs {
-		latest[run.BatchLine] = run
+	if !b.InputsComplete {
+		fmt.Fprintf(os.Stderr, "acpflow: warning: batch %s stopped before it had read all of %s: only the %d lines it read are resumed\n",
+			id, b.InputsFile, lines)
 	}
-	var jobs []batchJob
-	for _, l := range b.Lines {
-		line := batchLine{line: l.Line, raw: l.Inputs}
-		run, ran := latest[l.Line]
-		switch {
-		case ran && run.Status == store.StatusSucceeded:
-			continue
-		case ran:
-			spec, _, err := r.prepare(ctx, wf, run.ID)
-			if err != nil {
-				line.err = err
-			}
-			jobs = append(jobs, batchJob{line: line, spec: spec})
-		default:
-			inputs, err := workflows.ResolveInputs(wf, l.Inputs)
-			line.inputs, line.err = inputs, err
-			jobs = append(jobs, batchJob{line: line, spec: runSpec{inputs: inputs, batchID: id, batchLine: l.Line}})
+	if lines == succeeded {
+		fmt.Fprintf(cmd.OutOrStdout(), "batch %s: every line already succeeded: nothing to resume\n", id)
+		if err := r.store.FinishBatch(ctx, id, store.StatusSucceeded); err != nil {
+			return err
 		}
+		return nil
 	}
 	if concurrency <= 0 {
 		concurrency = max(b.Concurrency, 1)
 	}
-	x := &executor{store: r.store, out: out, workspace: b.Workspace, timeout: f.timeout, view: newBatchView(cmd.OutOrStdout(), f.json, len(jobs))}
-	if len(jobs) == 0 {
-		fmt.Fprintf(cmd.OutOrStdout(), "batch %s: every line already succeeded: nothing to resume\n", id)
-		return nil
-	}
-	r.store.FinishBatch(ctx, id, store.StatusRunning)
-	return x.runJobs(ctx, wf, id, jobs, concurrency)
+	x.view = newBatchView(cmd.OutOrStdout(), f.json, id, lines-succeeded)
+	next := x.storedJobs(wf, *b, func(ctx context.Context, run store.Run) (runSpec, error) {
+		return r.prepare(ctx, wf, run.ID, x.storeErr)
+	})
+	return x.runJobs(ctx, wf, id, next, concurrency)
 }
 
 func permissionRecords(ps []store.Permission) []policies.PermissionRecord {

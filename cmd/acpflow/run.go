@@ -77,10 +77,21 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	var lines []batchLine
 	var inputs map[string]any
+	var in *batchInput
+	var lines *lineReader
+	var first store.BatchLine
 	if f.inputsFile != "" {
-		if lines, err = readBatch(f.inputsFile, wf); err != nil {
+		if in, err = openInputs(f.inputsFile, fifoWriterWait); err != nil {
+			return usageError(err)
+		}
+		defer in.Close()
+		lines = newLineReader(in, f.inputsFile)
+		// The first line is read before anything is recorded: an input with
+		// no line at all is bad usage, and nothing starts.
+		if first, err = lines.next(); errors.Is(err, io.EOF) {
+			return usageErrorf("--inputs %s: no input lines", f.inputsFile)
+		} else if err != nil {
 			return usageError(err)
 		}
 	} else {
@@ -107,8 +118,9 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	defer stop()
 	x := &executor{store: s, out: out, workspace: workspace, timeout: f.timeout}
 	if lines != nil {
-		x.view = newBatchView(cmd.OutOrStdout(), f.json, len(lines))
-		return x.batch(ctx, wf, newBatch(wf, workspace, f, lines), lines, f.concurrency)
+		b := newBatch(wf, workspace, f, first)
+		x.view = newBatchView(cmd.OutOrStdout(), f.json, b.ID, 0)
+		return x.batch(ctx, wf, b, in, lines, f.concurrency)
 	}
 	x.view = newView(cmd.OutOrStdout(), f.json)
 	res := x.run(ctx, wf, runSpec{inputs: inputs})
@@ -129,6 +141,8 @@ func loadWorkflow(file string) (*engine.Workflow, error) {
 }
 
 // executor runs workflow runs, records them and reports their results.
+// It keeps counts of the runs, not their results: a batch of any size
+// holds only the runs in flight.
 type executor struct {
 	store     *store.Store
 	out       *resultWriter
@@ -136,8 +150,69 @@ type executor struct {
 	workspace string
 	timeout   time.Duration
 
-	mu        sync.Mutex
-	storeErrs []error
+	mu           sync.Mutex
+	runs, failed int
+	storeErrs    []error // the first maxStoreErrs
+	lostErrs     int     // how many more there were
+}
+
+// maxStoreErrs bounds the store errors kept for the end's warning: a store
+// that fails every write would otherwise hold one per run.
+const maxStoreErrs = 10
+
+// storeErr keeps an error of the run store for the warning at the end (a
+// run whose record is incomplete does not make the command succeed).
+func (x *executor) storeErr(err error) {
+	if err == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.storeErrs) < maxStoreErrs {
+		x.storeErrs = append(x.storeErrs, err)
+	} else {
+		x.lostErrs++
+	}
+}
+
+// reportStoreErrs warns of every store error kept, once.
+func (x *executor) reportStoreErrs() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, err := range x.storeErrs {
+		fmt.Fprintf(os.Stderr, "acpflow: warning: the run store could not record everything: %s\n", termtext.Sanitize(err.Error()))
+	}
+	if x.lostErrs > 0 {
+		fmt.Fprintf(os.Stderr, "acpflow: warning: and %d more errors of the run store\n", x.lostErrs)
+	}
+	if len(x.storeErrs) > 0 {
+		x.failed++ // an incomplete record does not say everything succeeded
+	}
+	x.storeErrs, x.lostErrs = nil, 0
+}
+
+// count tallies a run that ended.
+func (x *executor) count(res *engine.RunResult) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.runs++
+	if res.Status != engine.StatusSucceeded {
+		x.failed++
+	}
+}
+
+func (x *executor) failures() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.failed
+}
+
+// currentOwner is this process as the owner of the runs and batches it
+// runs.
+func currentOwner() store.Owner {
+	pid := os.Getpid()
+	ticks, _ := procgroup.StartTicks(pid)
+	return store.Owner{PID: pid, StartTicks: ticks}
 }
 
 // runSpec says which run to do: new, or the resumption of a recorded one.
@@ -151,11 +226,10 @@ type runSpec struct {
 }
 
 func (x *executor) run(ctx context.Context, wf *engine.Workflow, spec runSpec) *engine.RunResult {
-	pid := os.Getpid()
-	ticks, _ := procgroup.StartTicks(pid)
+	me := currentOwner()
 	rec := &engine.StoreRecorder{
 		Store: x.store, Workflow: wf, BatchID: spec.batchID, BatchLine: spec.batchLine,
-		Resume: spec.resume, OwnerPID: pid, OwnerStartTicks: ticks,
+		Resume: spec.resume, OwnerPID: me.PID, OwnerStartTicks: me.StartTicks,
 	}
 	res := engine.Run(ctx, wf, engine.Options{
 		RunID:     spec.runID,
@@ -168,32 +242,26 @@ func (x *executor) run(ctx context.Context, wf *engine.Workflow, spec runSpec) *
 		Recorder:  rec,
 	})
 	if err := rec.Err(); err != nil {
-		x.mu.Lock()
-		x.storeErrs = append(x.storeErrs, fmt.Errorf("run %s: %w", res.RunID, err))
-		x.mu.Unlock()
+		x.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))
 	}
+	x.count(res)
 	x.out.write(res)
 	return res
 }
 
 // exit ends the command: the view's summary, then the exit code of SPEC §1.
+// results are the runs the view's summary shows (a batch's view counts its
+// own).
 func (x *executor) exit(ctx context.Context, results []*engine.RunResult) error {
 	x.view.Close(results)
-	for _, err := range x.storeErrs {
-		fmt.Fprintf(os.Stderr, "acpflow: warning: the run store could not record everything: %s\n", termtext.Sanitize(err.Error()))
-	}
+	x.reportStoreErrs()
 	if err := x.out.err(); err != nil {
 		return &codedError{code: exitFailed, err: fmt.Errorf("--output: %w", err)}
 	}
 	if errors.Is(context.Cause(ctx), engine.ErrInterrupted) {
 		return runOutcome(exitInterrupted)
 	}
-	for _, r := range results {
-		if r.Status != engine.StatusSucceeded {
-			return runOutcome(exitFailed)
-		}
-	}
-	if len(x.storeErrs) > 0 {
+	if x.failures() > 0 {
 		return runOutcome(exitFailed)
 	}
 	return nil

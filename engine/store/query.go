@@ -217,48 +217,28 @@ func (s *Store) Events(ctx context.Context, runID string) ([]Event, error) {
 	return out, nil
 }
 
-// GetBatch reads one batch with its input lines.
+// GetBatch reads one batch, without its input lines: BatchLines reads
+// them a page at a time.
 func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("store: read batch %s: %w", id, err)
-	}
-	defer tx.Rollback()
-	b := &Batch{Lines: []BatchLine{}}
+	b := &Batch{}
 	var created, ended sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT id, workflow_name, workflow_file, workflow_hash, workspace, inputs_file, concurrency, status, created_at, ended_at
+	var ticks int64
+	err := s.r.QueryRowContext(ctx, `SELECT id, workflow_name, workflow_file, workflow_hash, workspace, inputs_file, concurrency, status,
+		created_at, ended_at, owner_pid, owner_start_ticks, inputs_complete
 		FROM batches WHERE id = ?`, id).Scan(&b.ID, &b.Workflow, &b.WorkflowFile, &b.WorkflowHash, &b.Workspace, &b.InputsFile,
-		&b.Concurrency, &b.Status, &created, &ended)
+		&b.Concurrency, &b.Status, &created, &ended, &b.OwnerPID, &ticks, &b.InputsComplete)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: batch %q: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: read batch %s: %w", id, err)
 	}
+	b.OwnerStartTicks = uint64(ticks)
 	if b.CreatedAt, err = parseTime(created); err != nil {
 		return nil, err
 	}
 	if b.EndedAt, err = parseTime(ended); err != nil {
 		return nil, err
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT line, inputs_json FROM batch_inputs WHERE batch_id = ? ORDER BY line`, id)
-	if err != nil {
-		return nil, fmt.Errorf("store: read batch %s: %w", id, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var l BatchLine
-		var inputs string
-		if err := rows.Scan(&l.Line, &inputs); err != nil {
-			return nil, fmt.Errorf("store: read batch %s: %w", id, err)
-		}
-		if l.Inputs, err = parseMap("batch inputs", inputs); err != nil {
-			return nil, fmt.Errorf("store: batch %s line %d: %w", id, l.Line, err)
-		}
-		b.Lines = append(b.Lines, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: read batch %s: %w", id, err)
 	}
 	return b, nil
 }

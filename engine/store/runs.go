@@ -49,9 +49,18 @@ type Batch struct {
 	Status       string // running when empty at CreateBatch
 	CreatedAt    time.Time
 	EndedAt      time.Time // zero while running
-	// Lines are the input lines as read. They are stored with the batch so
-	// that resume can start the lines that never started, even when the
-	// inputs came from stdin or the file has changed since.
+	// OwnerPID and OwnerStartTicks name the acpflow process running the
+	// batch, as for a run: a batch whose owner is alive is not resumed.
+	OwnerPID        int
+	OwnerStartTicks uint64
+	// InputsComplete says every input line was read and stored. A batch
+	// reads its lines as it goes (stdin may be endless); one that stopped
+	// before the end of its input has only the lines it read.
+	InputsComplete bool
+	// Lines are input lines to store with the batch at CreateBatch (more
+	// come with AddBatchLines; BatchLines reads them back, GetBatch does
+	// not). They are stored so that resume can start the lines that never
+	// started, even when the inputs came from stdin or the file has changed.
 	Lines []BatchLine
 }
 
@@ -59,6 +68,11 @@ type Batch struct {
 type BatchLine struct {
 	Line   int // 1-based line number in the inputs file
 	Inputs map[string]any
+	// Error says why the line is not an object of inputs at all (too long,
+	// not UTF-8, not JSON, not an object); Inputs is nil then. Inputs that
+	// do not fit the workflow are not an error here: they are checked
+	// against the workflow when the line runs.
+	Error string
 }
 
 // Run is one run of a workflow.
@@ -85,7 +99,7 @@ type Run struct {
 	OwnerStartTicks uint64
 }
 
-// CreateBatch records a new batch and its input lines.
+// CreateBatch records a new batch and its input lines, if any.
 func (s *Store) CreateBatch(ctx context.Context, b Batch) error {
 	ctx = durable(ctx)
 	if b.Status == "" {
@@ -97,51 +111,83 @@ func (s *Store) CreateBatch(ctx context.Context, b Batch) error {
 	if b.CreatedAt.IsZero() {
 		b.CreatedAt = time.Now()
 	}
-	lines := make([]string, len(b.Lines))
-	for i, l := range b.Lines {
-		var err error
-		if lines[i], err = jsonArg("batch inputs", l.Inputs); err != nil {
-			return fmt.Errorf("store: batch %s line %d: %w", b.ID, l.Line, err)
-		}
+	lines, err := encodeLines(b.ID, b.Lines)
+	if err != nil {
+		return err
 	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO batches
-			(id, workflow_name, workflow_file, workflow_hash, workspace, inputs_file, concurrency, status, created_at, ended_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(id, workflow_name, workflow_file, workflow_hash, workspace, inputs_file, concurrency, status, created_at, ended_at,
+			 owner_pid, owner_start_ticks, inputs_complete)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			b.ID, b.Workflow, b.WorkflowFile, b.WorkflowHash, b.Workspace, b.InputsFile, b.Concurrency,
-			b.Status, timeArg(b.CreatedAt), timeArg(b.EndedAt))
+			b.Status, timeArg(b.CreatedAt), timeArg(b.EndedAt), b.OwnerPID, int64(b.OwnerStartTicks), b.InputsComplete)
 		if err != nil {
 			return fmt.Errorf("store: create batch %s: %w", b.ID, err)
 		}
-		if len(lines) == 0 {
-			return nil
-		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO batch_inputs (batch_id, line, inputs_json) VALUES (?, ?, ?)`)
-		if err != nil {
-			return fmt.Errorf("store: create batch %s: %w", b.ID, err)
-		}
-		defer ins.Close()
-		for i, l := range b.Lines {
-			if _, err := ins.ExecContext(ctx, b.ID, l.Line, lines[i]); err != nil {
-				return fmt.Errorf("store: create batch %s: line %d: %w", b.ID, l.Line, err)
-			}
-		}
-		return nil
+		return insertLines(ctx, tx, b.ID, b.Lines, lines)
 	})
 }
 
-// FinishBatch records a batch's end (or, with StatusRunning, that it is
-// running again, on resume).
+// AddBatchLines stores more input lines of a batch, in one transaction.
+func (s *Store) AddBatchLines(ctx context.Context, batchID string, lines []BatchLine) error {
+	ctx = durable(ctx)
+	enc, err := encodeLines(batchID, lines)
+	if err != nil {
+		return err
+	}
+	return s.writeTx(ctx, func(tx *sql.Tx) error { return insertLines(ctx, tx, batchID, lines, enc) })
+}
+
+// BatchInputsComplete records that every input line of a batch is stored.
+func (s *Store) BatchInputsComplete(ctx context.Context, batchID string) error {
+	res, err := s.w.ExecContext(durable(ctx), `UPDATE batches SET inputs_complete = 1 WHERE id = ?`, batchID)
+	return updated(res, err, "batch", batchID)
+}
+
+func encodeLines(batchID string, lines []BatchLine) ([]string, error) {
+	enc := make([]string, len(lines))
+	for i, l := range lines {
+		var err error
+		if enc[i], err = jsonArg("batch inputs", l.Inputs); err != nil {
+			return nil, fmt.Errorf("store: batch %s line %d: %w", batchID, l.Line, err)
+		}
+	}
+	return enc, nil
+}
+
+func insertLines(ctx context.Context, tx *sql.Tx, batchID string, lines []BatchLine, enc []string) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO batch_inputs (batch_id, line, inputs_json, error) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("store: batch %s: store input lines: %w", batchID, err)
+	}
+	defer ins.Close()
+	for i, l := range lines {
+		if _, err := ins.ExecContext(ctx, batchID, l.Line, enc[i], l.Error); err != nil {
+			return fmt.Errorf("store: batch %s: store input line %d: %w", batchID, l.Line, err)
+		}
+	}
+	return nil
+}
+
+// FinishBatch records a batch's end: succeeded, failed or cancelled.
+//
+// # Notes
+//
+// A batch is running again only through ClaimBatch, which checks that no
+// live process owns it: FinishBatch refuses StatusRunning.
 func (s *Store) FinishBatch(ctx context.Context, id, status string) error {
 	ctx = durable(ctx)
 	if err := validRunStatus(status); err != nil {
 		return err
 	}
-	ended := timeArg(time.Now())
 	if status == StatusRunning {
-		ended = nil
+		return fmt.Errorf("store: finish batch %s: %q is not an end; ClaimBatch takes a batch up again", id, status)
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE batches SET status = ?, ended_at = ? WHERE id = ?`, status, ended, id)
+	res, err := s.w.ExecContext(ctx, `UPDATE batches SET status = ?, ended_at = ? WHERE id = ?`, status, timeArg(time.Now()), id)
 	return updated(res, err, "batch", id)
 }
 

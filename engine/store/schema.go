@@ -138,4 +138,16 @@ ALTER TABLE steps ADD COLUMN final_json TEXT NOT NULL DEFAULT 'null';
 ALTER TABLE permissions ADD COLUMN command TEXT NOT NULL DEFAULT '';
 ALTER TABLE permissions ADD COLUMN locations_json TEXT NOT NULL DEFAULT '[]';
 `,
+	// 3: who owns a batch (as runs have: pid and start time), so that a
+	// resume claims it atomically and a live batch is refused; whether every
+	// input line was read and stored (a batch streams its lines); why a line
+	// is not an object of inputs (too long, not JSON, ...), so resume fails it
+	// again instead of running it with defaults. Batches recorded before were
+	// stored whole at their start: inputs_complete defaults to 1.
+	`
+ALTER TABLE batches ADD COLUMN owner_pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN owner_start_ticks INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN inputs_complete INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE batch_inputs ADD COLUMN error TEXT NOT NULL DEFAULT '';
+`,
 }

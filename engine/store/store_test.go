@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -195,8 +197,10 @@ func TestRecordsRoundTrip(t *testing.T) {
 	batch := Batch{
 		ID: "batch-1", Workflow: "review", WorkflowFile: "/w/review.yaml", WorkflowHash: "sha256:ab",
 		Workspace: "/w", InputsFile: "-", Concurrency: 4, Status: StatusRunning, CreatedAt: at(0),
+		OwnerPID: 77, OwnerStartTicks: 1 << 41,
 		Lines: []BatchLine{{Line: 1, Inputs: map[string]any{"pr": 1.0}}, {Line: 3, Inputs: map[string]any{"pr": 2.0}}},
 	}
+	moreLines := []BatchLine{{Line: 4, Error: "not a JSON object of inputs, but an array"}, {Line: 9, Inputs: map[string]any{}}}
 	if err := s.CreateBatch(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +211,12 @@ func TestRecordsRoundTrip(t *testing.T) {
 		ResumedFrom: "run-0", OwnerPID: 4242, OwnerStartTicks: 1 << 40,
 	}
 	if err := s.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddBatchLines(ctx, "batch-1", moreLines); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BatchInputsComplete(ctx, "batch-1"); err != nil {
 		t.Fatal(err)
 	}
 	plan := Step{
@@ -316,7 +326,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 			}
 		}
 	})
-	t.Run("GetBatch returns the batch with its input lines", func(t *testing.T) {
+	t.Run("GetBatch returns the batch and BatchLines its input lines, a page at a time", func(t *testing.T) {
 		b, err := s.GetBatch(ctx, "batch-1")
 		if err != nil {
 			t.Fatal(err)
@@ -325,9 +335,24 @@ func TestRecordsRoundTrip(t *testing.T) {
 			t.Error("finished batch has no end time")
 		}
 		want := batch
-		want.Status, want.EndedAt = StatusFailed, b.EndedAt
+		want.Status, want.EndedAt, want.InputsComplete, want.Lines = StatusFailed, b.EndedAt, true, nil
 		if !reflect.DeepEqual(*b, want) {
 			t.Errorf("batch:\n got %+v\nwant %+v", *b, want)
+		}
+		var lines []BatchLine
+		for after := 0; ; {
+			page, err := s.BatchLines(ctx, "batch-1", after, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			lines = append(lines, page...)
+			after = page[len(page)-1].Line
+		}
+		if wantLines := append(append([]BatchLine{}, batch.Lines...), moreLines...); !reflect.DeepEqual(lines, wantLines) {
+			t.Errorf("lines:\n got %+v\nwant %+v", lines, wantLines)
 		}
 	})
 	t.Run("SetRunStatus running clears the end", func(t *testing.T) {
@@ -729,5 +754,170 @@ func TestAWriteAfterCloseIsAnErrorNotAPanic(t *testing.T) {
 	s.Close()
 	if err := s.CreateRun(context.Background(), Run{ID: "late", Workflow: "w"}); err == nil {
 		t.Error("a write after Close succeeded")
+	}
+}
+
+func TestFinishBatchNeverReopensABatch(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	if err := s.CreateBatch(ctx, Batch{ID: "b1", Workflow: "wf"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishBatch(ctx, "b1", StatusFailed); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishBatch(ctx, "b1", StatusRunning); err == nil {
+		t.Error("FinishBatch(running) reopened the batch")
+	}
+	b, err := s.GetBatch(ctx, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Status != StatusFailed || b.EndedAt.IsZero() {
+		t.Errorf("batch after FinishBatch(running) = %s, ended %v", b.Status, b.EndedAt)
+	}
+}
+
+func TestAClaimIsRefusedWhileTheOwnerLivesAndTakenWhenItIsDeadOrAbsent(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	live, dead, me := Owner{PID: 10, StartTicks: 100}, Owner{PID: 11, StartTicks: 110}, Owner{PID: 12, StartTicks: 120}
+	alive := func(o Owner) bool { return o == live || o == me }
+	for _, c := range []struct {
+		name   string
+		status string
+		owner  Owner
+		want   error // nil: claimed
+	}{
+		{"a running run whose owner lives is refused", StatusRunning, live, &OwnedError{}},
+		{"a running run whose owner is dead is claimed", StatusRunning, dead, nil},
+		{"a running run with no owner recorded is claimed", StatusRunning, Owner{}, nil},
+		{"a failed run is claimed even while its last owner lives", StatusFailed, live, nil},
+		{"a cancelled run is claimed", StatusCancelled, dead, nil},
+		{"a run this process owns is claimed again", StatusRunning, me, nil},
+		{"a succeeded run is not claimed", StatusSucceeded, dead, ErrSucceeded},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := strings.ReplaceAll(c.name, " ", "-")
+			if err := s.CreateRun(ctx, Run{ID: id, Workflow: "wf", OwnerPID: c.owner.PID, OwnerStartTicks: c.owner.StartTicks}); err != nil {
+				t.Fatal(err)
+			}
+			if c.status != StatusRunning {
+				if err := s.FinishRun(ctx, id, c.status, "boom", nil, time.Time{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			was, err := s.ClaimRun(ctx, id, me, alive)
+			d, gerr := s.GetRun(ctx, id)
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			var owned *OwnedError
+			switch {
+			case c.want == nil:
+				if err != nil {
+					t.Fatalf("claim: %v", err)
+				}
+				if was != c.owner {
+					t.Errorf("the claim replaced %+v, want %+v", was, c.owner)
+				}
+				if r := d.Run; r.Status != StatusRunning || r.Error != "" || !r.EndedAt.IsZero() || r.OwnerPID != me.PID || r.OwnerStartTicks != me.StartTicks {
+					t.Errorf("claimed run = %+v", r)
+				}
+			case errors.As(c.want, &owned):
+				if !errors.As(err, &owned) || owned.Owner != c.owner || !strings.Contains(err.Error(), "acpflow process 10") {
+					t.Errorf("claim = %v, want an OwnedError naming process 10", err)
+				}
+				if d.Run.OwnerPID != c.owner.PID {
+					t.Errorf("a refused claim changed the owner to %d", d.Run.OwnerPID)
+				}
+			default:
+				if !errors.Is(err, c.want) {
+					t.Errorf("claim = %v, want %v", err, c.want)
+				}
+				if d.Run.Status != c.status {
+					t.Errorf("a refused claim changed the status to %s", d.Run.Status)
+				}
+			}
+		})
+	}
+	t.Run("a batch is claimed like a run", func(t *testing.T) {
+		if err := s.CreateBatch(ctx, Batch{ID: "b-live", OwnerPID: live.PID, OwnerStartTicks: live.StartTicks}); err != nil {
+			t.Fatal(err)
+		}
+		var owned *OwnedError
+		if err := s.ClaimBatch(ctx, "b-live", me, alive); !errors.As(err, &owned) || owned.Kind != KindBatch {
+			t.Errorf("claim of a live batch = %v", err)
+		}
+		if err := s.CreateBatch(ctx, Batch{ID: "b-dead", OwnerPID: dead.PID, OwnerStartTicks: dead.StartTicks}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ClaimBatch(ctx, "b-dead", me, alive); err != nil {
+			t.Errorf("claim of a batch whose owner died: %v", err)
+		}
+		if err := s.FinishBatch(ctx, "b-dead", StatusFailed); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ClaimBatch(ctx, "b-dead", me, alive); err != nil {
+			t.Errorf("claim of an ended batch: %v", err)
+		}
+		b, _ := s.GetBatch(ctx, "b-dead")
+		if b.Status != StatusRunning || !b.EndedAt.IsZero() || b.OwnerPID != me.PID {
+			t.Errorf("claimed batch = %+v", b)
+		}
+		if err := s.ClaimBatch(ctx, "nope", me, alive); !errors.Is(err, ErrNotFound) {
+			t.Errorf("claim of a missing batch = %v", err)
+		}
+	})
+}
+
+// TestOfManyStoresClaimingOneRunAtOnceExactlyOneWins opens the file once
+// per claimant, as separate acpflow processes do, and claims one dead
+// owner's run from all of them at once: each claimant is alive to the
+// others.
+func TestOfManyStoresClaimingOneRunAtOnceExactlyOneWins(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	ctx := context.Background()
+	const claimants = 8
+	stores := make([]*Store, claimants)
+	for i := range stores {
+		s, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	for round := range 20 {
+		id := fmt.Sprintf("r%d", round)
+		if err := stores[0].CreateRun(ctx, Run{ID: id, Workflow: "wf", OwnerPID: 1, OwnerStartTicks: 1}); err != nil {
+			t.Fatal(err)
+		}
+		alive := func(o Owner) bool { return o.PID >= 100 } // the claimants; pid 1 is the dead owner
+		var wg sync.WaitGroup
+		var won, refused atomic.Int32
+		start := make(chan struct{})
+		for i, s := range stores {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, err := s.ClaimRun(ctx, id, Owner{PID: 100 + i, StartTicks: 1}, alive)
+				var owned *OwnedError
+				switch {
+				case err == nil:
+					won.Add(1)
+				case errors.As(err, &owned):
+					refused.Add(1)
+				default:
+					t.Errorf("claim: %v", err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if won.Load() != 1 || refused.Load() != claimants-1 {
+			t.Fatalf("round %d: %d claims won, %d refused; want exactly one winner", round, won.Load(), refused.Load())
+		}
 	}
 }
