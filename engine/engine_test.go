@@ -417,3 +417,93 @@ outputs:
 		t.Error("a step that had succeeded ran again")
 	}
 }
+
+// TestConditionsFailClosed: an `if:` that errors or gives something other
+// than a boolean fails its step with the error, never skips it: a skipped
+// guard would let the run succeed without it (issue 11).
+func TestConditionsFailClosed(t *testing.T) {
+	for _, cond := range []string{
+		`'!steps.check.json.approved'`,    // json is null: the answer was not JSON
+		`steps.check.json.approved`,       // null, not a boolean
+		`fromJSON(steps.check.output).ok`, // not JSON: fromJSON fails
+		`int(steps.check.output) > 0`,     // not a number
+		`steps.check.json ?? "yes"`,       // a string at run time
+		`'${{ steps.check.json.approved }}'`,
+	} {
+		t.Run(cond, func(t *testing.T) {
+			res, _ := run(t, `
+name: cond
+agents:
+  ok: {command: AGENT}
+steps:
+  - {id: check, uses: acp-subagent, with: {agent: ok, prompt: "not json"}}
+  - {id: guard, needs: [check], if: `+cond+`, uses: acp-subagent, with: {agent: ok, prompt: x}}
+  - {id: after, needs: [guard], uses: acp-subagent, with: {agent: ok, prompt: y}}
+`, engine.Options{})
+			g := res.Steps["guard"]
+			if res.Status != engine.StatusFailed || g.Status != engine.StatusFailed || g.StopReason != "error" {
+				t.Fatalf("run %s, guard %s/%s: %s", res.Status, g.Status, g.StopReason, g.Error)
+			}
+			src := strings.Trim(strings.TrimSuffix(strings.TrimPrefix(strings.Trim(cond, "'"), "${{ "), " }}"), "'")
+			if !strings.Contains(g.Error, "step guard: if: "+src) {
+				t.Errorf("the error does not name the step and the condition:\n%s", g.Error)
+			}
+			if a := res.Steps["after"]; a.Status != engine.StatusSkipped {
+				t.Errorf("after: %s", a.Status)
+			}
+		})
+	}
+}
+
+// TestAConditionFailureWithContinueOnErrorLetsTheRunGoOn: the failed
+// condition is a failed step like any other.
+func TestAConditionFailureWithContinueOnErrorLetsTheRunGoOn(t *testing.T) {
+	res, _ := run(t, `
+name: cond
+agents:
+  ok: {command: AGENT}
+steps:
+  - {id: check, uses: acp-subagent, with: {agent: ok, prompt: "not json"}}
+  - {id: guard, needs: [check], continue-on-error: true, if: steps.check.json.ok, uses: acp-subagent, with: {agent: ok, prompt: x}}
+  - {id: other, needs: [check], uses: acp-subagent, with: {agent: ok, prompt: y}}
+`, engine.Options{})
+	if res.Status != engine.StatusSucceeded || statuses(res) != "check=succeeded guard=failed other=succeeded" {
+		t.Errorf("run %s: %s", res.Status, statuses(res))
+	}
+}
+
+// TestForEachTakesAnyList: 1..3 is a []int and split() a []string; both
+// are lists, and an error about a value that is not one shows a bounded
+// part of it.
+func TestForEachTakesAnyList(t *testing.T) {
+	res, _ := run(t, `
+name: fe
+inputs:
+  csv: {type: string, default: "a,b"}
+agents:
+  ok: {command: AGENT}
+steps:
+  - {id: nums, for-each: 1..3, uses: acp-subagent, with: {agent: ok, prompt: "n ${{ item }}"}}
+  - {id: words, for-each: 'split(inputs.csv, ",")', uses: acp-subagent, with: {agent: ok, prompt: "w ${{ item }}"}}
+`, engine.Options{})
+	if res.Status != engine.StatusSucceeded {
+		t.Fatalf("run %s: %s %s %s", res.Status, statuses(res), res.Steps["nums"].Error, res.Steps["words"].Error)
+	}
+	if n := len(res.Steps["nums"].Output.([]any)); n != 3 {
+		t.Errorf("nums ran %d times", n)
+	}
+	res, _ = run(t, `
+name: fe
+agents:
+  ok: {command: AGENT}
+steps:
+  - {id: big, for-each: 'fromJSON(toJSON({"k": repeat("x", 100000)}))', uses: acp-subagent, with: {agent: ok, prompt: "n"}}
+  - {id: many, for-each: 1..20000, uses: acp-subagent, with: {agent: ok, prompt: "n"}}
+`, engine.Options{})
+	for _, id := range []string{"big", "many"} {
+		s := res.Steps[id]
+		if s.Status != engine.StatusFailed || len(s.Error) > 500 {
+			t.Errorf("%s: %s, %d bytes of error: %.600s", id, s.Status, len(s.Error), s.Error)
+		}
+	}
+}

@@ -4,17 +4,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/checker"
-	exprcompiler "github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/conf"
-	"github.com/expr-lang/expr/file"
-	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/acpflow/acpflow/internal/exprguard"
 )
 
 // Expr is a compiled expr-lang expression (`if:`, `for-each:`, and each
@@ -52,6 +55,10 @@ var ScopeNames = []string{"inputs", "env", "steps", "run", "workflow", "item", "
 // are dynamic. Item is `any`, so that `item.name` and `item + 1` both
 // compile: its type is only known when the for-each list is.
 type Scope struct {
+	// meter bounds what one evaluation builds; Eval gives each evaluation
+	// its own copy of the scope, and so its own meter.
+	exprguard.Meter `expr:"-"`
+
 	Inputs   map[string]any `expr:"inputs"`
 	Env      map[string]any `expr:"env"`
 	Steps    map[string]any `expr:"steps"`
@@ -71,28 +78,15 @@ var compiler = struct {
 }{config: newCompileConfig()}
 
 func newCompileConfig() *conf.Config {
-	c := conf.CreateNew()
-	expr.Env(Scope{})(c)
-	c.Check()
-	return c
+	return exprguard.NewConfig(expr.Env(Scope{}))
 }
 
-// CompileExpr compiles a bare expression.
+// CompileExpr compiles a bare expression, with the growing operations
+// guarded (internal/exprguard).
 func CompileExpr(src string) (*Expr, error) {
 	compiler.Lock()
 	defer compiler.Unlock()
-	tree, err := checker.ParseCheck(src, compiler.config)
-	if err != nil {
-		return nil, err
-	}
-	if err := optimizer.Optimize(&tree.Node, compiler.config); err != nil {
-		var fe *file.Error
-		if errors.As(err, &fe) {
-			return nil, fe.Bind(tree.Source)
-		}
-		return nil, err
-	}
-	p, err := exprcompiler.Compile(tree, compiler.config)
+	p, err := exprguard.Compile(src, compiler.config)
 	if err != nil {
 		return nil, err
 	}
@@ -100,10 +94,18 @@ func CompileExpr(src string) (*Expr, error) {
 }
 
 // Eval evaluates the expression in scope.
+//
+// # Notes
+//
+// The error never shows a value of env: expr's run-time errors quote the
+// value they failed on (`int(env.TOKEN)` says `parsing "…"`), and env
+// holds the engine's whole environment, secrets included.
 func (e *Expr) Eval(scope *Scope) (any, error) {
-	v, err := expr.Run(e.program, scope)
+	own := *scope // a meter of its own: scopes are shared between evaluations
+	own.Meter = exprguard.Meter{}
+	v, err := expr.Run(e.program, &own)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", e.Source, err)
+		return nil, scope.scrub(fmt.Errorf("%s: %w", e.Source, err))
 	}
 	return v, nil
 }
@@ -116,9 +118,27 @@ func (e *Expr) Bool(scope *Scope) (bool, error) {
 	}
 	b, ok := v.(bool)
 	if !ok {
-		return false, fmt.Errorf("%s: want a boolean, got %s", e.Source, describe(v))
+		return false, scope.scrub(fmt.Errorf("%s: want a boolean, got %s", e.Source, describe(v)))
 	}
 	return b, nil
+}
+
+// scrub takes every value of env out of an error (exprguard.Scrub).
+func (s *Scope) scrub(err error) error {
+	if err == nil || len(s.Env) == 0 {
+		return err
+	}
+	values := make([]string, 0, len(s.Env))
+	for _, v := range s.Env {
+		if str, ok := v.(string); ok {
+			values = append(values, str)
+		}
+	}
+	msg := err.Error()
+	if clean := exprguard.Scrub(msg, values); clean != msg {
+		return errors.New(clean)
+	}
+	return err
 }
 
 // Refs lists the inputs and steps the expression refers to.
@@ -264,9 +284,110 @@ func renderValue(v any, scope *Scope) (any, error) {
 	return v, nil
 }
 
+// describeMax bounds what describe shows of a value: an error about a
+// for-each list or an output must not carry the whole of it.
+const describeMax = 200
+
+// describe names a value's type and shows its beginning, for errors.
 func describe(v any) string {
 	if v == nil {
 		return "null"
 	}
-	return fmt.Sprintf("%T (%v)", v, v)
+	var text string
+	switch x := v.(type) {
+	case string:
+		text = strconv.Quote(x[:min(len(x), describeMax)])
+		if len(x) > describeMax {
+			text += fmt.Sprintf("… (%d bytes in all)", len(x))
+		}
+		return fmt.Sprintf("%T (%s)", v, text)
+	default:
+		if exprguard.TextSize(v, 1<<20) > 1<<20 {
+			return fmt.Sprintf("%T (too large to show)", v)
+		}
+		text = fmt.Sprintf("%v", v)
+	}
+	if len(text) > describeMax {
+		cut := describeMax
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = fmt.Sprintf("%s… (%d bytes in all)", text[:cut], len(text))
+	}
+	return fmt.Sprintf("%T (%s)", v, text)
+}
+
+// Types says what the names of one workflow hold, as far as the file
+// declares it, for TypeChecker.
+type Types struct {
+	Inputs map[string]string // input name → declared type: string, number, boolean, object, array
+	Steps  map[string]bool   // step id → whether it is a for-each (its output and final are lists)
+}
+
+// TypeChecker type-checks expressions against the declared types of one
+// workflow, where CompileExpr knows only that inputs and steps are maps:
+// with it, `steps.x.output` is a string and `inputs.n + 1` a number.
+type TypeChecker struct{ config *conf.Config }
+
+// NewTypeChecker builds the checker for t.
+func NewTypeChecker(t Types) *TypeChecker {
+	inputs := types.Map{}
+	for name, typ := range t.Inputs {
+		inputs[name] = inputType(typ)
+	}
+	stepsMap := types.Map{}
+	for id, forEach := range t.Steps {
+		out := types.String
+		if forEach {
+			out = types.TypeOf([]any{})
+		}
+		stepsMap[id] = types.Map{
+			"output": out, "final": out,
+			"stop_reason": types.String, "status": types.String, "json": types.Any,
+		}
+	}
+	env := types.Map{
+		"inputs":   inputs,
+		"env":      types.Map{types.Extra: types.String},
+		"steps":    stepsMap,
+		"run":      types.Map{"id": types.String, "workspace": types.String},
+		"workflow": types.Map{"name": types.String},
+		"item":     types.Any,
+		"index":    types.Int,
+	}
+	c := conf.CreateNew()
+	expr.Env(env)(c)
+	c.Check()
+	return &TypeChecker{config: c}
+}
+
+func inputType(typ string) types.Type {
+	switch typ {
+	case "string":
+		return types.String
+	case "number":
+		return types.Float64
+	case "boolean":
+		return types.Bool
+	case "object":
+		return types.TypeOf(map[string]any{})
+	case "array":
+		return types.TypeOf([]any{})
+	}
+	return types.Any
+}
+
+// ResultType is the type e gives, or nil when the checker cannot tell (a
+// step's json, an item, an expression that only works with the values of
+// a run). Use it to refuse what cannot work, never to accept.
+func (tc *TypeChecker) ResultType(e *Expr) reflect.Type {
+	tree, err := checker.ParseCheck(e.Source, tc.config)
+	if err != nil {
+		return nil
+	}
+	t := tree.Node.Type()
+	if t == nil || t.Kind() == reflect.Interface {
+		return nil
+	}
+	return t
 }

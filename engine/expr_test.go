@@ -1,6 +1,12 @@
 package engine
 
-import "testing"
+import (
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
 
 func TestExpressionsCompileAndRunOverTheScope(t *testing.T) {
 	scope := &Scope{
@@ -51,6 +57,139 @@ func BenchmarkCompileExpr(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, err := CompileExpr(`steps.plan.stop_reason == "completed" && inputs.depth > 1`); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestExpressionsCannotExhaustMemory: every way to make a string grow past
+// its inputs ends in an error, with a bounded allocation and time, in a
+// template, a condition and a for-each alike (issue 11).
+func TestExpressionsCannotExhaustMemory(t *testing.T) {
+	big := strings.Repeat("x", 8<<20) // a step's output at the default max-output
+	scope := &Scope{
+		Inputs: map[string]any{}, Env: map[string]any{},
+		Steps: map[string]any{"a": map[string]any{"output": big}},
+	}
+	for _, src := range []string{
+		`reduce(1..40, #acc + #acc, "x")`,
+		`reduce(1..40, #acc + "" + #acc, steps.a.output)`,
+		`repeat(repeat("x", 1000), 1000000)`,
+		`repeat(repeat(repeat("ab", 1000), 1000), 1000)`,
+		`join(map(1..100, steps.a.output), ",")`,
+		`join(map(1..100000, repeat("y", 1000)))`,
+		`replace(steps.a.output, "x", "xxxxxxxxxx")`,
+		`reduce(1..30, replace(#acc, "x", "xx"), "x")`,
+		`toJSON(map(1..100, steps.a.output))`,
+		`string(map(1..1000, steps.a.output))`,
+		`reduce(1..40, toBase64(#acc), steps.a.output)`,
+		`len(reduce(1..30, [#acc, #acc], "x") | toJSON())`,
+		`reduce(1..40, #acc + #acc, "x") == "y"`,
+		`steps.a.output + steps.a.output + steps.a.output + steps.a.output + steps.a.output + steps.a.output + steps.a.output + steps.a.output + steps.a.output`,
+	} {
+		t.Run(src, func(t *testing.T) {
+			e, err := CompileExpr(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			_, err = e.Eval(scope)
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), "64 MiB") {
+				t.Fatalf("err = %v, want the 64 MiB bound", err)
+			}
+			// Measured: at most ~140 MiB allocated and 60 ms (the 8 MiB
+			// copies); the bounds are generous for a shared machine.
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<30 {
+				t.Errorf("allocated %d MiB", alloc>>20)
+			}
+			if took > 5*time.Second {
+				t.Errorf("took %v", took)
+			}
+		})
+	}
+}
+
+// TestGuardedOperationsKeepTheirMeaning: the rewritten operations give
+// what expr's own give.
+func TestGuardedOperationsKeepTheirMeaning(t *testing.T) {
+	scope := &Scope{Inputs: map[string]any{"s": "ab", "n": 2.0, "l": []any{"x", "y"}}}
+	for src, want := range map[string]any{
+		`inputs.s + "c"`:                   "abc",
+		`inputs.n + 1`:                     3.0,
+		`1 + 2`:                            3,
+		`reduce(1..3, #acc + #acc, "x")`:   "xxxxxxxx",
+		`repeat(inputs.s, 2)`:              "abab",
+		`join(inputs.l, "-")`:              "x-y",
+		`join(["a", "b"])`:                 "ab",
+		`replace("aaa", "a", "bb")`:        "bbbbbb",
+		`replace("aaa", "a", "b", 2)`:      "bba",
+		`replace("ab", "", "-")`:           "-a-b-",
+		`toJSON({"a": [1]})`:               "{\n  \"a\": [\n    1\n  ]\n}",
+		`string([1, "a"])`:                 "[1 a]",
+		`toBase64("hi")`:                   "aGk=",
+		`inputs.l | join(",")`:             "x,y",
+		`(now() + duration("1h")) > now()`: true,
+	} {
+		e, err := CompileExpr(src)
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		got, err := e.Eval(scope)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %#v, %v; want %#v", src, got, err, want)
+		}
+	}
+}
+
+// TestErrorsNeverShowEnvValues: an expression that fails on a value of
+// env must not put the value in its error (issue 11), whatever the
+// function that quotes it.
+func TestErrorsNeverShowEnvValues(t *testing.T) {
+	const secret = "s3cr3t-2024-[tok"
+	scope := &Scope{
+		Inputs: map[string]any{}, Steps: map[string]any{},
+		Env: map[string]any{"MY_SECRET": secret, "SHORT": "ab", "PATH": "/usr/bin"},
+	}
+	for _, src := range []string{
+		`int(env.MY_SECRET)`,
+		`float(env.MY_SECRET)`,
+		`duration(env.MY_SECRET)`,
+		`date(env.MY_SECRET)`,
+		`date(env.MY_SECRET, "2006")`,
+		`fromJSON(env.MY_SECRET)`,
+		`"x" matches env.MY_SECRET`,
+		`"x" matches ("(" + env.MY_SECRET)`,
+		`int(env.SHORT)`,
+		`fromJSON(toJSON(env)).MY_SECRET > 1`,
+		`env.MY_SECRET.x`,
+		`timezone(env.MY_SECRET)`,
+	} {
+		t.Run(src, func(t *testing.T) {
+			e, err := CompileExpr(src)
+			if err != nil {
+				t.Skipf("does not compile: %v", err)
+			}
+			_, err = e.Eval(scope)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, leak := range []string{secret, "s3cr3t", "2024-[tok", `"ab"`, "(ab)"} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("the error shows %q:\n%v", leak, err)
+				}
+			}
+		})
+	}
+	// A condition's value and a for-each's are described in errors too.
+	for _, src := range []string{`env.MY_SECRET`, `env.SHORT`} {
+		e, _ := CompileExpr(src)
+		if _, err := e.Bool(scope); err == nil || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), `"ab"`) {
+			t.Errorf("Bool(%s): %v", src, err)
 		}
 	}
 }

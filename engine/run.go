@@ -140,7 +140,17 @@ func (r *run) schedule(ctx context.Context, failRun context.CancelCauseFunc) {
 				}
 				started[st.ID] = true
 				progress = true
-				if reason := r.skipReason(ctx, st); reason != "" {
+				reason, err := r.skipReason(ctx, st)
+				if err != nil {
+					// A condition that cannot be decided fails its step
+					// (fail closed): skipping could pass over a guard.
+					r.settle(st, &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: err.Error(), Permissions: []policies.PermissionRecord{}})
+					if !st.ContinueOnError {
+						failRun(errRunFailing)
+					}
+					continue
+				}
+				if reason != "" {
 					r.settle(st, &StepResult{Status: StatusSkipped, Error: reason, Permissions: []policies.PermissionRecord{}})
 					continue
 				}
@@ -181,10 +191,12 @@ func (r *run) needsSettled(st *Step) bool {
 	return true
 }
 
-// skipReason says why a step whose needs settled does not run, or "".
-func (r *run) skipReason(ctx context.Context, st *Step) string {
+// skipReason says why a step whose needs settled does not run, or "". An
+// `if:` that errors or does not give a boolean is an error: the step fails
+// with it, and is never skipped in silence.
+func (r *run) skipReason(ctx context.Context, st *Step) (string, error) {
 	if ctx.Err() != nil {
-		return "not started: " + context.Cause(ctx).Error()
+		return "not started: " + context.Cause(ctx).Error(), nil
 	}
 	r.mu.Lock()
 	for _, n := range st.Needs {
@@ -192,23 +204,23 @@ func (r *run) skipReason(ctx context.Context, st *Step) string {
 		switch {
 		case res.Status == StatusFailed && !r.wf.Steps[r.index[n]].ContinueOnError:
 			r.mu.Unlock()
-			return fmt.Sprintf("needs %s, which failed", n)
+			return fmt.Sprintf("needs %s, which failed", n), nil
 		case res.Status == StatusSkipped || res.Status == StatusCancelled:
 			r.mu.Unlock()
-			return fmt.Sprintf("needs %s, which was %s", n, res.Status)
+			return fmt.Sprintf("needs %s, which was %s", n, res.Status), nil
 		}
 	}
 	r.mu.Unlock()
 	if st.If != nil {
 		ok, err := st.If.Bool(r.scope(nil))
 		if err != nil {
-			return "if: " + err.Error()
+			return "", fmt.Errorf("step %s: if: %w", st.ID, err)
 		}
 		if !ok {
-			return "if: " + st.If.Source + " is false"
+			return "if: " + st.If.Source + " is false", nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
 // ord is a step's position in the file, which the store orders steps by.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -146,13 +147,14 @@ func (r *run) envPolicy(st *Step) (policies.Env, policies.Source) {
 // yields, at most ForEachMaxParallel at once; the output is the list of
 // outputs in element order. It succeeds when every element succeeded.
 func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) *StepResult {
-	v, err := st.ForEach.Eval(r.scope(nil))
+	scope := r.scope(nil)
+	v, err := st.ForEach.Eval(scope)
 	if err != nil {
 		return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: "for-each: " + err.Error(), Permissions: []policies.PermissionRecord{}}
 	}
-	items, ok := v.([]any)
-	if !ok {
-		return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: fmt.Sprintf("for-each: want a list, got %s", describe(v)), Permissions: []policies.PermissionRecord{}}
+	items, err := forEachItems(v)
+	if err != nil {
+		return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: scope.scrub(fmt.Errorf("for-each: %s: %w", st.ForEach.Source, err)).Error(), Permissions: []policies.PermissionRecord{}}
 	}
 	limit := st.ForEachMaxParallel
 	if limit <= 0 {
@@ -194,4 +196,32 @@ func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) 
 	}
 	res.Output, res.Final = outputs, finals
 	return res
+}
+
+// MaxForEachItems bounds the elements of one for-each: each element is a
+// goroutine and a result held until the step ends, and a list longer than
+// this is more likely a mistake (`1..1e6`) than a plan.
+const MaxForEachItems = 10_000
+
+// forEachItems is the list a for-each value gives: any list, whatever its
+// elements' type (`1..3` is a []int, split() gives a []string).
+func forEachItems(v any) ([]any, error) {
+	if items, ok := v.([]any); ok {
+		if len(items) > MaxForEachItems {
+			return nil, fmt.Errorf("the list has %d elements, more than the limit of %d", len(items), MaxForEachItems)
+		}
+		return items, nil
+	}
+	rv := reflect.ValueOf(v)
+	if v == nil || (rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array) {
+		return nil, fmt.Errorf("want a list, got %s", describe(v))
+	}
+	if rv.Len() > MaxForEachItems {
+		return nil, fmt.Errorf("the list has %d elements, more than the limit of %d", rv.Len(), MaxForEachItems)
+	}
+	items := make([]any, rv.Len())
+	for i := range items {
+		items[i] = rv.Index(i).Interface()
+	}
+	return items, nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/acpflow/acpflow/internal/exprguard"
 )
 
 // permissionEnv is the expr environment of a permission rule: the request of
@@ -20,6 +22,7 @@ import (
 // such as `tool.kidn` or a comparison of a string with a number is an error
 // then, not a surprise at the first permission request.
 type permissionEnv struct {
+	exprguard.Meter `expr:"-"` // bounds what one decision's conditions build
 	Request
 	Tool    toolEnv        `expr:"tool"`
 	Options []optionEnv    `expr:"options"`
@@ -51,6 +54,7 @@ type optionEnv struct {
 // envVarEnv is the expr environment of an env rule: one ambient variable
 // and the request of SPEC §4.2.
 type envVarEnv struct {
+	exprguard.Meter `expr:"-"`
 	Request
 	Name   string         `expr:"name"`
 	Value  string         `expr:"value"`
@@ -79,7 +83,9 @@ func compileCondition(src string, env any) (*vm.Program, error) {
 	opts := make([]expr.Option, 0, 2+len(helperFunctions))
 	opts = append(opts, expr.Env(env), expr.AsBool())
 	opts = append(opts, helperFunctions...)
-	prog, err := expr.Compile(src, opts...)
+	// Compiled as the engine's expressions are: string growth is bounded
+	// (internal/exprguard), so a rule cannot exhaust memory at decision time.
+	prog, err := exprguard.Compile(src, exprguard.NewConfig(opts...))
 	if err != nil {
 		var fe *file.Error
 		if errors.As(err, &fe) {
@@ -267,8 +273,31 @@ func (r *EnvExprRule) Match(name, value string, req *EnvRequest) (keep, matched 
 		env.Kind = KindEnv
 	}
 	ok, err := evalCondition(r.If, env)
-	if err != nil || !ok {
-		return false, false, err
+	if err != nil {
+		return false, false, scrubEnv(err, value, req)
+	}
+	if !ok {
+		return false, false, nil
 	}
 	return r.Keep, true, nil
+}
+
+// scrubEnv takes the values of the environment out of a rule's error
+// (exprguard.Scrub): expr's run-time errors quote the value they failed on,
+// and an env rule's error ends up in the step's error, the terminal and the
+// run store, where a variable the credential rule drops must never be seen.
+func scrubEnv(err error, value string, req *EnvRequest) error {
+	values := make([]string, 0, 1+len(req.Ambient)+len(req.Explicit))
+	values = append(values, value)
+	for _, v := range req.Ambient {
+		values = append(values, v)
+	}
+	for _, v := range req.Explicit {
+		values = append(values, v)
+	}
+	msg := err.Error()
+	if clean := exprguard.Scrub(msg, values); clean != msg {
+		return errors.New(clean)
+	}
+	return err
 }

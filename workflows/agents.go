@@ -43,17 +43,17 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 	}
 	before := len(d.errs)
 	if n := f["builtin"]; n != nil {
-		a.Builtin, _ = d.str(n, ctx+": builtin")
+		a.Builtin, _ = d.literal(n, ctx+": builtin")
 	}
 	if n := f["preset"]; n != nil {
-		if s, ok := d.str(n, ctx+": preset"); ok {
+		if s, ok := d.literal(n, ctx+": preset"); ok {
 			if p, ok := d.lookupPreset(name, s, n); ok {
 				presetDefaults(a, p, fileSets(f))
 			}
 		}
 	}
 	if n := f["command"]; n != nil {
-		a.Command, _ = d.str(n, ctx+": command")
+		a.Command, _ = d.literal(n, ctx+": command")
 	}
 	if n := f["args"]; n != nil {
 		a.Args = d.agentArgs(n, ctx, name)
@@ -69,11 +69,11 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 		}
 	}
 	if n := f["cwd"]; n != nil {
-		a.Cwd, _ = d.str(n, ctx+": cwd")
+		a.Cwd, _ = d.literal(n, ctx+": cwd")
 		a.CwdSet = true
 	}
 	if n := f["auth"]; n != nil {
-		a.Auth, _ = d.str(n, ctx+": auth")
+		a.Auth, _ = d.literal(n, ctx+": auth")
 	}
 	if n := f["mode"]; n != nil {
 		if s, ok := d.mode(n, ctx+": mode"); ok {
@@ -149,6 +149,20 @@ func agentErrorAt(msg string, key *node, f, dispose map[string]*node) pos {
 		return pick(f["cwd"])
 	}
 	return key.pos
+}
+
+// literal reads a string that is used as written: an agent's command,
+// builtin, preset, cwd and auth are never rendered, so a ${{ }} in one is
+// refused rather than passed on as text (a command named "${{ … }}", or
+// one chosen by an input, which would let a run's inputs pick what is
+// executed).
+func (d *decoder) literal(n *node, what string) (string, bool) {
+	s, ok := d.str(n, what)
+	if ok && strings.Contains(s, "${{") {
+		d.at(d.find(n, "${{", 0), "%s: ${{ }} is not rendered here; write the value itself (expressions are rendered in args, env, mode and config)", what)
+		return s, false
+	}
+	return s, ok
 }
 
 // lookupPreset finds the preset an agent names, reporting an unknown one

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,9 +11,12 @@ import (
 )
 
 // FuzzParse checks that no input makes Parse panic, and that every error
-// it returns is an Errors with positions inside the file.
+// it returns is an Errors with positions inside the file. The hostile
+// corpus (testdata/hostile) is among its seeds, so the prescan's bounds
+// are fuzzed too.
 func FuzzParse(f *testing.F) {
-	for _, files := range [][]string{exampleFiles(f), invalidFiles(f)} {
+	hostile, _ := filepath.Glob("testdata/hostile/*.yaml")
+	for _, files := range [][]string{exampleFiles(f), invalidFiles(f), hostile} {
 		for _, file := range files {
 			src, err := os.ReadFile(file)
 			if err != nil {
@@ -21,6 +25,13 @@ func FuzzParse(f *testing.F) {
 			f.Add(src)
 		}
 	}
+	// Small seeds of the bounds the prescan enforces, for the mutator to
+	// grow around: nesting at and past the limit, compact entries, a BOM.
+	f.Add([]byte("name: t\nsteps: " + strings.Repeat("[", 101) + strings.Repeat("]", 101)))
+	f.Add([]byte("name: t\nsteps: " + strings.Repeat("{a: ", 99) + "1" + strings.Repeat("}", 99)))
+	f.Add([]byte("name: t\nsteps:\n  " + strings.Repeat("- ", 120) + "x\n"))
+	f.Add([]byte("\ufeffname: t\nx: \"[[[\"\ny: |\n  {{{\nsteps: []\n"))
+	f.Add([]byte("name: t\nsteps: ['a''b', \"c\\\"[\", {k: [1, 2]}] # [[[\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		_, err := workflows.Parse("fuzz.yaml", src)
 		if err == nil {

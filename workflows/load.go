@@ -1,10 +1,10 @@
 package workflows
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/acpflow/acpflow/engine"
@@ -13,9 +13,9 @@ import (
 
 // Load reads and checks the workflow file at path. See Parse.
 func Load(path string) (*engine.Workflow, error) {
-	src, err := os.ReadFile(path)
+	src, err := ReadFile(path, "workflow")
 	if err != nil {
-		return nil, fmt.Errorf("read workflow: %w", err)
+		return nil, err
 	}
 	return Parse(path, src)
 }
@@ -39,6 +39,7 @@ func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
 			wf, err = nil, Errors{{File: name, Msg: fmt.Sprintf("internal error while checking the workflow (please report it): %v", r)}}
 		}
 	}()
+	src = trimBOM(src)
 	errs := newErrorList(name, src)
 	root := parseYAML(src, errs)
 	if root == nil {
@@ -48,6 +49,7 @@ func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
 	d.workflow(root)
 	g := d.graph()
 	d.checkRefs(g)
+	d.checkTypes()
 	d.prepare()
 	if err := errs.result(); err != nil {
 		return nil, err
@@ -59,6 +61,13 @@ func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
 		d.wf.Steps = append(d.wf.Steps, s.step)
 	}
 	return d.wf, nil
+}
+
+// trimBOM drops a UTF-8 byte order mark, which editors on Windows write
+// and YAML allows at the start of a stream; goccy would read it as part of
+// the first key.
+func trimBOM(src []byte) []byte {
+	return bytes.TrimPrefix(src, []byte("\ufeff"))
 }
 
 // prepare hands each step to its kind, which checks what only it knows

@@ -2,8 +2,6 @@ package workflows
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -118,10 +116,11 @@ func (d *decoder) merge(err error) {
 // `permission:` and/or `env:`, each shaped as under `policies:` in a
 // workflow (SPEC §1 `policy eval`). Errors are Errors, with positions.
 func LoadPolicyFile(path string) (engine.Policies, error) {
-	src, err := os.ReadFile(path)
+	src, err := ReadFile(path, "policy file")
 	if err != nil {
-		return engine.Policies{}, fmt.Errorf("read policy file: %w", err)
+		return engine.Policies{}, err
 	}
+	src = trimBOM(src)
 	errs := newErrorList(path, src)
 	root := parseYAML(src, errs)
 	if root == nil {
@@ -136,4 +135,16 @@ func LoadPolicyFile(path string) (engine.Policies, error) {
 		return engine.Policies{}, err
 	}
 	return p, nil
+}
+
+// IsWorkflow tells a workflow from a bare policy file (SPEC §1 `policy
+// eval`): a workflow has steps or a name. A file that does not parse
+// counts as a workflow, so that the workflow loader words its errors.
+func IsWorkflow(src []byte) bool {
+	src = trimBOM(src)
+	root := parseYAML(src, newErrorList("", src))
+	if root == nil || root.kind != mappingNode {
+		return true
+	}
+	return root.get("steps") != nil || root.get("name") != nil
 }

@@ -24,6 +24,8 @@ type stepInfo struct {
 	needs   []*node // the entries of needs:, each naming a step
 	forEach bool
 
+	ifNode, forEachNode *node // for the type checks (checkTypes)
+
 	kind     steps.Kind
 	withNode *node
 	rawWith  map[string]any
@@ -70,10 +72,11 @@ func (d *decoder) decodeStep(index int, n *node) {
 		d.decodeNeeds(info, x)
 	}
 	if x := f["for-each"]; x != nil {
-		info.forEach = true
+		info.forEach, info.forEachNode = true, x
 		st.ForEach = d.expression(x, info.label+": for-each", scope{step: info, forEachExpr: true})
 	}
 	if x := f["if"]; x != nil {
+		info.ifNode = x
 		st.If = d.expression(x, info.label+": if", scope{step: info})
 	}
 	if x := f["timeout"]; x != nil {

@@ -121,6 +121,10 @@ func (n *node) plain() any {
 // parseYAML parses src into a node tree. A syntax error keeps goccy's
 // position; anchors, aliases and merge keys are resolved here.
 func parseYAML(src []byte, errs *errorList) *node {
+	if at, msg, ok := prescan(src); !ok {
+		errs.at(at, "%s", msg)
+		return nil
+	}
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {
 		var ye yaml.Error
@@ -180,6 +184,7 @@ func position(n ast.Node) pos {
 type converter struct {
 	errs    *errorList
 	anchors map[string]*node
+	aliased bool // an alias was expanded: a value may be larger than its text
 }
 
 func (c *converter) convert(n ast.Node) *node {
@@ -210,6 +215,7 @@ func (c *converter) convert(n ast.Node) *node {
 			name = x.Value.GetToken().Value
 		}
 		if v, ok := c.anchors[name]; ok {
+			c.aliased = true
 			return v
 		}
 		c.errs.at(position(x), "unknown alias *%s: define the anchor &%s before using it", name, name)
@@ -381,6 +387,10 @@ func (c *converter) bounded(n *node) *node {
 	if n.size <= maxNodes {
 		return n
 	}
-	c.errs.at(n.pos, "this value expands to more than %d YAML nodes through aliases", maxNodes)
+	if c.aliased {
+		c.errs.at(n.pos, "this value expands to more than %d YAML nodes through aliases", maxNodes)
+	} else {
+		c.errs.at(n.pos, "this value has more than %d YAML nodes; a workflow has a few thousand", maxNodes)
+	}
 	return &node{kind: n.kind, pos: n.pos, size: 1, bad: true}
 }

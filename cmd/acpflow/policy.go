@@ -3,9 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 
-	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine"
@@ -34,7 +34,7 @@ policy answers. A policy that fails answers as it would in a run: closed.`,
 			if err != nil {
 				return err
 			}
-			data, err := os.ReadFile(request)
+			data, err := readRequest(request)
 			if err != nil {
 				return usageErrorf("--request: %v", err)
 			}
@@ -89,7 +89,11 @@ func loadPolicies(file, step string) (*boundPolicies, error) {
 			b.env, b.envSrc = p.Env, src
 		}
 	}
-	if isWorkflowFile(file) {
+	src, err := workflows.ReadFile(file, "policy or workflow file")
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if workflows.IsWorkflow(src) {
 		wf, err := workflows.Load(file)
 		if err != nil {
 			return nil, usageError(err)
@@ -115,20 +119,25 @@ func loadPolicies(file, step string) (*boundPolicies, error) {
 	return b, nil
 }
 
-// isWorkflowFile tells a workflow from a bare policy file: a workflow has
-// steps.
-func isWorkflowFile(file string) bool {
-	data, err := os.ReadFile(file)
+// maxRequestSize bounds --request: a request is a few KiB; a pipe or
+// /dev/zero must not be read until memory runs out. A pipe is allowed
+// (--request <(…)), so the file is not required to be a regular one.
+const maxRequestSize = 16 << 20
+
+func readRequest(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return true // let the loader word the error
+		return nil, err
 	}
-	var top map[string]any
-	if err := yaml.Unmarshal(data, &top); err != nil {
-		return true
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxRequestSize+1))
+	if err != nil {
+		return nil, err
 	}
-	_, hasSteps := top["steps"]
-	_, hasName := top["name"]
-	return hasSteps || hasName
+	if len(data) > maxRequestSize {
+		return nil, fmt.Errorf("%s: more than %d bytes (16 MiB); a request is one JSON object of a few KiB", path, maxRequestSize)
+	}
+	return data, nil
 }
 
 func findStep(wf *engine.Workflow, id string) *engine.Step {
