@@ -106,8 +106,12 @@ func TestTheREADMERuleRejectsRmInEverySpellingAndEditsOutsideTheWorkspace(t *tes
 		}
 		rejected := map[string]bool{}
 		var editsSeen []map[string]any
+		refusedItself := false // the agent refused the outside write without asking
 		for _, script := range scripts {
-			step, _, r, _ := s.turn(ta, script, "Run the script.", readmeRules, "")
+			step, _, r, reqs := s.turn(ta, script, "Run the script.", readmeRules, "")
+			for _, q := range reqs {
+				refusedItself = refusedItself || (ta.refusesOutside != "" && strings.Contains(string(q.Body), ta.refusesOutside))
+			}
 			t.Logf("exit %d in %s; step %s/%s: %s", r.code, r.elapsed.Round(time.Millisecond), step.Status, step.StopReason, firstLine(step.Error))
 			for _, p := range step.Permissions {
 				t.Logf("permission: kind %v command %q locations %v → %v/%v rule %v (%v)", p["kind"], p["command"], p["locations"], p["decision"], p["outcome"], p["rule"], p["reason"])
@@ -133,7 +137,10 @@ func TestTheREADMERuleRejectsRmInEverySpellingAndEditsOutsideTheWorkspace(t *tes
 		if _, err := os.Stat(filepath.Join(outside, "evil.txt")); err == nil {
 			t.Error("evil.txt was written outside the workspace, through a missing directory and an outward symlink")
 		}
-		if len(editsSeen) != 2 || editsSeen[0]["decision"] != "allow" || editsSeen[1]["decision"] != "reject" {
+		switch {
+		case refusedItself && len(editsSeen) == 1 && editsSeen[0]["decision"] == "allow":
+			t.Logf("the agent refused the outside write itself (%q), without asking", ta.refusesOutside)
+		case len(editsSeen) != 2 || editsSeen[0]["decision"] != "allow" || editsSeen[1]["decision"] != "reject":
 			t.Errorf("edits %v: want the inside one allowed, the outside one rejected", editsSeen)
 		}
 		if b, err := os.ReadFile(filepath.Join(s.dir, "inside.txt")); err != nil || string(b) != "inside\n" {

@@ -14,27 +14,10 @@ import (
 	"github.com/acpflow/acpflow/realagents/modelserver"
 )
 
-// claude-agent-acp runs Claude Code, which honours ANTHROPIC_BASE_URL and
-// takes any ANTHROPIC_API_KEY. The rest keeps it offline and quiet:
-// measured with strace, without CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC a
-// one-turn session looks up the real API host six times (telemetry and
-// event logs bypass the base URL); with it, only one lookup is left (a
-// plugin statistics file), which fails offline without harm. The other
-// names are what Claude Code reads besides, for the same traffic.
+// claude-agent-acp: its env (the model server's URL, a dummy key, quiet
+// settings) is agentsetup's.
 func init() {
-	turnAgents["claude"] = &turnAgent{
-		agent: claudeAgent,
-		setup: func(s *sandbox, srv *modelserver.Server) []string {
-			return []string{
-				"ANTHROPIC_BASE_URL=" + srv.URL(),
-				"ANTHROPIC_API_KEY=sk-ant-acpflow-dummy",
-				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-				"DISABLE_AUTOUPDATER=1",
-				"DISABLE_TELEMETRY=1",
-				"DISABLE_ERROR_REPORTING=1",
-			}
-		},
-	}
+	turnAgents["claude"] = &turnAgent{name: "claude"}
 }
 
 func TestClaudeCompletesAWholeTurn(t *testing.T) {

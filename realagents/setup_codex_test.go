@@ -8,93 +8,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acpflow/acpflow/realagents/agentsetup"
 	"github.com/acpflow/acpflow/realagents/modelserver"
 	"github.com/acpflow/acpflow/steps"
 )
 
+// codex-acp: its config file (the model server as a custom provider) and
+// prompt rule are agentsetup's; the approval settings are the preset's args.
 func init() {
-	// The preset's own args (its approval settings), as `preset: codex`
-	// with a local command keeps them: what is tested is what users get.
 	preset, _ := steps.LookupPreset("codex")
-	a := codex
-	a.args = preset.Args
 	turnAgents["codex"] = &turnAgent{
-		agent: a,
+		name: "codex",
+		// The preset's own args (its approval settings), as `preset: codex`
+		// with a local command keeps them: what is tested is what users get.
+		adjust: func(a *agentsetup.Agent) { a.Args = preset.Args },
 		// Selecting its reject option ("No, and tell Codex what to do
 		// differently") ends the turn with stopReason cancelled.
 		endsTurnOnReject: true,
-		yaml:             "auth: codex-api-key",
-		setup: func(s *sandbox, srv *modelserver.Server) []string {
-			writeCodexConfig(s.t, s.home, srv.URL())
-			return []string{"CODEX_API_KEY=sk-acpflow-dummy"}
-		},
-	}
-}
-
-// codexConfig points codex at the model server and makes every command and
-// every write reach acpflow's policy.
-//
-// codex ignores OPENAI_BASE_URL but honours a custom model provider. The
-// model is one codex knows (gpt-5.4): for an unknown name it streams a
-// "Model metadata … not found" warning as an agent message and declares no
-// apply_patch tool (patches then go through exec_command).
-//
-// Which tool calls ask (codex-acp 0.16.0, measured): in its ACP modes
-// (read-only, the default; auto; full-access) codex runs commands it does
-// not judge dangerous in its own sandbox without asking (and here, without
-// bubblewrap, that sandbox fails them with exit 101), asks for dangerous
-// ones (rm) and for every apply_patch except in full-access, where nothing
-// asks. approval_policy "untrusted" with no sandbox asks for every command
-// except its built-in "known safe" list (ls, cat, echo, git status, …); a
-// prompt rule for exactly those programs closes that gap. With this
-// approval/sandbox pair codex-acp offers no modes (session/new has no
-// "modes" and no "mode" config option). The pair comes from the codex
-// preset's args (-c approval_policy=…); the config file adds the rule.
-const codexConfig = `# Written by acpflow's realagents tests.
-model = "gpt-5.4"
-model_provider = "scripted"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[otel]
-exporter = "none"
-
-[model_providers.scripted]
-name = "scripted"
-base_url = "BASE_URL/v1"
-wire_api = "responses"
-requires_openai_auth = true
-supports_websockets = false
-request_max_retries = 0
-stream_max_retries = 0
-`
-
-// codexPromptRule makes codex ask for the commands it would otherwise run
-// unasked under approval_policy "untrusted": its known-safe programs.
-const codexPromptRule = `prefix_rule(
-    pattern = [["base64", "cat", "cd", "cut", "echo", "expr", "false", "find", "git", "grep", "head", "id", "ls", "nl", "numfmt", "paste", "pwd", "rev", "rg", "sed", "seq", "stat", "tac", "tail", "tr", "true", "uname", "uniq", "wc", "which", "whoami"]],
-    decision = "prompt",
-    justification = "acpflow's permission policy decides every command",
-)
-`
-
-func writeCodexConfig(t *testing.T, home, url string) {
-	t.Helper()
-	dir := filepath.Join(home, ".codex")
-	if err := os.MkdirAll(filepath.Join(dir, "rules"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := strings.Replace(codexConfig, "BASE_URL", url, 1)
-	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "rules", "acpflow.rules"), []byte(codexPromptRule), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

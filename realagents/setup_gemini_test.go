@@ -3,8 +3,8 @@
 package realagents_test
 
 import (
-	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,67 +12,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acpflow/acpflow/realagents/agentsetup"
 	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/steps"
 )
 
-// geminiSettings is $HOME/.gemini/settings.json for gemini-cli 0.61: no
-// telemetry, usage statistics, update check, IDE integration or
-// checkpointing, so that it reaches nothing but the model server.
-var geminiSettings = map[string]any{
-	"general": map[string]any{
-		"enableAutoUpdate":             false,
-		"enableAutoUpdateNotification": false,
-		"checkpointing":                map[string]any{"enabled": false},
-	},
-	"privacy":   map[string]any{"usageStatisticsEnabled": false},
-	"telemetry": map[string]any{"enabled": false},
-	"ide":       map[string]any{"enabled": false},
-	"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
-}
-
-// geminiPolicy is $HOME/.gemini/policies/acpflow.toml: every shell command,
-// file write and edit asks the ACP client, so that each one reaches
-// acpflow's permission policy.
-//
-// # Notes
-//
-// Without it, gemini-cli 0.61 runs shell commands it judges safe (echo, ls,
-// cat, grep, pwd, … each part of a compound line) without asking, and an
-// "allow for this session" answer lets later calls of the same root command
-// run unasked. tools.confirmationRequired in settings.json does not help:
-// its rule still goes through the same safe-command heuristics. A rule
-// with an argsPattern skips them; in the user tier (4.999) it outranks
-// yolo's allow-all (1.998) and the session's always-allow rules (tier 3).
-// It leaves out plan mode, whose denials (no shell, writes only to its
-// plans directory) it would otherwise turn into questions.
-const geminiPolicy = `[[rule]]
-toolName = ["run_shell_command", "write_file", "replace"]
-argsPattern = ".*"
-decision = "ask_user"
-priority = 999
-modes = ["default", "autoEdit", "yolo"]
-`
-
+// gemini-cli: its settings and its ask-everything policy are agentsetup's;
+// the preset's env (GEMINI_CLI_NO_RELAUNCH) is added, as `preset: gemini`
+// would add it.
 func init() {
+	preset, _ := steps.LookupPreset("gemini")
 	turnAgents["gemini"] = &turnAgent{
-		agent: gemini,
-		yaml:  "auth: gemini-api-key",
-		setup: func(s *sandbox, srv *modelserver.Server) []string {
-			dir := filepath.Join(s.home, ".gemini")
-			b, _ := json.MarshalIndent(geminiSettings, "", "  ")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				s.t.Fatal(err)
+		name: "gemini",
+		// It resolves symlinks itself (measured, 0.61.0): a write through
+		// an outward link never reaches acpflow's policy.
+		refusesOutside: "Path not in workspace",
+		adjust: func(a *agentsetup.Agent) {
+			for _, k := range slices.Sorted(maps.Keys(preset.SetEnv)) {
+				a.Env = append(a.Env, k+"="+preset.SetEnv[k])
 			}
-			if err := os.WriteFile(filepath.Join(dir, "settings.json"), b, 0o644); err != nil {
-				s.t.Fatal(err)
-			}
-			if err := os.MkdirAll(filepath.Join(dir, "policies"), 0o755); err != nil {
-				s.t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "policies", "acpflow.toml"), []byte(geminiPolicy), 0o644); err != nil {
-				s.t.Fatal(err)
-			}
-			return []string{"GEMINI_API_KEY=acpflow-dummy", "GOOGLE_GEMINI_BASE_URL=" + srv.URL()}
 		},
 	}
 }
@@ -116,8 +74,9 @@ func TestGeminiCompletesAWholeTurn(t *testing.T) {
 	}
 }
 
-// With geminiPolicy, commands gemini would run unasked (a plain echo or ls)
-// reach acpflow's policy too, and a rejected one does not run.
+// With agentsetup's gemini policy, commands gemini would run unasked (a
+// plain echo or ls) reach acpflow's policy too, and a rejected one does
+// not run.
 func TestGeminiAsksForEveryShellCommandAndWrite(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)

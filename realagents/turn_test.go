@@ -11,22 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acpflow/acpflow/realagents/agentsetup"
 	"github.com/acpflow/acpflow/realagents/modelserver"
 )
 
 // turnAgent is a real agent set up to complete whole turns offline against
-// a scripted model server (modelserver). Each agent's file registers one in
-// turnAgents from its init.
+// a scripted model server (modelserver) by agentsetup. Each agent's file
+// registers one in turnAgents from its init.
 type turnAgent struct {
-	agent
-	// yaml is added under the agent in the workflow (auth:, mode:, …).
-	yaml string
-	// setup points the agent at the model server: it may write files under
-	// s.home (the agent's fresh HOME) and returns extra env KEY=VALUE pairs.
-	setup func(s *sandbox, srv *modelserver.Server) []string
+	name string // agentsetup's
+	// adjust, if set, changes what agentsetup returned: a preset's args or
+	// env, as a workflow with `preset:` would get them.
+	adjust func(*agentsetup.Agent)
 	// endsTurnOnReject: the agent ends its turn (cancelled) when a tool
 	// call is rejected, so a script cannot go on past one.
 	endsTurnOnReject bool
+	// refusesOutside is what the agent tells the model when it refuses,
+	// without asking, a write whose path resolves outside its workspace
+	// ("" if it asks).
+	refusesOutside string
 }
 
 // turnAgents are the agents that complete whole turns, by name
@@ -75,15 +78,21 @@ func (s *sandbox) turn(ta *turnAgent, script modelserver.Script, prompt, policie
 // for srv, and returns its path.
 func (s *sandbox) writeTurnWorkflow(ta *turnAgent, srv *modelserver.Server, prompt, policiesYAML, stepYAML string) string {
 	s.t.Helper()
-	extra := ta.setup(s, srv)
-	env := map[string]string{}
-	for _, kv := range s.env(ta.agent, extra...) {
+	a, err := agentsetup.Setup(ta.name, nodeModules, s.home, srv.URL())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if ta.adjust != nil {
+		ta.adjust(&a)
+	}
+	env := map[string]string{markVar: s.mark}
+	for _, kv := range a.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
 	envJSON, _ := json.Marshal(env)
-	argsJSON, _ := json.Marshal(ta.args)
-	if ta.args == nil {
+	argsJSON, _ := json.Marshal(a.Args)
+	if a.Args == nil {
 		argsJSON = []byte("[]")
 	}
 	promptJSON, _ := json.Marshal(prompt)
@@ -101,7 +110,7 @@ steps:
     uses: acp-subagent
     with: {agent: a, prompt: %s}
 %s
-`, s.command(ta.agent), argsJSON, envJSON, indent(ta.yaml, "    "), indent(policiesYAML, "  "), promptJSON, indent(stepYAML, "    "))
+`, a.Command, argsJSON, envJSON, indent(a.YAML(), "    "), indent(policiesYAML, "  "), promptJSON, indent(stepYAML, "    "))
 	if strings.TrimSpace(policiesYAML) == "" {
 		wf = strings.Replace(wf, "policies:\n\n", "", 1)
 	}
