@@ -78,12 +78,3 @@ func (l Leftovers) Reap() []Proc {
 	waitKeysGone(kill)
 	return killed
 }
-
-// ReapGroup kills what is left of the group of a recorded agent (pid pgid,
-// started at leaderTicks) and reports whether it killed anything.
-//
-// Deprecated: it knows only the leader; record the descendants too and use
-// Leftovers.Reap, which also finds what the group's members left outside it.
-func ReapGroup(pgid int, leaderTicks uint64) bool {
-	return len(Leftovers{Procs: []Proc{{PID: pgid, PGID: pgid, StartTicks: leaderTicks}}}.Reap()) > 0
-}
