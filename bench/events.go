@@ -17,6 +17,8 @@ type event struct {
 	Tier       string    `json:"tier"`
 	DurationMS *int64    `json:"duration_ms"`
 	Status     string    `json:"status"`
+	StopReason string    `json:"stop_reason"`
+	Error      string    `json:"error"`
 }
 
 func parseEvents(stdout []byte) ([]event, error) {
@@ -37,7 +39,9 @@ func parseEvents(stdout []byte) ([]event, error) {
 type timeline struct {
 	runStart, spawned, initialized, session time.Time
 	answered                                time.Time // the last agent_message_chunk: the prompt's answer follows it
+	turnEnd                                 time.Time // the prompt's answer, as acpflow saw it
 	teardown, stepEnd, runEnd               time.Time
+	stopReason, stepError                   string
 	tier                                    string
 	teardownMS                              int64
 	status                                  string
@@ -52,7 +56,9 @@ func timelineOf(es []event) (timeline, error) {
 		case e.Type == "run_end":
 			t.runEnd = e.Time
 		case e.Type == "step_end":
-			t.stepEnd, t.status = e.Time, e.Status
+			t.stepEnd, t.status, t.stepError = e.Time, e.Status, e.Error
+		case e.Type == "turn_end":
+			t.turnEnd, t.stopReason = e.Time, e.StopReason
 		case e.Type == "step_update" && e.Kind == "spawned":
 			t.spawned = e.Time
 		case e.Type == "step_update" && e.Kind == "initialized":

@@ -4,9 +4,11 @@
 // Everything is built first (acpflow, the bare acp-go-sdk client, the
 // no-delay test agent), then the variants run interleaved, so that a busy
 // moment on the machine hurts every variant alike. acpx, the Node ACP CLI,
-// joins the comparison when bench/acpx/install.sh has installed it. Each
-// section ends with the targets it is judged by; with -write the report
-// also goes to bench/RESULTS.md.
+// joins the comparison when bench/acpx/install.sh has installed it, and
+// the real agents (claude, codex, gemini against a scripted model server)
+// when realagents/install.sh has installed them. Each section ends with the
+// targets it is judged by; with -write the report also goes to
+// bench/RESULTS.md. -only runs some sections (e.g. `-only real`).
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,10 +27,12 @@ import (
 
 // bench is what every section measures with.
 type bench struct {
-	n       int
-	dir     string // scratch: binaries, workflows, the run store
-	state   string // the run store of every acpflow run (not the user's)
-	acpxDir string // where bench/acpx/install.sh installed acpx
+	n           int
+	nReal       int    // runs per client on the real agents
+	dir         string // scratch: binaries, workflows, the run store
+	state       string // the run store of every acpflow run (not the user's)
+	acpxDir     string // where bench/acpx/install.sh installed acpx
+	nodeModules string // where realagents/install.sh installed the real agents
 
 	acpflow, bareclient, testagent string
 }
@@ -48,12 +53,19 @@ func (s *section) target(name, measured string, met bool) {
 	s.targets = append(s.targets, target{name, measured, met})
 }
 
-// sections run in this order. One that returns nil is left out of the report.
-var sections = []func(*bench) *section{
-	turnSection,
-	teardownSection,
-	batchThroughput,
-	policyDecisionCosts,
+type sectionEntry struct {
+	name string // what -only calls it
+	run  func(*bench) *section
+}
+
+// sections run in this order, by the name -only knows them by. One that
+// returns nil is left out of the report.
+var sections = []sectionEntry{
+	{"turn", turnSection},
+	{"teardown", teardownSection},
+	{"batch", batchThroughput},
+	{"policy", policyDecisionCosts},
+	{"real", realAgentsSection},
 }
 
 // variant is one command measured repeatedly.
@@ -68,14 +80,29 @@ func main() {
 		launch(os.Args[3:])
 	}
 	n := flag.Int("n", 30, "runs per variant")
+	nReal := flag.Int("n-real", 5, "runs per client on each real agent (1–3 s each)")
 	write := flag.Bool("write", false, "also write bench/RESULTS.md")
+	only := flag.String("only", "", "run only these sections, comma-separated: "+sectionNames())
 	acpxDir := flag.String("acpx", filepath.Join("bench", "acpx"), "where bench/acpx/install.sh installed acpx")
+	nodeModules := flag.String("realagents", filepath.Join("realagents", "node_modules"), "where realagents/install.sh installed the real agents")
 	flag.Parse()
+	run := map[string]bool{}
+	for _, name := range strings.Split(*only, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			if !slices.ContainsFunc(sections, func(s sectionEntry) bool { return s.name == name }) {
+				check(fmt.Errorf("-only: no section %q (sections: %s)", name, sectionNames()))
+			}
+			run[name] = true
+		}
+	}
+	if *write && len(run) > 0 {
+		check(fmt.Errorf("-write writes the whole report: drop -only"))
+	}
 
 	dir, err := os.MkdirTemp("", "acpflow-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	b := &bench{n: *n, dir: dir, state: filepath.Join(dir, "state.db"), acpxDir: *acpxDir}
+	b := &bench{n: *n, nReal: *nReal, dir: dir, state: filepath.Join(dir, "state.db"), acpxDir: *acpxDir, nodeModules: *nodeModules}
 	b.acpflow, b.bareclient, b.testagent = filepath.Join(dir, "acpflow"), filepath.Join(dir, "bareclient"), filepath.Join(dir, "testagent")
 	build(b.acpflow, "./cmd/acpflow")
 	build(b.bareclient, "./bench/bareclient")
@@ -83,11 +110,15 @@ func main() {
 
 	date := time.Now().UTC()
 	var out strings.Builder
-	fmt.Fprintf(&out, "%s, %d CPUs (%s), %s, %s; median of %d runs per figure.\n",
-		runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), date.Format("2006-01-02"), *n)
+	fmt.Fprintf(&out, "%s, %d CPUs (%s), %s, %s; median of %d runs per figure (%d on the real agents).\n",
+		runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version(), date.Format("2006-01-02"), *n, *nReal)
+	fmt.Fprintf(&out, "Load average (1 min) at the start: %s.\n", loadAverage())
 	var targets []target
-	for _, f := range sections {
-		s := f(b)
+	for _, sec := range sections {
+		if len(run) > 0 && !run[sec.name] {
+			continue
+		}
+		s := sec.run(b)
 		if s == nil {
 			continue
 		}
@@ -106,8 +137,16 @@ func main() {
 	t.write(&out)
 	fmt.Print(out.String())
 	if *write {
-		writeResults(out.String(), *n, date)
+		writeResults(out.String(), *n, *nReal, date)
 	}
+}
+
+func sectionNames() string {
+	var names []string
+	for _, s := range sections {
+		names = append(names, s.name)
+	}
+	return strings.Join(names, ",")
 }
 
 // workflow writes a workflow into the scratch directory and returns its path.
@@ -158,12 +197,13 @@ func cpuModel() string {
 	return "unknown CPU"
 }
 
-func writeResults(report string, n int, date time.Time) {
+func writeResults(report string, n, nReal int, date time.Time) {
 	host, _ := os.Hostname()
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	body := fmt.Sprintf("# acpflow benchmark results\n\nCommand: `go run ./bench -write -n %d` (from the repository root; `bash bench/acpx/install.sh` first for acpx).\n"+
+	body := fmt.Sprintf("# acpflow benchmark results\n\nCommand: `go run ./bench -write -n %d -n-real %d` (from the repository root; `bash bench/acpx/install.sh` first for acpx,\n"+
+		"`bash realagents/install.sh` for the real agents).\n"+
 		"Machine: host %q, Linux %s. Written %s.\n\n%s",
-		n, host, strings.TrimSpace(string(kernel)), date.Format(time.RFC3339), report)
+		n, nReal, host, strings.TrimSpace(string(kernel)), date.Format(time.RFC3339), report)
 	check(os.WriteFile(filepath.Join("bench", "RESULTS.md"), []byte(body), 0o644))
 }
 

@@ -3,11 +3,20 @@
 // initialize, session/new, one prompt, close stdin, wait. No policies, no
 // events, no process-group teardown.
 //
-// Usage: bareclient [-n N] [-c C] -- AGENT [ARGS...]   (N turns, C at once, each a fresh agent)
+// For a real agent (bench's "Real agents, one turn") it can authenticate
+// (-auth), answer permission requests with the agent's allow-once option
+// (-allow), and end the turn the fastest way there is (-kill): SIGKILL to
+// the agent's process group as soon as the prompt's answer arrives, no
+// teardown at all. -phases prints when each part of the turn ended, one
+// JSON line per turn (turnPhases).
+//
+// Usage: bareclient [-n N] [-c C] [-auth ID] [-allow] [-kill] [-phases] [-prompt TEXT] [-timeout D] -- AGENT [ARGS...]
+// (N turns, C at once, each a fresh agent)
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -15,11 +24,42 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
 
-type client struct{ out strings.Builder }
+// options are the flags that shape one turn.
+type options struct {
+	prompt string
+	auth   string        // authenticate method id, "" for none
+	allow  bool          // select allow_once on permission requests (else cancel them)
+	kill   bool          // SIGKILL the process group at the answer, instead of EOF and wait
+	phases bool          // print turnPhases
+	limit  time.Duration // a turn that takes longer fails (and its group is killed)
+}
+
+// turnPhases is when each part of a turn ended, in Unix nanoseconds (0 for
+// a part that did not happen).
+type turnPhases struct {
+	Spawned       int64  `json:"spawned"` // Start returned
+	Initialized   int64  `json:"initialized"`
+	Authenticated int64  `json:"authenticated,omitempty"`
+	Session       int64  `json:"session"`
+	Answered      int64  `json:"answered"` // the prompt's response arrived
+	Reaped        int64  `json:"reaped"`   // the agent's exit was reaped
+	StopReason    string `json:"stop_reason"`
+	Permissions   int    `json:"permissions"` // requests answered
+}
+
+type client struct {
+	out   strings.Builder
+	allow bool
+
+	mu          sync.Mutex
+	permissions int
+}
 
 func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
 	if m := n.Update.AgentMessageChunk; m != nil && m.Content.Text != nil {
@@ -29,6 +69,17 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 }
 
 func (c *client) RequestPermission(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	c.mu.Lock()
+	c.permissions++
+	c.mu.Unlock()
+	if c.allow {
+		for _, o := range p.Options {
+			if o.Kind == acp.PermissionOptionKindAllowOnce {
+				return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
+					Selected: &acp.RequestPermissionOutcomeSelected{OptionId: o.OptionId}}}, nil
+			}
+		}
+	}
 	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}, nil
 }
 
@@ -54,8 +105,16 @@ func (c *client) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitReq
 	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound("terminal/wait_for_exit")
 }
 
-func turn(ctx context.Context, argv []string) error {
+func turn(ctx context.Context, argv []string, o options) error {
+	if o.limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.limit)
+		defer cancel()
+	}
+	var ph turnPhases
+	now := func() int64 { return time.Now().UnixNano() }
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: o.kill}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -67,26 +126,75 @@ func turn(ctx context.Context, argv []string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	c := &client{}
+	ph.Spawned = now()
+	killed := false
+	killGroup := func() {
+		if !killed {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			killed = true
+		}
+	}
+	if o.kill {
+		// Whatever happens below, the group goes.
+		defer func() {
+			killGroup()
+			cmd.Wait()
+		}()
+	}
+	c := &client{allow: o.allow}
 	conn := acp.NewClientSideConnection(c, stdin, stdout)
 	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
-		return err
+		return fmt.Errorf("initialize: %w", err)
+	}
+	ph.Initialized = now()
+	if o.auth != "" {
+		if _, err := conn.Authenticate(ctx, acp.AuthenticateRequest{MethodId: o.auth}); err != nil {
+			return fmt.Errorf("authenticate: %w", err)
+		}
+		ph.Authenticated = now()
 	}
 	wd, _ := os.Getwd()
 	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: wd, McpServers: []acp.McpServer{}})
 	if err != nil {
-		return err
+		return fmt.Errorf("session/new: %w", err)
 	}
-	if _, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("hello")}}); err != nil {
-		return err
+	ph.Session = now()
+	resp, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(o.prompt)}})
+	if err != nil {
+		return fmt.Errorf("session/prompt: %w", err)
 	}
-	stdin.Close()
-	return cmd.Wait()
+	ph.Answered, ph.StopReason = now(), string(resp.StopReason)
+	if o.kill {
+		killGroup()
+		err = cmd.Wait()
+		if ee, ok := err.(*exec.ExitError); ok && ee.ProcessState.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL {
+			err = nil
+		}
+	} else {
+		stdin.Close()
+		err = cmd.Wait()
+	}
+	ph.Reaped = now()
+	if o.phases {
+		c.mu.Lock()
+		ph.Permissions = c.permissions
+		c.mu.Unlock()
+		b, _ := json.Marshal(ph)
+		fmt.Println(string(b))
+	}
+	return err
 }
 
 func main() {
 	n := flag.Int("n", 1, "turns, each with a fresh agent")
 	c := flag.Int("c", 1, "turns in flight at once (the batch baseline)")
+	var o options
+	flag.StringVar(&o.prompt, "prompt", "hello", "the prompt's text")
+	flag.StringVar(&o.auth, "auth", "", "call authenticate with this method id before session/new")
+	flag.BoolVar(&o.allow, "allow", false, "answer permission requests with the allow_once option (else cancelled)")
+	flag.BoolVar(&o.kill, "kill", false, "SIGKILL the agent's process group as soon as the prompt's answer arrives")
+	flag.BoolVar(&o.phases, "phases", false, "print when each part of every turn ended, one JSON line per turn")
+	flag.DurationVar(&o.limit, "timeout", 0, "fail a turn that takes longer (0: no limit)")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: bareclient [-n N] [-c C] -- AGENT [ARGS...]")
@@ -101,7 +209,7 @@ func main() {
 		go func() {
 			defer wg.Done()
 			for range turns {
-				if err := turn(context.Background(), flag.Args()); err != nil {
+				if err := turn(context.Background(), flag.Args(), o); err != nil {
 					errs <- err
 					return
 				}
