@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(loadTimeHelper); path != "" {
 		os.Exit(measureLoad(path))
 	}
+	if budget := os.Getenv(concurrencyHelper); budget != "" {
+		os.Exit(measureConcurrency(budget))
+	}
 	os.Exit(m.Run())
 }
 

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -28,6 +30,10 @@ const (
 	stderrExcerpt = 200      // bytes of stderr quoted in an error
 )
 
+// MaxModuleSize is the largest policy module file Load reads. The Go
+// example, the largest a compiler here writes, is 3.3 MB.
+const MaxModuleSize = 32 << 20
+
 // Module is a loaded policy module with its limits. It is safe for
 // concurrent use.
 type Module struct {
@@ -45,19 +51,24 @@ type Module struct {
 // acpflow_alloc and acpflow_decide. Zero fields of limits take their
 // defaults.
 //
-// Errors name path and say what is wrong with the file: not a WASM module,
-// a component instead of a core module, an import acpflow does not
+// Errors name path and say what is wrong with the file: not a regular file
+// or over MaxModuleSize, not a WASM module, a component instead of a core
+// module, a function too large to compile in reasonable time (MaxBlocks),
+// a compile past the host's time limit, an import acpflow does not
 // provide, a missing or mistyped export, a starting memory over the limit.
 func (h *Host) Load(ctx context.Context, path string, limits Limits) (*Module, error) {
 	limits, err := limits.resolve()
 	if err != nil {
 		return nil, fmt.Errorf("policy module %s: %w", path, err)
 	}
-	bin, err := os.ReadFile(path)
+	bin, err := readModule(path)
 	if err != nil {
 		return nil, fmt.Errorf("policy module %s: %w", path, err)
 	}
 	if err := checkHeader(bin); err != nil {
+		return nil, fmt.Errorf("policy module %s: %w", path, err)
+	}
+	if err := checkStructure(bin); err != nil {
 		return nil, fmt.Errorf("policy module %s: %w", path, err)
 	}
 	compiled, err := h.compile(ctx, bin)
@@ -72,6 +83,34 @@ func (h *Host) Load(ctx context.Context, path string, limits Limits) (*Module, e
 		m.idle = make(chan *instance, runtime.GOMAXPROCS(0))
 	}
 	return m, nil
+}
+
+// readModule reads a module file of at most MaxModuleSize bytes. It opens
+// without blocking and reads only a regular file, so a FIFO cannot hang a
+// load and /dev/zero cannot fill memory.
+func readModule(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !info.Mode().IsRegular():
+		return nil, fmt.Errorf("not a regular file (%s): a policy module is a .wasm file", info.Mode().Type())
+	case info.Size() > MaxModuleSize:
+		return nil, fmt.Errorf("%d bytes, over the limit of %s for a policy module", info.Size(), formatBytes(MaxModuleSize))
+	}
+	bin, err := io.ReadAll(io.LimitReader(f, MaxModuleSize+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(bin) > MaxModuleSize:
+		return nil, fmt.Errorf("grew past the limit of %s for a policy module while it was read", formatBytes(MaxModuleSize))
+	}
+	return bin, nil
 }
 
 // checkHeader tells a WASM core module from anything else before wazero
@@ -173,10 +212,15 @@ func (m *Module) Limits() Limits { return m.limits }
 //
 // Err is set, and names the module, when the module exits non-zero, traps,
 // runs past Limits.Timeout, grows past Limits.Memory, answers more than
-// Limits.Output bytes or anything but a JSON object, or when ctx ends
-// first.
+// Limits.Output bytes or anything but a JSON object, when ctx ends first,
+// or when the host is busy: its instances in flight hold its whole memory
+// budget (WithInstanceMemory) for longer than Limits.Timeout.
 //
 // # Notes
+//
+// The time limit starts when the call has its place among the instances in
+// flight, so a module's budget of time does not depend on the load; a
+// call waits for that place at most Limits.Timeout, and never past ctx.
 //
 // A command module gets a fresh instance per call: no state carries over.
 // A reactor's instances are pooled and reused, so its globals persist
@@ -191,6 +235,13 @@ func (m *Module) Call(ctx context.Context, kind string, request []byte) (answer 
 	if err != nil {
 		return nil, "", fmt.Errorf("policy module %s: request: %w", m.path, err)
 	}
+	weight := m.host.instances.weight(m.limits.Memory)
+	if !m.host.instances.tryAcquire(weight) {
+		if err := m.waitForRoom(ctx, weight); err != nil {
+			return nil, "", err
+		}
+	}
+	defer m.host.instances.release(weight)
 	callCtx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
 	defer cancel()
 	if m.reactor {
@@ -205,6 +256,21 @@ func (m *Module) Call(ctx context.Context, kind string, request []byte) (answer 
 		return nil, stderr, fmt.Errorf("policy module %s: %w", m.path, err)
 	}
 	return answer, stderr, nil
+}
+
+// waitForRoom waits for weight bytes of the host's instance budget, at most
+// the module's time limit and never past ctx.
+func (m *Module) waitForRoom(ctx context.Context, weight uint64) error {
+	wait, cancel := context.WithTimeout(ctx, m.limits.Timeout)
+	defer cancel()
+	err := m.host.instances.acquire(wait, weight)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("policy module %s: the WASM host is busy (its instances in flight hold all of its %s of memory), and the call was stopped while it waited: %w", m.path, formatBytes(m.host.instances.total), context.Cause(ctx))
+	}
+	return fmt.Errorf("policy module %s: the WASM host is busy: its instances in flight held all of its %s of memory for more than %s", m.path, formatBytes(m.host.instances.total), m.limits.Timeout)
 }
 
 // callCommand runs _start in a fresh instance, request on stdin.
