@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -80,7 +84,9 @@ func NewWASMPermission(m *wasm.Module, name string, config map[string]any) *WASM
 // The answer must be exactly {"decision": D, "reason": R}: D one of the
 // five decision words, R a string or absent. Any other member is an error
 // too, so that a misspelt "reason" is found at once instead of silently
-// dropped.
+// dropped, and so is a member given twice or in another case
+// ({"decision":"reject","Decision":"allow"}), which JSON decoders read
+// differently: one takes the first, encoding/json the last.
 func (p *WASMPermission) DecidePermission(ctx context.Context, req *PermissionRequest) (Verdict, error) {
 	failed := Verdict{Rule: p.name}
 	if req == nil {
@@ -104,21 +110,11 @@ func (p *WASMPermission) DecidePermission(ctx context.Context, req *PermissionRe
 	if err != nil {
 		return failed, err
 	}
-	var a struct {
-		Decision *string `json:"decision"`
-		Reason   string  `json:"reason"`
-	}
-	if err := decodeAnswer(answer, &a); err != nil {
+	d, reason, err := decodePermissionAnswer(answer)
+	if err != nil {
 		return failed, fmt.Errorf("policy module %s: %w", p.module.Path(), err)
 	}
-	if a.Decision == nil {
-		return failed, fmt.Errorf("policy module %s: answer has no \"decision\": %s", p.module.Path(), excerpt(answer))
-	}
-	d, err := ParseDecision(*a.Decision)
-	if err != nil {
-		return failed, fmt.Errorf("policy module %s: answer: %w", p.module.Path(), err)
-	}
-	return Verdict{Decision: d, Rule: p.name, Reason: a.Reason, Stderr: stderr}, nil
+	return Verdict{Decision: d, Rule: p.name, Reason: reason, Stderr: stderr}, nil
 }
 
 // WASMEnv is an env policy decided by a WASM module (SPEC §4.2): it sends
@@ -157,8 +153,14 @@ type wasmEnvRequest struct {
 // The answer must have exactly one of "env" (an object whose values are
 // all strings, and whose names are non-empty and contain neither "=" nor
 // NUL, so the environment can be spawned as given) and "deny" (a non-empty
-// string). Anything else is an error, and the caller refuses the spawn. If
+// string). Anything else is an error, and the caller refuses the spawn: a
+// member given twice or in another case, a name set twice in "env". If
 // Base itself denies, its decision stands and the module is not asked.
+//
+// The module sees every ambient value, credentials included, so what it
+// says is scrubbed before it is returned: its stderr, its errors and its
+// reason to deny carry no value that the built-in rules drop, and no value
+// of a variable with a credential's name (secretScrubber).
 func (e *WASMEnv) DecideEnv(ctx context.Context, req *EnvRequest) (EnvDecision, error) {
 	failed := EnvDecision{Rule: e.name}
 	if req == nil {
@@ -183,34 +185,88 @@ func (e *WASMEnv) DecideEnv(ctx context.Context, req *EnvRequest) (EnvDecision, 
 		return failed, fmt.Errorf("policy module %s: request: %w", e.module.Path(), err)
 	}
 	answer, stderr, err := e.module.Call(ctx, KindEnv, request)
-	failed.Stderr = stderr
+	scrub := secretScrubber(req, proposed.Env)
+	failed.Stderr = scrub.Replace(stderr)
 	if err != nil {
-		return failed, err
+		return failed, scrubbedError{scrub.Replace(err.Error()), err}
 	}
-	var a struct {
-		Env  *map[string]string `json:"env"`
-		Deny *string            `json:"deny"`
-	}
-	if err := decodeAnswer(answer, &a); err != nil {
-		return failed, fmt.Errorf("policy module %s: %w", e.module.Path(), err)
-	}
+	env, deny, err := decodeEnvAnswer(answer)
 	switch {
-	case a.Env != nil && a.Deny != nil:
-		return failed, fmt.Errorf("policy module %s: answer has both \"env\" and \"deny\"", e.module.Path())
-	case a.Deny != nil:
-		if *a.Deny == "" {
-			return failed, fmt.Errorf("policy module %s: answer denies with an empty reason", e.module.Path())
+	case err != nil:
+		return failed, scrubbedError{scrub.Replace(fmt.Sprintf("policy module %s: %s", e.module.Path(), err)), err}
+	case deny != "":
+		return EnvDecision{Deny: scrub.Replace(deny), Rule: e.name, Stderr: failed.Stderr}, nil
+	}
+	return EnvDecision{Env: env, Rule: e.name, Stderr: failed.Stderr}, nil
+}
+
+// secretScrubber replaces, in what an env module says (its stderr, its
+// errors and its reason to deny), every value that must not be recorded:
+// an ambient value that the built-in rules would not pass as it is (the
+// credential rule, ACPFLOW_*, inherit, the user's drop rules), and every
+// value, ambient or explicit, of a variable with a credential's name even
+// where a rule keeps it. The module is sent all of them; what it writes
+// goes to the terminal, the run store, --output and --json. A value is
+// replaced by "[value of NAME]", as written and as JSON or Go quoting
+// escapes it (a module echoing its request shows values JSON-escaped; an
+// error quotes an answer with %q). Values shorter than 4 bytes are left
+// alone: none is a secret worth the name, and replacing every "1" would
+// make stderr unreadable.
+func secretScrubber(req *EnvRequest, proposed map[string]string) *strings.Replacer {
+	secret := map[string]string{} // value, or an escaped form of it → name
+	add := func(name, value string) {
+		if len(value) < 4 {
+			return
 		}
-		return EnvDecision{Deny: *a.Deny, Rule: e.name, Stderr: stderr}, nil
-	case a.Env != nil && *a.Env != nil:
-		for name, value := range *a.Env {
-			if name == "" || strings.ContainsAny(name, "=\x00") || strings.ContainsRune(value, 0) {
-				return failed, fmt.Errorf("policy module %s: answer sets %q, which is not a valid environment variable", e.module.Path(), name)
+		jsonForm, _ := marshalRequest(value)
+		jsonInner := string(jsonForm[1 : len(jsonForm)-1])
+		goInner := func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] }
+		for _, form := range []string{value, jsonInner, goInner(value), goInner(jsonInner)} {
+			if other, ok := secret[form]; !ok || name < other {
+				secret[form] = name
 			}
 		}
-		return EnvDecision{Env: *a.Env, Rule: e.name, Stderr: stderr}, nil
 	}
-	return failed, fmt.Errorf("policy module %s: answer has neither an \"env\" object nor \"deny\": %s", e.module.Path(), excerpt(answer))
+	for name, value := range req.Ambient {
+		if passed, ok := proposed[name]; !ok || passed != value || IsCredential(name) {
+			add(name, value)
+		}
+	}
+	for name, value := range req.Explicit {
+		if IsCredential(name) {
+			add(name, value)
+		}
+	}
+	values := make([]string, 0, len(secret))
+	for v := range secret {
+		values = append(values, v)
+	}
+	// Longest first: a value that contains another is replaced whole.
+	sort.Slice(values, func(i, j int) bool {
+		if len(values[i]) != len(values[j]) {
+			return len(values[i]) > len(values[j])
+		}
+		return values[i] < values[j]
+	})
+	pairs := make([]string, 0, 2*len(values))
+	for _, v := range values {
+		pairs = append(pairs, v, "[value of "+secret[v]+"]")
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// scrubbedError is an env module's error with secret values replaced. It
+// does not unwrap, so no caller can print the original by accident; it
+// still answers errors.Is for a cancelled or timed-out call.
+type scrubbedError struct {
+	msg   string
+	cause error
+}
+
+func (e scrubbedError) Error() string { return e.msg }
+
+func (e scrubbedError) Is(target error) bool {
+	return (target == context.Canceled || target == context.DeadlineExceeded) && errors.Is(e.cause, target)
 }
 
 // marshalRequest encodes a request without encoding/json's HTML escaping,
@@ -227,19 +283,180 @@ func marshalRequest(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// decodeAnswer decodes a module's answer strictly: unknown members and
-// values of the wrong type are errors.
-func decodeAnswer(answer []byte, v any) error {
+// decodePermissionAnswer reads {"decision": D, "reason": R} strictly (see
+// DecidePermission).
+func decodePermissionAnswer(answer []byte) (Decision, string, error) {
+	members, err := answerMembers(answer, "decision", "reason")
+	if err != nil {
+		return "", "", err
+	}
+	decision, ok, err := stringMember(members, "decision")
+	switch {
+	case err != nil:
+		return "", "", err
+	case !ok:
+		return "", "", fmt.Errorf("answer has no \"decision\": %s", excerpt(answer))
+	}
+	d, err := ParseDecision(decision)
+	if err != nil {
+		return "", "", fmt.Errorf("answer: %w", err)
+	}
+	reason, _, err := stringMember(members, "reason")
+	if err != nil {
+		return "", "", err
+	}
+	return d, reason, nil
+}
+
+// decodeEnvAnswer reads {"env": {...}} or {"deny": "..."} strictly (see
+// DecideEnv). A name set twice in "env" is an error too.
+func decodeEnvAnswer(answer []byte) (env map[string]string, deny string, err error) {
+	members, err := answerMembers(answer, "env", "deny")
+	if err != nil {
+		return nil, "", err
+	}
+	deny, hasDeny, err := stringMember(members, "deny")
+	if err != nil {
+		return nil, "", err
+	}
+	raw, hasEnv := members["env"]
+	hasEnv = hasEnv && !isNull(raw)
+	switch {
+	case hasEnv && hasDeny:
+		return nil, "", errors.New("answer has both \"env\" and \"deny\"")
+	case hasDeny && deny == "":
+		return nil, "", errors.New("answer denies with an empty reason")
+	case hasDeny:
+		return nil, deny, nil
+	case !hasEnv:
+		return nil, "", fmt.Errorf("answer has neither an \"env\" object nor \"deny\": %s", excerpt(answer))
+	}
+	if env, err = envMember(raw); err != nil {
+		return nil, "", err
+	}
+	return env, "", nil
+}
+
+// answerMembers reads a module's answer, one JSON object, into its
+// members. A member not in known is an error (one in another case is
+// named as such), and so is a member given twice, however spelt ("\u0064"
+// is "d"): decoders disagree on which of two to believe, so neither is.
+func answerMembers(answer []byte, known ...string) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(answer))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return fmt.Errorf("answer: %s: a JSON %s where a %s belongs", typeErr.Field, typeErr.Value, typeErr.Type)
+	members := map[string]json.RawMessage{}
+	err := objectMembers(dec, "answer", func(name string) error {
+		if _, dup := members[name]; dup {
+			return fmt.Errorf("answer has %q twice", name)
 		}
-		return fmt.Errorf("answer: %w", err)
+		if !slices.Contains(known, name) {
+			for _, k := range known {
+				if strings.EqualFold(k, name) {
+					return fmt.Errorf("answer has %q, not %q: member names are case-sensitive", name, k)
+				}
+			}
+			return fmt.Errorf("answer has an unknown member %q; want %s", name, strings.Join(known, " or "))
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("answer: %s: %w", name, err)
+		}
+		members[name] = raw
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("answer has more after its object")
+	}
+	return members, nil
+}
+
+// objectMembers reads one JSON object from dec, calling member with each
+// member's name; member must read the value.
+func objectMembers(dec *json.Decoder, what string, member func(name string) error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if tok != json.Delim('{') {
+		return fmt.Errorf("%s is not a JSON object", what)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		name, _ := tok.(string)
+		if err := member(name); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// stringMember is the string member name: absent or null is ok false,
+// anything but a string an error.
+func stringMember(members map[string]json.RawMessage, name string) (string, bool, error) {
+	raw, ok := members[name]
+	if !ok || isNull(raw) {
+		return "", false, nil
+	}
+	var s string
+	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false, fmt.Errorf("answer: %s: a JSON %s where a string belongs", name, jsonKind(raw))
+	}
+	return s, true, nil
+}
+
+// envMember reads the "env" object: string values, each name once.
+func envMember(raw json.RawMessage) (map[string]string, error) {
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("answer: env: a JSON %s where an object belongs", jsonKind(raw))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	env := map[string]string{}
+	err := objectMembers(dec, "answer: env", func(name string) error {
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return fmt.Errorf("answer: env: %w", err)
+		}
+		if _, dup := env[name]; dup {
+			return fmt.Errorf("answer sets %q twice", name)
+		}
+		var s string
+		if value[0] != '"' || json.Unmarshal(value, &s) != nil {
+			return fmt.Errorf("answer: env: %q is a JSON %s where a string belongs", name, jsonKind(value))
+		}
+		if name == "" || strings.ContainsAny(name, "=\x00") || strings.ContainsRune(s, 0) {
+			return fmt.Errorf("answer sets %q, which is not a valid environment variable", name)
+		}
+		env[name] = s
+		return nil
+	})
+	return env, err
+}
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// jsonKind names the kind of a JSON value for an error message.
+func jsonKind(raw json.RawMessage) string {
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 // excerpt quotes the start of an answer for an error message.

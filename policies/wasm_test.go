@@ -3,6 +3,7 @@ package policies_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -154,7 +155,7 @@ func TestWASMPermissionFailsClosed(t *testing.T) {
 		{"an answer that is not JSON", "badjson.wasm", wasm.Limits{}, "policy module ../wasm/testdata/badjson.wasm: answer is not a JSON object"},
 		{"a decision that is not one of the five words", "wrongword.wasm", wasm.Limits{}, `policy module ../wasm/testdata/wrongword.wasm: answer: decision "maybe": want allow, allow_always, reject, reject_always or cancel`},
 		{"exit code 1", "exit1.wasm", wasm.Limits{}, "policy module ../wasm/testdata/exit1.wasm exited with code 1 (stderr: malformed request)"},
-		{"an answer of the wrong shape", "counter.wasm", wasm.Limits{}, `policy module ../wasm/testdata/counter.wasm: answer: json: unknown field "calls"`},
+		{"an answer of the wrong shape", "counter.wasm", wasm.Limits{}, `policy module ../wasm/testdata/counter.wasm: answer has an unknown member "calls"; want decision or reason`},
 	}
 	h := wasmHost(t)
 	for _, c := range cases {
@@ -183,7 +184,19 @@ func TestWASMPermissionChecksTheAnswersShape(t *testing.T) {
 		{"a decision and a reason", `{"decision":"allow_always","reason":"trusted"}`, policies.Verdict{Decision: policies.AllowAlways, Reason: "trusted"}, ""},
 		{"a decision alone", `{"decision":"cancel"}`, policies.Verdict{Decision: policies.Cancel}, ""},
 		{"no decision", `{"reason":"why not"}`, policies.Verdict{}, `answer has no "decision"`},
-		{"a misspelt member", `{"decision":"allow","reson":"x"}`, policies.Verdict{}, `json: unknown field "reson"`},
+		{"a misspelt member", `{"decision":"allow","reson":"x"}`, policies.Verdict{}, `answer has an unknown member "reson"`},
+		// Members given twice or in another case: encoding/json would take
+		// the last (or the case-insensitive match), other decoders the
+		// first. Every one fails closed, naming the member.
+		{"a case-variant decision after the decision", `{"decision":"reject","Decision":"allow"}`, policies.Verdict{}, `answer has "Decision", not "decision": member names are case-sensitive`},
+		{"a case-variant decision alone", `{"DECISION":"allow"}`, policies.Verdict{}, `answer has "DECISION", not "decision"`},
+		{"a decision given twice", `{"decision":"reject","decision":"allow"}`, policies.Verdict{}, `answer has "decision" twice`},
+		{"a decision given twice, once escaped", `{"decision":"reject","\u0064ecision":"allow"}`, policies.Verdict{}, `answer has "decision" twice`},
+		{"a reason given twice", `{"decision":"reject","reason":"a","reason":"b"}`, policies.Verdict{}, `answer has "reason" twice`},
+		{"a case-variant reason", `{"decision":"reject","Reason":"b"}`, policies.Verdict{}, `answer has "Reason", not "reason"`},
+		{"a reason spelt with a folding letter", "{\"decision\":\"reject\",\"rea\u017fon\":\"b\"}", policies.Verdict{}, `not "reason": member names are case-sensitive`},
+		{"a reason that is not a string", `{"decision":"cancel","reason":["x"]}`, policies.Verdict{}, "answer: reason: a JSON array where a string belongs"},
+		{"a null reason is no reason", `{"decision":"cancel","reason":null}`, policies.Verdict{Decision: policies.Cancel}, ""},
 		{"a decision that is not a string", `{"decision":1}`, policies.Verdict{}, "answer: decision: a JSON number where a string belongs"},
 		{"an empty decision", `{"decision":""}`, policies.Verdict{}, `decision "": want allow`},
 		{"a null decision", `{"decision":null}`, policies.Verdict{}, `answer has no "decision"`},
@@ -306,15 +319,23 @@ func TestWASMEnvChecksTheAnswersShape(t *testing.T) {
 		{"an environment", `{"env":{"HOME":"/h","X":""}}`, policies.EnvDecision{Env: map[string]string{"HOME": "/h", "X": ""}}, ""},
 		{"an empty environment", `{"env":{}}`, policies.EnvDecision{Env: map[string]string{}}, ""},
 		{"a refusal", `{"deny":"not on Fridays"}`, policies.EnvDecision{Deny: "not on Fridays"}, ""},
-		{"a value that is not a string", `{"env":{"N":1}}`, policies.EnvDecision{}, "answer: env: a JSON number where a string belongs"},
+		{"a value that is not a string", `{"env":{"N":1}}`, policies.EnvDecision{}, `answer: env: "N" is a JSON number where a string belongs`},
+		{"env that is not an object", `{"env":["A=1"]}`, policies.EnvDecision{}, "answer: env: a JSON array where an object belongs"},
+		{"a case-variant env", `{"env":{},"Env":{"X":"1"}}`, policies.EnvDecision{}, `answer has "Env", not "env": member names are case-sensitive`},
+		{"env given twice", `{"env":{},"env":{"X":"1"}}`, policies.EnvDecision{}, `answer has "env" twice`},
+		{"a case-variant deny", `{"env":{"X":"1"},"DENY":"no"}`, policies.EnvDecision{}, `answer has "DENY", not "deny"`},
+		{"deny given twice", `{"deny":"no","deny":"yes"}`, policies.EnvDecision{}, `answer has "deny" twice`},
+		{"a variable set twice", `{"env":{"PATH":"/bin","PATH":"/tmp/evil"}}`, policies.EnvDecision{}, `answer sets "PATH" twice`},
+		{"a variable set twice, once escaped", `{"env":{"PATH":"/bin","\u0050ATH":"/tmp/evil"}}`, policies.EnvDecision{}, `answer sets "PATH" twice`},
+		{"variables that differ in case are two variables", `{"env":{"Path":"/a","PATH":"/b"}}`, policies.EnvDecision{Env: map[string]string{"Path": "/a", "PATH": "/b"}}, ""},
 		{"both env and deny", `{"env":{},"deny":"x"}`, policies.EnvDecision{}, `answer has both "env" and "deny"`},
 		{"neither", `{}`, policies.EnvDecision{}, `answer has neither an "env" object nor "deny": {}`},
 		{"a null env", `{"env":null}`, policies.EnvDecision{}, `answer has neither an "env" object nor "deny"`},
 		{"an empty refusal", `{"deny":""}`, policies.EnvDecision{}, "answer denies with an empty reason"},
 		{"a name with =", `{"env":{"A=B":"x"}}`, policies.EnvDecision{}, `answer sets "A=B", which is not a valid environment variable`},
 		{"an empty name", `{"env":{"":"x"}}`, policies.EnvDecision{}, `answer sets "", which is not a valid environment variable`},
-		{"an unknown member", `{"env":{},"note":"x"}`, policies.EnvDecision{}, `json: unknown field "note"`},
-		{"a permission answer", `{"decision":"allow"}`, policies.EnvDecision{}, `json: unknown field "decision"`},
+		{"an unknown member", `{"env":{},"note":"x"}`, policies.EnvDecision{}, `answer has an unknown member "note"; want env or deny`},
+		{"a permission answer", `{"decision":"allow"}`, policies.EnvDecision{}, `answer has an unknown member "decision"`},
 	}
 	h := wasmHost(t)
 	m := loadModule(t, h, hostile+"answer.wasm", wasm.Limits{})
@@ -411,4 +432,77 @@ func ExampleNewWASMPermission() {
 	rec := policies.Answer(ctx, policy, policies.SourceWorkflow, req)
 	fmt.Println(rec.Decision, rec.OptionID, rec.Rule, rec.Reason)
 	// Output: reject r1 c.wasm destructive or networked command
+}
+
+// An env module is sent every ambient value; what it says is recorded
+// (policy_stderr, the step's error, the reason to deny) and must carry no
+// value that the built-in rules drop, nor any credential's value.
+func TestWASMEnvRecordsNoSecretValue(t *testing.T) {
+	ambient := map[string]string{
+		"HOME": "/home/visible", "PATH": "/usr/visible/bin",
+		"AWS_SECRET_ACCESS_KEY": "aws-secret-0001", "GH_TOKEN": "ghp_secret0002", "DATABASE_URL": "postgres://u:secret0003@db",
+		"ANTHROPIC_API_KEY": "sk-ant-secret0004", "ACPFLOW_STORE": "/acpflow/secret0005", "MY_PASSWORD": `hunter2"secret0006\`,
+		"NPM_CONFIG__AUTH": "npm-secret0007", "SENTRY_DSN": "https://secret0008@sentry",
+		"SHORT_TOKEN": "abc", // too short to be scrubbed: it is left alone
+	}
+	explicit := map[string]string{"CODEX_API_KEY": "sk-explicit-secret0009", "MODE": "fast-visible"}
+	secrets := []string{"aws-secret-0001", "ghp_secret0002", "secret0003", "sk-ant-secret0004", "secret0005", "secret0006", "secret0007", "secret0008", "secret0009"}
+	visible := []string{"/home/visible", "/usr/visible/bin", "fast-visible"}
+	h := wasmHost(t)
+	check := func(t *testing.T, what, text string, wantVisible bool) {
+		t.Helper()
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s carries the secret %q:\n%s", what, s, text)
+			}
+		}
+		if !wantVisible {
+			return
+		}
+		for _, v := range visible {
+			if !strings.Contains(text, v) {
+				t.Errorf("%s lost %q, which the child gets anyway:\n%s", what, v, text)
+			}
+		}
+		if !strings.Contains(text, "[value of AWS_SECRET_ACCESS_KEY]") {
+			t.Errorf("%s does not say whose value was scrubbed:\n%s", what, text)
+		}
+	}
+
+	t.Run("stderr and the error quoting it", func(t *testing.T) {
+		e := policies.NewWASMEnv(loadModule(t, h, hostile+"tattle.wasm", wasm.Limits{}), "", nil)
+		d, err := e.DecideEnv(context.Background(), envRequest(ambient, explicit))
+		if err == nil || !strings.Contains(err.Error(), "exited with code 1 (stderr: ") {
+			t.Fatalf("DecideEnv = %+v, %v; want the module's exit, quoting its stderr", d, err)
+		}
+		check(t, "policy_stderr", d.Stderr, true)
+		check(t, "the error", err.Error(), false)
+	})
+	m := loadModule(t, h, hostile+"answer.wasm", wasm.Limits{})
+	for _, answer := range []string{
+		`{"deny":"GH_TOKEN is ghp_secret0002, AWS is aws-secret-0001"}`, // the reason to deny
+		`"sk-ant-secret0004 and sk-explicit-secret0009"`,                // an answer quoted in the error
+		`"hunter2\"secret0006\\"`,                                       // and one escaped twice there
+		`{"env":{"X":"secret0005"},"extra":"secret0006"}`,
+	} {
+		t.Run(answer, func(t *testing.T) {
+			e := policies.NewWASMEnv(m, "", map[string]any{"answer": json.RawMessage(answer)})
+			d, err := e.DecideEnv(context.Background(), envRequest(ambient, explicit))
+			if err != nil {
+				check(t, "the error", err.Error(), false)
+			}
+			check(t, "the reason to deny", d.Deny, false)
+			if err == nil && d.Deny == "" {
+				t.Errorf("DecideEnv = %+v, want a refusal or an error", d)
+			}
+		})
+	}
+	t.Run("a cancelled call is still known as cancelled", func(t *testing.T) {
+		e := policies.NewWASMEnv(loadModule(t, h, hostile+"loop.wasm", wasm.Limits{}), "", nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := e.DecideEnv(ctx, envRequest(ambient, explicit)); !errors.Is(err, context.Canceled) {
+			t.Errorf("DecideEnv = %v, want it to be context.Canceled", err)
+		}
+	})
 }
