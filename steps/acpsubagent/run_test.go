@@ -573,3 +573,12 @@ func TestAgentErrorTextReachesTheStepErrorWithoutANSICodesAndItsDataAsJSON(t *te
 		t.Errorf("err = %q, want the stderr tail with its colour codes stripped", res.Err)
 	}
 }
+
+func TestAnOverLongLineFromTheAgentIsNamedAsSuch(t *testing.T) {
+	h := newHarness(t, "-no-chunks", "-flood", "1", "-flood-size", fmt.Sprint(11<<20))
+	h.agent.MaxOutput = 64 << 20
+	res := h.run(context.Background())
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "wrote a line of more than 10 MiB on stdout") {
+		t.Errorf("err = %v, want it to name the over-long line (not a closed stdout)", res.Err)
+	}
+}
