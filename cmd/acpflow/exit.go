@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes are API (SPEC §1): one place defines them, typed errors carry
@@ -34,13 +36,46 @@ func runOutcome(code int) error {
 	return &codedError{code: code, err: fmt.Errorf("exit %d", code), silent: true}
 }
 
+// exitCode is the code an error exits with: its own, else 1. Usage errors
+// carry exitUsage from where they are found, cobra's included (see
+// usageArgs and the root's flag error function); an error nobody coded is a
+// failure, not bad usage.
 func exitCode(err error) int {
 	var ce *codedError
 	if errors.As(err, &ce) {
 		return ce.code
 	}
-	// cobra's own errors (unknown command, wrong arg count) are usage errors.
-	return exitUsage
+	return exitFailed
+}
+
+// usageArgs makes the argument check of cmd and of each of its
+// subcommands (cobra's Args validators: a wrong argument count) return a
+// usage error.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usageError(err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
+}
+
+// unknownCommand makes the error of a command line that names no command a
+// usage error. The root runs nothing itself, so the only error that comes
+// back naming it is cobra's check that its first word is a command (which
+// cobra runs while finding the command, before any Args validator); its
+// flag errors are coded already (SetFlagErrorFunc).
+func unknownCommand(root, ran *cobra.Command, err error) error {
+	var ce *codedError
+	if ran == root && !errors.As(err, &ce) {
+		return usageError(err)
+	}
+	return err
 }
 
 func isSilent(err error) bool {

@@ -29,7 +29,10 @@ func execute(args []string) int {
 	ctx, stdout, stop := commandContext(context.Background(), os.Stdout)
 	defer stop()
 	root.SetOut(stdout)
-	err := root.ExecuteContext(ctx)
+	ran, err := root.ExecuteContextC(ctx)
+	if err != nil {
+		err = unknownCommand(root, ran, err)
+	}
 	if err == nil && stdout.failed() != nil {
 		// A command whose output was cut short did not do what was asked.
 		err = &codedError{code: exitFailed, err: fmt.Errorf("stdout: %w", stdout.failed())}
@@ -71,5 +74,6 @@ func newRootCmd() *cobra.Command {
 		newSchemaCmd(),
 		newVersionCmd(),
 	)
+	usageArgs(root)
 	return root
 }

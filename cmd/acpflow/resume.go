@@ -171,7 +171,7 @@ func (r *resumer) run(ctx context.Context, cmd *cobra.Command, id string, out *r
 	case errors.As(err, &owned):
 		return usageError(err)
 	case err != nil:
-		return asUsage(err)
+		return asFailure(err)
 	}
 	res := x.run(ctx, wf, spec)
 	return x.exit(ctx, []*engine.RunResult{res})
@@ -228,8 +228,9 @@ func permissionRecords(ps []store.Permission) []policies.PermissionRecord {
 	return out
 }
 
-// asUsage keeps an error's exit code if it has one, else makes it exit 1.
-func asUsage(err error) error {
+// asFailure keeps an error's exit code if it has one, else makes it exit 1:
+// a store that fails is not bad usage.
+func asFailure(err error) error {
 	var ce *codedError
 	if errors.As(err, &ce) {
 		return err

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Exit codes are API (docs: exit codes): 2 is bad usage and nothing
+// started, 1 is anything else that went wrong. These run the real binary.
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"an unknown command exits 2", []string{"bogus"}, exitUsage},
+		{"a misspelt command exits 2 and suggests one", []string{"rnu"}, exitUsage},
+		{"an unknown flag exits 2", []string{"runs", "--no-such-flag"}, exitUsage},
+		{"a flag without its value exits 2", []string{"runs", "--limit"}, exitUsage},
+		{"a flag value of the wrong type exits 2", []string{"runs", "--limit", "many"}, exitUsage},
+		{"too few arguments exit 2", []string{"show"}, exitUsage},
+		{"too many arguments exit 2", []string{"show", "a", "b"}, exitUsage},
+		{"an argument to a command that takes none exits 2", []string{"version", "extra"}, exitUsage},
+		{"no argument where one or more are needed exits 2", []string{"validate"}, exitUsage},
+		{"a subcommand's wrong argument count exits 2", []string{"policy", "eval"}, exitUsage},
+		{"help exits 0", []string{"help", "run"}, exitOK},
+		{"no command at all shows help and exits 0", nil, exitOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := acpflow(t, dir, tc.args...)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
+			}
+			if tc.code == exitUsage && !strings.HasPrefix(r.stderr, "acpflow: ") {
+				t.Errorf("stderr does not say why:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+// An error that is not about how acpflow was called (here: a run store
+// whose record cannot be read) exits 1, not 2.
+func TestAnErrorThatIsNotUsageExits1(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.db")
+	hello := filepath.Join(repoRoot(t), "workflows", "examples", "hello.yaml")
+	r := acpflow(t, dir, "run", hello, "--state", state, "--output", filepath.Join(dir, "out.jsonl"))
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	list := acpflow(t, dir, "runs", "--state", state)
+	fields := strings.Fields(strings.SplitN(list.stdout, "\n", 3)[1])
+	if len(fields) == 0 {
+		t.Fatalf("runs printed no run:\n%s", list.stdout)
+	}
+	id := fields[0]
+	db, err := sql.Open("sqlite", state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE runs SET inputs_json = '{' WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	r = acpflow(t, dir, "show", id, "--state", state)
+	if r.code != exitFailed {
+		t.Errorf("show of an unreadable record: exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "acpflow: ") {
+		t.Errorf("stderr does not say why:\n%s", r.stderr)
+	}
+}
