@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/policies/wasmpolicy"
 	"github.com/acpflow/acpflow/wasm"
 )
 
@@ -36,7 +37,7 @@ func policyDecisionCosts(b *bench) *section {
 			map[string]any{"if": `tool.kind == "edit" && all(tool.locations, .in_workspace)`, "then": "allow"},
 			map[string]any{"if": `any(commands(tool.command), # startsWith "rm ")`, "then": "reject", "reason": "rm"},
 		},
-	}, "", nil)
+	}, "")
 	check(err)
 	host, err := wasm.NewHost(ctx)
 	check(err)
@@ -44,7 +45,7 @@ func policyDecisionCosts(b *bench) *section {
 	module := func(name string) policies.Permission {
 		m, err := host.Load(ctx, examplePath(name), wasm.Limits{})
 		check(err)
-		return policies.NewWASMPermission(m, name, nil)
+		return wasmpolicy.NewPermission(m, name, nil)
 	}
 	forms := []struct {
 		name   string

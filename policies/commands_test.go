@@ -292,7 +292,7 @@ func TestTheRmRuleOnEachAgent(t *testing.T) {
 			map[string]any{"if": `"curl" in programs(tool.command)`, "then": "reject", "reason": "curl"},
 			map[string]any{"if": `tool.kind == "execute"`, "then": "allow"},
 		},
-	}, "", nil)
+	}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

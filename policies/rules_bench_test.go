@@ -35,7 +35,7 @@ func benchPolicy(b *testing.B) *PermissionRules {
 			map[string]any{"if": `any(commands(tool.command), # startsWith "rm ")`, "then": "reject", "reason": "rm in a compound command"},
 		},
 		"default": "reject",
-	}, "", nil)
+	}, "")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/expr-lang/expr/vm"
@@ -34,10 +35,36 @@ const (
 // WASMLoader loads the WASM module of a `wasm:` policy and wraps it as a
 // policy: a Permission when kind is KindPermission, an Env when KindEnv.
 // path is absolute (resolved against the workflow file's directory); config
-// is the `config:` mapping (nil when absent). The caller of ParsePermission
-// and ParseEnv provides it, so that this package does not start a WASM
-// runtime merely to parse a file.
+// is the `config:` mapping (nil when absent).
+//
+// The WASM form lives in its own package (policies/wasmpolicy), which
+// registers its loader from an init function, as a step kind registers
+// with steps: this package, and everything that imports it, links no WASM
+// runtime, and a binary that wants the form imports that package.
 type WASMLoader func(path string, kind string, config map[string]any, limits Limits) (any, error)
+
+var (
+	wasmMu     sync.RWMutex
+	wasmLoader WASMLoader
+)
+
+// RegisterWASM makes the `wasm:` form of a policy available to
+// ParsePermission and ParseEnv. It panics when a loader is already
+// registered, which is a programming error found at start-up.
+func RegisterWASM(load WASMLoader) {
+	wasmMu.Lock()
+	defer wasmMu.Unlock()
+	if wasmLoader != nil {
+		panic("policies: a WASM loader registered twice")
+	}
+	wasmLoader = load
+}
+
+func registeredWASM() WASMLoader {
+	wasmMu.RLock()
+	defer wasmMu.RUnlock()
+	return wasmLoader
+}
 
 // SpecError is one mistake in a policy specification. Path locates the
 // value at fault from the policy's own value: keys joined by ".", list
@@ -110,8 +137,8 @@ var (
 // reason}) and `default`, or with `wasm` (a path relative to baseDir),
 // `config` and `limits` ({memory: "64MiB" or bytes, timeout: "2s"}).
 // `config` may also go with rules, whose conditions see it as `config`.
-// Every condition is compiled here. w loads the wasm form; with a nil w
-// that form is an error.
+// Every condition is compiled here. The wasm form is loaded by the loader
+// registered with RegisterWASM; without one, that form is an error.
 //
 // The error, if any, is a SpecErrors listing every mistake found.
 //
@@ -121,7 +148,11 @@ var (
 // likely typo), and so is a value of the wrong type, `wasm` with `rules`
 // or `default`, and `limits` without `wasm`. The shorthand, `default` and
 // each rule's `then` take the same five decisions (SPEC §4.1).
-func ParsePermission(v any, baseDir string, w WASMLoader) (Permission, error) {
+func ParsePermission(v any, baseDir string) (Permission, error) {
+	return parsePermission(v, baseDir, registeredWASM())
+}
+
+func parsePermission(v any, baseDir string, w WASMLoader) (Permission, error) {
 	p := &specParser{}
 	perm := p.permission(v, baseDir, w)
 	if len(p.errs) > 0 {
@@ -134,13 +165,16 @@ func ParsePermission(v any, baseDir string, w WASMLoader) (Permission, error) {
 // value of an `env:` key (SPEC §4.2): a mapping with `inherit` (all, core,
 // none), `scrub-credentials` (a boolean, default true), `rules` (a list of
 // {if, then: keep|drop}) and `config`; or with `wasm` (a path relative to
-// baseDir), `config` and `limits`. w loads the wasm form; with a nil w that
-// form is an error.
+// baseDir), `config` and `limits`, loaded as for ParsePermission.
 //
 // The error, if any, is a SpecErrors listing every mistake found. Parsing
 // is as strict as ParsePermission's; `wasm` replaces inherit,
 // scrub-credentials and rules, so it goes with none of them.
-func ParseEnv(v any, baseDir string, w WASMLoader) (Env, error) {
+func ParseEnv(v any, baseDir string) (Env, error) {
+	return parseEnv(v, baseDir, registeredWASM())
+}
+
+func parseEnv(v any, baseDir string, w WASMLoader) (Env, error) {
 	p := &specParser{}
 	env := p.env(v, baseDir, w)
 	if len(p.errs) > 0 {
@@ -284,7 +318,7 @@ func (p *specParser) wasm(m map[string]any, baseDir string, w WASMLoader, kind s
 		return nil
 	}
 	if w == nil {
-		p.fail("wasm", "WASM policies cannot be loaded here")
+		p.fail("wasm", "WASM policies cannot be loaded here (this program does not link policies/wasmpolicy)")
 		return nil
 	}
 	if !filepath.IsAbs(path) {

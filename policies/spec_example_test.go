@@ -15,7 +15,7 @@ func ExampleParsePermission() {
 			map[string]any{"if": `any(commands(tool.command), # startsWith "rm ")`, "then": "reject", "reason": "rm"},
 		},
 	}
-	p, err := policies.ParsePermission(spec, "/path/to/workflow/dir", nil)
+	p, err := policies.ParsePermission(spec, "/path/to/workflow/dir")
 	if err != nil {
 		panic(err)
 	}
@@ -28,7 +28,7 @@ func ExampleParsePermission() {
 
 	_, err = policies.ParsePermission(map[string]any{"rules": []any{
 		map[string]any{"if": `tool.kidn == "read"`, "then": "alow"},
-	}}, "", nil)
+	}}, "")
 	fmt.Println(err)
 	// Output:
 	// reject r1 2 rm
@@ -45,7 +45,7 @@ func ExampleParseEnv() {
 			map[string]any{"if": `name == "GH_TOKEN" && agent == "codex"`, "then": "keep"},
 		},
 	}
-	e, err := policies.ParseEnv(spec, "", nil)
+	e, err := policies.ParseEnv(spec, "")
 	if err != nil {
 		panic(err)
 	}

@@ -73,9 +73,9 @@ func TestParseSpecs(t *testing.T) {
 			var policy any
 			switch {
 			case strings.HasPrefix(name, "permission-"):
-				policy, err = ParsePermission(v, testBaseDir, fakeLoader)
+				policy, err = parsePermission(v, testBaseDir, fakeLoader)
 			case strings.HasPrefix(name, "env-"):
-				policy, err = ParseEnv(v, testBaseDir, fakeLoader)
+				policy, err = parseEnv(v, testBaseDir, fakeLoader)
 			default:
 				t.Fatalf("%s: name it permission-* or env-*", file)
 			}
@@ -148,19 +148,20 @@ func renderPolicy(t *testing.T, policy any) string {
 	return b.String()
 }
 
-func TestParseWithoutALoaderRefusesWASM(t *testing.T) {
+func TestParseWithoutTheWASMPackageRefusesWASM(t *testing.T) {
 	spec := map[string]any{"wasm": "p.wasm"}
-	if _, err := ParsePermission(spec, "/wf", nil); err == nil || err.Error() != "wasm: WASM policies cannot be loaded here" {
+	const want = "wasm: WASM policies cannot be loaded here (this program does not link policies/wasmpolicy)"
+	if _, err := ParsePermission(spec, "/wf"); err == nil || err.Error() != want {
 		t.Errorf("ParsePermission(wasm, nil loader) error = %v", err)
 	}
-	if _, err := ParseEnv(spec, "/wf", nil); err == nil || err.Error() != "wasm: WASM policies cannot be loaded here" {
+	if _, err := ParseEnv(spec, "/wf"); err == nil || err.Error() != want {
 		t.Errorf("ParseEnv(wasm, nil loader) error = %v", err)
 	}
 }
 
 func TestParseRefusesALoaderThatGivesTheWrongKind(t *testing.T) {
 	loader := func(string, string, map[string]any, Limits) (any, error) { return "not a policy", nil }
-	_, err := ParsePermission(map[string]any{"wasm": "p.wasm"}, "/wf", loader)
+	_, err := parsePermission(map[string]any{"wasm": "p.wasm"}, "/wf", loader)
 	if err == nil || !strings.Contains(err.Error(), "not a permission policy") {
 		t.Errorf("ParsePermission() error = %v; want one about the loader's result", err)
 	}
@@ -174,7 +175,7 @@ func TestParseResolvesTheWASMPathAgainstTheBaseDir(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := ParsePermission(map[string]any{"wasm": tt.path}, "/wf", fakeLoader)
+			p, err := parsePermission(map[string]any{"wasm": tt.path}, "/wf", fakeLoader)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +202,7 @@ default: cancel
 `), &spec); err != nil {
 		t.Fatal(err)
 	}
-	p, err := ParsePermission(spec, "/wf", nil)
+	p, err := ParsePermission(spec, "/wf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestSpecErrorsKeepTheirPaths(t *testing.T) {
 			map[string]any{"if": "tool.kidn", "then": "alow"},
 		},
 		"defualt": "reject",
-	}, "/wf", nil)
+	}, "/wf")
 	var es SpecErrors
 	if !errors.As(err, &es) {
 		t.Fatalf("error %v is not a SpecErrors", err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -46,9 +45,6 @@ type decoder struct {
 	exprs []exprUse
 
 	compiled *compileCache
-
-	// wasm loads the modules of `wasm:` policies; nil refuses them.
-	wasm policies.WASMLoader
 }
 
 func newDecoder(errs *errorList) *decoder {
@@ -59,7 +55,6 @@ func newDecoder(errs *errorList) *decoder {
 		agents:    map[string]*steps.Agent{},
 		byID:      map[string]*stepInfo{},
 		compiled:  newCompileCache(),
-		wasm:      policies.SharedWASMLoader(),
 	}
 }
 

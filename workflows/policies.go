@@ -23,12 +23,12 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 		return p
 	}
 	if x := f["permission"]; x != nil && !x.bad {
-		perm, err := policies.ParsePermission(x.plain(), d.baseDir(), d.wasm)
+		perm, err := policies.ParsePermission(x.plain(), d.baseDir())
 		d.specErrors(x, "permission", err)
 		p.Permission = perm
 	}
 	if x := f["env"]; x != nil && !x.bad {
-		env, err := policies.ParseEnv(x.plain(), d.baseDir(), d.wasm)
+		env, err := policies.ParseEnv(x.plain(), d.baseDir())
 		d.specErrors(x, "env", err)
 		p.Env = env
 	}

@@ -15,7 +15,8 @@ import (
 
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/termtext"
-	_ "github.com/acpflow/acpflow/steps/acpsubagent" // registers the acp-subagent step kind
+	_ "github.com/acpflow/acpflow/policies/wasmpolicy" // registers the `wasm:` policy form
+	_ "github.com/acpflow/acpflow/steps/acpsubagent"   // registers the acp-subagent step kind
 )
 
 func main() {

@@ -1,4 +1,4 @@
-package policies_test
+package wasmpolicy_test
 
 import (
 	"context"
@@ -13,14 +13,15 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/policies/wasmpolicy"
 	"github.com/acpflow/acpflow/wasm"
 )
 
 // The modules come from the wasm package: its hostile test modules and the
 // prebuilt strict examples, which are committed, so these tests never skip.
 const (
-	hostile  = "../wasm/testdata/"
-	prebuilt = "../wasm/examples/prebuilt/"
+	hostile  = "../../wasm/testdata/"
+	prebuilt = "../../wasm/examples/prebuilt/"
 )
 
 func wasmHost(t testing.TB) *wasm.Host {
@@ -79,7 +80,7 @@ func TestWASMPermissionDecidesThroughTheModule(t *testing.T) {
 	h := wasmHost(t)
 	for _, file := range strictModules {
 		t.Run(file, func(t *testing.T) {
-			p := policies.NewWASMPermission(loadModule(t, h, prebuilt+file, wasm.Limits{}), "", nil)
+			p := wasmpolicy.NewPermission(loadModule(t, h, prebuilt+file, wasm.Limits{}), "", nil)
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					v, err := p.DecidePermission(context.Background(), c.req)
@@ -99,7 +100,7 @@ func TestWASMPoliciesSendTheRequestsOfTheSpec(t *testing.T) {
 	config := map[string]any{"allow_paths": []string{"src/"}}
 
 	req := permissionRequest("execute", "a && b <c>", policies.ToolLocation{Path: "/ws/a", Line: 3, InWorkspace: true})
-	v, err := policies.NewWASMPermission(echo, "", config).DecidePermission(context.Background(), req)
+	v, err := wasmpolicy.NewPermission(echo, "", config).DecidePermission(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestWASMPoliciesSendTheRequestsOfTheSpec(t *testing.T) {
 		t.Errorf("the module read\n%s\nwant\n%s", v.Reason, want)
 	}
 
-	v, err = policies.NewWASMPermission(echo, "", nil).DecidePermission(context.Background(), &policies.PermissionRequest{})
+	v, err = wasmpolicy.NewPermission(echo, "", nil).DecidePermission(context.Background(), &policies.PermissionRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestWASMPoliciesSendTheRequestsOfTheSpec(t *testing.T) {
 		t.Errorf("empty lists and config must be [] and {}, not null: %s", v.Reason)
 	}
 
-	d, err := policies.NewWASMEnv(echo, "", config).DecideEnv(context.Background(),
+	d, err := wasmpolicy.NewEnv(echo, "", config).DecideEnv(context.Background(),
 		envRequest(map[string]string{"HOME": "/h", "GITHUB_TOKEN": "t"}, map[string]string{"X": "1"}))
 	if err != nil {
 		t.Fatal(err)
@@ -136,10 +137,10 @@ func TestWASMPoliciesSendTheRequestsOfTheSpec(t *testing.T) {
 
 // answering returns a permission policy whose module answers answer: the
 // answer.wasm test module echoes config.answer.
-func answering(t *testing.T, h *wasm.Host, answer string) *policies.WASMPermission {
+func answering(t *testing.T, h *wasm.Host, answer string) *wasmpolicy.Permission {
 	t.Helper()
 	m := loadModule(t, h, hostile+"answer.wasm", wasm.Limits{})
-	return policies.NewWASMPermission(m, "", map[string]any{"answer": json.RawMessage(answer)})
+	return wasmpolicy.NewPermission(m, "", map[string]any{"answer": json.RawMessage(answer)})
 }
 
 func TestWASMPermissionFailsClosed(t *testing.T) {
@@ -148,19 +149,19 @@ func TestWASMPermissionFailsClosed(t *testing.T) {
 		limits     wasm.Limits
 		want       string
 	}{
-		{"an infinite loop", "loop.wasm", wasm.Limits{Timeout: 200 * time.Millisecond}, "policy module ../wasm/testdata/loop.wasm timed out after 200ms"},
-		{"a memory bomb", "membomb.wasm", wasm.Limits{}, "policy module ../wasm/testdata/membomb.wasm went over its memory limit of 32 MiB"},
-		{"a 100 MiB answer", "bigoutput.wasm", wasm.Limits{}, "policy module ../wasm/testdata/bigoutput.wasm: answer over the 1 MiB limit"},
-		{"a trap", "trap.wasm", wasm.Limits{}, "policy module ../wasm/testdata/trap.wasm trapped: unreachable"},
-		{"an answer that is not JSON", "badjson.wasm", wasm.Limits{}, "policy module ../wasm/testdata/badjson.wasm: answer is not a JSON object"},
-		{"a decision that is not one of the five words", "wrongword.wasm", wasm.Limits{}, `policy module ../wasm/testdata/wrongword.wasm: answer: decision "maybe": want allow, allow_always, reject, reject_always or cancel`},
-		{"exit code 1", "exit1.wasm", wasm.Limits{}, "policy module ../wasm/testdata/exit1.wasm exited with code 1 (stderr: malformed request)"},
-		{"an answer of the wrong shape", "counter.wasm", wasm.Limits{}, `policy module ../wasm/testdata/counter.wasm: answer has an unknown member "calls"; want decision or reason`},
+		{"an infinite loop", "loop.wasm", wasm.Limits{Timeout: 200 * time.Millisecond}, "policy module ../../wasm/testdata/loop.wasm timed out after 200ms"},
+		{"a memory bomb", "membomb.wasm", wasm.Limits{}, "policy module ../../wasm/testdata/membomb.wasm went over its memory limit of 32 MiB"},
+		{"a 100 MiB answer", "bigoutput.wasm", wasm.Limits{}, "policy module ../../wasm/testdata/bigoutput.wasm: answer over the 1 MiB limit"},
+		{"a trap", "trap.wasm", wasm.Limits{}, "policy module ../../wasm/testdata/trap.wasm trapped: unreachable"},
+		{"an answer that is not JSON", "badjson.wasm", wasm.Limits{}, "policy module ../../wasm/testdata/badjson.wasm: answer is not a JSON object"},
+		{"a decision that is not one of the five words", "wrongword.wasm", wasm.Limits{}, `policy module ../../wasm/testdata/wrongword.wasm: answer: decision "maybe": want allow, allow_always, reject, reject_always or cancel`},
+		{"exit code 1", "exit1.wasm", wasm.Limits{}, "policy module ../../wasm/testdata/exit1.wasm exited with code 1 (stderr: malformed request)"},
+		{"an answer of the wrong shape", "counter.wasm", wasm.Limits{}, `policy module ../../wasm/testdata/counter.wasm: answer has an unknown member "calls"; want decision or reason`},
 	}
 	h := wasmHost(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := policies.NewWASMPermission(loadModule(t, h, hostile+c.file, c.limits), "", nil)
+			p := wasmpolicy.NewPermission(loadModule(t, h, hostile+c.file, c.limits), "", nil)
 			rec := policies.Answer(context.Background(), p, policies.SourceStep, permissionRequest("read", ""))
 			if rec.Decision != policies.Reject || rec.Outcome != policies.OutcomeSelected || rec.OptionID != "r1" {
 				t.Errorf("record = %+v, want the reject option selected", rec)
@@ -224,7 +225,7 @@ func TestWASMPermissionChecksTheAnswersShape(t *testing.T) {
 
 func TestWASMPermissionRecordsTheGivenName(t *testing.T) {
 	h := wasmHost(t)
-	p := policies.NewWASMPermission(loadModule(t, h, prebuilt+"c.wasm", wasm.Limits{}), "org-policy.wasm", nil)
+	p := wasmpolicy.NewPermission(loadModule(t, h, prebuilt+"c.wasm", wasm.Limits{}), "org-policy.wasm", nil)
 	v, err := p.DecidePermission(context.Background(), permissionRequest("read", ""))
 	if err != nil || v.Rule != "org-policy.wasm" {
 		t.Errorf("DecidePermission = %+v, %v; want rule org-policy.wasm", v, err)
@@ -234,7 +235,7 @@ func TestWASMPermissionRecordsTheGivenName(t *testing.T) {
 func TestWASMPermissionIsSafeForConcurrentUse(t *testing.T) {
 	h := wasmHost(t)
 	for _, file := range []string{"c.wasm", "c-reactor.wasm"} {
-		p := policies.NewWASMPermission(loadModule(t, h, prebuilt+file, wasm.Limits{}), "", nil)
+		p := wasmpolicy.NewPermission(loadModule(t, h, prebuilt+file, wasm.Limits{}), "", nil)
 		var wg sync.WaitGroup
 		for i := 0; i < 8; i++ {
 			wg.Add(1)
@@ -273,7 +274,7 @@ func TestWASMEnvDecidesThroughTheModule(t *testing.T) {
 	h := wasmHost(t)
 	for _, file := range strictModules {
 		t.Run(file, func(t *testing.T) {
-			e := policies.NewWASMEnv(loadModule(t, h, prebuilt+file, wasm.Limits{}), "", nil)
+			e := wasmpolicy.NewEnv(loadModule(t, h, prebuilt+file, wasm.Limits{}), "", nil)
 			d, err := e.DecideEnv(context.Background(), envRequest(ambient, explicit))
 			if err != nil {
 				t.Fatal(err)
@@ -295,7 +296,7 @@ func TestWASMEnvDecidesThroughTheModule(t *testing.T) {
 
 func TestWASMEnvProposesWhatItsBaseGives(t *testing.T) {
 	h := wasmHost(t)
-	e := policies.NewWASMEnv(loadModule(t, h, prebuilt+"c.wasm", wasm.Limits{}), "", nil)
+	e := wasmpolicy.NewEnv(loadModule(t, h, prebuilt+"c.wasm", wasm.Limits{}), "", nil)
 	e.Base = &policies.EnvRules{Inherit: policies.InheritNone}
 	d, err := e.DecideEnv(context.Background(), envRequest(map[string]string{"HOME": "/h", "PATH": "/bin"}, map[string]string{"HOME": "/explicit"}))
 	want := map[string]string{"HOME": "/explicit"}
@@ -305,7 +306,7 @@ func TestWASMEnvProposesWhatItsBaseGives(t *testing.T) {
 
 	e.Base = &policies.EnvRules{Inherit: "some"}
 	if _, err := e.DecideEnv(context.Background(), envRequest(nil, nil)); err == nil ||
-		!strings.Contains(err.Error(), `policy module ../wasm/examples/prebuilt/c.wasm: proposing the environment: env inherit "some"`) {
+		!strings.Contains(err.Error(), `policy module ../../wasm/examples/prebuilt/c.wasm: proposing the environment: env inherit "some"`) {
 		t.Errorf("a failing base: %v, want its error, naming the module", err)
 	}
 }
@@ -341,10 +342,10 @@ func TestWASMEnvChecksTheAnswersShape(t *testing.T) {
 	m := loadModule(t, h, hostile+"answer.wasm", wasm.Limits{})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := policies.NewWASMEnv(m, "", map[string]any{"answer": json.RawMessage(c.answer)})
+			e := wasmpolicy.NewEnv(m, "", map[string]any{"answer": json.RawMessage(c.answer)})
 			d, err := e.DecideEnv(context.Background(), envRequest(map[string]string{"HOME": "/h"}, nil))
 			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "policy module ../wasm/testdata/answer.wasm") {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "policy module ../../wasm/testdata/answer.wasm") {
 					t.Fatalf("DecideEnv = %+v, %v; want an error naming the module and containing %q", d, err, c.err)
 				}
 				return
@@ -360,18 +361,19 @@ func TestWASMEnvChecksTheAnswersShape(t *testing.T) {
 func TestWASMEnvFailsClosedOnAFailingModule(t *testing.T) {
 	h := wasmHost(t)
 	for _, file := range []string{"trap.wasm", "exit1.wasm", "badjson.wasm"} {
-		e := policies.NewWASMEnv(loadModule(t, h, hostile+file, wasm.Limits{}), "", nil)
+		e := wasmpolicy.NewEnv(loadModule(t, h, hostile+file, wasm.Limits{}), "", nil)
 		d, err := e.DecideEnv(context.Background(), envRequest(map[string]string{"HOME": "/h"}, nil))
-		if err == nil || !strings.HasPrefix(err.Error(), "policy module ../wasm/testdata/"+file) || d.Env != nil || d.Rule != file {
+		if err == nil || !strings.HasPrefix(err.Error(), "policy module ../../wasm/testdata/"+file) || d.Env != nil || d.Rule != file {
 			t.Errorf("%s: DecideEnv = %+v, %v; want an error naming the module and no environment", file, d, err)
 		}
 	}
 }
 
-func TestWASMLoaderMakesPoliciesFromTheWorkflowsForm(t *testing.T) {
+// Importing the package registers the form: ParsePermission and ParseEnv
+// load `wasm:` policies with it.
+func TestTheRegisteredLoaderMakesPoliciesFromTheWorkflowsForm(t *testing.T) {
 	ctx := context.Background()
-	loader := policies.NewWASMLoader(ctx, wasmHost(t))
-	perm, err := policies.ParsePermission(map[string]any{"wasm": "c.wasm", "config": map[string]any{"team": "x"}}, prebuilt, loader)
+	perm, err := policies.ParsePermission(map[string]any{"wasm": "c.wasm", "config": map[string]any{"team": "x"}}, prebuilt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +381,7 @@ func TestWASMLoaderMakesPoliciesFromTheWorkflowsForm(t *testing.T) {
 		t.Errorf("DecidePermission = %+v, %v; want allow by c.wasm", v, err)
 	}
 
-	env, err := policies.ParseEnv(map[string]any{"wasm": "wat.wasm", "limits": map[string]any{"memory": "1MiB", "timeout": "2s"}}, prebuilt, loader)
+	env, err := policies.ParseEnv(map[string]any{"wasm": "wat.wasm", "limits": map[string]any{"memory": "1MiB", "timeout": "2s"}}, prebuilt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +392,7 @@ func TestWASMLoaderMakesPoliciesFromTheWorkflowsForm(t *testing.T) {
 
 	// A file that is not a module fails when the workflow is loaded, not at
 	// the first decision.
-	_, err = policies.ParsePermission(map[string]any{"wasm": "notwasm.wasm"}, hostile, loader)
+	_, err = policies.ParsePermission(map[string]any{"wasm": "notwasm.wasm"}, hostile)
 	if err == nil || !strings.Contains(err.Error(), "notwasm.wasm: not a WASM module") {
 		t.Errorf("ParsePermission(notwasm.wasm) = %v, want the load error", err)
 	}
@@ -400,7 +402,7 @@ func BenchmarkWASMPermission(b *testing.B) {
 	h := wasmHost(b)
 	for _, file := range []string{"c.wasm", "assemblyscript.wasm", "c-reactor.wasm", "wat.wasm"} {
 		b.Run(strings.TrimSuffix(file, ".wasm"), func(b *testing.B) {
-			p := policies.NewWASMPermission(loadModule(b, h, prebuilt+file, wasm.Limits{}), "", nil)
+			p := wasmpolicy.NewPermission(loadModule(b, h, prebuilt+file, wasm.Limits{}), "", nil)
 			req := permissionRequest("execute", "make && rm -rf x", policies.ToolLocation{Path: "/ws/a", InWorkspace: true})
 			ctx := context.Background()
 			b.ResetTimer()
@@ -413,18 +415,18 @@ func BenchmarkWASMPermission(b *testing.B) {
 	}
 }
 
-func ExampleNewWASMPermission() {
+func ExampleNewPermission() {
 	ctx := context.Background()
 	host, err := wasm.NewHost(ctx) // one per process
 	if err != nil {
 		panic(err)
 	}
 	defer host.Close(ctx)
-	module, err := host.Load(ctx, filepath.Join("..", "wasm", "examples", "prebuilt", "c.wasm"), wasm.Limits{})
+	module, err := host.Load(ctx, filepath.Join("..", "..", "wasm", "examples", "prebuilt", "c.wasm"), wasm.Limits{})
 	if err != nil {
 		panic(err)
 	}
-	policy := policies.NewWASMPermission(module, "", nil)
+	policy := wasmpolicy.NewPermission(module, "", nil)
 	req := &policies.PermissionRequest{
 		Tool:    policies.Tool{ID: "call_1", Kind: "execute", Command: "make && rm -rf build"},
 		Options: []policies.Option{{ID: "a1", Kind: "allow_once"}, {ID: "r1", Kind: "reject_once"}},
@@ -470,7 +472,7 @@ func TestWASMEnvRecordsNoSecretValue(t *testing.T) {
 	}
 
 	t.Run("stderr and the error quoting it", func(t *testing.T) {
-		e := policies.NewWASMEnv(loadModule(t, h, hostile+"tattle.wasm", wasm.Limits{}), "", nil)
+		e := wasmpolicy.NewEnv(loadModule(t, h, hostile+"tattle.wasm", wasm.Limits{}), "", nil)
 		d, err := e.DecideEnv(context.Background(), envRequest(ambient, explicit))
 		if err == nil || !strings.Contains(err.Error(), "exited with code 1 (stderr: ") {
 			t.Fatalf("DecideEnv = %+v, %v; want the module's exit, quoting its stderr", d, err)
@@ -486,7 +488,7 @@ func TestWASMEnvRecordsNoSecretValue(t *testing.T) {
 		`{"env":{"X":"secret0005"},"extra":"secret0006"}`,
 	} {
 		t.Run(answer, func(t *testing.T) {
-			e := policies.NewWASMEnv(m, "", map[string]any{"answer": json.RawMessage(answer)})
+			e := wasmpolicy.NewEnv(m, "", map[string]any{"answer": json.RawMessage(answer)})
 			d, err := e.DecideEnv(context.Background(), envRequest(ambient, explicit))
 			if err != nil {
 				check(t, "the error", err.Error(), false)
@@ -498,7 +500,7 @@ func TestWASMEnvRecordsNoSecretValue(t *testing.T) {
 		})
 	}
 	t.Run("a cancelled call is still known as cancelled", func(t *testing.T) {
-		e := policies.NewWASMEnv(loadModule(t, h, hostile+"loop.wasm", wasm.Limits{}), "", nil)
+		e := wasmpolicy.NewEnv(loadModule(t, h, hostile+"loop.wasm", wasm.Limits{}), "", nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if _, err := e.DecideEnv(ctx, envRequest(ambient, explicit)); !errors.Is(err, context.Canceled) {

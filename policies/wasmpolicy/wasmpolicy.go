@@ -1,4 +1,10 @@
-package policies
+// Package wasmpolicy is the `wasm:` form of a policy (docs: the WASM ABI):
+// a permission or env policy decided by a WebAssembly module run by
+// package wasm. It registers its loader with policies from its init
+// function, as a step kind registers with steps, so a program has the form
+// by importing this package for its side effect (cmd/acpflow does) and
+// links no WASM runtime otherwise.
+package wasmpolicy
 
 import (
 	"bytes"
@@ -13,25 +19,24 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/wasm"
 )
 
-// NewWASMLoader returns the WASMLoader that ParsePermission and ParseEnv
-// take: it loads the module with host, under the file's limits, and makes
-// a WASMPermission for KindPermission or a WASMEnv (proposing DefaultEnv's
-// environment: the wasm form replaces inherit and scrub-credentials) for
-// KindEnv. ctx bounds the loads, which compile.
-// SharedWASMLoader loads modules into one wasm.Host per process, created on
+func init() { policies.RegisterWASM(SharedLoader()) }
+
+// SharedLoader loads modules into one wasm.Host per process, created on
 // first use: compiling a module is what costs (a Go module takes a second
 // and a half), so every workflow and policy file a process loads shares the
-// host's cache of compiled modules.
-func SharedWASMLoader() WASMLoader {
-	return func(path, kind string, config map[string]any, limits Limits) (any, error) {
+// host's cache of compiled modules. It is the loader this package
+// registers.
+func SharedLoader() policies.WASMLoader {
+	return func(path, kind string, config map[string]any, limits policies.Limits) (any, error) {
 		shared.once.Do(func() { shared.host, shared.err = wasm.NewHost(context.Background()) })
 		if shared.err != nil {
 			return nil, fmt.Errorf("start the WASM host: %w", shared.err)
 		}
-		return NewWASMLoader(context.Background(), shared.host)(path, kind, config, limits)
+		return NewLoader(context.Background(), shared.host)(path, kind, config, limits)
 	}
 }
 
@@ -41,38 +46,44 @@ var shared struct {
 	err  error
 }
 
-func NewWASMLoader(ctx context.Context, host *wasm.Host) WASMLoader {
-	return func(path, kind string, config map[string]any, limits Limits) (any, error) {
+// NewLoader returns a loader of the form policies.WASMLoader describes:
+// it loads the module with host, under the file's limits, and makes a
+// Permission for policies.KindPermission or an Env (proposing
+// policies.DefaultEnv's environment: the wasm form replaces inherit and
+// scrub-credentials) for policies.KindEnv. ctx bounds the loads, which
+// compile.
+func NewLoader(ctx context.Context, host *wasm.Host) policies.WASMLoader {
+	return func(path, kind string, config map[string]any, limits policies.Limits) (any, error) {
 		m, err := host.Load(ctx, path, wasm.Limits{Memory: limits.Memory, Timeout: limits.Timeout})
 		if err != nil {
 			return nil, err
 		}
 		switch kind {
-		case KindPermission:
-			return NewWASMPermission(m, "", config), nil
-		case KindEnv:
-			return NewWASMEnv(m, "", config), nil
+		case policies.KindPermission:
+			return NewPermission(m, "", config), nil
+		case policies.KindEnv:
+			return NewEnv(m, "", config), nil
 		}
-		return nil, fmt.Errorf("policy module %s: no %q policy kind; want %s or %s", path, kind, KindPermission, KindEnv)
+		return nil, fmt.Errorf("policy module %s: no %q policy kind; want %s or %s", path, kind, policies.KindPermission, policies.KindEnv)
 	}
 }
 
-// WASMPermission is a permission policy decided by a WASM module (SPEC §5):
+// Permission is a permission policy decided by a WASM module (SPEC §5):
 // it sends the PermissionRequest, with the policy's config, and reads
 // {"decision": "...", "reason": "..."}.
-type WASMPermission struct {
+type Permission struct {
 	module *wasm.Module
 	name   string
 	config map[string]any
 }
 
-var _ Permission = (*WASMPermission)(nil)
+var _ policies.Permission = (*Permission)(nil)
 
-// NewWASMPermission makes a permission policy of m. name is recorded as the
+// NewPermission makes a permission policy of m. name is recorded as the
 // rule of every verdict ("" means the module's file name, as SPEC §6
 // records it); config is sent as the request's "config".
-func NewWASMPermission(m *wasm.Module, name string, config map[string]any) *WASMPermission {
-	return &WASMPermission{module: m, name: ruleName(m, name), config: configOrEmpty(config)}
+func NewPermission(m *wasm.Module, name string, config map[string]any) *Permission {
+	return &Permission{module: m, name: ruleName(m, name), config: configOrEmpty(config)}
 }
 
 // DecidePermission asks the module. Every failure is an error, with the
@@ -87,25 +98,25 @@ func NewWASMPermission(m *wasm.Module, name string, config map[string]any) *WASM
 // dropped, and so is a member given twice or in another case
 // ({"decision":"reject","Decision":"allow"}), which JSON decoders read
 // differently: one takes the first, encoding/json the last.
-func (p *WASMPermission) DecidePermission(ctx context.Context, req *PermissionRequest) (Verdict, error) {
-	failed := Verdict{Rule: p.name}
+func (p *Permission) DecidePermission(ctx context.Context, req *policies.PermissionRequest) (policies.Verdict, error) {
+	failed := policies.Verdict{Rule: p.name}
 	if req == nil {
-		req = &PermissionRequest{}
+		req = &policies.PermissionRequest{}
 	}
 	in := *req
-	in.Kind = KindPermission
+	in.Kind = policies.KindPermission
 	in.Config = p.config
 	if in.Options == nil {
-		in.Options = []Option{}
+		in.Options = []policies.Option{}
 	}
 	if in.Tool.Locations == nil {
-		in.Tool.Locations = []ToolLocation{}
+		in.Tool.Locations = []policies.ToolLocation{}
 	}
 	request, err := marshalRequest(&in)
 	if err != nil {
 		return failed, fmt.Errorf("policy module %s: request: %w", p.module.Path(), err)
 	}
-	answer, stderr, err := p.module.Call(ctx, KindPermission, request)
+	answer, stderr, err := p.module.Call(ctx, policies.KindPermission, request)
 	failed.Stderr = stderr
 	if err != nil {
 		return failed, err
@@ -114,34 +125,34 @@ func (p *WASMPermission) DecidePermission(ctx context.Context, req *PermissionRe
 	if err != nil {
 		return failed, fmt.Errorf("policy module %s: %w", p.module.Path(), err)
 	}
-	return Verdict{Decision: d, Rule: p.name, Reason: reason, Stderr: stderr}, nil
+	return policies.Verdict{Decision: d, Rule: p.name, Reason: reason, Stderr: stderr}, nil
 }
 
-// WASMEnv is an env policy decided by a WASM module (SPEC §4.2): it sends
+// Env is an env policy decided by a WASM module (SPEC §4.2): it sends
 // the EnvRequest with "proposed", the environment Base would give, and
 // reads {"env": {...}} (the child's whole environment) or {"deny": "..."}.
-type WASMEnv struct {
-	// Base computes "proposed"; NewWASMEnv sets DefaultEnv(). Set it to
-	// the EnvRules built from the workflow's inherit and scrub settings.
-	Base Env
+type Env struct {
+	// Base computes "proposed"; NewEnv sets policies.DefaultEnv(). Set it
+	// to the EnvRules built from the workflow's inherit and scrub settings.
+	Base policies.Env
 
 	module *wasm.Module
 	name   string
 	config map[string]any
 }
 
-var _ Env = (*WASMEnv)(nil)
+var _ policies.Env = (*Env)(nil)
 
-// NewWASMEnv makes an env policy of m, proposing DefaultEnv's environment.
-// name and config are as for NewWASMPermission.
-func NewWASMEnv(m *wasm.Module, name string, config map[string]any) *WASMEnv {
-	return &WASMEnv{Base: DefaultEnv(), module: m, name: ruleName(m, name), config: configOrEmpty(config)}
+// NewEnv makes an env policy of m, proposing policies.DefaultEnv's
+// environment. name and config are as for NewPermission.
+func NewEnv(m *wasm.Module, name string, config map[string]any) *Env {
+	return &Env{Base: policies.DefaultEnv(), module: m, name: ruleName(m, name), config: configOrEmpty(config)}
 }
 
 // wasmEnvRequest is the env request on the wire; config is last, after
 // the request's own fields.
 type wasmEnvRequest struct {
-	EnvRequest
+	policies.EnvRequest
 	Proposed map[string]string `json:"proposed"`
 	Config   map[string]any    `json:"config"`
 }
@@ -161,14 +172,14 @@ type wasmEnvRequest struct {
 // says is scrubbed before it is returned: its stderr, its errors and its
 // reason to deny carry no value that the built-in rules drop, and no value
 // of a variable with a credential's name (secretScrubber).
-func (e *WASMEnv) DecideEnv(ctx context.Context, req *EnvRequest) (EnvDecision, error) {
-	failed := EnvDecision{Rule: e.name}
+func (e *Env) DecideEnv(ctx context.Context, req *policies.EnvRequest) (policies.EnvDecision, error) {
+	failed := policies.EnvDecision{Rule: e.name}
 	if req == nil {
-		req = &EnvRequest{}
+		req = &policies.EnvRequest{}
 	}
 	base := e.Base
 	if base == nil {
-		base = DefaultEnv()
+		base = policies.DefaultEnv()
 	}
 	proposed, err := base.DecideEnv(ctx, req)
 	if err != nil {
@@ -178,13 +189,13 @@ func (e *WASMEnv) DecideEnv(ctx context.Context, req *EnvRequest) (EnvDecision, 
 		return proposed, nil
 	}
 	in := wasmEnvRequest{EnvRequest: *req, Proposed: nonNil(proposed.Env), Config: e.config}
-	in.Kind = KindEnv
+	in.Kind = policies.KindEnv
 	in.Ambient, in.Explicit = nonNil(in.Ambient), nonNil(in.Explicit)
 	request, err := marshalRequest(&in)
 	if err != nil {
 		return failed, fmt.Errorf("policy module %s: request: %w", e.module.Path(), err)
 	}
-	answer, stderr, err := e.module.Call(ctx, KindEnv, request)
+	answer, stderr, err := e.module.Call(ctx, policies.KindEnv, request)
 	scrub := secretScrubber(req, proposed.Env)
 	failed.Stderr = scrub.Replace(stderr)
 	if err != nil {
@@ -195,9 +206,9 @@ func (e *WASMEnv) DecideEnv(ctx context.Context, req *EnvRequest) (EnvDecision, 
 	case err != nil:
 		return failed, scrubbedError{scrub.Replace(fmt.Sprintf("policy module %s: %s", e.module.Path(), err)), err}
 	case deny != "":
-		return EnvDecision{Deny: scrub.Replace(deny), Rule: e.name, Stderr: failed.Stderr}, nil
+		return policies.EnvDecision{Deny: scrub.Replace(deny), Rule: e.name, Stderr: failed.Stderr}, nil
 	}
-	return EnvDecision{Env: env, Rule: e.name, Stderr: failed.Stderr}, nil
+	return policies.EnvDecision{Env: env, Rule: e.name, Stderr: failed.Stderr}, nil
 }
 
 // secretScrubber replaces, in what an env module says (its stderr, its
@@ -212,7 +223,7 @@ func (e *WASMEnv) DecideEnv(ctx context.Context, req *EnvRequest) (EnvDecision, 
 // error quotes an answer with %q). Values shorter than 4 bytes are left
 // alone: none is a secret worth the name, and replacing every "1" would
 // make stderr unreadable.
-func secretScrubber(req *EnvRequest, proposed map[string]string) *strings.Replacer {
+func secretScrubber(req *policies.EnvRequest, proposed map[string]string) *strings.Replacer {
 	secret := map[string]string{} // value, or an escaped form of it → name
 	add := func(name, value string) {
 		if len(value) < 4 {
@@ -228,12 +239,12 @@ func secretScrubber(req *EnvRequest, proposed map[string]string) *strings.Replac
 		}
 	}
 	for name, value := range req.Ambient {
-		if passed, ok := proposed[name]; !ok || passed != value || IsCredential(name) {
+		if passed, ok := proposed[name]; !ok || passed != value || policies.IsCredential(name) {
 			add(name, value)
 		}
 	}
 	for name, value := range req.Explicit {
-		if IsCredential(name) {
+		if policies.IsCredential(name) {
 			add(name, value)
 		}
 	}
@@ -285,7 +296,7 @@ func marshalRequest(v any) ([]byte, error) {
 
 // decodePermissionAnswer reads {"decision": D, "reason": R} strictly (see
 // DecidePermission).
-func decodePermissionAnswer(answer []byte) (Decision, string, error) {
+func decodePermissionAnswer(answer []byte) (policies.Decision, string, error) {
 	members, err := answerMembers(answer, "decision", "reason")
 	if err != nil {
 		return "", "", err
@@ -297,7 +308,7 @@ func decodePermissionAnswer(answer []byte) (Decision, string, error) {
 	case !ok:
 		return "", "", fmt.Errorf("answer has no \"decision\": %s", excerpt(answer))
 	}
-	d, err := ParseDecision(decision)
+	d, err := policies.ParseDecision(decision)
 	if err != nil {
 		return "", "", fmt.Errorf("answer: %w", err)
 	}

@@ -1,9 +1,11 @@
-package policies
+package wasmpolicy
 
 import (
 	"encoding/json"
 	"maps"
 	"testing"
+
+	"github.com/acpflow/acpflow/policies"
 )
 
 // FuzzWASMAnswer: the decoders of a module's answer never panic, and
@@ -35,7 +37,7 @@ func FuzzWASMAnswer(f *testing.F) {
 				Decision string `json:"decision"`
 				Reason   string `json:"reason"`
 			}
-			if err := json.Unmarshal(answer, &loose); err != nil || Decision(loose.Decision) != d || loose.Reason != reason {
+			if err := json.Unmarshal(answer, &loose); err != nil || policies.Decision(loose.Decision) != d || loose.Reason != reason {
 				t.Fatalf("accepted %s as %s %q; encoding/json reads %+v, %v", answer, d, reason, loose, err)
 			}
 			again, _ := json.Marshal(map[string]string{"decision": string(d), "reason": reason})
