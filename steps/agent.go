@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,37 +15,39 @@ const maxGrace = time.Duration(math.MaxInt32) * time.Millisecond
 
 // Check validates an agent's static configuration, the seed's config checks
 // included: each grace finite, > 0 and ≤ 2147483647 ms; an empty cwd is an
-// error (omit the key to use the workspace).
+// error (omit the key to use the workspace). An error is a *FieldError
+// whose path is the agent's key at fault (none: the agent as a whole).
 func (a *Agent) Check() error {
 	switch {
 	case a.Builtin != "" && a.Command != "":
-		return fmt.Errorf("agent %s: set builtin or command, not both", a.Name)
+		return FieldErrorf([]string{"command"}, "agent %s: set builtin or command, not both", a.Name)
 	case a.Builtin == "" && a.Command == "":
-		return fmt.Errorf("agent %s: needs a command (or builtin: demo, or a preset)", a.Name)
+		return FieldErrorf(nil, "agent %s: needs a command (or builtin: demo, or a preset)", a.Name)
 	case a.Builtin != "" && a.Builtin != "demo":
-		return fmt.Errorf("agent %s: unknown builtin %q (known: demo)", a.Name, a.Builtin)
+		return FieldErrorf([]string{"builtin"}, "agent %s: unknown builtin %q (known: demo)", a.Name, a.Builtin)
 	}
 	for _, g := range []struct {
-		name string
+		path []string
 		d    time.Duration
-	}{{"start-timeout", a.StartTimeout}, {"dispose.eof-grace", a.EOFGrace}, {"dispose.term-grace", a.TermGrace}} {
+	}{{[]string{"start-timeout"}, a.StartTimeout}, {[]string{"dispose", "eof-grace"}, a.EOFGrace}, {[]string{"dispose", "term-grace"}, a.TermGrace}} {
+		name := strings.Join(g.path, ".")
 		if g.d <= 0 {
-			return fmt.Errorf("agent %s: %s must be greater than 0, got %s", a.Name, g.name, g.d)
+			return FieldErrorf(g.path, "agent %s: %s must be greater than 0, got %s", a.Name, name, g.d)
 		}
 		if g.d > maxGrace {
-			return fmt.Errorf("agent %s: %s must be at most 2147483647ms, got %s", a.Name, g.name, g.d)
+			return FieldErrorf(g.path, "agent %s: %s must be at most 2147483647ms, got %s", a.Name, name, g.d)
 		}
 	}
 	if a.MaxOutput < 0 || a.MaxOutput > MaxSize {
-		return fmt.Errorf("agent %s: max-output must be greater than 0 and at most 1 GiB, got %d bytes", a.Name, a.MaxOutput)
+		return FieldErrorf([]string{"max-output"}, "agent %s: max-output must be greater than 0 and at most 1 GiB, got %d bytes", a.Name, a.MaxOutput)
 	}
 	for id := range a.Config {
 		if id == "" {
-			return fmt.Errorf("agent %s: config: an option id is empty", a.Name)
+			return FieldErrorf([]string{"config"}, "agent %s: config: an option id is empty", a.Name)
 		}
 	}
 	if a.CwdSet && a.Cwd == "" {
-		return fmt.Errorf("agent %s: cwd is empty; omit the key to use the workspace", a.Name)
+		return FieldErrorf([]string{"cwd"}, "agent %s: cwd is empty; omit the key to use the workspace", a.Name)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -94,9 +95,8 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 			a.StartTimeout = t
 		}
 	}
-	var dispose map[string]*node
 	if n := f["dispose"]; n != nil {
-		dispose = d.fields(n, ctx+": dispose", disposeKeys)
+		dispose := d.fields(n, ctx+": dispose", disposeKeys)
 		if g := dispose["eof-grace"]; g != nil {
 			if t, ok := d.duration(g, ctx+": dispose.eof-grace"); ok {
 				a.EOFGrace = t
@@ -110,43 +110,26 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 	}
 	if len(d.errs) == before {
 		if err := a.Check(); err != nil {
-			d.at(agentErrorAt(err.Error(), key, f, dispose), "%s", err)
+			d.at(agentErrorAt(err, key, v), "%s", err)
 		}
 	}
 	return a
 }
 
-// agentErrorAt finds the key an error of steps.Agent.Check is about, from
-// the key name its message uses, so the caret points at the value to fix;
-// else the agent's name.
-func agentErrorAt(msg string, key *node, f, dispose map[string]*node) pos {
-	pick := func(ns ...*node) pos {
-		for _, n := range ns {
-			if n != nil {
-				return n.pos
-			}
-		}
+// agentErrorAt places an error of steps.Agent.Check: on the value its
+// steps.FieldError path leads to, as deep as the file goes; on preset: when
+// the file does not write the key at all but names a preset (which gave
+// the value); else on the agent's name.
+func agentErrorAt(err error, key, v *node) pos {
+	var fe *steps.FieldError
+	if !errors.As(err, &fe) || len(fe.Path) == 0 {
 		return key.pos
 	}
-	switch {
-	case strings.Contains(msg, "needs a command"):
-		return key.pos
-	case strings.Contains(msg, "not both"):
-		return pick(f["command"], f["preset"])
-	case strings.Contains(msg, "builtin"):
-		return pick(f["builtin"])
-	case strings.Contains(msg, "start-timeout"):
-		return pick(f["start-timeout"])
-	case strings.Contains(msg, "eof-grace"):
-		return pick(dispose["eof-grace"])
-	case strings.Contains(msg, "term-grace"):
-		return pick(dispose["term-grace"])
-	case strings.Contains(msg, "max-output"):
-		return pick(f["max-output"])
-	case strings.Contains(msg, "config"):
-		return pick(f["config"])
-	case strings.Contains(msg, "cwd"):
-		return pick(f["cwd"])
+	if n, depth := follow(v, fe.Path); depth > 0 {
+		return n.pos
+	}
+	if p := v.get("preset"); p != nil {
+		return p.pos
 	}
 	return key.pos
 }

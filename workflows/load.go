@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/steps"
@@ -79,30 +79,24 @@ func (d *decoder) prepare() {
 		}
 		run, err := s.kind.Prepare(steps.StepConfig{ID: s.step.ID, With: s.rawWith, Agents: d.agents})
 		if err != nil {
-			d.at(d.prepareErrorAt(s, err.Error()), "%s: %s", s.label, err)
+			d.at(d.prepareErrorAt(s, err), "%s: %s", s.label, err)
 			continue
 		}
 		s.step.Run = run
 	}
 }
 
-// prepareErrorAt points at the with: value a kind's error names
-// ("with.agent: ...", "with.config.model: ..."), as deep as the path leads
-// through mappings, else at with: itself.
-func (d *decoder) prepareErrorAt(s *stepInfo, msg string) pos {
-	if s.withNode == nil {
-		return s.node.pos
+// prepareErrorAt places a kind's error: on the value its steps.FieldError
+// path leads to from the step, as deep as the file goes; any other error on
+// with: (or the step, without one).
+func (d *decoder) prepareErrorAt(s *stepInfo, err error) pos {
+	var fe *steps.FieldError
+	if errors.As(err, &fe) {
+		n, _ := follow(s.node, fe.Path)
+		return n.pos
 	}
-	at := s.withNode
-	rest, ok := strings.CutPrefix(msg, "with.")
-	for ok {
-		end := strings.IndexFunc(rest+":", func(r rune) bool { return r == ':' || r == '.' || r == ' ' })
-		v := at.get(rest[:end])
-		if at.kind != mappingNode || v == nil {
-			break
-		}
-		at = v
-		rest, ok = strings.CutPrefix(rest[end:], ".")
+	if s.withNode != nil {
+		return s.withNode.pos
 	}
-	return at.pos
+	return s.node.pos
 }

@@ -73,6 +73,21 @@ func (n *node) get(key string) *node {
 	return nil
 }
 
+// follow walks path down from n through mappings, as far as the keys
+// exist, and returns the node it reached and how many keys it followed.
+func follow(n *node, path []string) (*node, int) {
+	depth := 0
+	for _, key := range path {
+		v := n.get(key)
+		if n.kind != mappingNode || v == nil {
+			break
+		}
+		n = v
+		depth++
+	}
+	return n, depth
+}
+
 // describe names what the node is, for "want X, got Y" messages.
 func (n *node) describe() string {
 	switch {

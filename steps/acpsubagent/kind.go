@@ -49,11 +49,12 @@ func (k *Kind) Keys() []string {
 // Required implements steps.Kind.
 func (k *Kind) Required() []string { return []string{"agent", "prompt"} }
 
-// Prepare implements steps.Kind.
+// Prepare implements steps.Kind. Its errors are *steps.FieldError at the
+// with: value at fault.
 func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	name, ok := cfg.With["agent"].(string)
 	if !ok || name == "" {
-		return nil, fmt.Errorf("with.agent must name an agent")
+		return nil, steps.FieldErrorf(withPath("agent"), "with.agent must name an agent")
 	}
 	agent, ok := cfg.Agents[name]
 	if !ok {
@@ -63,18 +64,18 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		}
 		sort.Strings(declared)
 		if len(declared) == 0 {
-			return nil, fmt.Errorf("with.agent: unknown agent %q (the workflow declares no agents:)", name)
+			return nil, steps.FieldErrorf(withPath("agent"), "with.agent: unknown agent %q (the workflow declares no agents:)", name)
 		}
-		return nil, fmt.Errorf("with.agent: unknown agent %q (declared: %s)", name, strings.Join(declared, ", "))
+		return nil, steps.FieldErrorf(withPath("agent"), "with.agent: unknown agent %q (declared: %s)", name, strings.Join(declared, ", "))
 	}
 	if cwd, ok := cfg.With["cwd"]; ok {
 		if s, _ := cwd.(string); s == "" {
-			return nil, fmt.Errorf("with.cwd is empty; omit the key to use the agent's cwd or the workspace")
+			return nil, steps.FieldErrorf(withPath("cwd"), "with.cwd is empty; omit the key to use the agent's cwd or the workspace")
 		}
 	}
 	if env, ok := cfg.With["env"]; ok {
 		if _, isMap := env.(map[string]any); !isMap {
-			return nil, fmt.Errorf("with.env must be a mapping of names to values")
+			return nil, steps.FieldErrorf(withPath("env"), "with.env must be a mapping of names to values")
 		}
 	}
 	if err := checkSessionKeys(cfg.With); err != nil {
@@ -96,15 +97,15 @@ func checkSessionKeys(with map[string]any) error {
 		switch x := v.(type) {
 		case string:
 		case int, float64:
-			return fmt.Errorf("with.mode: want a mode id (a string such as read-only), got the number %v; quote it if the agent's mode id is %q", x, fmt.Sprint(x))
+			return steps.FieldErrorf(withPath("mode"), "with.mode: want a mode id (a string such as read-only), got the number %v; quote it if the agent's mode id is %q", x, fmt.Sprint(x))
 		default:
-			return fmt.Errorf("with.mode: want a mode id (a string such as read-only), got %s", describeWith(v))
+			return steps.FieldErrorf(withPath("mode"), "with.mode: want a mode id (a string such as read-only), got %s", describeWith(v))
 		}
 	}
 	if v, ok := with["config"]; ok {
 		cfg, isMap := v.(map[string]any)
 		if !isMap {
-			return fmt.Errorf("with.config: want a mapping of option ids to values (e.g. {model: o3}), got %s", describeWith(v))
+			return steps.FieldErrorf(withPath("config"), "with.config: want a mapping of option ids to values (e.g. {model: o3}), got %s", describeWith(v))
 		}
 		ids := make([]string, 0, len(cfg))
 		for id := range cfg {
@@ -113,10 +114,10 @@ func checkSessionKeys(with map[string]any) error {
 		sort.Strings(ids)
 		for _, id := range ids {
 			if id == "" {
-				return fmt.Errorf("with.config: an option id is empty")
+				return steps.FieldErrorf(withPath("config"), "with.config: an option id is empty")
 			}
 			if _, err := steps.ConfigValue(cfg[id]); err != nil {
-				return fmt.Errorf("with.config.%s: %w", id, err)
+				return steps.FieldErrorf(withPath("config", id), "with.config.%s: %w", id, err)
 			}
 		}
 	}
@@ -127,17 +128,22 @@ func checkSessionKeys(with map[string]any) error {
 				break
 			}
 			if _, err := steps.ParseSize(x); err != nil {
-				return fmt.Errorf("with.max-output: %w", err)
+				return steps.FieldErrorf(withPath("max-output"), "with.max-output: %w", err)
 			}
 		case int, float64:
 			if _, err := steps.SizeOf(x); err != nil {
-				return fmt.Errorf("with.max-output: %w", err)
+				return steps.FieldErrorf(withPath("max-output"), "with.max-output: %w", err)
 			}
 		default:
-			return fmt.Errorf("with.max-output: want a size such as 8 MiB or a whole number of bytes, got %s", describeWith(v))
+			return steps.FieldErrorf(withPath("max-output"), "with.max-output: want a size such as 8 MiB or a whole number of bytes, got %s", describeWith(v))
 		}
 	}
 	return nil
+}
+
+// withPath is the path of a with: value, for a steps.FieldError.
+func withPath(keys ...string) []string {
+	return append([]string{"with"}, keys...)
 }
 
 // describeWith names a raw with: value in a message.

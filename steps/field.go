@@ -1,0 +1,36 @@
+package steps
+
+import "fmt"
+
+// FieldError is a problem with one value of the configuration a kind's
+// Prepare or an agent's Check looks at. The workflow loader puts its caret
+// on the value Path leads to, so a kind never needs to know where the file
+// wrote it.
+//
+// # Notes
+//
+// Path is the keys from the mapping that was checked down to the value:
+// from the step for Prepare ({"with", "config", "model"}), from the agent's
+// mapping for Agent.Check ({"dispose", "eof-grace"}). The loader follows
+// it as deep as the file goes, so a value the file does not write (a
+// default, a preset's) is placed on the nearest key it does. An empty Path
+// is the step (or the agent) as a whole.
+//
+// The message is Err's, whole: the path is not prefixed, so a kind words
+// its messages as it likes ("with.agent must name an agent").
+type FieldError struct {
+	Path []string
+	Err  error
+}
+
+// Error is the message of Err.
+func (e *FieldError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// FieldErrorf returns a *FieldError at path whose message is formatted as
+// fmt.Errorf formats it (%w included).
+func FieldErrorf(path []string, format string, args ...any) error {
+	return &FieldError{Path: path, Err: fmt.Errorf(format, args...)}
+}
