@@ -58,17 +58,3 @@ func (l Limits) resolve() (Limits, error) {
 	l.Memory -= l.Memory % pageSize // memory grows in whole pages
 	return l, nil
 }
-
-// formatBytes writes a size as people configure it: "32 MiB", "1 MiB",
-// "16 KiB", else bytes.
-func formatBytes(n uint64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}

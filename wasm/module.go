@@ -16,6 +16,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/acpflow/acpflow/internal/bytesize"
 )
 
 // Names of the ABI (SPEC §5).
@@ -101,14 +103,14 @@ func readModule(path string) ([]byte, error) {
 	case !info.Mode().IsRegular():
 		return nil, fmt.Errorf("not a regular file (%s): a policy module is a .wasm file", info.Mode().Type())
 	case info.Size() > MaxModuleSize:
-		return nil, fmt.Errorf("%d bytes, over the limit of %s for a policy module", info.Size(), formatBytes(MaxModuleSize))
+		return nil, fmt.Errorf("%d bytes, over the limit of %s for a policy module", info.Size(), bytesize.Format(int64(MaxModuleSize)))
 	}
 	bin, err := io.ReadAll(io.LimitReader(f, MaxModuleSize+1))
 	switch {
 	case err != nil:
 		return nil, err
 	case len(bin) > MaxModuleSize:
-		return nil, fmt.Errorf("grew past the limit of %s for a policy module while it was read", formatBytes(MaxModuleSize))
+		return nil, fmt.Errorf("grew past the limit of %s for a policy module while it was read", bytesize.Format(int64(MaxModuleSize)))
 	}
 	return bin, nil
 }
@@ -141,7 +143,7 @@ func (m *Module) check() error {
 	}
 	for _, mem := range m.compiled.ExportedMemories() {
 		if need := uint64(mem.Min()) * pageSize; need > m.limits.Memory {
-			return fmt.Errorf("needs %s of memory to start, over its limit of %s", formatBytes(need), formatBytes(m.limits.Memory))
+			return fmt.Errorf("needs %s of memory to start, over its limit of %s", bytesize.Format(int64(need)), bytesize.Format(int64(m.limits.Memory)))
 		}
 	}
 	exports := m.compiled.ExportedFunctions()
@@ -268,9 +270,9 @@ func (m *Module) waitForRoom(ctx context.Context, weight uint64) error {
 	case err == nil:
 		return nil
 	case ctx.Err() != nil:
-		return fmt.Errorf("policy module %s: the WASM host is busy (its instances in flight hold all of its %s of memory), and the call was stopped while it waited: %w", m.path, formatBytes(m.host.instances.total), context.Cause(ctx))
+		return fmt.Errorf("policy module %s: the WASM host is busy (its instances in flight hold all of its %s of memory), and the call was stopped while it waited: %w", m.path, bytesize.Format(int64(m.host.instances.total)), context.Cause(ctx))
 	}
-	return fmt.Errorf("policy module %s: the WASM host is busy: its instances in flight held all of its %s of memory for more than %s", m.path, formatBytes(m.host.instances.total), m.limits.Timeout)
+	return fmt.Errorf("policy module %s: the WASM host is busy: its instances in flight held all of its %s of memory for more than %s", m.path, bytesize.Format(int64(m.host.instances.total)), m.limits.Timeout)
 }
 
 // callCommand runs _start in a fresh instance, request on stdin.
@@ -291,7 +293,7 @@ func (m *Module) callCommand(parent, ctx context.Context, kind string, req []byt
 	stderr := errOut.String()
 	switch {
 	case out.overflow:
-		return nil, stderr, fmt.Errorf("policy module %s: answer over the %s limit", m.path, formatBytes(uint64(m.limits.Output)))
+		return nil, stderr, fmt.Errorf("policy module %s: answer over the %s limit", m.path, bytesize.Format(int64(m.limits.Output)))
 	case err != nil:
 		return nil, stderr, m.failure(parent, ctx, err, mem, stderr)
 	}
@@ -318,7 +320,7 @@ func (m *Module) failure(parent, ctx context.Context, err error, mem *memoryLimi
 		cause = "failed: " + firstLine(msg)
 	}
 	if mem.refused {
-		cause = fmt.Sprintf("went over its memory limit of %s, then %s", formatBytes(m.limits.Memory), cause)
+		cause = fmt.Sprintf("went over its memory limit of %s, then %s", bytesize.Format(int64(m.limits.Memory)), cause)
 	}
 	if line := firstLine(strings.TrimSpace(stderr)); line != "" {
 		if len(line) > stderrExcerpt {

@@ -9,6 +9,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/acpflow/acpflow/internal/bytesize"
 )
 
 // instance is one reactor instance, used by one call at a time.
@@ -52,7 +54,7 @@ func (g guestError) Error() string { return g.err.Error() }
 func (m *Module) decide(ctx context.Context, inst *instance, req []byte) ([]byte, error) {
 	inst.mem.refused = false
 	if uint64(len(req)) > m.limits.Memory {
-		return nil, fmt.Errorf("request of %d bytes is over the memory limit of %s", len(req), formatBytes(m.limits.Memory))
+		return nil, fmt.Errorf("request of %d bytes is over the memory limit of %s", len(req), bytesize.Format(int64(m.limits.Memory)))
 	}
 	inst.stack[0] = uint64(len(req))
 	if err := inst.alloc.CallWithStack(ctx, inst.stack); err != nil {
@@ -73,7 +75,7 @@ func (m *Module) decide(ctx context.Context, inst *instance, req []byte) ([]byte
 	}
 	at, n := uint32(inst.stack[0]>>32), uint32(inst.stack[0])
 	if uint64(n) > uint64(m.limits.Output) {
-		return nil, fmt.Errorf("answer over the %s limit", formatBytes(uint64(m.limits.Output)))
+		return nil, fmt.Errorf("answer over the %s limit", bytesize.Format(int64(m.limits.Output)))
 	}
 	answer, ok := inst.mod.Memory().Read(at, n)
 	if !ok {

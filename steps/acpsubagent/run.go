@@ -14,6 +14,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/acpflow/acpflow/internal/bytesize"
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/version"
@@ -268,7 +269,7 @@ func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
 	case <-a.client.overflowed():
 		a.cancel(sessionID)
 		limit := a.client.output.limit
-		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s: its output passed max-output (%s); the first %s are kept and the turn was cancelled", a.agent.Name, formatBytes(limit), formatBytes(limit))}
+		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s: its output passed max-output (%s); the first %s are kept and the turn was cancelled", a.agent.Name, bytesize.Format(limit), bytesize.Format(limit))}
 	case <-ctx.Done():
 		a.cancel(sessionID)
 		return steps.Result{StopReason: steps.Aborted, Err: context.Cause(ctx)}

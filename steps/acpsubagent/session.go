@@ -164,16 +164,3 @@ func selectValues(o acp.SessionConfigSelectOptions) []string {
 	}
 	return out
 }
-
-// formatBytes writes a byte count the way a user wrote it: 8 MiB, 512 KiB, 100 B.
-func formatBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
-}
