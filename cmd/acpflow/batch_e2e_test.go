@@ -19,6 +19,7 @@ import (
 	"time"
 
 	agentrecord "github.com/acpflow/acpflow/internal/testagent/record"
+	"github.com/acpflow/acpflow/runs"
 )
 
 // started is an acpflow process started in the background.
@@ -183,7 +184,7 @@ steps:
 func badLines() (data string, want map[int]string) {
 	lines := []string{
 		`{"n": 1}`,
-		`{"n": 2, "doc": "` + strings.Repeat("y", maxBatchLine) + `"}`,
+		`{"n": 2, "doc": "` + strings.Repeat("y", runs.MaxLine) + `"}`,
 		`{"n": 3`,
 		`["n", 4]`,
 		"{\"n\": 5, \"doc\": \"\xfe\"}",

@@ -154,10 +154,3 @@ func (v *batchView) Close([]*engine.RunResult) {
 	}
 	fmt.Fprintf(v.w, " (acpflow runs --batch %s --status failed)\n", v.batchID)
 }
-
-// lineEvent is the run_end event of a batch line that never ran (its
-// inputs were not valid), so that views count it.
-func lineEvent(res *engine.RunResult) steps.Event {
-	return steps.Event{Type: "run_end", RunID: res.RunID, Time: time.Now(),
-		Fields: map[string]any{"status": res.Status, "error": res.Error, "duration_ms": int64(0), "invalid": true}}
-}

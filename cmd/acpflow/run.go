@@ -20,6 +20,7 @@ import (
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -69,9 +70,9 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	if f.inputsFile != "" && len(f.inputs) > 0 {
 		return usageErrorf("--input and --inputs do not go together: put every input in the JSONL lines")
 	}
-	wf, err := loadWorkflow(file)
+	wf, err := runs.LoadWorkflow(file)
 	if err != nil {
-		return err
+		return usageError(err)
 	}
 	workspace, err := resolveWorkspace(f.workspace)
 	if err != nil {
@@ -79,17 +80,17 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	}
 	var inputs map[string]any
 	var in *batchInput
-	var lines *lineReader
+	var lines *runs.LineReader
 	var first store.BatchLine
 	if f.inputsFile != "" {
 		if in, err = openInputs(f.inputsFile, fifoWriterWait); err != nil {
 			return usageError(err)
 		}
 		defer in.Close()
-		lines = newLineReader(in, f.inputsFile)
+		lines = runs.NewLineReader(in, f.inputsFile)
 		// The first line is read before anything is recorded: an input with
 		// no line at all is bad usage, and nothing starts.
-		if first, err = lines.next(); errors.Is(err, io.EOF) {
+		if first, err = lines.Next(); errors.Is(err, io.EOF) {
 			return usageErrorf("--inputs %s: no input lines", f.inputsFile)
 		} else if err != nil {
 			return usageError(err)
@@ -116,137 +117,73 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
-	x := &executor{store: s, out: out, workspace: workspace, timeout: f.timeout}
+	x := newExecutor(s, out, f.timeout)
 	if lines != nil {
-		b := newBatch(wf, workspace, f, first)
-		x.view = newBatchView(cmd.OutOrStdout(), f.json, b.ID, 0)
-		return x.batch(ctx, wf, b, in, lines, f.concurrency)
+		b := runs.NewBatch(wf, workspace, f.inputsFile, f.concurrency, first)
+		x.setView(newBatchView(cmd.OutOrStdout(), f.json, b.ID, 0))
+		x.runner.BatchStarted = func(b store.Batch, total int) {
+			if total < 0 {
+				fmt.Fprintf(os.Stderr, "acpflow: batch %s: a run per line as they come (if it stops half-way: acpflow resume %s)\n", b.ID, b.ID)
+				return
+			}
+			fmt.Fprintf(os.Stderr, "acpflow: batch %s: %d runs (if it stops half-way: acpflow resume %s)\n", b.ID, total, b.ID)
+			setTotal(x.view, total)
+		}
+		if err := x.runner.Batch(ctx, wf, b, lines, in.regular, f.concurrency); err != nil {
+			x.reportStoreErrs()
+			return runError(err)
+		}
+		return x.exit(ctx, nil)
 	}
-	x.view = newView(cmd.OutOrStdout(), f.json)
-	res := x.run(ctx, wf, runSpec{inputs: inputs})
+	x.setView(newView(cmd.OutOrStdout(), f.json))
+	res := x.runner.Run(ctx, wf, runs.Spec{Inputs: inputs, Workspace: workspace})
 	return x.exit(ctx, []*engine.RunResult{res})
 }
 
-// loadWorkflow loads and validates a workflow file; its recorded path is
-// absolute, so that `resume` finds it from anywhere.
-func loadWorkflow(file string) (*engine.Workflow, error) {
-	wf, err := workflows.Load(file)
-	if err != nil {
-		return nil, usageError(err)
-	}
-	if abs, err := filepath.Abs(file); err == nil {
-		wf.File = abs
-	}
-	return wf, nil
-}
-
-// executor runs workflow runs, records them and reports their results.
-// It keeps counts of the runs, not their results: a batch of any size
-// holds only the runs in flight.
+// executor is one command's runs: the run service's Runner, with the
+// command's view and --output.
 type executor struct {
-	store     *store.Store
-	out       *resultWriter
-	view      view
-	workspace string
-	timeout   time.Duration
-
-	mu           sync.Mutex
-	runs, failed int
-	storeErrs    []error // the first maxStoreErrs
-	lostErrs     int     // how many more there were
+	runner *runs.Runner
+	out    *resultWriter
+	view   view
 }
 
-// maxStoreErrs bounds the store errors kept for the end's warning: a store
-// that fails every write would otherwise hold one per run.
-const maxStoreErrs = 10
+func newExecutor(s *store.Store, out *resultWriter, timeout time.Duration) *executor {
+	x := &executor{out: out}
+	x.runner = &runs.Runner{
+		Store:   s,
+		Timeout: timeout,
+		Ambient: policies.EnvMap(os.Environ()),
+		Result:  out.write,
+		Notice:  func(msg string) { fmt.Fprintln(os.Stderr, "acpflow: "+termtext.Sanitize(msg)) },
+	}
+	return x
+}
 
-// storeErr keeps an error of the run store for the warning at the end (a
-// run whose record is incomplete does not make the command succeed).
-func (x *executor) storeErr(err error) {
-	if err == nil {
-		return
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if len(x.storeErrs) < maxStoreErrs {
-		x.storeErrs = append(x.storeErrs, err)
-	} else {
-		x.lostErrs++
-	}
+func (x *executor) setView(v view) {
+	x.view = v
+	x.runner.Events = v
 }
 
 // reportStoreErrs warns of every store error kept, once.
 func (x *executor) reportStoreErrs() {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, err := range x.storeErrs {
+	errs, more := x.runner.StoreErrors()
+	for _, err := range errs {
 		fmt.Fprintf(os.Stderr, "acpflow: warning: the run store could not record everything: %s\n", termtext.Sanitize(err.Error()))
 	}
-	if x.lostErrs > 0 {
-		fmt.Fprintf(os.Stderr, "acpflow: warning: and %d more errors of the run store\n", x.lostErrs)
-	}
-	if len(x.storeErrs) > 0 {
-		x.failed++ // an incomplete record does not say everything succeeded
-	}
-	x.storeErrs, x.lostErrs = nil, 0
-}
-
-// count tallies a run that ended.
-func (x *executor) count(res *engine.RunResult) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.runs++
-	if res.Status != engine.StatusSucceeded {
-		x.failed++
+	if more > 0 {
+		fmt.Fprintf(os.Stderr, "acpflow: warning: and %d more errors of the run store\n", more)
 	}
 }
 
-func (x *executor) failures() int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.failed
-}
-
-// currentOwner is this process as the owner of the runs and batches it
-// runs.
-func currentOwner() store.Owner {
-	pid := os.Getpid()
-	ticks, _ := procgroup.StartTicks(pid)
-	return store.Owner{PID: pid, StartTicks: ticks}
-}
-
-// runSpec says which run to do: new, or the resumption of a recorded one.
-type runSpec struct {
-	inputs    map[string]any
-	runID     string                        // minted when empty
-	done      map[string]*engine.StepResult // resume: steps that already succeeded
-	resume    bool
-	batchID   string
-	batchLine int
-}
-
-func (x *executor) run(ctx context.Context, wf *engine.Workflow, spec runSpec) *engine.RunResult {
-	me := currentOwner()
-	rec := &engine.StoreRecorder{
-		Store: x.store, Workflow: wf, BatchID: spec.batchID, BatchLine: spec.batchLine,
-		Resume: spec.resume, OwnerPID: me.PID, OwnerStartTicks: me.StartTicks,
+// runError is the error of a run service call that did not run: a request
+// that was invalid as given exits 2, anything else 1.
+func runError(err error) error {
+	var inv *runs.InvalidError
+	if errors.As(err, &inv) {
+		return usageError(err)
 	}
-	res := engine.Run(ctx, wf, engine.Options{
-		RunID:     spec.runID,
-		Workspace: x.workspace,
-		Inputs:    spec.inputs,
-		Ambient:   policies.EnvMap(os.Environ()),
-		Events:    x.view,
-		Timeout:   x.timeout,
-		Done:      spec.done,
-		Recorder:  rec,
-	})
-	if err := rec.Err(); err != nil {
-		x.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))
-	}
-	x.count(res)
-	x.out.write(res)
-	return res
+	return asFailure(err)
 }
 
 // exit ends the command: the view's summary, then the exit code of SPEC §1.
@@ -261,7 +198,7 @@ func (x *executor) exit(ctx context.Context, results []*engine.RunResult) error 
 	if errors.Is(context.Cause(ctx), engine.ErrInterrupted) {
 		return runOutcome(exitInterrupted)
 	}
-	if x.failures() > 0 {
+	if x.runner.Failures() > 0 {
 		return runOutcome(exitFailed)
 	}
 	return nil

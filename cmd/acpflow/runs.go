@@ -14,6 +14,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/runs"
 )
 
 func newRunsCmd() *cobra.Command {
@@ -160,21 +161,25 @@ func newShowCmd() *cobra.Command {
 	return cmd
 }
 
+// detailJSON is a run as `show --json` prints it: the run as runJSON has
+// it, and each step's result (as the run store keeps it, runs.StepResult)
+// with the kept tail of its stderr.
 func detailJSON(d *store.RunDetail) map[string]any {
 	m := runJSON(d.Run)
 	stepsOut := map[string]any{}
 	for _, st := range d.Steps {
-		perms := make([]map[string]any, 0, len(st.Permissions))
-		for _, p := range st.Permissions {
+		res := runs.StepResult(st)
+		perms := make([]map[string]any, 0, len(res.Permissions))
+		for _, p := range res.Permissions {
 			perms = append(perms, map[string]any{
 				"tool_call_id": p.ToolCallID, "kind": p.Kind, "title": p.Title, "decision": p.Decision,
 				"outcome": p.Outcome, "option_id": p.OptionID, "policy": p.Policy, "rule": p.Rule, "reason": p.Reason,
 			})
 		}
 		stepsOut[st.StepID] = map[string]any{
-			"status": st.Status, "stop_reason": st.StopReason, "output": st.Output, "final": st.Final, "error": st.Error,
-			"attempts": st.Attempts, "duration_ms": st.DurationMS, "session_id": st.SessionID,
-			"permissions": perms, "stderr": st.Stderr,
+			"status": res.Status, "stop_reason": res.StopReason, "output": res.Output, "final": res.Final, "error": res.Error,
+			"attempts": res.Attempts, "duration_ms": res.DurationMS, "session_id": res.SessionID,
+			"permissions": perms, "stderr": res.Stderr,
 		}
 	}
 	m["steps"] = stepsOut

@@ -1,11 +1,10 @@
-package main
+package runs
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -13,8 +12,8 @@ import (
 	"github.com/acpflow/acpflow/engine/store"
 )
 
-// batchLine is one line of a batch's inputs file: its inputs, resolved,
-// or why they are not valid.
+// batchLine is one line of a batch's inputs: its inputs, resolved, or why
+// they are not valid.
 type batchLine struct {
 	line   int
 	raw    map[string]any // as written, for the store
@@ -26,7 +25,7 @@ type batchLine struct {
 // (prepare claims that run and says how to resume it).
 type batchJob struct {
 	line    batchLine
-	prepare func(context.Context) (runSpec, error)
+	prepare func(context.Context) (Spec, error)
 }
 
 // jobSource yields a batch's jobs in line order, one at a time, so that a
@@ -38,50 +37,58 @@ type jobSource func(ctx context.Context) (j batchJob, ok bool, err error)
 // how many a page of stored lines holds when they are read back.
 const linesPerWrite = 256
 
-func newBatch(wf *engine.Workflow, workspace string, f *runFlags, first store.BatchLine) store.Batch {
-	me := currentOwner()
+// NewBatch is the record of a new batch of wf in workspace, owned by this
+// process, with its first input line. inputsFile is the inputs as the user
+// named them ("-" for stdin).
+func NewBatch(wf *engine.Workflow, workspace, inputsFile string, concurrency int, first store.BatchLine) store.Batch {
+	me := CurrentOwner()
 	return store.Batch{
 		ID: "b" + engine.NewRunID(), Workflow: wf.Name, WorkflowFile: wf.File, WorkflowHash: wf.Hash,
-		Workspace: workspace, InputsFile: f.inputsFile, Concurrency: f.concurrency,
+		Workspace: workspace, InputsFile: inputsFile, Concurrency: concurrency,
 		OwnerPID: me.PID, OwnerStartTicks: me.StartTicks, Lines: []store.BatchLine{first},
 	}
 }
 
-// batch records a new batch and runs its lines, concurrency at a time. The
-// lines of a regular file are all stored before the first run (so that
-// resume can run those a crash kept from starting); a stream's lines are
-// stored and run as they come.
-func (x *executor) batch(ctx context.Context, wf *engine.Workflow, b store.Batch, in *batchInput, lines *lineReader, concurrency int) error {
-	if err := x.store.CreateBatch(ctx, b); err != nil {
+// Batch records a new batch (see NewBatch) and runs its lines, concurrency
+// at a time; lines yields the lines after the first. When all is true
+// (lines is a regular file), every line is stored before the first run, so
+// that resume can run those a crash kept from starting; otherwise (a
+// stream) each line is stored and run as it comes. A line that cannot be
+// read is an *InvalidError, and nothing ran.
+func (r *Runner) Batch(ctx context.Context, wf *engine.Workflow, b store.Batch, lines *LineReader, all bool, concurrency int) error {
+	if err := r.Store.CreateBatch(ctx, b); err != nil {
 		return err
 	}
 	var next jobSource
-	if in.regular {
-		total, err := x.storeLines(ctx, b.ID, lines)
+	if all {
+		total, err := r.storeLines(ctx, b.ID, lines)
 		if err != nil {
-			x.storeErr(x.store.FinishBatch(ctx, b.ID, store.StatusFailed))
-			x.reportStoreErrs()
-			return usageError(err)
+			r.storeErr(r.Store.FinishBatch(ctx, b.ID, store.StatusFailed))
+			return invalid(err)
 		}
-		fmt.Fprintf(os.Stderr, "acpflow: batch %s: %d runs (if it stops half-way: acpflow resume %s)\n", b.ID, total, b.ID)
-		setTotal(x.view, total)
-		next = x.storedJobs(wf, b, nil)
+		if r.BatchStarted != nil {
+			r.BatchStarted(b, total)
+		}
+		next = r.storedJobs(wf, b, nil)
 	} else {
-		fmt.Fprintf(os.Stderr, "acpflow: batch %s: a run per line as they come (if it stops half-way: acpflow resume %s)\n", b.ID, b.ID)
-		next = x.streamJobs(ctx, wf, b, lines)
+		if r.BatchStarted != nil {
+			r.BatchStarted(b, -1)
+		}
+		next = r.streamJobs(ctx, wf, b, lines)
 	}
-	return x.runJobs(ctx, wf, b.ID, next, concurrency)
+	r.runJobs(ctx, wf, b, next, concurrency)
+	return nil
 }
 
 // storeLines reads the rest of a batch's lines into the store, a
 // transaction per linesPerWrite lines, and returns how many lines the batch
 // has (with the first, which CreateBatch stored).
-func (x *executor) storeLines(ctx context.Context, batchID string, lines *lineReader) (int, error) {
+func (r *Runner) storeLines(ctx context.Context, batchID string, lines *LineReader) (int, error) {
 	total := 1
 	var page []store.BatchLine
 	var size int64
 	flush := func() error {
-		err := x.store.AddBatchLines(ctx, batchID, page)
+		err := r.Store.AddBatchLines(ctx, batchID, page)
 		page, size = page[:0], 0
 		return err
 	}
@@ -89,7 +96,7 @@ func (x *executor) storeLines(ctx context.Context, batchID string, lines *lineRe
 		if err := ctx.Err(); err != nil {
 			return total, fmt.Errorf("--inputs %s: interrupted while reading", lines.path)
 		}
-		l, err := lines.next()
+		l, err := lines.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -99,7 +106,7 @@ func (x *executor) storeLines(ctx context.Context, batchID string, lines *lineRe
 		page = append(page, l)
 		total++
 		// A page's inputs are held until written: bound them by size too.
-		if size += lines.size; len(page) == linesPerWrite || size > maxBatchLine {
+		if size += lines.size; len(page) == linesPerWrite || size > MaxLine {
 			if err := flush(); err != nil {
 				return total, err
 			}
@@ -108,13 +115,13 @@ func (x *executor) storeLines(ctx context.Context, batchID string, lines *lineRe
 	if err := flush(); err != nil {
 		return total, err
 	}
-	return total, x.store.BatchInputsComplete(ctx, batchID)
+	return total, r.Store.BatchInputsComplete(ctx, batchID)
 }
 
 // streamJobs runs a stream's lines as they come: each is stored, then run.
 // The reading happens on a goroutine of its own, so that an interrupt is
 // not kept waiting for a line that may never come.
-func (x *executor) streamJobs(ctx context.Context, wf *engine.Workflow, b store.Batch, lines *lineReader) jobSource {
+func (r *Runner) streamJobs(ctx context.Context, wf *engine.Workflow, b store.Batch, lines *LineReader) jobSource {
 	type read struct {
 		l   store.BatchLine
 		err error
@@ -122,7 +129,7 @@ func (x *executor) streamJobs(ctx context.Context, wf *engine.Workflow, b store.
 	ch := make(chan read)
 	go func() {
 		for {
-			l, err := lines.next()
+			l, err := lines.Next()
 			select {
 			case ch <- read{l, err}:
 			case <-ctx.Done():
@@ -139,28 +146,28 @@ func (x *executor) streamJobs(ctx context.Context, wf *engine.Workflow, b store.
 			pending = false
 			return batchJob{line: resolveLine(wf, b.InputsFile, first)}, true, nil
 		}
-		var r read
+		var rd read
 		select {
-		case r = <-ch:
+		case rd = <-ch:
 		case <-ctx.Done():
 			return batchJob{}, false, ctx.Err()
 		}
-		if errors.Is(r.err, io.EOF) {
-			x.storeErr(x.store.BatchInputsComplete(ctx, b.ID))
+		if errors.Is(rd.err, io.EOF) {
+			r.storeErr(r.Store.BatchInputsComplete(ctx, b.ID))
 			return batchJob{}, false, nil
 		}
-		if r.err != nil {
-			return batchJob{}, false, r.err
+		if rd.err != nil {
+			return batchJob{}, false, rd.err
 		}
-		x.storeErr(x.store.AddBatchLines(ctx, b.ID, []store.BatchLine{r.l}))
-		return batchJob{line: resolveLine(wf, b.InputsFile, r.l)}, true, nil
+		r.storeErr(r.Store.AddBatchLines(ctx, b.ID, []store.BatchLine{rd.l}))
+		return batchJob{line: resolveLine(wf, b.InputsFile, rd.l)}, true, nil
 	}
 }
 
 // storedJobs yields a batch's stored lines, a page at a time. With
 // prepare (resume), a line whose last run succeeded is passed over and a
 // line that has a run resumes it.
-func (x *executor) storedJobs(wf *engine.Workflow, b store.Batch, prepare func(context.Context, store.Run) (runSpec, error)) jobSource {
+func (r *Runner) storedJobs(wf *engine.Workflow, b store.Batch, prepare func(context.Context, store.Run) (Spec, error)) jobSource {
 	var (
 		page   []store.BatchLine
 		latest map[int]store.Run
@@ -174,7 +181,7 @@ func (x *executor) storedJobs(wf *engine.Workflow, b store.Batch, prepare func(c
 					return batchJob{}, false, nil
 				}
 				var err error
-				if page, err = x.store.BatchLines(ctx, b.ID, after, linesPerWrite); err != nil {
+				if page, err = r.Store.BatchLines(ctx, b.ID, after, linesPerWrite); err != nil {
 					return batchJob{}, false, err
 				}
 				if len(page) < linesPerWrite {
@@ -185,7 +192,7 @@ func (x *executor) storedJobs(wf *engine.Workflow, b store.Batch, prepare func(c
 				}
 				after = page[len(page)-1].Line
 				if prepare != nil {
-					if latest, err = x.store.LatestRuns(ctx, b.ID, page[0].Line, after); err != nil {
+					if latest, err = r.Store.LatestRuns(ctx, b.ID, page[0].Line, after); err != nil {
 						return batchJob{}, false, err
 					}
 				}
@@ -201,7 +208,7 @@ func (x *executor) storedJobs(wf *engine.Workflow, b store.Batch, prepare func(c
 				continue
 			}
 			if ran && j.line.err == nil {
-				j.prepare = func(ctx context.Context) (runSpec, error) { return prepare(ctx, run) }
+				j.prepare = func(ctx context.Context) (Spec, error) { return prepare(ctx, run) }
 			}
 			return j, true, nil
 		}
@@ -209,12 +216,12 @@ func (x *executor) storedJobs(wf *engine.Workflow, b store.Batch, prepare func(c
 }
 
 // runJobs runs a batch's jobs, concurrency at a time, and ends the batch's
-// record. It keeps no run's result: each goes to --output and the store as
-// the run ends, and the view and the exit code need only counts.
-func (x *executor) runJobs(ctx context.Context, wf *engine.Workflow, batchID string, next jobSource, concurrency int) error {
+// record. It keeps no run's result: each goes to Result and the store as
+// the run ends; only counts are kept.
+func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch, next jobSource, concurrency int) {
 	var wg sync.WaitGroup
 	var readErr error
-	slots := make(chan struct{}, concurrency)
+	slots := make(chan struct{}, max(concurrency, 1))
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -233,7 +240,7 @@ func (x *executor) runJobs(ctx context.Context, wf *engine.Workflow, batchID str
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			x.runJob(ctx, wf, batchID, j)
+			r.runJob(ctx, wf, b, j)
 		}()
 	}
 	wg.Wait()
@@ -241,27 +248,26 @@ func (x *executor) runJobs(ctx context.Context, wf *engine.Workflow, batchID str
 	switch {
 	case ctx.Err() != nil:
 		status = store.StatusCancelled
-	case readErr != nil || x.failures() > 0:
+	case readErr != nil || r.Failures() > 0:
 		status = store.StatusFailed
 	}
-	x.storeErr(x.store.FinishBatch(ctx, batchID, status))
+	r.storeErr(r.Store.FinishBatch(ctx, b.ID, status))
 	if readErr != nil {
-		fmt.Fprintf(os.Stderr, "acpflow: batch %s stopped reading its inputs: %s\n", batchID, readErr)
-		x.mu.Lock()
-		x.failed++
-		x.mu.Unlock()
+		r.notice("batch %s stopped reading its inputs: %s", b.ID, readErr)
+		r.mu.Lock()
+		r.failed++
+		r.mu.Unlock()
 	}
-	return x.exit(ctx, nil)
 }
 
 // runJob runs one line: a bad line is recorded as a failed run, a line
 // with a recorded run resumes it, any other starts a new run.
-func (x *executor) runJob(ctx context.Context, wf *engine.Workflow, batchID string, j batchJob) {
+func (r *Runner) runJob(ctx context.Context, wf *engine.Workflow, b store.Batch, j batchJob) {
 	if j.line.err != nil {
-		x.invalidLine(ctx, wf, batchID, j.line)
+		r.invalidLine(ctx, wf, b, j.line)
 		return
 	}
-	spec := runSpec{inputs: j.line.inputs, batchID: batchID, batchLine: j.line.line}
+	spec := Spec{Inputs: j.line.inputs, Workspace: b.Workspace, BatchID: b.ID, BatchLine: j.line.line}
 	if j.prepare != nil {
 		var err error
 		if spec, err = j.prepare(ctx); err != nil {
@@ -269,39 +275,42 @@ func (x *executor) runJob(ctx context.Context, wf *engine.Workflow, batchID stri
 			if errors.As(err, &owned) {
 				// Another process runs this line's run: nothing of it is ours
 				// to record, only to count.
-				x.count(&engine.RunResult{RunID: owned.ID, Status: engine.StatusFailed})
-				x.view.Emit(lineEvent(&engine.RunResult{RunID: owned.ID, Status: engine.StatusFailed, Error: err.Error()}))
+				res := &engine.RunResult{RunID: owned.ID, Status: engine.StatusFailed, Error: err.Error()}
+				r.mu.Lock()
+				r.runs++
+				r.failed++
+				r.mu.Unlock()
+				r.emit(lineEvent(res))
 				return
 			}
 			j.line.err = err
-			x.invalidLine(ctx, wf, batchID, j.line)
+			r.invalidLine(ctx, wf, b, j.line)
 			return
 		}
 	}
-	x.run(ctx, wf, spec)
+	r.Run(ctx, wf, spec)
 }
 
 // invalidLine records a line whose inputs are not valid as a failed run,
 // so that the batch has one result per line and `show` says why.
-func (x *executor) invalidLine(ctx context.Context, wf *engine.Workflow, batchID string, l batchLine) {
+func (r *Runner) invalidLine(ctx context.Context, wf *engine.Workflow, b store.Batch, l batchLine) {
 	now := time.Now().UTC()
 	res := &engine.RunResult{
 		RunID: engine.NewRunID(), Workflow: wf.Name, Status: engine.StatusFailed, Error: l.err.Error(),
-		Workspace: x.workspace, Inputs: l.raw, Outputs: map[string]any{}, StartedAt: now,
+		Workspace: b.Workspace, Inputs: l.raw, Outputs: map[string]any{}, StartedAt: now,
 		Steps: map[string]*engine.StepResult{},
 	}
 	ctx = context.WithoutCancel(ctx)
-	err := x.store.CreateRun(ctx, store.Run{
-		ID: res.RunID, BatchID: batchID, BatchLine: l.line, Workflow: wf.Name, WorkflowFile: wf.File,
-		WorkflowHash: wf.Hash, Workspace: x.workspace, Inputs: l.raw, StartedAt: now,
+	err := r.Store.CreateRun(ctx, store.Run{
+		ID: res.RunID, BatchID: b.ID, BatchLine: l.line, Workflow: wf.Name, WorkflowFile: wf.File,
+		WorkflowHash: wf.Hash, Workspace: b.Workspace, Inputs: l.raw, StartedAt: now,
 	})
 	if err == nil {
-		err = x.store.FinishRun(ctx, res.RunID, res.Status, res.Error, nil, now)
+		err = r.Store.FinishRun(ctx, res.RunID, res.Status, res.Error, nil, now)
 	}
 	if err != nil {
-		x.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))
+		r.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))
 	}
-	x.count(res)
-	x.view.Emit(lineEvent(res))
-	x.out.write(res)
+	r.emit(lineEvent(res))
+	r.ended(res)
 }

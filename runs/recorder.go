@@ -1,0 +1,132 @@
+package runs
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// Recorder keeps a run in the run store as it happens: the engine's
+// Recorder, over store.Store.
+type Recorder struct {
+	Store *store.Store
+	// Workflow is the workflow being run, for its file and hash.
+	Workflow *engine.Workflow
+	// BatchID and BatchLine place the run in a batch; empty and 0 otherwise.
+	BatchID   string
+	BatchLine int
+	// Resume makes RunStarted reopen the run instead of creating it.
+	Resume bool
+	// Owner is the acpflow process running it.
+	Owner store.Owner
+
+	mu      sync.Mutex
+	err     error
+	started map[string]time.Time // step id → when its first attempt started
+}
+
+var _ engine.Recorder = (*Recorder)(nil)
+
+// Err is the first error the store returned, if any: the run went on, but
+// its record is incomplete.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+func (r *Recorder) fail(err error) {
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.mu.Unlock()
+}
+
+// RunStarted implements engine.Recorder.
+func (r *Recorder) RunStarted(res *engine.RunResult) {
+	ctx := context.Background()
+	r.mu.Lock()
+	r.started = map[string]time.Time{}
+	r.mu.Unlock()
+	if r.Resume {
+		r.fail(r.Store.ReopenRun(ctx, res.RunID, r.Owner.PID, r.Owner.StartTicks))
+		return
+	}
+	r.fail(r.Store.CreateRun(ctx, store.Run{
+		ID: res.RunID, BatchID: r.BatchID, BatchLine: r.BatchLine,
+		Workflow: r.Workflow.Name, WorkflowFile: r.Workflow.File, WorkflowHash: r.Workflow.Hash,
+		Workspace: res.Workspace, Inputs: res.Inputs, StartedAt: res.StartedAt,
+		OwnerPID: r.Owner.PID, OwnerStartTicks: r.Owner.StartTicks,
+	}))
+}
+
+// StepStarted implements engine.Recorder.
+func (r *Recorder) StepStarted(runID, stepID string, ord, attempt int) {
+	now := time.Now()
+	r.mu.Lock()
+	if _, ok := r.started[stepID]; !ok {
+		r.started[stepID] = now
+	}
+	began := r.started[stepID]
+	r.mu.Unlock()
+	r.fail(r.Store.SaveStep(context.Background(), store.Step{
+		RunID: runID, StepID: stepID, Ord: ord, Status: store.StatusRunning, Attempts: attempt, StartedAt: began,
+	}))
+}
+
+// StepEnded implements engine.Recorder.
+func (r *Recorder) StepEnded(runID, stepID string, ord int, res *engine.StepResult) {
+	now := time.Now()
+	r.mu.Lock()
+	began, ok := r.started[stepID]
+	r.mu.Unlock()
+	if !ok {
+		began = now
+	}
+	r.fail(r.Store.SaveStep(context.Background(), StepRecord(runID, stepID, ord, res, began, now)))
+}
+
+// RunEnded implements engine.Recorder.
+func (r *Recorder) RunEnded(res *engine.RunResult) {
+	ctx := context.Background()
+	r.fail(r.Store.Flush(ctx))
+	r.fail(r.Store.FinishRun(ctx, res.RunID, res.Status, res.Error, res.Outputs, time.Now()))
+}
+
+// Emit implements steps.Sink: every event goes to the store's event log,
+// and the spawn and teardown of each agent, and each process seen below it
+// (setsid ones too), to its table of live children, which resume reaps
+// after a crash.
+func (r *Recorder) Emit(e steps.Event) {
+	r.Store.AppendEvent(store.Event{RunID: e.RunID, StepID: e.Step, Type: e.Type, Time: e.Time, Fields: e.Fields})
+	if e.Type != "step_update" {
+		return
+	}
+	ctx := context.Background()
+	switch e.Fields["kind"] {
+	case "spawned":
+		pid, _ := e.Fields["pid"].(int)
+		ticks, _ := e.Fields["start_ticks"].(uint64)
+		r.fail(r.Store.ChildStarted(ctx, e.RunID, e.Step, pid, pid, ticks))
+	case "descendant":
+		pid, _ := e.Fields["pid"].(int)
+		agent, _ := e.Fields["agent_pid"].(int)
+		ticks, _ := e.Fields["start_ticks"].(uint64)
+		r.fail(r.Store.DescendantSeen(ctx, e.RunID, e.Step, pid, agent, ticks))
+	case "teardown":
+		pid, _ := e.Fields["pid"].(int)
+		if n, _ := e.Fields["descendants"].(int); n > 0 {
+			r.fail(r.Store.GroupEnded(ctx, e.RunID, e.Step, pid))
+		} else {
+			r.fail(r.Store.ChildEnded(ctx, e.RunID, e.Step, pid))
+		}
+	}
+}

@@ -1,0 +1,169 @@
+// Package runs is the run service: it runs a workflow once, runs a batch
+// (a run per input line, a pool of them at a time) and resumes a recorded
+// run or batch, recording every run in the run store (engine/store).
+//
+// It sits between the CLI and the engine: cmd/acpflow keeps flags, views,
+// output files and exit codes, and a worker or a server calls this package
+// the same way. Nothing here prints; what a person should be told goes to
+// the Runner's hooks.
+package runs
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// Runner runs and records the runs of one request (a command: one run, a
+// batch, a resume). It keeps counts of the runs, not their results: a
+// batch of any size holds only the runs in flight.
+type Runner struct {
+	Store   *store.Store
+	Timeout time.Duration     // for each run; 0: none
+	Ambient map[string]string // the environment runs see (env policies, `env.*`)
+	// Events receives every run's events (the view). Nil drops them.
+	Events steps.Sink
+	// Result receives each run's result as the run ends (--output). Nil
+	// drops them.
+	Result func(*engine.RunResult)
+	// Notice receives what a person should be told that is no run's event:
+	// a process reaped, a batch that stopped reading its inputs. Nil drops
+	// them.
+	Notice func(string)
+	// BatchStarted is told a new batch's runs are about to start: total is
+	// how many lines it has, or -1 for a stream, whose lines run as they
+	// come. Nil: not told.
+	BatchStarted func(b store.Batch, total int)
+
+	mu           sync.Mutex
+	runs, failed int
+	storeErrs    []error // the first maxStoreErrs
+	lostErrs     int     // how many more there were
+}
+
+// maxStoreErrs bounds the store errors kept for the end's warning: a store
+// that fails every write would otherwise hold one per run.
+const maxStoreErrs = 10
+
+// Spec says which run to do: new, or the resumption of a recorded one.
+type Spec struct {
+	Inputs    map[string]any
+	Workspace string                        // absolute
+	RunID     string                        // minted when empty
+	Done      map[string]*engine.StepResult // resume: steps that already succeeded
+	Resume    bool
+	BatchID   string
+	BatchLine int
+}
+
+// InvalidError is a request that cannot be done as given (an invalid or
+// changed workflow, inputs that do not fit it, a run another process
+// owns): nothing was started for it.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+func invalid(err error) error { return &InvalidError{Err: err} }
+
+// Run runs one run to its end, records it and returns its result.
+func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engine.RunResult {
+	rec := &Recorder{
+		Store: r.Store, Workflow: wf, BatchID: spec.BatchID, BatchLine: spec.BatchLine,
+		Resume: spec.Resume, Owner: CurrentOwner(),
+	}
+	var events steps.Sink = steps.Discard{}
+	if r.Events != nil {
+		events = r.Events
+	}
+	res := engine.Run(ctx, wf, engine.Options{
+		RunID:     spec.RunID,
+		Workspace: spec.Workspace,
+		Inputs:    spec.Inputs,
+		Ambient:   r.Ambient,
+		Events:    events,
+		Timeout:   r.Timeout,
+		Done:      spec.Done,
+		Recorder:  rec,
+	})
+	if err := rec.Err(); err != nil {
+		r.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))
+	}
+	r.ended(res)
+	return res
+}
+
+// ended counts a run that ended and hands its result on.
+func (r *Runner) ended(res *engine.RunResult) {
+	r.mu.Lock()
+	r.runs++
+	if res.Status != engine.StatusSucceeded {
+		r.failed++
+	}
+	r.mu.Unlock()
+	if r.Result != nil {
+		r.Result(res)
+	}
+}
+
+// Failures is how many runs did not succeed, plus one if the store could
+// not record everything (see StoreErrors): an incomplete record does not
+// say everything succeeded.
+func (r *Runner) Failures() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// StoreErrors returns the errors of the run store kept since the last call
+// (at most ten) and how many more there were.
+func (r *Runner) StoreErrors() (errs []error, more int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	errs, more = r.storeErrs, r.lostErrs
+	r.storeErrs, r.lostErrs = nil, 0
+	return errs, more
+}
+
+// storeErr keeps an error of the run store for StoreErrors.
+func (r *Runner) storeErr(err error) {
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.storeErrs) == 0 && r.lostErrs == 0 {
+		r.failed++
+	}
+	if len(r.storeErrs) < maxStoreErrs {
+		r.storeErrs = append(r.storeErrs, err)
+	} else {
+		r.lostErrs++
+	}
+}
+
+func (r *Runner) notice(format string, a ...any) {
+	if r.Notice != nil {
+		r.Notice(fmt.Sprintf(format, a...))
+	}
+}
+
+// emit sends an event of the runner's own (not a run's) to Events.
+func (r *Runner) emit(e steps.Event) {
+	if r.Events != nil {
+		r.Events.Emit(e)
+	}
+}
+
+// lineEvent is the run_end event of a batch line that never ran (its
+// inputs were not valid, or another process runs it), so that views count
+// it.
+func lineEvent(res *engine.RunResult) steps.Event {
+	return steps.Event{Type: "run_end", RunID: res.RunID, Time: time.Now(),
+		Fields: map[string]any{"status": res.Status, "error": res.Error, "duration_ms": int64(0), "invalid": true}}
+}
