@@ -27,9 +27,16 @@ type Kind interface {
 	Keys() []string
 	// Required are the keys `with:` must have.
 	Required() []string
+	// Schema is the JSON schema (draft-07) of the kind's `with:` mapping,
+	// for editors; `acpflow schema` composes it into the workflow file's
+	// schema. Its properties and required keys are Keys and Required. It
+	// may refer to the workflow schema's shared definitions
+	// (#/definitions/scalar, size, duration, expression, name, id).
+	Schema() json.RawMessage
 	// Prepare checks a step's static configuration (agent exists, values
 	// have the right shape) and returns the runnable step. with holds the
-	// raw values, which may still contain ${{ }} templates.
+	// raw values, which may still contain ${{ }} templates. An error about
+	// one value is a *FieldError, which the loader places on that value.
 	Prepare(cfg StepConfig) (Step, error)
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
-	"github.com/acpflow/acpflow/steps/acpsubagent"
+	_ "github.com/acpflow/acpflow/steps/acpsubagent"
 )
 
 // TestTheSchemaKnowsTheKeysTheLoaderKnows keeps schema.json and the
@@ -27,7 +27,11 @@ func TestTheSchemaKnowsTheKeysTheLoaderKnows(t *testing.T) {
 			} `json:"oneOf"`
 		} `json:"definitions"`
 	}
-	if err := json.Unmarshal(Schema, &s); err != nil {
+	schema, err := Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
 		t.Fatal(err)
 	}
 	def := func(name string) []string {
@@ -37,7 +41,6 @@ func TestTheSchemaKnowsTheKeysTheLoaderKnows(t *testing.T) {
 	for _, p := range steps.Presets() {
 		presets = append(presets, p.Name)
 	}
-	kind, _ := steps.Lookup(acpsubagent.Name)
 	permission := map[string]bool{}
 	for _, form := range s.Definitions["permission"].OneOf {
 		for k := range form.Properties {
@@ -56,8 +59,6 @@ func TestTheSchemaKnowsTheKeysTheLoaderKnows(t *testing.T) {
 		{"agent presets", s.Definitions["agent"].Properties["preset"].Enum, presets},
 		{"step keys", def("step"), stepKeys},
 		{"step kinds", s.Definitions["step"].Properties["uses"].Enum, steps.Names()},
-		{"acp-subagent with keys", def("acp-subagent"), kind.Keys()},
-		{"acp-subagent required keys", s.Definitions["acp-subagent"].Required, kind.Required()},
 		{"policies keys", def("policies"), policyKeys},
 		{"permission keys", sortedKeys(permission), policies.PermissionSpecKeys},
 		{"env keys", def("env"), policies.EnvSpecKeys},
@@ -69,5 +70,35 @@ func TestTheSchemaKnowsTheKeysTheLoaderKnows(t *testing.T) {
 				t.Errorf("schema has %v, loader has %v", a, b)
 			}
 		})
+	}
+}
+
+// TestEveryKindsSchemaKnowsItsKeys: the with: schema a kind supplies and the
+// keys it declares to the loader are the same, for every kind registered
+// (the test binary's own included).
+func TestEveryKindsSchemaKnowsItsKeys(t *testing.T) {
+	for _, name := range steps.Names() {
+		kind, _ := steps.Lookup(name)
+		var with struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		}
+		if err := json.Unmarshal(kind.Schema(), &with); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, tc := range []struct {
+			what         string
+			schema, code []string
+		}{
+			{"with keys", sortedKeys(with.Properties), kind.Keys()},
+			{"required keys", with.Required, kind.Required()},
+		} {
+			t.Run(name+"'s schema and Kind agree on the "+tc.what, func(t *testing.T) {
+				a, b := slices.Sorted(slices.Values(tc.schema)), slices.Sorted(slices.Values(tc.code))
+				if !slices.Equal(a, b) {
+					t.Errorf("schema has %v, Kind has %v", a, b)
+				}
+			})
+		}
 	}
 }

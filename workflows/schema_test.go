@@ -13,11 +13,15 @@ import (
 	"github.com/acpflow/acpflow/workflows"
 )
 
-// compileSchema compiles workflows.Schema, which also checks it against the
-// draft-07 meta-schema.
+// compileSchema compiles workflows.Schema (with every kind registered in
+// the test binary), which also checks it against the draft-07 meta-schema.
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(workflows.Schema))
+	schema, err := workflows.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		t.Fatalf("schema.json is not JSON: %v", err)
 	}

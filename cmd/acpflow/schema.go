@@ -12,7 +12,11 @@ func newSchemaCmd() *cobra.Command {
 		Short: "Print the JSON schema of the workflow file (for editors: yaml-language-server)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := cmd.OutOrStdout().Write(workflows.Schema)
+			schema, err := workflows.Schema()
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(schema)
 			return err
 		},
 	}

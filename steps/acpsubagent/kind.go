@@ -6,6 +6,8 @@
 package acpsubagent
 
 import (
+	_ "embed"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,6 +50,12 @@ func (k *Kind) Keys() []string {
 
 // Required implements steps.Kind.
 func (k *Kind) Required() []string { return []string{"agent", "prompt"} }
+
+//go:embed schema.json
+var withSchema []byte
+
+// Schema implements steps.Kind.
+func (k *Kind) Schema() json.RawMessage { return withSchema }
 
 // Prepare implements steps.Kind. Its errors are *steps.FieldError at the
 // with: value at fault.
