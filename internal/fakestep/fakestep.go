@@ -1,0 +1,154 @@
+// Package fakestep is a step kind that runs in-process, for tests of what
+// lies above the steps (the scheduler, the loader): it waits, fails or
+// answers as its `with:` says, and keeps a trace of what ran when, so a
+// test needs no subprocess.
+//
+// It is also the smallest complete kind, and shows what one is: this
+// folder, and a steps.Register call (a real kind makes it from an init, and
+// cmd/acpflow imports it).
+package fakestep
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/acpflow/acpflow/steps"
+)
+
+// Name is the `uses:` value of this kind.
+const Name = "fake"
+
+// Kind makes fake steps and keeps the trace of every run they ran in.
+type Kind struct {
+	mu     sync.Mutex
+	traces map[string]*Trace // by run id
+}
+
+var _ steps.Kind = (*Kind)(nil)
+
+// New returns a kind to register (steps.Register) once per test binary.
+func New() *Kind { return &Kind{traces: map[string]*Trace{}} }
+
+// Name implements steps.Kind.
+func (k *Kind) Name() string { return Name }
+
+// Keys implements steps.Kind.
+func (k *Kind) Keys() []string {
+	return []string{"output", "sleep", "fail", "fail-attempts", "wait-for-cancel"}
+}
+
+// Required implements steps.Kind.
+func (k *Kind) Required() []string { return nil }
+
+//go:embed schema.json
+var withSchema []byte
+
+// Schema implements steps.Kind.
+func (k *Kind) Schema() json.RawMessage { return withSchema }
+
+// Prepare implements steps.Kind: sleep must be a duration and
+// fail-attempts a whole number, each reported at its value.
+func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
+	s := &step{kind: k}
+	if v, ok := cfg.With["sleep"]; ok {
+		text, _ := v.(string)
+		d, err := time.ParseDuration(text)
+		if err != nil || d <= 0 {
+			return nil, steps.FieldErrorf([]string{"with", "sleep"}, "with.sleep: want a duration such as 50ms, got %v", v)
+		}
+		s.sleep = d
+	}
+	if v, ok := cfg.With["fail-attempts"]; ok {
+		n, isInt := v.(int)
+		if !isInt || n < 0 {
+			return nil, steps.FieldErrorf([]string{"with", "fail-attempts"}, "with.fail-attempts: want a whole number of attempts, got %v", v)
+		}
+		s.failAttempts = n
+	}
+	s.fail, _ = cfg.With["fail"].(bool)
+	s.waitForCancel, _ = cfg.With["wait-for-cancel"].(bool)
+	return s, nil
+}
+
+// Trace is what the fake steps of one run did.
+type Trace struct {
+	// Started lists the steps in the order their attempts began, and
+	// Ended in the order they returned.
+	Started, Ended []string
+	// Peak is the most attempts that were running at once.
+	Peak int
+	live int
+}
+
+// Trace returns a copy of the trace of the run runID.
+func (k *Kind) Trace(runID string) Trace {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t := k.traces[runID]
+	if t == nil {
+		return Trace{}
+	}
+	return Trace{Started: append([]string(nil), t.Started...), Ended: append([]string(nil), t.Ended...), Peak: t.Peak}
+}
+
+func (k *Kind) enter(runID, stepID string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t := k.traces[runID]
+	if t == nil {
+		t = &Trace{}
+		k.traces[runID] = t
+	}
+	t.Started = append(t.Started, stepID)
+	t.live++
+	t.Peak = max(t.Peak, t.live)
+}
+
+func (k *Kind) leave(runID, stepID string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t := k.traces[runID]
+	t.Ended = append(t.Ended, stepID)
+	t.live--
+}
+
+// step is one prepared fake step.
+type step struct {
+	kind          *Kind
+	sleep         time.Duration
+	fail          bool
+	failAttempts  int
+	waitForCancel bool
+}
+
+// Run implements steps.Step.
+func (s *step) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
+	s.kind.enter(inv.RunID, inv.StepID)
+	defer s.kind.leave(inv.RunID, inv.StepID)
+	if s.sleep > 0 {
+		select {
+		case <-ctx.Done():
+			return steps.Result{StopReason: steps.Aborted, Err: context.Cause(ctx)}
+		case <-time.After(s.sleep):
+		}
+	}
+	if s.waitForCancel {
+		<-ctx.Done()
+		return steps.Result{StopReason: steps.Aborted, Err: context.Cause(ctx)}
+	}
+	switch {
+	case inv.Attempt <= s.failAttempts:
+		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("attempt %d fails (fail-attempts: %d)", inv.Attempt, s.failAttempts)}
+	case s.fail:
+		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("told to fail")}
+	}
+	out := ""
+	if v, ok := inv.With["output"]; ok && v != nil {
+		out = fmt.Sprint(v)
+	}
+	return steps.Result{StopReason: steps.Completed, Output: out, Final: out}
+}
