@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/store"
 )
 
@@ -86,17 +87,17 @@ func storeCostPerRun(dir string) time.Duration {
 		id := fmt.Sprintf("run-%d", i)
 		begin := time.Now()
 		check(s.CreateRun(ctx, store.Run{ID: id, Workflow: "batch", WorkflowFile: "/x.yaml", WorkflowHash: "h", Inputs: map[string]any{}}))
-		check(s.SaveStep(ctx, store.Step{RunID: id, StepID: "one", Status: store.StatusRunning, Attempts: 1, StartedAt: begin}))
+		check(s.SaveStep(ctx, store.Step{RunID: id, StepID: "one", Status: engine.StatusRunning, Attempts: 1, StartedAt: begin}))
 		check(s.ChildStarted(ctx, id, "one", 1000+i, 1000+i, 42))
 		for e := 0; e < eventsPerRun; e++ {
 			s.AppendEvent(store.Event{RunID: id, StepID: "one", Type: "step_update", Time: time.Now(),
 				Fields: map[string]any{"kind": "agent_message_chunk", "text": "Hello, "}})
 		}
 		check(s.ChildEnded(ctx, id, "one", 1000+i))
-		check(s.SaveStep(ctx, store.Step{RunID: id, StepID: "one", Status: store.StatusSucceeded, StopReason: "completed",
+		check(s.SaveStep(ctx, store.Step{RunID: id, StepID: "one", Status: engine.StatusSucceeded, StopReason: "completed",
 			Output: "Hello, world", Attempts: 1, SessionID: "s", StartedAt: begin, EndedAt: time.Now(), DurationMS: 1}))
 		check(s.Flush(ctx))
-		check(s.FinishRun(ctx, id, store.StatusSucceeded, "", map[string]any{}, time.Now()))
+		check(s.FinishRun(ctx, id, engine.StatusSucceeded, "", map[string]any{}, time.Now()))
 		costs = append(costs, sample{wall: time.Since(begin)})
 	}
 	return time.Duration(median(costs, wallOf)).Round(time.Microsecond)

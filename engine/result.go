@@ -7,19 +7,26 @@ import (
 	"github.com/acpflow/acpflow/policies"
 )
 
-// Run and step statuses (SPEC §6).
+// Status is where a run, a step or a batch is: running until it ends,
+// then succeeded, failed or cancelled (a step may also be skipped). It is
+// the one set of words of the result JSON, the event stream and the run
+// store (which uses this type).
+type Status string
+
+// Statuses (docs: the result JSON).
 const (
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
-	StatusSkipped   = "skipped"
-	StatusCancelled = "cancelled"
+	StatusRunning   Status = "running" // started and not ended; the run store's word
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	StatusSkipped   Status = "skipped" // steps only
+	StatusCancelled Status = "cancelled"
 )
 
 // RunResult is one run's result, the object `--output` writes (SPEC §6).
 type RunResult struct {
 	RunID      string                 `json:"run_id"`
 	Workflow   string                 `json:"workflow"`
-	Status     string                 `json:"status"`
+	Status     Status                 `json:"status"`
 	Error      string                 `json:"error,omitempty"`
 	Workspace  string                 `json:"workspace"`
 	Inputs     map[string]any         `json:"inputs"`
@@ -31,7 +38,7 @@ type RunResult struct {
 
 // StepResult is one step's result.
 type StepResult struct {
-	Status      string                      `json:"status"`
+	Status      Status                      `json:"status"`
 	StopReason  string                      `json:"stop_reason"`
 	Output      any                         `json:"output"` // a string; a list of them for for-each
 	Final       any                         `json:"final"`  // the last agent message alone; a list for for-each

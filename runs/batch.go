@@ -63,7 +63,7 @@ func (r *Runner) Batch(ctx context.Context, wf *engine.Workflow, b store.Batch, 
 	if all {
 		total, err := r.storeLines(ctx, b.ID, lines)
 		if err != nil {
-			r.storeErr(r.Store.FinishBatch(ctx, b.ID, store.StatusFailed))
+			r.storeErr(r.Store.FinishBatch(ctx, b.ID, engine.StatusFailed))
 			return invalid(err)
 		}
 		if r.BatchStarted != nil {
@@ -204,7 +204,7 @@ func (r *Runner) storedJobs(wf *engine.Workflow, b store.Batch, prepare func(con
 				return j, true, nil
 			}
 			run, ran := latest[l.Line]
-			if ran && run.Status == store.StatusSucceeded {
+			if ran && run.Status == engine.StatusSucceeded {
 				continue
 			}
 			if ran && j.line.err == nil {
@@ -244,12 +244,12 @@ func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch
 		}()
 	}
 	wg.Wait()
-	status := store.StatusSucceeded
+	status := engine.StatusSucceeded
 	switch {
 	case ctx.Err() != nil:
-		status = store.StatusCancelled
+		status = engine.StatusCancelled
 	case readErr != nil || r.Failures() > 0:
-		status = store.StatusFailed
+		status = engine.StatusFailed
 	}
 	r.storeErr(r.Store.FinishBatch(ctx, b.ID, status))
 	if readErr != nil {

@@ -78,7 +78,7 @@ func (r *Recorder) StepStarted(runID, stepID string, ord, attempt int) {
 	began := r.started[stepID]
 	r.mu.Unlock()
 	r.fail(r.Store.SaveStep(context.Background(), store.Step{
-		RunID: runID, StepID: stepID, Ord: ord, Status: store.StatusRunning, Attempts: attempt, StartedAt: began,
+		RunID: runID, StepID: stepID, Ord: ord, Status: engine.StatusRunning, Attempts: attempt, StartedAt: began,
 	}))
 }
 

@@ -51,7 +51,7 @@ func (r *Runner) ResumeRun(ctx context.Context, id string, force bool) (*engine.
 	if err != nil {
 		return nil, invalid(err)
 	}
-	if d.Run.Status == store.StatusSucceeded {
+	if d.Run.Status == engine.StatusSucceeded {
 		return nil, fmt.Errorf("run %s: %w", id, store.ErrSucceeded)
 	}
 	wf, err := recordedWorkflow(d.Run.WorkflowFile, d.Run.WorkflowHash, force)
@@ -97,7 +97,7 @@ func (r *Runner) prepare(ctx context.Context, wf *engine.Workflow, id string) (S
 	}
 	done := map[string]*engine.StepResult{}
 	for _, st := range d.Steps {
-		if st.Status == store.StatusSucceeded && stepExists(wf, st.StepID) {
+		if st.Status == engine.StatusSucceeded && stepExists(wf, st.StepID) {
 			done[st.StepID] = StepResult(st)
 		}
 	}
@@ -167,7 +167,7 @@ func (r *Runner) ClaimBatch(ctx context.Context, id string, force bool) (*BatchC
 	}
 	lines, succeeded, err := r.Store.BatchProgress(ctx, id)
 	if err != nil {
-		r.storeErr(r.Store.FinishBatch(ctx, id, store.StatusFailed))
+		r.storeErr(r.Store.FinishBatch(ctx, id, engine.StatusFailed))
 		return nil, err
 	}
 	if !b.InputsComplete {
@@ -176,7 +176,7 @@ func (r *Runner) ClaimBatch(ctx context.Context, id string, force bool) (*BatchC
 	}
 	c := &BatchClaim{Batch: *b, Workflow: wf, Lines: lines, Pending: lines - succeeded}
 	if c.Pending == 0 {
-		if err := r.Store.FinishBatch(ctx, id, store.StatusSucceeded); err != nil {
+		if err := r.Store.FinishBatch(ctx, id, engine.StatusSucceeded); err != nil {
 			return nil, err
 		}
 	}

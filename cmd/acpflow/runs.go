@@ -46,7 +46,7 @@ func newRunsCmd() *cobra.Command {
 	}
 	addStateFlag(cmd, &state)
 	fl := cmd.Flags()
-	fl.StringVar(&filter.Status, "status", "", "only runs with this status (running, succeeded, failed, cancelled)")
+	fl.StringVar((*string)(&filter.Status), "status", "", "only runs with this status (running, succeeded, failed, cancelled)")
 	fl.StringVar(&filter.Workflow, "workflow", "", "only runs of this workflow (its name or file)")
 	fl.StringVar(&filter.Batch, "batch", "", "only runs of this batch")
 	fl.IntVarP(&filter.Limit, "limit", "n", 50, "at most this many (0: all)")

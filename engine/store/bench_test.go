@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acpflow/acpflow/engine"
 )
 
 // BenchmarkSaveStep is the store's cost per step save: an op is one
@@ -23,9 +25,9 @@ func BenchmarkSaveStep(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := range b.N {
-		st := Step{RunID: "bench", StepID: stepName(i / 2), Ord: i / 2, Status: StatusRunning, StartedAt: time.Now()}
+		st := Step{RunID: "bench", StepID: stepName(i / 2), Ord: i / 2, Status: engine.StatusRunning, StartedAt: time.Now()}
 		if i%2 == 1 {
-			st.Status, st.StopReason, st.Output, st.Stderr, st.Attempts = StatusSucceeded, "completed", output, stderr, 1
+			st.Status, st.StopReason, st.Output, st.Stderr, st.Attempts = engine.StatusSucceeded, "completed", output, stderr, 1
 			st.EndedAt, st.DurationMS, st.Permissions = time.Now(), 800, perms
 		}
 		if err := s.SaveStep(ctx, st); err != nil {

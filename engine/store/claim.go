@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/acpflow/acpflow/engine"
 )
 
 // Owner is the acpflow process that runs a run or a batch: its pid and its
@@ -67,7 +69,7 @@ func (s *Store) claim(ctx context.Context, kind, id string, me Owner, alive Aliv
 		table, clear = "batches", `ended_at = NULL`
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		var status string
+		var status engine.Status
 		var ticks int64
 		err := tx.QueryRowContext(ctx, `SELECT status, owner_pid, owner_start_ticks FROM `+table+` WHERE id = ?`, id).Scan(&status, &was.PID, &ticks)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -78,14 +80,14 @@ func (s *Store) claim(ctx context.Context, kind, id string, me Owner, alive Aliv
 		}
 		was.StartTicks = uint64(ticks)
 		switch {
-		case kind == KindRun && status == StatusSucceeded:
+		case kind == KindRun && status == engine.StatusSucceeded:
 			return fmt.Errorf("run %s %w", id, ErrSucceeded)
-		case status == StatusRunning && was.PID != 0 && was != me && alive(was):
+		case status == engine.StatusRunning && was.PID != 0 && was != me && alive(was):
 			return &OwnedError{Kind: kind, ID: id, Owner: was}
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET status = ?, `+clear+`, owner_pid = ?, owner_start_ticks = ?
 			WHERE id = ? AND status = ? AND owner_pid = ? AND owner_start_ticks = ?`,
-			StatusRunning, me.PID, int64(me.StartTicks), id, status, was.PID, ticks)
+			string(engine.StatusRunning), me.PID, int64(me.StartTicks), id, string(status), was.PID, ticks)
 		if err != nil {
 			return fmt.Errorf("store: claim %s %s: %w", kind, id, err)
 		}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acpflow/acpflow/engine"
 )
 
 // helperEnv makes the test binary a writer process for
@@ -48,14 +50,14 @@ func writeUntilKilled(path, runID string) error {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for i := 0; time.Now().Before(deadline); i++ {
-		st := Step{RunID: runID, StepID: stepName(i), Ord: i, Status: StatusRunning, StartedAt: time.Now()}
+		st := Step{RunID: runID, StepID: stepName(i), Ord: i, Status: engine.StatusRunning, StartedAt: time.Now()}
 		if err := s.SaveStep(ctx, st); err != nil {
 			return err
 		}
 		for j := range eventsPerStep {
 			s.AppendEvent(Event{RunID: runID, StepID: st.StepID, Type: "step_update", Fields: map[string]any{"chunk": j}})
 		}
-		st.Status, st.Output, st.EndedAt = StatusSucceeded, strings.Repeat("output ", 50), time.Now()
+		st.Status, st.Output, st.EndedAt = engine.StatusSucceeded, strings.Repeat("output ", 50), time.Now()
 		st.Permissions = []Permission{{ToolCallID: "c", Kind: "execute", Decision: "allow", Outcome: "selected"}}
 		if err := s.SaveStep(ctx, st); err != nil {
 			return err
@@ -96,7 +98,7 @@ func TestKilledWriterLosesNoSavedStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Run.Status != StatusRunning {
+		if d.Run.Status != engine.StatusRunning {
 			t.Errorf("run status %q, want running (interrupted)", d.Run.Status)
 		}
 		if len(d.Steps) < saved+1 {
@@ -104,7 +106,7 @@ func TestKilledWriterLosesNoSavedStep(t *testing.T) {
 		}
 		for i := 0; i <= saved; i++ {
 			st := d.Steps[i]
-			if st.StepID != stepName(i) || st.Status != StatusSucceeded || len(st.Permissions) != 1 {
+			if st.StepID != stepName(i) || st.Status != engine.StatusSucceeded || len(st.Permissions) != 1 {
 				t.Errorf("round %d: step %d: %s %s with %d permissions, want %s succeeded with 1", round, i, st.StepID, st.Status, len(st.Permissions), stepName(i))
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/store"
 )
 
@@ -26,12 +27,12 @@ func Example() {
 
 	start := time.Now()
 	s.CreateRun(ctx, store.Run{ID: "01JRUN0001", Workflow: "review", Inputs: map[string]any{"pr": "42"}, StartedAt: start})
-	s.SaveStep(ctx, store.Step{RunID: "01JRUN0001", StepID: "plan", Status: store.StatusRunning, StartedAt: start})
+	s.SaveStep(ctx, store.Step{RunID: "01JRUN0001", StepID: "plan", Status: engine.StatusRunning, StartedAt: start})
 	s.AppendEvent(store.Event{RunID: "01JRUN0001", StepID: "plan", Type: "step_update", Fields: map[string]any{"text": "Looking"}})
-	s.SaveStep(ctx, store.Step{RunID: "01JRUN0001", StepID: "plan", Status: store.StatusSucceeded, StopReason: "completed",
+	s.SaveStep(ctx, store.Step{RunID: "01JRUN0001", StepID: "plan", Status: engine.StatusSucceeded, StopReason: "completed",
 		Output: "LGTM", Attempts: 1, StartedAt: start, EndedAt: start.Add(time.Second), DurationMS: 1000,
 		Permissions: []store.Permission{{ToolCallID: "call_1", Kind: "read", Decision: "allow", Outcome: "selected", OptionID: "a1", Policy: "default"}}})
-	s.FinishRun(ctx, "01JRUN0001", store.StatusSucceeded, "", map[string]any{"verdict": "LGTM"}, start.Add(2*time.Second))
+	s.FinishRun(ctx, "01JRUN0001", engine.StatusSucceeded, "", map[string]any{"verdict": "LGTM"}, start.Add(2*time.Second))
 
 	id, kind, _ := s.ResolveID(ctx, "01JRUN") // a unique prefix, as `acpflow show` takes it
 	d, _ := s.GetRun(ctx, id)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/acpflow/acpflow/engine"
 )
 
 // What an id names, as FindRunOrBatch and ResolveID say.
@@ -21,10 +23,10 @@ const MinPrefix = 6
 
 // Filter selects runs for ListRuns. Empty fields select everything.
 type Filter struct {
-	Status   string // runs with this status
-	Workflow string // runs of this workflow: its name, or its file as recorded
-	Batch    string // runs of this batch (its exact id)
-	Limit    int    // at most this many; 0 for no limit
+	Status   engine.Status // runs with this status
+	Workflow string        // runs of this workflow: its name, or its file as recorded
+	Batch    string        // runs of this batch (its exact id)
+	Limit    int           // at most this many; 0 for no limit
 }
 
 // RunDetail is a run with its steps (in file order, each with its
@@ -44,7 +46,7 @@ func (s *Store) ListRuns(ctx context.Context, f Filter) ([]Run, error) {
 	var args []any
 	if f.Status != "" {
 		where = append(where, `status = ?`)
-		args = append(args, f.Status)
+		args = append(args, string(f.Status))
 	}
 	if f.Workflow != "" {
 		where = append(where, `(workflow_name = ? OR workflow_file = ?)`)

@@ -6,29 +6,25 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/acpflow/acpflow/engine"
 )
 
-// Statuses of batches, runs and steps (SPEC §6), plus running for what has
-// started and not ended. A run recorded running whose acpflow is gone was
-// interrupted; Run.OwnerPID and OwnerStartTicks let the caller tell.
-const (
-	StatusRunning   = "running"
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
-	StatusSkipped   = "skipped" // steps only
-)
+// Batches, runs and steps have the engine's statuses (engine.Status): the
+// store has no words of its own. A run recorded running whose acpflow is
+// gone was interrupted; Run.OwnerPID and OwnerStartTicks let the caller
+// tell.
 
-func validRunStatus(s string) error {
+func validRunStatus(s engine.Status) error {
 	switch s {
-	case StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled:
+	case engine.StatusRunning, engine.StatusSucceeded, engine.StatusFailed, engine.StatusCancelled:
 		return nil
 	}
 	return fmt.Errorf("store: %q is not a run or batch status", s)
 }
 
-func validStepStatus(s string) error {
-	if s == StatusSkipped {
+func validStepStatus(s engine.Status) error {
+	if s == engine.StatusSkipped {
 		return nil
 	}
 	if err := validRunStatus(s); err != nil {
@@ -46,7 +42,7 @@ type Batch struct {
 	Workspace    string
 	InputsFile   string // as given; "-" for stdin
 	Concurrency  int
-	Status       string // running when empty at CreateBatch
+	Status       engine.Status // running when empty at CreateBatch
 	CreatedAt    time.Time
 	EndedAt      time.Time // zero while running
 	// OwnerPID and OwnerStartTicks name the acpflow process running the
@@ -85,7 +81,7 @@ type Run struct {
 	WorkflowHash string
 	Workspace    string
 	Inputs       map[string]any // with defaults applied
-	Status       string         // running when empty at CreateRun
+	Status       engine.Status  // running when empty at CreateRun
 	Error        string
 	Outputs      map[string]any
 	StartedAt    time.Time // now when zero at CreateRun
@@ -103,7 +99,7 @@ type Run struct {
 func (s *Store) CreateBatch(ctx context.Context, b Batch) error {
 	ctx = durable(ctx)
 	if b.Status == "" {
-		b.Status = StatusRunning
+		b.Status = engine.StatusRunning
 	}
 	if err := validRunStatus(b.Status); err != nil {
 		return err
@@ -121,7 +117,7 @@ func (s *Store) CreateBatch(ctx context.Context, b Batch) error {
 			 owner_pid, owner_start_ticks, inputs_complete)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			b.ID, b.Workflow, b.WorkflowFile, b.WorkflowHash, b.Workspace, b.InputsFile, b.Concurrency,
-			b.Status, timeArg(b.CreatedAt), timeArg(b.EndedAt), b.OwnerPID, int64(b.OwnerStartTicks), b.InputsComplete)
+			string(b.Status), timeArg(b.CreatedAt), timeArg(b.EndedAt), b.OwnerPID, int64(b.OwnerStartTicks), b.InputsComplete)
 		if err != nil {
 			return fmt.Errorf("store: create batch %s: %w", b.ID, err)
 		}
@@ -178,16 +174,16 @@ func insertLines(ctx context.Context, tx *sql.Tx, batchID string, lines []BatchL
 // # Notes
 //
 // A batch is running again only through ClaimBatch, which checks that no
-// live process owns it: FinishBatch refuses StatusRunning.
-func (s *Store) FinishBatch(ctx context.Context, id, status string) error {
+// live process owns it: FinishBatch refuses engine.StatusRunning.
+func (s *Store) FinishBatch(ctx context.Context, id string, status engine.Status) error {
 	ctx = durable(ctx)
 	if err := validRunStatus(status); err != nil {
 		return err
 	}
-	if status == StatusRunning {
+	if status == engine.StatusRunning {
 		return fmt.Errorf("store: finish batch %s: %q is not an end; ClaimBatch takes a batch up again", id, status)
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE batches SET status = ?, ended_at = ? WHERE id = ?`, status, timeArg(time.Now()), id)
+	res, err := s.w.ExecContext(ctx, `UPDATE batches SET status = ?, ended_at = ? WHERE id = ?`, string(status), timeArg(time.Now()), id)
 	return updated(res, err, "batch", id)
 }
 
@@ -195,7 +191,7 @@ func (s *Store) FinishBatch(ctx context.Context, id, status string) error {
 func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	ctx = durable(ctx)
 	if r.Status == "" {
-		r.Status = StatusRunning
+		r.Status = engine.StatusRunning
 	}
 	if err := validRunStatus(r.Status); err != nil {
 		return err
@@ -213,7 +209,7 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	}
 	_, err = s.exec(ctx, s.stmts.insertRun,
 		r.ID, nullString(r.BatchID), nullInt(r.BatchLine), r.Workflow, r.WorkflowFile, r.WorkflowHash, r.Workspace, inputs,
-		r.Status, r.Error, outputs, timeArg(r.StartedAt), timeArg(r.EndedAt), r.DurationMS,
+		string(r.Status), r.Error, outputs, timeArg(r.StartedAt), timeArg(r.EndedAt), r.DurationMS,
 		nullString(r.ResumedFrom), r.OwnerPID, int64(r.OwnerStartTicks))
 	if err != nil {
 		return fmt.Errorf("store: create run %s: %w", r.ID, err)
@@ -223,7 +219,7 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 
 // FinishRun records a run's end (now when ended is zero). Its duration is
 // ended minus its start.
-func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, outputs map[string]any, ended time.Time) error {
+func (s *Store) FinishRun(ctx context.Context, id string, status engine.Status, errMsg string, outputs map[string]any, ended time.Time) error {
 	ctx = durable(ctx)
 	if err := validRunStatus(status); err != nil {
 		return err
@@ -247,7 +243,7 @@ func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, output
 		if err != nil {
 			return fmt.Errorf("store: finish run %s: %w", id, err)
 		}
-		_, err = tx.StmtContext(ctx, s.stmts.finishRun).ExecContext(ctx, status, errMsg, out, timeArg(ended), max(ended.Sub(started).Milliseconds(), 0), id)
+		_, err = tx.StmtContext(ctx, s.stmts.finishRun).ExecContext(ctx, string(status), errMsg, out, timeArg(ended), max(ended.Sub(started).Milliseconds(), 0), id)
 		if err != nil {
 			return fmt.Errorf("store: finish run %s: %w", id, err)
 		}
@@ -255,18 +251,18 @@ func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, output
 	})
 }
 
-// SetRunStatus changes a run's status alone. Setting StatusRunning (resume
+// SetRunStatus changes a run's status alone. Setting engine.StatusRunning (resume
 // takes the run up again) also clears its end: error, ended_at, duration.
-func (s *Store) SetRunStatus(ctx context.Context, id, status string) error {
+func (s *Store) SetRunStatus(ctx context.Context, id string, status engine.Status) error {
 	ctx = durable(ctx)
 	if err := validRunStatus(status); err != nil {
 		return err
 	}
 	q := `UPDATE runs SET status = ? WHERE id = ?`
-	if status == StatusRunning {
+	if status == engine.StatusRunning {
 		q = `UPDATE runs SET status = ?, error = '', ended_at = NULL, duration_ms = 0 WHERE id = ?`
 	}
-	res, err := s.w.ExecContext(ctx, q, status, id)
+	res, err := s.w.ExecContext(ctx, q, string(status), id)
 	return updated(res, err, "run", id)
 }
 
@@ -324,6 +320,6 @@ func updated(res sql.Result, err error, kind, id string) error {
 func (s *Store) ReopenRun(ctx context.Context, id string, ownerPID int, ownerStartTicks uint64) error {
 	ctx = durable(ctx)
 	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, error = '', ended_at = NULL, duration_ms = 0,
-		owner_pid = ?, owner_start_ticks = ? WHERE id = ?`, StatusRunning, ownerPID, int64(ownerStartTicks), id)
+		owner_pid = ?, owner_start_ticks = ? WHERE id = ?`, string(engine.StatusRunning), ownerPID, int64(ownerStartTicks), id)
 	return updated(res, err, "run", id)
 }

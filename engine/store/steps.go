@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/acpflow/acpflow/engine"
 )
 
 // Step is one step of a run, as recorded at its start and again at its end.
@@ -14,7 +16,7 @@ type Step struct {
 	// Ord is the step's position in the workflow file. The store keeps no
 	// workflow, so this is what GetRun orders a run's steps by.
 	Ord        int
-	Status     string
+	Status     engine.Status
 	StopReason string
 	// Output is a string, or a list of them for a for-each step. It is
 	// stored as JSON, so it reads back as a string or a []any.
@@ -74,7 +76,7 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.upsertStep).ExecContext(ctx,
-			st.RunID, st.StepID, st.Ord, st.Status, st.StopReason, out, final, st.Error, st.Attempts, st.SessionID, st.Stderr,
+			st.RunID, st.StepID, st.Ord, string(st.Status), st.StopReason, out, final, st.Error, st.Attempts, st.SessionID, st.Stderr,
 			timeArg(st.StartedAt), timeArg(st.EndedAt), st.DurationMS)
 		if err != nil {
 			return fmt.Errorf("store: save step %s of run %s: %w", st.StepID, st.RunID, err)

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/acpflow/acpflow/engine"
 )
 
 // openTest opens a new store in a temporary directory, closed at the end of
@@ -196,7 +198,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 
 	batch := Batch{
 		ID: "batch-1", Workflow: "review", WorkflowFile: "/w/review.yaml", WorkflowHash: "sha256:ab",
-		Workspace: "/w", InputsFile: "-", Concurrency: 4, Status: StatusRunning, CreatedAt: at(0),
+		Workspace: "/w", InputsFile: "-", Concurrency: 4, Status: engine.StatusRunning, CreatedAt: at(0),
 		OwnerPID: 77, OwnerStartTicks: 1 << 41,
 		Lines: []BatchLine{{Line: 1, Inputs: map[string]any{"pr": 1.0}}, {Line: 3, Inputs: map[string]any{"pr": 2.0}}},
 	}
@@ -207,7 +209,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 	run := Run{
 		ID: "run-1", BatchID: "batch-1", BatchLine: 3, Workflow: "review", WorkflowFile: "/w/review.yaml",
 		WorkflowHash: "sha256:ab", Workspace: "/w", Inputs: map[string]any{"pr": 2.0, "draft": false},
-		Status: StatusRunning, Outputs: map[string]any{}, StartedAt: at(time.Second),
+		Status: engine.StatusRunning, Outputs: map[string]any{}, StartedAt: at(time.Second),
 		ResumedFrom: "run-0", OwnerPID: 4242, OwnerStartTicks: 1 << 40,
 	}
 	if err := s.CreateRun(ctx, run); err != nil {
@@ -220,7 +222,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := Step{
-		RunID: "run-1", StepID: "plan", Ord: 0, Status: StatusSucceeded, StopReason: "completed",
+		RunID: "run-1", StepID: "plan", Ord: 0, Status: engine.StatusSucceeded, StopReason: "completed",
 		Output: "the plan", Attempts: 2, SessionID: "sess-1", Stderr: "warn: x\n",
 		StartedAt: at(2 * time.Second), EndedAt: at(3 * time.Second), DurationMS: 1000,
 		Permissions: []Permission{
@@ -231,11 +233,11 @@ func TestRecordsRoundTrip(t *testing.T) {
 		},
 	}
 	each := Step{
-		RunID: "run-1", StepID: "each", Ord: 1, Status: StatusFailed, StopReason: "error",
+		RunID: "run-1", StepID: "each", Ord: 1, Status: engine.StatusFailed, StopReason: "error",
 		Output: []any{"a", "b"}, Error: "item 1: boom", Attempts: 1,
 		StartedAt: at(3 * time.Second), EndedAt: at(4 * time.Second), DurationMS: 1000, Permissions: []Permission{},
 	}
-	skipped := Step{RunID: "run-1", StepID: "after", Ord: 2, Status: StatusSkipped, Output: nil, Permissions: []Permission{}}
+	skipped := Step{RunID: "run-1", StepID: "after", Ord: 2, Status: engine.StatusSkipped, Output: nil, Permissions: []Permission{}}
 	// Saved out of file order: GetRun orders by Ord.
 	for _, st := range []Step{skipped, each, plan} {
 		if err := s.SaveStep(ctx, st); err != nil {
@@ -266,10 +268,10 @@ func TestRecordsRoundTrip(t *testing.T) {
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishRun(ctx, "run-1", StatusFailed, "step each failed", map[string]any{"summary": "x"}, at(5*time.Second)); err != nil {
+	if err := s.FinishRun(ctx, "run-1", engine.StatusFailed, "step each failed", map[string]any{"summary": "x"}, at(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishBatch(ctx, "batch-1", StatusFailed); err != nil {
+	if err := s.FinishBatch(ctx, "batch-1", engine.StatusFailed); err != nil {
 		t.Fatal(err)
 	}
 
@@ -279,7 +281,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := run
-		want.Status, want.Error, want.Outputs = StatusFailed, "step each failed", map[string]any{"summary": "x"}
+		want.Status, want.Error, want.Outputs = engine.StatusFailed, "step each failed", map[string]any{"summary": "x"}
 		want.EndedAt, want.DurationMS = at(5*time.Second), 4000
 		if !reflect.DeepEqual(d.Run, want) {
 			t.Errorf("run:\n got %+v\nwant %+v", d.Run, want)
@@ -335,7 +337,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 			t.Error("finished batch has no end time")
 		}
 		want := batch
-		want.Status, want.EndedAt, want.InputsComplete, want.Lines = StatusFailed, b.EndedAt, true, nil
+		want.Status, want.EndedAt, want.InputsComplete, want.Lines = engine.StatusFailed, b.EndedAt, true, nil
 		if !reflect.DeepEqual(*b, want) {
 			t.Errorf("batch:\n got %+v\nwant %+v", *b, want)
 		}
@@ -356,14 +358,14 @@ func TestRecordsRoundTrip(t *testing.T) {
 		}
 	})
 	t.Run("SetRunStatus running clears the end", func(t *testing.T) {
-		if err := s.SetRunStatus(ctx, "run-1", StatusRunning); err != nil {
+		if err := s.SetRunStatus(ctx, "run-1", engine.StatusRunning); err != nil {
 			t.Fatal(err)
 		}
 		d, err := s.GetRun(ctx, "run-1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Run.Status != StatusRunning || d.Run.Error != "" || !d.Run.EndedAt.IsZero() || d.Run.DurationMS != 0 {
+		if d.Run.Status != engine.StatusRunning || d.Run.Error != "" || !d.Run.EndedAt.IsZero() || d.Run.DurationMS != 0 {
 			t.Errorf("run after SetRunStatus(running): %+v", d.Run)
 		}
 	})
@@ -374,13 +376,13 @@ func TestRecordsRoundTrip(t *testing.T) {
 		if _, err := s.GetBatch(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("GetBatch(nope) = %v", err)
 		}
-		if err := s.FinishRun(ctx, "nope", StatusFailed, "", nil, at(0)); !errors.Is(err, ErrNotFound) {
+		if err := s.FinishRun(ctx, "nope", engine.StatusFailed, "", nil, at(0)); !errors.Is(err, ErrNotFound) {
 			t.Errorf("FinishRun(nope) = %v", err)
 		}
-		if err := s.SetRunStatus(ctx, "nope", StatusFailed); !errors.Is(err, ErrNotFound) {
+		if err := s.SetRunStatus(ctx, "nope", engine.StatusFailed); !errors.Is(err, ErrNotFound) {
 			t.Errorf("SetRunStatus(nope) = %v", err)
 		}
-		if err := s.FinishBatch(ctx, "nope", StatusFailed); !errors.Is(err, ErrNotFound) {
+		if err := s.FinishBatch(ctx, "nope", engine.StatusFailed); !errors.Is(err, ErrNotFound) {
 			t.Errorf("FinishBatch(nope) = %v", err)
 		}
 		if err := s.SetRunStatus(ctx, "run-1", "done"); err == nil {
@@ -389,7 +391,7 @@ func TestRecordsRoundTrip(t *testing.T) {
 		if err := s.SaveStep(ctx, Step{RunID: "run-1", StepID: "x", Status: "pending"}); err == nil {
 			t.Error("SaveStep took the status \"pending\"")
 		}
-		if err := s.SaveStep(ctx, Step{RunID: "nope", StepID: "x", Status: StatusRunning}); err == nil {
+		if err := s.SaveStep(ctx, Step{RunID: "nope", StepID: "x", Status: engine.StatusRunning}); err == nil {
 			t.Error("SaveStep saved a step of a run that does not exist")
 		}
 	})
@@ -401,8 +403,8 @@ func TestSaveStepReplacesTheWholeStep(t *testing.T) {
 	if err := s.CreateRun(ctx, Run{ID: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	start := Step{RunID: "r", StepID: "a", Status: StatusRunning, StartedAt: at(0), Permissions: []Permission{}}
-	end := Step{RunID: "r", StepID: "a", Status: StatusSucceeded, StopReason: "completed", Output: "done", Attempts: 1,
+	start := Step{RunID: "r", StepID: "a", Status: engine.StatusRunning, StartedAt: at(0), Permissions: []Permission{}}
+	end := Step{RunID: "r", StepID: "a", Status: engine.StatusSucceeded, StopReason: "completed", Output: "done", Attempts: 1,
 		StartedAt: at(0), EndedAt: at(time.Second), DurationMS: 1000,
 		Permissions: []Permission{{ToolCallID: "c1", Decision: "allow"}, {ToolCallID: "c2", Decision: "reject"}}}
 	retried := end
@@ -429,10 +431,10 @@ func TestWritesOutliveTheirContext(t *testing.T) {
 	if err := s.CreateRun(ctx, Run{ID: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveStep(ctx, Step{RunID: "r", StepID: "a", Status: StatusCancelled, StopReason: "aborted"}); err != nil {
+	if err := s.SaveStep(ctx, Step{RunID: "r", StepID: "a", Status: engine.StatusCancelled, StopReason: "aborted"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishRun(ctx, "r", StatusCancelled, "cancelled", nil, time.Time{}); err != nil {
+	if err := s.FinishRun(ctx, "r", engine.StatusCancelled, "cancelled", nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.GetRun(ctx, "r"); !errors.Is(err, context.Canceled) {
@@ -442,7 +444,7 @@ func TestWritesOutliveTheirContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Run.Status != StatusCancelled || d.Run.EndedAt.IsZero() || len(d.Steps) != 1 || d.Steps[0].Status != StatusCancelled {
+	if d.Run.Status != engine.StatusCancelled || d.Run.EndedAt.IsZero() || len(d.Steps) != 1 || d.Steps[0].Status != engine.StatusCancelled {
 		t.Errorf("after writes with a cancelled context: %+v", d)
 	}
 }
@@ -458,8 +460,8 @@ func TestListRuns(t *testing.T) {
 		{ID: "r2", Workflow: "fix", StartedAt: at(2 * time.Second), BatchID: "b1", BatchLine: 2},
 		{ID: "r3", Workflow: "review", StartedAt: at(3 * time.Second), BatchID: "b1", BatchLine: 1},
 		// Same start as r3: the id breaks the tie.
-		{ID: "r4", Workflow: "review", StartedAt: at(3 * time.Second), Status: StatusSucceeded},
-		{ID: "r0", Workflow: "review", StartedAt: at(4 * time.Second), Status: StatusFailed},
+		{ID: "r4", Workflow: "review", StartedAt: at(3 * time.Second), Status: engine.StatusSucceeded},
+		{ID: "r0", Workflow: "review", StartedAt: at(4 * time.Second), Status: engine.StatusFailed},
 	}
 	for _, r := range runs {
 		if err := s.CreateRun(ctx, r); err != nil {
@@ -473,12 +475,12 @@ func TestListRuns(t *testing.T) {
 	}{
 		{"all runs come newest first", Filter{}, []string{"r0", "r4", "r3", "r2", "r1"}},
 		{"a limit keeps the newest", Filter{Limit: 2}, []string{"r0", "r4"}},
-		{"a status selects", Filter{Status: StatusRunning}, []string{"r3", "r2", "r1"}},
+		{"a status selects", Filter{Status: engine.StatusRunning}, []string{"r3", "r2", "r1"}},
 		{"a workflow name selects", Filter{Workflow: "fix"}, []string{"r2"}},
 		{"a workflow file selects", Filter{Workflow: "/w/review.yaml"}, []string{"r1"}},
 		{"a batch selects", Filter{Batch: "b1"}, []string{"r3", "r2"}},
 		{"filters combine", Filter{Batch: "b1", Workflow: "review"}, []string{"r3"}},
-		{"no match is an empty list", Filter{Status: StatusCancelled}, nil},
+		{"no match is an empty list", Filter{Status: engine.StatusCancelled}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -613,14 +615,14 @@ func TestConcurrentWriters(t *testing.T) {
 					return err
 				}
 				for i := range stepsEach {
-					st := Step{RunID: runID, StepID: "s" + string(rune('A'+i)), Ord: i, Status: StatusRunning, StartedAt: time.Now()}
+					st := Step{RunID: runID, StepID: "s" + string(rune('A'+i)), Ord: i, Status: engine.StatusRunning, StartedAt: time.Now()}
 					if err := s.SaveStep(ctx, st); err != nil {
 						return err
 					}
 					for range eventsPerStep {
 						s.AppendEvent(Event{RunID: runID, StepID: st.StepID, Type: "step_update", Fields: map[string]any{"text": "chunk"}})
 					}
-					st.Status, st.EndedAt = StatusSucceeded, time.Now()
+					st.Status, st.EndedAt = engine.StatusSucceeded, time.Now()
 					st.Permissions = []Permission{{ToolCallID: "c", Decision: "allow"}}
 					if err := s.SaveStep(ctx, st); err != nil {
 						return err
@@ -629,7 +631,7 @@ func TestConcurrentWriters(t *testing.T) {
 						return err
 					}
 				}
-				return s.FinishRun(ctx, runID, StatusSucceeded, "", nil, time.Now())
+				return s.FinishRun(ctx, runID, engine.StatusSucceeded, "", nil, time.Now())
 			}()
 		}()
 	}
@@ -647,11 +649,11 @@ func TestConcurrentWriters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Run.Status != StatusSucceeded || len(d.Steps) != stepsEach {
+		if d.Run.Status != engine.StatusSucceeded || len(d.Steps) != stepsEach {
 			t.Errorf("%s: status %s, %d steps", runID, d.Run.Status, len(d.Steps))
 		}
 		for _, st := range d.Steps {
-			if st.Status != StatusSucceeded || len(st.Permissions) != 1 {
+			if st.Status != engine.StatusSucceeded || len(st.Permissions) != 1 {
 				t.Errorf("%s/%s: %s with %d permissions", runID, st.StepID, st.Status, len(st.Permissions))
 			}
 		}
@@ -685,7 +687,7 @@ func TestTwoStoresShareAFile(t *testing.T) {
 					return err
 				}
 				for j := range 100 {
-					if err := s.SaveStep(ctx, Step{RunID: runID, StepID: string(rune('a' + j%26)), Status: StatusRunning}); err != nil {
+					if err := s.SaveStep(ctx, Step{RunID: runID, StepID: string(rune('a' + j%26)), Status: engine.StatusRunning}); err != nil {
 						return err
 					}
 					s.AppendEvent(Event{RunID: runID, Type: "x"})
@@ -728,7 +730,7 @@ func TestReopenRunMakesARunRunningAgainUnderANewOwner(t *testing.T) {
 	if err := s.CreateRun(ctx, Run{ID: "r1", Workflow: "wf", OwnerPID: 1, OwnerStartTicks: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishRun(ctx, "r1", StatusFailed, "boom", nil, time.Time{}); err != nil {
+	if err := s.FinishRun(ctx, "r1", engine.StatusFailed, "boom", nil, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ReopenRun(ctx, "r1", 42, 4242); err != nil {
@@ -738,7 +740,7 @@ func TestReopenRunMakesARunRunningAgainUnderANewOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := d.Run; r.Status != StatusRunning || r.Error != "" || !r.EndedAt.IsZero() || r.OwnerPID != 42 || r.OwnerStartTicks != 4242 {
+	if r := d.Run; r.Status != engine.StatusRunning || r.Error != "" || !r.EndedAt.IsZero() || r.OwnerPID != 42 || r.OwnerStartTicks != 4242 {
 		t.Errorf("run = %+v", d.Run)
 	}
 	if err := s.ReopenRun(ctx, "missing", 1, 1); !errors.Is(err, ErrNotFound) {
@@ -763,17 +765,17 @@ func TestFinishBatchNeverReopensABatch(t *testing.T) {
 	if err := s.CreateBatch(ctx, Batch{ID: "b1", Workflow: "wf"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishBatch(ctx, "b1", StatusFailed); err != nil {
+	if err := s.FinishBatch(ctx, "b1", engine.StatusFailed); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishBatch(ctx, "b1", StatusRunning); err == nil {
+	if err := s.FinishBatch(ctx, "b1", engine.StatusRunning); err == nil {
 		t.Error("FinishBatch(running) reopened the batch")
 	}
 	b, err := s.GetBatch(ctx, "b1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Status != StatusFailed || b.EndedAt.IsZero() {
+	if b.Status != engine.StatusFailed || b.EndedAt.IsZero() {
 		t.Errorf("batch after FinishBatch(running) = %s, ended %v", b.Status, b.EndedAt)
 	}
 }
@@ -785,24 +787,24 @@ func TestAClaimIsRefusedWhileTheOwnerLivesAndTakenWhenItIsDeadOrAbsent(t *testin
 	alive := func(o Owner) bool { return o == live || o == me }
 	for _, c := range []struct {
 		name   string
-		status string
+		status engine.Status
 		owner  Owner
 		want   error // nil: claimed
 	}{
-		{"a running run whose owner lives is refused", StatusRunning, live, &OwnedError{}},
-		{"a running run whose owner is dead is claimed", StatusRunning, dead, nil},
-		{"a running run with no owner recorded is claimed", StatusRunning, Owner{}, nil},
-		{"a failed run is claimed even while its last owner lives", StatusFailed, live, nil},
-		{"a cancelled run is claimed", StatusCancelled, dead, nil},
-		{"a run this process owns is claimed again", StatusRunning, me, nil},
-		{"a succeeded run is not claimed", StatusSucceeded, dead, ErrSucceeded},
+		{"a running run whose owner lives is refused", engine.StatusRunning, live, &OwnedError{}},
+		{"a running run whose owner is dead is claimed", engine.StatusRunning, dead, nil},
+		{"a running run with no owner recorded is claimed", engine.StatusRunning, Owner{}, nil},
+		{"a failed run is claimed even while its last owner lives", engine.StatusFailed, live, nil},
+		{"a cancelled run is claimed", engine.StatusCancelled, dead, nil},
+		{"a run this process owns is claimed again", engine.StatusRunning, me, nil},
+		{"a succeeded run is not claimed", engine.StatusSucceeded, dead, ErrSucceeded},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := strings.ReplaceAll(c.name, " ", "-")
 			if err := s.CreateRun(ctx, Run{ID: id, Workflow: "wf", OwnerPID: c.owner.PID, OwnerStartTicks: c.owner.StartTicks}); err != nil {
 				t.Fatal(err)
 			}
-			if c.status != StatusRunning {
+			if c.status != engine.StatusRunning {
 				if err := s.FinishRun(ctx, id, c.status, "boom", nil, time.Time{}); err != nil {
 					t.Fatal(err)
 				}
@@ -821,7 +823,7 @@ func TestAClaimIsRefusedWhileTheOwnerLivesAndTakenWhenItIsDeadOrAbsent(t *testin
 				if was != c.owner {
 					t.Errorf("the claim replaced %+v, want %+v", was, c.owner)
 				}
-				if r := d.Run; r.Status != StatusRunning || r.Error != "" || !r.EndedAt.IsZero() || r.OwnerPID != me.PID || r.OwnerStartTicks != me.StartTicks {
+				if r := d.Run; r.Status != engine.StatusRunning || r.Error != "" || !r.EndedAt.IsZero() || r.OwnerPID != me.PID || r.OwnerStartTicks != me.StartTicks {
 					t.Errorf("claimed run = %+v", r)
 				}
 			case errors.As(c.want, &owned):
@@ -855,14 +857,14 @@ func TestAClaimIsRefusedWhileTheOwnerLivesAndTakenWhenItIsDeadOrAbsent(t *testin
 		if err := s.ClaimBatch(ctx, "b-dead", me, alive); err != nil {
 			t.Errorf("claim of a batch whose owner died: %v", err)
 		}
-		if err := s.FinishBatch(ctx, "b-dead", StatusFailed); err != nil {
+		if err := s.FinishBatch(ctx, "b-dead", engine.StatusFailed); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.ClaimBatch(ctx, "b-dead", me, alive); err != nil {
 			t.Errorf("claim of an ended batch: %v", err)
 		}
 		b, _ := s.GetBatch(ctx, "b-dead")
-		if b.Status != StatusRunning || !b.EndedAt.IsZero() || b.OwnerPID != me.PID {
+		if b.Status != engine.StatusRunning || !b.EndedAt.IsZero() || b.OwnerPID != me.PID {
 			t.Errorf("claimed batch = %+v", b)
 		}
 		if err := s.ClaimBatch(ctx, "nope", me, alive); !errors.Is(err, ErrNotFound) {
