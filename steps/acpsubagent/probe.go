@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acpflow/acpflow/internal/procgroup"
-	"github.com/acpflow/acpflow/internal/version"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
@@ -49,14 +46,14 @@ type initializeAnswer struct {
 	AuthMethods       json.RawMessage `json:"authMethods"`
 }
 
-// Probe spawns an agent with the default env policy, runs initialize and
-// session/new in cwd, and tears it down. It returns an error (with what the
-// agent had said so far) when the agent cannot be started, exits or closes
-// its stdout before answering, sends an answer that is not one, or does not
-// answer within agent.StartTimeout. A session/new (or authenticate) that the
-// agent refuses with a JSON-RPC error, as most agents do without
-// credentials, is reported in SessionError, not as an error: the handshake
-// itself worked.
+// Probe spawns an agent with the default env policy, runs the handshake of
+// a step (initialize, authenticate when agent.Auth is set, session/new) in
+// cwd, and tears it down. It returns an error (with what the agent had said
+// so far) when the agent cannot be started, exits or closes its stdout
+// before answering, sends an answer that is not one, or does not answer
+// within agent.StartTimeout. A session/new (or authenticate) that the agent
+// refuses with a JSON-RPC error, as most agents do without credentials, is
+// reported in SessionError, not as an error: the handshake itself worked.
 func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[string]string) (*ProbeResult, error) {
 	path, err := exec.LookPath(agent.Command)
 	if err != nil {
@@ -71,69 +68,69 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 		return nil, err
 	}
 	withPWD(dec.Env, agent.Env, cwd)
-	child, err := procgroup.Start(procgroup.Spec{Path: path, Args: agent.Args, Env: policies.EnvList(dec.Env), Dir: cwd})
+	ac, err := spawn(procgroup.Spec{Path: path, Args: agent.Args, Env: policies.EnvList(dec.Env), Dir: cwd})
 	if err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", path, err)
 	}
 	res := &ProbeResult{Command: append([]string{agent.Command}, agent.Args...)}
 	defer func() {
-		rep := child.Teardown(ladder(agent))
+		ac.gate.close()
+		rep := ac.child.Teardown(ladder(agent))
 		res.Teardown = fmt.Sprintf("%s in %s", rep.Tier, rep.Duration.Round(time.Millisecond))
 		if rep.Exit != "" {
 			res.Teardown += " (" + rep.Exit + ")"
 		}
-		res.Stderr = child.Stderr().LastLines(20)
+		res.Stderr = ac.child.Stderr().LastLines(20)
 	}()
-	// A bare connection with no handler: during a handshake the client has
-	// nothing to serve, so a request from the agent gets "method not found"
-	// and a notification is ignored.
-	conn := acp.NewConnection(nil, child.Stdin(), child.Stdout())
-	conn.SetLogger(slog.New(noiseCounter{new(atomic.Int64)}))
+	ac.connect(ac.handshakeOnly)
 	startCtx, cancel := context.WithTimeoutCause(ctx, agent.StartTimeout,
 		fmt.Errorf("the agent did not answer within %s", agent.StartTimeout))
 	defer cancel()
-	p := &probe{child: child, ctx: startCtx}
+	p := &probe{child: ac.child, ctx: startCtx}
 
-	raw, err := acp.SendRequest[json.RawMessage](conn, startCtx, acp.AgentMethodInitialize, acp.InitializeRequest{
-		ProtocolVersion: acp.ProtocolVersionNumber,
-		ClientInfo:      &acp.Implementation{Name: "acpflow", Version: version.Version},
+	var notInitialize error
+	sess, err := ac.handshake(startCtx, cwd, agent.Auth, func(raw json.RawMessage) error {
+		var init initializeAnswer
+		if err := json.Unmarshal(raw, &init); err != nil {
+			notInitialize = err
+			return err
+		}
+		res.ProtocolVersion = init.ProtocolVersion
+		res.AgentInfo = present(init.AgentInfo)
+		res.Capabilities = present(init.AgentCapabilities)
+		res.AuthMethods = present(init.AuthMethods)
+		return nil
 	})
-	if err != nil {
-		if p.refused(err) {
-			return res, fmt.Errorf("initialize: the agent refused it: %s", describeRPCError(err))
-		}
-		return res, p.failure("initialize", err)
-	}
-	var init initializeAnswer
-	if err := json.Unmarshal(raw, &init); err != nil {
-		return res, fmt.Errorf("initialize: the agent's answer is not an initialize result: %v", err)
-	}
-	res.ProtocolVersion = init.ProtocolVersion
-	res.AgentInfo = present(init.AgentInfo)
-	res.Capabilities = present(init.AgentCapabilities)
-	res.AuthMethods = present(init.AuthMethods)
-
-	if agent.Auth != "" {
-		_, err := acp.SendRequest[json.RawMessage](conn, startCtx, acp.AgentMethodAuthenticate, acp.AuthenticateRequest{MethodId: agent.Auth})
-		if err != nil {
-			if !p.refused(err) {
-				return res, p.failure("authenticate", err)
-			}
-			res.SessionError = "authenticate: " + describeRPCError(err)
-			return res, nil
-		}
-	}
-	sess, err := acp.SendRequest[acp.NewSessionResponse](conn, startCtx, acp.AgentMethodSessionNew,
-		acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
-	if err != nil {
-		if !p.refused(err) {
-			return res, p.failure("session/new", err)
-		}
-		res.SessionError = describeRPCError(err)
+	var re *requestError
+	switch {
+	case err == nil:
+		res.SessionID = string(sess.SessionId)
 		return res, nil
+	case notInitialize != nil:
+		return res, fmt.Errorf("initialize: the agent's answer is not an initialize result: %v", notInitialize)
+	case !errors.As(err, &re):
+		return res, err
+	case re.method == "initialize" && p.refused(re.err):
+		return res, fmt.Errorf("initialize: the agent refused it: %s", describeRPCError(re.err))
+	case re.method == "initialize" || !p.refused(re.err):
+		return res, p.failure(re.method, re.err)
+	case re.method == "authenticate":
+		res.SessionError = "authenticate: " + describeRPCError(re.err)
+	default:
+		res.SessionError = describeRPCError(re.err)
 	}
-	res.SessionID = string(sess.SessionId)
 	return res, nil
+}
+
+// handshakeOnly serves an agent whose handshake is all there is: the client
+// has nothing to offer, so a request from the agent gets "method not
+// found", and an update is only let through the gate.
+func (c *agentConn) handshakeOnly(_ context.Context, method string, _ json.RawMessage) (any, *acp.RequestError) {
+	if method == acp.ClientMethodSessionUpdate {
+		c.gate.handledOne()
+		return nil, nil
+	}
+	return nil, acp.NewMethodNotFound(method)
 }
 
 // probe is what a failed handshake is explained from.

@@ -1,0 +1,106 @@
+package acpsubagent
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/version"
+)
+
+// agentConn is an agent's process and the ACP connection to it: the start
+// path (spawn, initialize, authenticate, session/new) that a step's attempt
+// and Probe share, each wording its failures in its own way.
+type agentConn struct {
+	child *procgroup.Child
+	gate  *stdoutGate
+	conn  *acp.Connection
+	// noise counts lines on the agent's stdout that were not JSON-RPC.
+	noise atomic.Int64
+}
+
+// spawn starts the agent's process in its own group, with its stdout
+// behind a gate. connect must follow before any request.
+func spawn(spec procgroup.Spec) (*agentConn, error) {
+	child, err := procgroup.Start(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &agentConn{child: child, gate: newStdoutGate(child.Stdout())}, nil
+}
+
+// connect opens the ACP connection; handler serves the agent's requests
+// and notifications.
+//
+// # Notes
+//
+// The connection is the SDK's Connection with our own handler, not its
+// ClientSideConnection, whose typed Initialize drops what the agent sent
+// beyond the SDK's types and adds the defaults the protocol implies: the
+// handshake keeps the agent's initialize answer as sent (probe prints it).
+func (c *agentConn) connect(handler acp.MethodHandler) {
+	c.conn = acp.NewConnection(handler, c.child.Stdin(), c.gate)
+	c.conn.SetLogger(slog.New(noiseCounter{&c.noise}))
+}
+
+// requestError is a request of the start path that failed: its method and
+// the SDK's error (or the caller's, from initialized).
+type requestError struct {
+	method string
+	err    error
+}
+
+func (e *requestError) Error() string { return e.method + ": " + e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
+
+// handshake runs initialize, authenticate (when auth is set) and
+// session/new in cwd, bounded by ctx. initialized sees the agent's
+// initialize result as sent, before anything else is asked; its error ends
+// the handshake. A failure is a *requestError naming the request.
+func (c *agentConn) handshake(ctx context.Context, cwd, auth string, initialized func(json.RawMessage) error) (acp.NewSessionResponse, error) {
+	raw, err := acp.SendRequest[json.RawMessage](c.conn, ctx, acp.AgentMethodInitialize, acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersionNumber,
+		ClientCapabilities: acp.ClientCapabilities{},
+		ClientInfo:         &acp.Implementation{Name: "acpflow", Version: version.Version},
+	})
+	if err == nil {
+		err = initialized(raw)
+	}
+	if err != nil {
+		return acp.NewSessionResponse{}, &requestError{"initialize", err}
+	}
+	if auth != "" {
+		if _, err := acp.SendRequest[acp.AuthenticateResponse](c.conn, ctx, acp.AgentMethodAuthenticate, acp.AuthenticateRequest{MethodId: auth}); err != nil {
+			return acp.NewSessionResponse{}, &requestError{"authenticate", err}
+		}
+	}
+	sess, err := acp.SendRequest[acp.NewSessionResponse](c.conn, ctx, acp.AgentMethodSessionNew, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	if err != nil {
+		return acp.NewSessionResponse{}, &requestError{"session/new", err}
+	}
+	return sess, nil
+}
+
+// exitNote waits briefly for a child whose stdout closed and says how it
+// ended, or "" if its stdout is still open.
+func (c *agentConn) exitNote() string {
+	select {
+	case <-c.conn.Done():
+	default:
+		return ""
+	}
+	select {
+	case <-c.child.Exited():
+	case <-time.After(200 * time.Millisecond):
+		return "closed its stdout"
+	}
+	if err := c.child.ExitErr(); err != nil {
+		return "exited (" + err.Error() + ")"
+	}
+	return "exited (status 0)"
+}
