@@ -50,17 +50,18 @@ func BenchmarkBareTurn(b *testing.B) {
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		conn := acp.NewClientSideConnection(&client{inv: &steps.Invocation{Events: steps.Discard{}}}, in, out)
+		cl := &client{inv: &steps.Invocation{Events: steps.Discard{}}}
+		conn := acp.NewConnection(cl.handle, in, out)
 		conn.SetLogger(slog.New(slog.DiscardHandler))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
+		if _, err := acp.SendRequest[acp.InitializeResponse](conn, ctx, acp.AgentMethodInitialize, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
 			b.Fatal(err)
 		}
-		sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: ws, McpServers: []acp.McpServer{}})
+		sess, err := acp.SendRequest[acp.NewSessionResponse](conn, ctx, acp.AgentMethodSessionNew, acp.NewSessionRequest{Cwd: ws, McpServers: []acp.McpServer{}})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("hello")}}); err != nil {
+		if _, err := acp.SendRequest[acp.PromptResponse](conn, ctx, acp.AgentMethodSessionPrompt, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("hello")}}); err != nil {
 			b.Fatal(err)
 		}
 		in.Close()

@@ -3,6 +3,7 @@ package acpsubagent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -85,8 +86,6 @@ func cutUTF8(s string, n int) string {
 	}
 	return s[:n]
 }
-
-var _ acp.Client = (*client)(nil)
 
 func (c *client) setSession(id string) {
 	c.mu.Lock()
@@ -298,33 +297,55 @@ func (c *client) permissionRequest(p acp.RequestPermissionRequest) *policies.Per
 	}
 }
 
-// The rest of acp.Client: acpflow advertises no fs or terminal capability,
-// so an agent that asks anyway is told the method does not exist.
-
-func (c *client) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
+// handle is the connection's handler: it serves session/update and
+// session/request_permission, decoded and checked as the SDK's own client
+// side would. acpflow advertises no fs or terminal capability, so an agent
+// that asks for anything else is told the method does not exist.
+func (c *client) handle(ctx context.Context, method string, params json.RawMessage) (any, *acp.RequestError) {
+	switch method {
+	case acp.ClientMethodSessionUpdate:
+		var n acp.SessionNotification
+		if err := decodeParams(params, &n); err != nil {
+			return nil, err
+		}
+		if err := c.SessionUpdate(ctx, n); err != nil {
+			return nil, answerError(err)
+		}
+		return nil, nil
+	case acp.ClientMethodSessionRequestPermission:
+		var p acp.RequestPermissionRequest
+		if err := decodeParams(params, &p); err != nil {
+			return nil, err
+		}
+		resp, err := c.RequestPermission(ctx, p)
+		if err != nil {
+			return nil, answerError(err)
+		}
+		return resp, nil
+	}
+	return nil, acp.NewMethodNotFound(method)
 }
 
-func (c *client) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
+// decodeParams reads a request's params into v and validates them.
+func decodeParams(params json.RawMessage, v interface{ Validate() error }) *acp.RequestError {
+	if err := json.Unmarshal(params, v); err != nil {
+		return acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	if err := v.Validate(); err != nil {
+		return acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	return nil
 }
 
-func (c *client) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
-}
-
-func (c *client) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
-}
-
-func (c *client) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
-}
-
-func (c *client) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
-}
-
-func (c *client) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
+// answerError is a handler's error as the agent is answered it, as the
+// SDK's client side answers it.
+func answerError(err error) *acp.RequestError {
+	var re *acp.RequestError
+	switch {
+	case errors.As(err, &re):
+		return re
+	case errors.Is(err, context.Canceled):
+		return acp.NewRequestCancelled(map[string]any{"error": err.Error()})
+	}
+	return acp.NewInternalError(map[string]any{"error": err.Error()})
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/acpflow/acpflow/internal/bytesize"
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/termtext"
-	"github.com/acpflow/acpflow/internal/version"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
@@ -49,15 +48,12 @@ type attempt struct {
 	inv    *steps.Invocation
 	cwd    string
 	client *client
-	child  *procgroup.Child
-	conn   *acp.ClientSideConnection
-	gate   *stdoutGate
+	// agentConn is the agent once spawned (nil before).
+	*agentConn
 	// canClose: the agent advertised session/close.
 	canClose  bool
 	sessionID string
 	prompted  bool // session/prompt was sent: the turn has an end to report
-	// protocolNoise counts lines on the agent's stdout that were not JSON-RPC.
-	protocolNoise atomic.Int64
 }
 
 // Run runs one attempt: start, prompt, settle (SPEC §3). The step settles
@@ -71,7 +67,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		res.StopReason = steps.Error
 	}
 	if a.client != nil {
-		if res.StopReason != steps.Completed && a.conn != nil {
+		if res.StopReason != steps.Completed {
 			a.client.quiesce(a.conn.Done(), 250*time.Millisecond)
 		}
 		res.Output, res.Final, res.Permissions = a.client.snapshot()
@@ -79,7 +75,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 	if a.prompted {
 		a.emit("turn_end", map[string]any{"stop_reason": string(res.StopReason)})
 	}
-	if a.child != nil {
+	if a.agentConn != nil {
 		if res.Err != nil {
 			a.awaitStderr()
 			if tail := termtext.StripANSI(a.child.Stderr().LastLines(stderrLinesInError)); tail != "" {
@@ -139,15 +135,13 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		fmt.Errorf("agent %s did not start within %s (start-timeout)", a.agent.Name, a.agent.StartTimeout))
 	defer cancelStart()
 
-	a.child, err = procgroup.Start(procgroup.Spec{Path: path, Args: args, Env: policies.EnvList(env), Dir: cwd, OnDescendant: a.descendantSeen})
+	a.agentConn, err = spawn(procgroup.Spec{Path: path, Args: args, Env: policies.EnvList(env), Dir: cwd, OnDescendant: a.descendantSeen})
 	if err != nil {
 		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)}
 	}
-	a.gate = newStdoutGate(a.child.Stdout())
 	a.client = &client{inv: a.inv, cwd: cwd, gate: a.gate, overflow: make(chan struct{})}
 	a.client.output.limit = maxOutput
-	a.conn = acp.NewClientSideConnection(a.client, a.child.Stdin(), a.gate)
-	a.conn.SetLogger(slog.New(noiseCounter{&a.protocolNoise}))
+	a.connect(a.client.handle)
 	a.emit("step_update", map[string]any{"kind": "spawned", "pid": a.child.Pid(), "start_ticks": a.child.StartTicks(), "cwd": cwd})
 
 	sessionID, err := a.start(startCtx, settings)
@@ -164,32 +158,14 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 	return res
 }
 
-// start runs initialize, authenticate (when configured), session/new and
-// the session's mode and config options, all bounded by ctx (the
-// start-timeout). It returns the session id.
+// start runs the handshake (initialize, authenticate when configured,
+// session/new) and sets the session's mode and config options, all bounded
+// by ctx (the start-timeout). It returns the session id.
 func (a *attempt) start(ctx context.Context, settings sessionSettings) (string, error) {
-	init, err := a.conn.Initialize(ctx, acp.InitializeRequest{
-		ProtocolVersion:    acp.ProtocolVersionNumber,
-		ClientCapabilities: acp.ClientCapabilities{},
-		ClientInfo:         &acp.Implementation{Name: "acpflow", Version: version.Version},
-	})
+	sess, err := a.handshake(ctx, a.cwd, a.agent.Auth, a.initialized)
 	if err != nil {
-		return "", a.startError(ctx, "initialize", err)
-	}
-	a.canClose = init.AgentCapabilities.SessionCapabilities.Close != nil
-	info := map[string]any{"kind": "initialized", "protocol_version": init.ProtocolVersion}
-	if init.AgentInfo != nil {
-		info["agent_name"], info["agent_version"] = init.AgentInfo.Name, init.AgentInfo.Version
-	}
-	a.emit("step_update", info)
-	if a.agent.Auth != "" {
-		if _, err := a.conn.Authenticate(ctx, acp.AuthenticateRequest{MethodId: a.agent.Auth}); err != nil {
-			return "", a.startError(ctx, "authenticate", err)
-		}
-	}
-	sess, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: a.cwd, McpServers: []acp.McpServer{}})
-	if err != nil {
-		return "", a.startError(ctx, "session/new", err)
+		re := err.(*requestError)
+		return "", a.startError(ctx, re.method, re.err)
 	}
 	if sess.SessionId == "" {
 		return "", errors.New("ACP child published without a session id")
@@ -201,6 +177,25 @@ func (a *attempt) start(ctx context.Context, settings sessionSettings) (string, 
 		return "", err
 	}
 	return a.sessionID, nil
+}
+
+// initialized reads the agent's initialize answer as the SDK's typed
+// request would (an answer that does not decode is the SDK's internal
+// error) and reports it.
+func (a *attempt) initialized(raw json.RawMessage) error {
+	var init acp.InitializeResponse
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &init); err != nil {
+			return acp.NewInternalError(map[string]any{"error": err.Error()})
+		}
+	}
+	a.canClose = init.AgentCapabilities.SessionCapabilities.Close != nil
+	info := map[string]any{"kind": "initialized", "protocol_version": init.ProtocolVersion}
+	if init.AgentInfo != nil {
+		info["agent_name"], info["agent_version"] = init.AgentInfo.Name, init.AgentInfo.Version
+	}
+	a.emit("step_update", info)
+	return nil
 }
 
 // startError words a failure of one start request: a timeout, the child's
@@ -216,25 +211,6 @@ func (a *attempt) startError(ctx context.Context, method string, err error) erro
 		return fmt.Errorf("agent %s %s during %s", a.agent.Name, exited, method)
 	}
 	return fmt.Errorf("agent %s: %s failed: %s", a.agent.Name, method, describeRPCError(err))
-}
-
-// exitNote waits briefly for a child whose stdout closed and says how it
-// ended, or "" if it is still running.
-func (a *attempt) exitNote() string {
-	select {
-	case <-a.conn.Done():
-	default:
-		return ""
-	}
-	select {
-	case <-a.child.Exited():
-	case <-time.After(200 * time.Millisecond):
-		return "closed its stdout"
-	}
-	if err := a.child.ExitErr(); err != nil {
-		return "exited (" + err.Error() + ")"
-	}
-	return "exited (status 0)"
 }
 
 // prompt sends the one session/prompt and waits for the turn to end, ctx
@@ -253,7 +229,7 @@ func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
 	done := make(chan answer, 1)
 	a.prompted = true
 	go func() {
-		resp, err := a.conn.Prompt(context.Background(), acp.PromptRequest{
+		resp, err := acp.SendRequest[acp.PromptResponse](a.conn, context.Background(), acp.AgentMethodSessionPrompt, acp.PromptRequest{
 			SessionId: acp.SessionId(sessionID),
 			Prompt:    []acp.ContentBlock{acp.TextBlock(text)},
 		})
@@ -295,7 +271,7 @@ func (a *attempt) cancel(sessionID string) {
 	a.client.markCancelled()
 	sent := make(chan struct{})
 	go func() {
-		a.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(sessionID)})
+		a.conn.SendNotification(context.Background(), acp.AgentMethodSessionCancel, acp.CancelNotification{SessionId: acp.SessionId(sessionID)})
 		close(sent)
 	}()
 	select {
@@ -330,7 +306,7 @@ const closeLimit = 250 * time.Millisecond
 func (a *attempt) teardown() {
 	if a.canClose && a.sessionID != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), closeLimit)
-		a.conn.CloseSession(ctx, acp.CloseSessionRequest{SessionId: acp.SessionId(a.sessionID)})
+		acp.SendRequest[acp.CloseSessionResponse](a.conn, ctx, acp.AgentMethodSessionClose, acp.CloseSessionRequest{SessionId: acp.SessionId(a.sessionID)})
 		cancel()
 	}
 	// From here on nothing is waiting for the agent's updates: let its
@@ -347,7 +323,7 @@ func (a *attempt) teardown() {
 	if rep.Err != nil {
 		fields["error"] = rep.Err.Error()
 	}
-	if n := a.protocolNoise.Load(); n > 0 {
+	if n := a.noise.Load(); n > 0 {
 		fields["non_protocol_lines"] = n
 	}
 	if n := a.gate.droppedNotifications(); n > 0 {

@@ -87,7 +87,7 @@ func (a *attempt) configure(ctx context.Context, sess acp.NewSessionResponse, st
 			return fmt.Errorf("agent %s: mode %q is not one it offers (offered: %s)", a.agent.Name, st.mode, strings.Join(offered, ", "))
 		}
 		if sess.Modes.CurrentModeId != acp.SessionModeId(st.mode) {
-			if _, err := a.conn.SetSessionMode(ctx, acp.SetSessionModeRequest{SessionId: sess.SessionId, ModeId: acp.SessionModeId(st.mode)}); err != nil {
+			if _, err := acp.SendRequest[acp.SetSessionModeResponse](a.conn, ctx, acp.AgentMethodSessionSetMode, acp.SetSessionModeRequest{SessionId: sess.SessionId, ModeId: acp.SessionModeId(st.mode)}); err != nil {
 				return a.startError(ctx, "session/set_mode", err)
 			}
 		}
@@ -97,7 +97,7 @@ func (a *attempt) configure(ctx context.Context, sess acp.NewSessionResponse, st
 		if err != nil {
 			return err
 		}
-		if _, err := a.conn.SetSessionConfigOption(ctx, req); err != nil {
+		if _, err := acp.SendRequest[acp.SetSessionConfigOptionResponse](a.conn, ctx, acp.AgentMethodSessionSetConfigOption, req); err != nil {
 			return a.startError(ctx, "session/set_config_option "+id, err)
 		}
 	}
