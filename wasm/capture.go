@@ -30,10 +30,6 @@ func (b *answerBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (b *answerBuffer) reset() {
-	b.buf, b.overflow = b.buf[:0], false
-}
-
 // stderrBuffer keeps the first limit bytes of stderr and counts the rest.
 // The head is kept rather than the tail because guests' runtimes print the
 // cause first (Go's "panic: ...", Rust's "thread 'main' panicked at ...")

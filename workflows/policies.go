@@ -92,26 +92,6 @@ func nodeAt(n *node, path string) *node {
 	return n
 }
 
-// child is a decoder for a part that returns its own errors (the policy
-// decoders), sharing the file and the declarations.
-func (d *decoder) child() *decoder {
-	c := *d
-	c.errorList = &errorList{file: d.file, lines: d.lines}
-	return &c
-}
-
-// merge adds the errors a part returned.
-func (d *decoder) merge(err error) {
-	if err == nil {
-		return
-	}
-	if es, ok := err.(Errors); ok {
-		d.errs = append(d.errs, es...)
-		return
-	}
-	d.errs = append(d.errs, d.make(pos{}, err.Error()))
-}
-
 // LoadPolicyFile reads a bare policy file: YAML with a top-level
 // `permission:` and/or `env:`, each shaped as under `policies:` in a
 // workflow (SPEC §1 `policy eval`). Errors are Errors, with positions.
