@@ -14,6 +14,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
 )
 
@@ -169,12 +170,9 @@ func detailJSON(d *store.RunDetail) map[string]any {
 	stepsOut := map[string]any{}
 	for _, st := range d.Steps {
 		res := runs.StepResult(st)
-		perms := make([]map[string]any, 0, len(res.Permissions))
-		for _, p := range res.Permissions {
-			perms = append(perms, map[string]any{
-				"tool_call_id": p.ToolCallID, "kind": p.Kind, "title": p.Title, "decision": p.Decision,
-				"outcome": p.Outcome, "option_id": p.OptionID, "policy": p.Policy, "rule": p.Rule, "reason": p.Reason,
-			})
+		perms := res.Permissions
+		if perms == nil {
+			perms = []policies.PermissionRecord{}
 		}
 		stepsOut[st.StepID] = map[string]any{
 			"status": res.Status, "stop_reason": res.StopReason, "output": res.Output, "final": res.Final, "error": res.Error,
