@@ -10,6 +10,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/steps"
 )
 
 // Batch sizes: as the issue asks, 1000 one-step runs at concurrency 8.
@@ -90,8 +91,11 @@ func storeCostPerRun(dir string) time.Duration {
 		check(s.SaveStep(ctx, store.Step{RunID: id, StepID: "one", Status: engine.StatusRunning, Attempts: 1, StartedAt: begin}))
 		check(s.ChildStarted(ctx, id, "one", 1000+i, 1000+i, 42))
 		for e := 0; e < eventsPerRun; e++ {
-			s.AppendEvent(store.Event{RunID: id, StepID: "one", Type: "step_update", Time: time.Now(),
-				Fields: map[string]any{"kind": "agent_message_chunk", "text": "Hello, "}})
+			// As the run service's recorder writes an event.
+			ev := steps.Event{RunID: id, Step: "one", Time: time.Now(), Data: steps.MessageChunk{Text: "Hello, "}}
+			fields, err := ev.FieldsJSON()
+			check(err)
+			s.AppendEvent(store.Event{RunID: id, StepID: "one", Type: ev.Type(), Time: ev.Time, FieldsJSON: fields})
 		}
 		check(s.ChildEnded(ctx, id, "one", 1000+i))
 		check(s.SaveStep(ctx, store.Step{RunID: id, StepID: "one", Status: engine.StatusSucceeded, StopReason: "completed",

@@ -58,12 +58,12 @@ func (s *sink) times() (start, end map[string]time.Time) {
 	defer s.mu.Unlock()
 	start, end = map[string]time.Time{}, map[string]time.Time{}
 	for _, e := range s.events {
-		switch e.Type {
-		case "step_start":
+		switch e.Data.(type) {
+		case steps.StepStart:
 			if _, ok := start[e.Step]; !ok {
 				start[e.Step] = e.Time
 			}
-		case "step_end":
+		case steps.StepEnd:
 			end[e.Step] = e.Time
 		}
 	}
@@ -256,7 +256,7 @@ steps:
 	}
 	n := 0
 	for _, e := range s.events {
-		if e.Type == "step_start" {
+		if _, ok := e.Data.(steps.StepStart); ok {
 			n++
 		}
 	}

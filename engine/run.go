@@ -100,7 +100,7 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		ids[i] = st.ID
 		r.index[st.ID] = i
 	}
-	r.emit("run_start", "", map[string]any{"workflow": wf.Name, "workspace": opt.Workspace, "steps": ids})
+	r.emit("", steps.RunStart{Workflow: wf.Name, Workspace: opt.Workspace, Steps: ids})
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -235,11 +235,7 @@ func (r *run) settle(st *Step, res *StepResult) {
 	r.results[st.ID] = res
 	r.res.Steps[st.ID] = res
 	r.mu.Unlock()
-	fields := map[string]any{"status": res.Status, "stop_reason": res.StopReason, "attempts": res.Attempts, "duration_ms": res.DurationMS}
-	if res.Error != "" {
-		fields["error"] = res.Error
-	}
-	r.emit("step_end", st.ID, fields)
+	r.emit(st.ID, steps.StepEnd{Status: string(res.Status), StopReason: res.StopReason, Attempts: res.Attempts, DurationMS: res.DurationMS, Error: res.Error})
 }
 
 // scope is what expressions see: inputs, env, the settled steps, run,
@@ -318,11 +314,7 @@ func (r *run) finish(parent, runCtx context.Context) {
 	}
 	r.res.Status = status
 	r.res.DurationMS = time.Since(r.res.StartedAt).Milliseconds()
-	fields := map[string]any{"status": status, "duration_ms": r.res.DurationMS}
-	if r.res.Error != "" {
-		fields["error"] = r.res.Error
-	}
-	r.emit("run_end", "", fields)
+	r.emit("", steps.RunEnd{Status: string(status), DurationMS: r.res.DurationMS, Error: r.res.Error})
 	if r.opt.Recorder != nil {
 		r.opt.Recorder.RunEnded(r.res)
 	}
@@ -336,6 +328,6 @@ func (t teeSink) Emit(e steps.Event) {
 	t[1].Emit(e)
 }
 
-func (r *run) emit(typ, step string, fields map[string]any) {
-	r.sink.Emit(steps.Event{Type: typ, RunID: r.opt.RunID, Step: step, Time: time.Now(), Fields: fields})
+func (r *run) emit(step string, d steps.EventData) {
+	r.sink.Emit(steps.Event{RunID: r.opt.RunID, Step: step, Time: time.Now(), Data: d})
 }

@@ -36,14 +36,15 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element, linger *sync.
 	backoff := r.opt.RetryBackoff
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
-		fields := map[string]any{"attempt": attempt}
+		start := steps.StepStart{Attempt: attempt}
 		if el != nil {
-			fields["index"] = el.index
+			index := el.index
+			start.Index = &index
 		}
 		if r.opt.Recorder != nil {
 			r.opt.Recorder.StepStarted(r.opt.RunID, st.ID, r.ord(st.ID), attempt)
 		}
-		r.emit("step_start", st.ID, fields)
+		r.emit(st.ID, start)
 		out := r.attempt(ctx, st, attempt, el, linger)
 		res.StopReason = string(out.StopReason)
 		res.Output = out.Output
@@ -70,7 +71,7 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element, linger *sync.
 			res.Status = StatusFailed
 			return res
 		}
-		r.emit("step_update", st.ID, map[string]any{"kind": "retry", "after_ms": backoff.Milliseconds(), "error": res.Error})
+		r.emit(st.ID, steps.Retry{AfterMS: backoff.Milliseconds(), Error: res.Error})
 		select {
 		case <-ctx.Done():
 			res.Status = StatusCancelled

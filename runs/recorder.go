@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -106,27 +107,22 @@ func (r *Recorder) RunEnded(res *engine.RunResult) {
 // (setsid ones too), to its table of live children, which resume reaps
 // after a crash.
 func (r *Recorder) Emit(e steps.Event) {
-	r.Store.AppendEvent(store.Event{RunID: e.RunID, StepID: e.Step, Type: e.Type, Time: e.Time, Fields: e.Fields})
-	if e.Type != "step_update" {
-		return
+	fields, err := e.FieldsJSON()
+	if err != nil {
+		fields, _ = json.Marshal(map[string]string{"store_error": "fields not encodable: " + err.Error()})
 	}
+	r.Store.AppendEvent(store.Event{RunID: e.RunID, StepID: e.Step, Type: e.Type(), Time: e.Time, FieldsJSON: fields})
 	ctx := context.Background()
-	switch e.Fields["kind"] {
-	case "spawned":
-		pid, _ := e.Fields["pid"].(int)
-		ticks, _ := e.Fields["start_ticks"].(uint64)
-		r.fail(r.Store.ChildStarted(ctx, e.RunID, e.Step, pid, pid, ticks))
-	case "descendant":
-		pid, _ := e.Fields["pid"].(int)
-		agent, _ := e.Fields["agent_pid"].(int)
-		ticks, _ := e.Fields["start_ticks"].(uint64)
-		r.fail(r.Store.DescendantSeen(ctx, e.RunID, e.Step, pid, agent, ticks))
-	case "teardown":
-		pid, _ := e.Fields["pid"].(int)
-		if n, _ := e.Fields["descendants"].(int); n > 0 {
-			r.fail(r.Store.GroupEnded(ctx, e.RunID, e.Step, pid))
+	switch d := e.Data.(type) {
+	case steps.Spawned:
+		r.fail(r.Store.ChildStarted(ctx, e.RunID, e.Step, d.PID, d.PID, d.StartTicks))
+	case steps.Descendant:
+		r.fail(r.Store.DescendantSeen(ctx, e.RunID, e.Step, d.PID, d.AgentPID, d.StartTicks))
+	case steps.Teardown:
+		if d.Descendants > 0 {
+			r.fail(r.Store.GroupEnded(ctx, e.RunID, e.Step, d.PID))
 		} else {
-			r.fail(r.Store.ChildEnded(ctx, e.RunID, e.Step, pid))
+			r.fail(r.Store.ChildEnded(ctx, e.RunID, e.Step, d.PID))
 		}
 	}
 }

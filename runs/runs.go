@@ -164,6 +164,6 @@ func (r *Runner) emit(e steps.Event) {
 // inputs were not valid, or another process runs it), so that views count
 // it.
 func lineEvent(res *engine.RunResult) steps.Event {
-	return steps.Event{Type: "run_end", RunID: res.RunID, Time: time.Now(),
-		Fields: map[string]any{"status": res.Status, "error": res.Error, "duration_ms": int64(0), "invalid": true}}
+	return steps.Event{RunID: res.RunID, Time: time.Now(),
+		Data: steps.RunEnd{Status: string(res.Status), Error: res.Error, Invalid: true}}
 }

@@ -120,27 +120,6 @@ type Result struct {
 	Stderr      string // the kept tail of the child's stderr
 }
 
-// Event is one entry of a run's event stream (SPEC §6 `--json`).
-type Event struct {
-	Type   string         `json:"type"`
-	RunID  string         `json:"run_id"`
-	Step   string         `json:"step"`
-	Time   time.Time      `json:"time"`
-	Fields map[string]any `json:"-"` // flattened into the JSON object
-}
-
-// Sink receives events. Implementations must be safe for concurrent use and
-// must not block for long: a step calls Emit on its protocol path.
-type Sink interface {
-	Emit(Event)
-}
-
-// Discard is a Sink that drops every event.
-type Discard struct{}
-
-// Emit implements Sink.
-func (Discard) Emit(Event) {}
-
 // Agent is a named agent of the workflow file (SPEC §2 `agents:`).
 type Agent struct {
 	Name    string
@@ -217,18 +196,4 @@ func Names() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// MarshalJSON writes the event as one flat object: type, run_id, step,
-// time, then its fields.
-func (e Event) MarshalJSON() ([]byte, error) {
-	m := make(map[string]any, len(e.Fields)+4)
-	for k, v := range e.Fields {
-		m[k] = v
-	}
-	m["type"] = e.Type
-	m["run_id"] = e.RunID
-	m["step"] = e.Step // SPEC §6: every event has it; "" for run_start and run_end
-	m["time"] = e.Time.UTC().Format(time.RFC3339Nano)
-	return json.Marshal(m)
 }

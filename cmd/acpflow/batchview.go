@@ -70,28 +70,28 @@ func setTotal(v view, total int) {
 }
 
 func (v *batchView) Emit(e steps.Event) {
-	switch e.Type {
-	case "run_start":
+	switch d := e.Data.(type) {
+	case steps.RunStart:
 		v.mu.Lock()
 		v.running++
 		v.mu.Unlock()
-	case "run_end":
+	case steps.RunEnd:
 		v.mu.Lock()
-		if e.Fields["invalid"] == nil {
+		if !d.Invalid {
 			v.running--
 		}
 		v.done++
-		failed := e.Fields["status"] != engine.StatusSucceeded
+		failed := d.Status != string(engine.StatusSucceeded)
 		if failed {
 			v.failed++
 			if len(v.failedIDs) < maxFailedIDs {
 				v.failedIDs = append(v.failedIDs, e.RunID)
 			}
 		}
-		line := fmt.Sprintf("run %s %v in %s (%s done, %d failed)", e.RunID, e.Fields["status"],
-			time.Duration(toInt64(e.Fields["duration_ms"]))*time.Millisecond, v.doneOf(), v.failed)
-		if msg, _ := e.Fields["error"].(string); msg != "" && failed {
-			line += ": " + firstLine(termtext.Sanitize(msg))
+		line := fmt.Sprintf("run %s %s in %s (%s done, %d failed)", e.RunID, d.Status,
+			time.Duration(d.DurationMS)*time.Millisecond, v.doneOf(), v.failed)
+		if d.Error != "" && failed {
+			line += ": " + firstLine(termtext.Sanitize(d.Error))
 		}
 		v.mu.Unlock()
 		if v.plain {

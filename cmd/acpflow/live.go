@@ -50,10 +50,9 @@ func newLiveView(w io.Writer) *liveView {
 }
 
 func (v *liveView) Emit(e steps.Event) {
-	if e.Type == "run_start" {
+	if d, ok := e.Data.(steps.RunStart); ok {
 		// One line per step, in file order, before any of them starts.
-		ids, _ := e.Fields["steps"].([]string)
-		for _, id := range ids {
+		for _, id := range d.Steps {
 			v.step(id, e.Time)
 		}
 	}
@@ -63,30 +62,26 @@ func (v *liveView) Emit(e steps.Event) {
 	s := v.step(e.Step, e.Time)
 	s.mu.Lock()
 	done := false
-	switch e.Type {
-	case "step_start":
+	switch d := e.Data.(type) {
+	case steps.StepStart:
 		s.state, s.started = "running", e.Time
-		if n, _ := e.Fields["attempt"].(int); n > 1 {
-			s.state = fmt.Sprintf("running (attempt %d)", n)
+		if d.Attempt > 1 {
+			s.state = fmt.Sprintf("running (attempt %d)", d.Attempt)
 		}
-	case "step_update":
-		switch e.Fields["kind"] {
-		case "agent_message_chunk":
-			text, _ := e.Fields["text"].(string)
-			// s.last is already sanitised; a sequence split across chunks
-			// leaves only inert pieces behind.
-			s.last = lastLine(termtext.Sanitize(s.last + text))
-		case "session":
-			s.state = "prompting"
-		case "cancel_sent":
-			s.state = "cancelling"
-		}
-	case "permission":
-		s.last = termtext.Sanitize(fmt.Sprintf("permission %v %q: %v", e.Fields["kind"], e.Fields["title"], e.Fields["decision"]))
-	case "step_end":
-		s.state, s.ended = fmt.Sprint(e.Fields["status"]), e.Time
-		if msg, _ := e.Fields["error"].(string); msg != "" {
-			s.last = firstLine(termtext.Sanitize(msg))
+	case steps.MessageChunk:
+		// s.last is already sanitised; a sequence split across chunks
+		// leaves only inert pieces behind.
+		s.last = lastLine(termtext.Sanitize(s.last + d.Text))
+	case steps.Session:
+		s.state = "prompting"
+	case steps.CancelSent:
+		s.state = "cancelling"
+	case steps.Permission:
+		s.last = termtext.Sanitize(fmt.Sprintf("permission %s %q: %s", d.Kind, d.Title, d.Decision))
+	case steps.StepEnd:
+		s.state, s.ended = d.Status, e.Time
+		if d.Error != "" {
+			s.last = firstLine(termtext.Sanitize(d.Error))
 		}
 		done = true
 	}

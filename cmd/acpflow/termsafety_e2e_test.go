@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -217,12 +218,12 @@ func TestTheLiveViewShowsAgentTextNeutralised(t *testing.T) {
 	v := newLiveView(&buf)
 	now := time.Now()
 	for _, e := range []steps.Event{
-		{Type: "run_start", RunID: "r", Time: now, Fields: map[string]any{"steps": []string{"a", "b", "c"}}},
-		{Type: "step_start", RunID: "r", Step: "a", Time: now, Fields: map[string]any{}},
-		{Type: "step_update", RunID: "r", Step: "a", Time: now, Fields: map[string]any{"kind": "agent_message_chunk", "text": "x\x1b]52;c;"}},
-		{Type: "step_update", RunID: "r", Step: "a", Time: now, Fields: map[string]any{"kind": "agent_message_chunk", "text": "aGk=\x07" + hostileOutput}},
-		{Type: "permission", RunID: "r", Step: "b", Time: now, Fields: map[string]any{"kind": "execute", "title": hostileTitle, "decision": "allow"}},
-		{Type: "step_end", RunID: "r", Step: "c", Time: now, Fields: map[string]any{"status": "failed", "error": hostileStderr}},
+		{RunID: "r", Time: now, Data: steps.RunStart{Steps: []string{"a", "b", "c"}}},
+		{RunID: "r", Step: "a", Time: now, Data: steps.StepStart{Attempt: 1}},
+		{RunID: "r", Step: "a", Time: now, Data: steps.MessageChunk{Text: "x\x1b]52;c;"}},
+		{RunID: "r", Step: "a", Time: now, Data: steps.MessageChunk{Text: "aGk=\x07" + hostileOutput}},
+		{RunID: "r", Step: "b", Time: now, Data: steps.Permission{PermissionRecord: policies.PermissionRecord{Kind: "execute", Title: hostileTitle, Decision: policies.Allow}}},
+		{RunID: "r", Step: "c", Time: now, Data: steps.StepEnd{Status: "failed", Error: hostileStderr}},
 	} {
 		v.Emit(e)
 	}

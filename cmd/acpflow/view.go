@@ -13,6 +13,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -85,34 +86,28 @@ func (v *plainView) Emit(e steps.Event) {
 
 // plainLine words one event, or returns "" for events too fine for it.
 func plainLine(e steps.Event) string {
-	f := e.Fields
-	switch e.Type {
-	case "run_start":
-		return fmt.Sprintf("run %s: %v", e.RunID, f["workflow"])
-	case "step_start":
-		if n, _ := f["attempt"].(int); n > 1 {
-			return fmt.Sprintf("started (attempt %d)", n)
+	switch d := e.Data.(type) {
+	case steps.RunStart:
+		return fmt.Sprintf("run %s: %s", e.RunID, d.Workflow)
+	case steps.StepStart:
+		if d.Attempt > 1 {
+			return fmt.Sprintf("started (attempt %d)", d.Attempt)
 		}
 		return "started"
-	case "permission":
-		return fmt.Sprintf("permission %v %q: %v -> %s (%v policy, rule %v)%s", f["kind"], f["title"], f["decision"],
-			outcome(f), f["policy"], f["rule"], reasonSuffix(f["reason"]))
-	case "step_update":
-		switch f["kind"] {
-		case "retry":
-			return fmt.Sprintf("retrying in %v ms: %v", f["after_ms"], f["error"])
-		case "cancel_sent":
-			return "cancelling: session/cancel sent"
+	case steps.Permission:
+		return fmt.Sprintf("permission %s %q: %s -> %s (%s policy, rule %s)%s", d.Kind, d.Title, d.Decision,
+			outcome(d.PermissionRecord), d.Policy, d.Rule, reasonSuffix(d.Reason))
+	case steps.Retry:
+		return fmt.Sprintf("retrying in %d ms: %s", d.AfterMS, d.Error)
+	case steps.CancelSent:
+		return "cancelling: session/cancel sent"
+	case steps.StepEnd:
+		s := fmt.Sprintf("%s in %s", d.Status, time.Duration(d.DurationMS)*time.Millisecond)
+		if d.StopReason != "" {
+			s += " (" + d.StopReason + ")"
 		}
-		return ""
-	case "step_end":
-		d := time.Duration(toInt64(f["duration_ms"])) * time.Millisecond
-		s := fmt.Sprintf("%v in %s", f["status"], d)
-		if r, _ := f["stop_reason"].(string); r != "" {
-			s += " (" + r + ")"
-		}
-		if msg, _ := f["error"].(string); msg != "" {
-			s += ": " + msg
+		if d.Error != "" {
+			s += ": " + d.Error
 		}
 		return s
 	}
@@ -153,28 +148,16 @@ func (v *plainView) summary(res *engine.RunResult) {
 	}
 }
 
-func outcome(f map[string]any) string {
-	if f["outcome"] == "selected" {
-		return fmt.Sprint(f["option_id"])
+func outcome(r policies.PermissionRecord) string {
+	if r.Outcome == "selected" {
+		return r.OptionID
 	}
 	return "cancelled"
 }
 
-func reasonSuffix(r any) string {
-	if s, _ := r.(string); s != "" {
-		return ": " + s
+func reasonSuffix(r string) string {
+	if r != "" {
+		return ": " + r
 	}
 	return ""
-}
-
-func toInt64(v any) int64 {
-	switch n := v.(type) {
-	case int64:
-		return n
-	case int:
-		return int64(n)
-	case float64:
-		return int64(n)
-	}
-	return 0
 }

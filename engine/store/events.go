@@ -19,6 +19,9 @@ type Event struct {
 	Type   string
 	Time   time.Time
 	Fields map[string]any
+	// FieldsJSON, when set, is Fields already encoded (a JSON object), and
+	// AppendEvent writes it as it is; Events never sets it.
+	FieldsJSON []byte
 }
 
 // How events are batched. A run streams hundreds of events a second (each
@@ -86,7 +89,9 @@ func (s *Store) AppendEvent(e Event) {
 		e.Time = time.Now()
 	}
 	fields := "{}"
-	if len(e.Fields) > 0 {
+	if len(e.FieldsJSON) > 0 {
+		fields = string(e.FieldsJSON)
+	} else if len(e.Fields) > 0 {
 		b, err := json.Marshal(e.Fields)
 		if err != nil {
 			b, _ = json.Marshal(map[string]string{"store_error": "fields not encodable: " + err.Error()})

@@ -133,10 +133,6 @@ func (c *client) snapshot() (output, final string, perms []policies.PermissionRe
 // overflowed is closed once the output has passed its limit.
 func (c *client) overflowed() <-chan struct{} { return c.overflow }
 
-func (c *client) emit(typ string, fields map[string]any) {
-	c.inv.Events.Emit(steps.Event{Type: typ, RunID: c.inv.RunID, Step: c.inv.StepID, Time: time.Now(), Fields: fields})
-}
-
 // SessionUpdate keeps agent_message_chunk text of this session as the
 // output (see transcriptText); everything else goes to the event stream
 // with its kind, and a tool call, a plan or a thought ends the message
@@ -164,7 +160,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		if !kept {
 			c.overflowOnce.Do(func() { close(c.overflow) })
 		}
-		c.emit("step_update", map[string]any{"kind": "agent_message_chunk", "text": text})
+		c.inv.Emit(steps.MessageChunk{Text: text})
 		return nil
 	}
 	if endsMessage(u) {
@@ -173,11 +169,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		c.mu.Unlock()
 	}
 	kind, body := describeUpdate(u)
-	fields := map[string]any{"kind": kind}
-	if body != nil {
-		fields["update"] = body
-	}
-	c.emit("step_update", fields)
+	c.inv.Emit(steps.AgentUpdate{Kind: kind, Update: body})
 	return nil
 }
 
@@ -241,7 +233,7 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	c.mu.Lock()
 	c.permissions = append(c.permissions, rec)
 	c.mu.Unlock()
-	c.emit("permission", recordFields(rec))
+	c.inv.Emit(steps.Permission{PermissionRecord: rec})
 
 	if rec.Outcome == "selected" {
 		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
@@ -251,13 +243,6 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
 		Cancelled: &acp.RequestPermissionOutcomeCancelled{},
 	}}, nil
-}
-
-func recordFields(r policies.PermissionRecord) map[string]any {
-	b, _ := json.Marshal(r)
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	return m
 }
 
 // permissionRequest flattens the ACP request into the policy's input (SPEC §4.1).

@@ -55,12 +55,13 @@ func (e *events) Emit(ev steps.Event) {
 	e.mu.Unlock()
 }
 
+// kinds lists the kinds of the step updates emitted, in order.
 func (e *events) kinds() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []string
 	for _, ev := range e.all {
-		if k, ok := ev.Fields["kind"].(string); ok {
+		if k := ev.Kind(); k != "" {
 			out = append(out, k)
 		}
 	}

@@ -40,31 +40,33 @@ func TestASetsidGrandchildIsReportedForTheRunStore(t *testing.T) {
 	if res := h.run(context.Background()); res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	gc := h.recorded("grandchild")[0]
-	var agentPid int
-	var descendant, teardown *steps.Event
-	for i, e := range h.events.all {
-		switch e.Fields["kind"] {
-		case "spawned":
-			agentPid = e.Fields["pid"].(int)
-		case "descendant":
-			if e.Fields["pid"] == int(gc["pid"].(float64)) {
-				descendant = &h.events.all[i]
+	gc := int(h.recorded("grandchild")[0]["pid"].(float64))
+	var spawned *steps.Spawned
+	var descendant *steps.Descendant
+	var teardown *steps.Teardown
+	for _, e := range h.events.all {
+		switch d := e.Data.(type) {
+		case steps.Spawned:
+			spawned = &d
+		case steps.Descendant:
+			if d.PID == gc {
+				descendant = &d
 			}
-		case "teardown":
-			teardown = &h.events.all[i]
+		case steps.Teardown:
+			teardown = &d
 			if descendant == nil {
 				t.Error("no descendant event before the teardown event")
 			}
 		}
 	}
-	if descendant == nil {
-		t.Fatalf("no descendant event for the setsid grandchild %v", gc["pid"])
+	if spawned == nil || descendant == nil || teardown == nil {
+		t.Fatalf("spawned %v, descendant %v (grandchild %d), teardown %v", spawned, descendant, gc, teardown)
 	}
-	if descendant.Fields["agent_pid"] != agentPid || descendant.Fields["start_ticks"].(uint64) == 0 || descendant.Fields["pgid"] == agentPid {
-		t.Errorf("descendant event = %v (agent %d)", descendant.Fields, agentPid)
+	agent := spawned.PID
+	if descendant.AgentPID != agent || descendant.StartTicks == 0 || descendant.PGID == agent {
+		t.Errorf("descendant event = %+v (agent %d)", descendant, agent)
 	}
-	if teardown == nil || teardown.Fields["descendants"].(int) < 1 {
-		t.Errorf("teardown event = %v", teardown)
+	if teardown.PID != agent || teardown.Descendants < 1 {
+		t.Errorf("teardown event = %+v", teardown)
 	}
 }

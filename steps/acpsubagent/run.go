@@ -73,7 +73,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		res.Output, res.Final, res.Permissions = a.client.snapshot()
 	}
 	if a.prompted {
-		a.emit("turn_end", map[string]any{"stop_reason": string(res.StopReason)})
+		a.inv.Emit(steps.TurnEnd{StopReason: res.StopReason})
 	}
 	if a.agentConn != nil {
 		if res.Err != nil {
@@ -142,7 +142,7 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 	a.client = &client{inv: a.inv, cwd: cwd, gate: a.gate, overflow: make(chan struct{})}
 	a.client.output.limit = maxOutput
 	a.connect(a.client.handle)
-	a.emit("step_update", map[string]any{"kind": "spawned", "pid": a.child.Pid(), "start_ticks": a.child.StartTicks(), "cwd": cwd})
+	a.inv.Emit(steps.Spawned{PID: a.child.Pid(), StartTicks: a.child.StartTicks(), Cwd: cwd})
 
 	sessionID, err := a.start(startCtx, settings)
 	if err != nil {
@@ -172,7 +172,7 @@ func (a *attempt) start(ctx context.Context, settings sessionSettings) (string, 
 	}
 	a.sessionID = string(sess.SessionId)
 	a.client.setSession(a.sessionID)
-	a.emit("step_update", map[string]any{"kind": "session", "session_id": a.sessionID})
+	a.inv.Emit(steps.Session{SessionID: a.sessionID})
 	if err := a.configure(ctx, sess, settings); err != nil {
 		return "", err
 	}
@@ -190,11 +190,11 @@ func (a *attempt) initialized(raw json.RawMessage) error {
 		}
 	}
 	a.canClose = init.AgentCapabilities.SessionCapabilities.Close != nil
-	info := map[string]any{"kind": "initialized", "protocol_version": init.ProtocolVersion}
+	info := steps.Initialized{ProtocolVersion: int(init.ProtocolVersion)}
 	if init.AgentInfo != nil {
-		info["agent_name"], info["agent_version"] = init.AgentInfo.Name, init.AgentInfo.Version
+		info.AgentName, info.AgentVersion = &init.AgentInfo.Name, &init.AgentInfo.Version
 	}
-	a.emit("step_update", info)
+	a.inv.Emit(info)
 	return nil
 }
 
@@ -278,7 +278,7 @@ func (a *attempt) cancel(sessionID string) {
 	case <-sent:
 	case <-time.After(cancelWriteLimit):
 	}
-	a.emit("step_update", map[string]any{"kind": "cancel_sent"})
+	a.inv.Emit(steps.CancelSent{})
 }
 
 // settle maps an ACP stop reason to the step's (SPEC §3.4).
@@ -313,29 +313,21 @@ func (a *attempt) teardown() {
 	// stdout flow, so an agent blocked writing can see its EOF.
 	a.gate.close()
 	rep := a.child.Teardown(ladder(a.agent))
-	fields := map[string]any{"kind": "teardown", "pid": a.child.Pid(), "tier": rep.Tier, "exit": rep.Exit, "duration_ms": rep.Duration.Milliseconds()}
-	if rep.Escaped > 0 {
-		fields["escaped_killed"] = rep.Escaped
-	}
-	if rep.Descendants > 0 {
-		fields["descendants"] = rep.Descendants
+	td := steps.Teardown{
+		PID: a.child.Pid(), Tier: rep.Tier, Exit: rep.Exit, DurationMS: rep.Duration.Milliseconds(),
+		EscapedKilled: rep.Escaped, Descendants: rep.Descendants,
+		NonProtocolLines: a.noise.Load(), UnhandledNotifications: a.gate.droppedNotifications(),
 	}
 	if rep.Err != nil {
-		fields["error"] = rep.Err.Error()
+		td.Error = rep.Err.Error()
 	}
-	if n := a.noise.Load(); n > 0 {
-		fields["non_protocol_lines"] = n
-	}
-	if n := a.gate.droppedNotifications(); n > 0 {
-		fields["unhandled_notifications"] = n
-	}
-	a.emit("step_update", fields)
+	a.inv.Emit(td)
 }
 
 // descendantSeen records a process seen below the agent (the run store
 // keeps it, so that resume can kill it if acpflow is killed).
 func (a *attempt) descendantSeen(agent int, p procgroup.Proc) {
-	a.emit("step_update", map[string]any{"kind": "descendant", "agent_pid": agent, "pid": p.PID, "pgid": p.PGID, "start_ticks": p.StartTicks})
+	a.inv.Emit(steps.Descendant{AgentPID: agent, PID: p.PID, PGID: p.PGID, StartTicks: p.StartTicks})
 }
 
 // ladder is how an agent is torn down.
@@ -412,11 +404,7 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	for k := range dec.Env {
 		names = append(names, k)
 	}
-	fields := map[string]any{"kind": "env", "policy": string(a.inv.EnvSource), "rule": dec.Rule, "names": len(names)}
-	if dec.Stderr != "" {
-		fields["policy_stderr"] = dec.Stderr
-	}
-	a.emit("step_update", fields)
+	a.inv.Emit(steps.Env{Policy: string(a.inv.EnvSource), Rule: dec.Rule, Names: len(names), PolicyStderr: dec.Stderr})
 	return dec.Env, nil
 }
 
@@ -427,10 +415,6 @@ func withPWD(env, explicit map[string]string, cwd string) {
 	if _, set := explicit["PWD"]; !set && env != nil {
 		env["PWD"] = cwd
 	}
-}
-
-func (a *attempt) emit(typ string, fields map[string]any) {
-	a.inv.Events.Emit(steps.Event{Type: typ, RunID: a.inv.RunID, Step: a.inv.StepID, Time: time.Now(), Fields: fields})
 }
 
 func agentName(inv *steps.Invocation) string {

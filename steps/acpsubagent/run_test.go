@@ -471,8 +471,8 @@ func TestOutputPastMaxOutputFailsTheStepAndKeepsTheFirstPart(t *testing.T) {
 	}
 	var logged int
 	for _, e := range h.events.all {
-		if e.Fields["kind"] == "agent_message_chunk" {
-			logged += len(e.Fields["text"].(string))
+		if c, ok := e.Data.(steps.MessageChunk); ok {
+			logged += len(c.Text)
 		}
 	}
 	if logged > 65<<10 {
@@ -550,11 +550,11 @@ func TestTheStepSettlesAtTurnEndAndTheTeardownLingers(t *testing.T) {
 	}
 	var order []string
 	for _, e := range h.events.all {
-		switch {
-		case e.Type == "turn_end":
-			order = append(order, "turn_end:"+e.Fields["stop_reason"].(string))
-		case e.Fields["kind"] == "teardown":
-			order = append(order, "teardown:"+e.Fields["tier"].(string))
+		switch d := e.Data.(type) {
+		case steps.TurnEnd:
+			order = append(order, "turn_end:"+string(d.StopReason))
+		case steps.Teardown:
+			order = append(order, "teardown:"+d.Tier)
 		}
 	}
 	if strings.Join(order, " ") != "turn_end:completed teardown:term" {

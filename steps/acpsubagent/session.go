@@ -102,14 +102,7 @@ func (a *attempt) configure(ctx context.Context, sess acp.NewSessionResponse, st
 		}
 	}
 	if st.mode != "" || len(st.config) > 0 {
-		fields := map[string]any{"kind": "session_configured"}
-		if st.mode != "" {
-			fields["mode"] = st.mode
-		}
-		if len(st.config) > 0 {
-			fields["config"] = st.config
-		}
-		a.emit("step_update", fields)
+		a.inv.Emit(steps.SessionConfigured{Mode: st.mode, Config: st.config})
 	}
 	return nil
 }

@@ -1,0 +1,427 @@
+package steps
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/acpflow/acpflow/policies"
+)
+
+// Event is one entry of a run's event stream (SPEC §6 `--json`). Its
+// payload is typed (Data): one Go type per event type, and one per kind of
+// step_update.
+//
+// # Notes
+//
+// The JSON is one flat object: type, run_id, step, time, a step update's
+// kind, and the payload's members, all in name order. That is the order
+// the stream had when events were maps, and readers may compare lines
+// byte for byte.
+type Event struct {
+	RunID string
+	Step  string // "" for run_start and run_end
+	Time  time.Time
+	Data  EventData
+}
+
+// EventData is an event's payload; its JSON members are the event's own.
+type EventData interface {
+	// EventType is the event's "type": run_start, step_start, step_update,
+	// permission, turn_end, step_end or run_end.
+	EventType() string
+}
+
+// Update is the payload of a step_update: one thing a step did or saw.
+type Update interface {
+	EventData
+	// UpdateKind is the update's "kind": spawned, initialized, session,
+	// agent_message_chunk, teardown, and so on.
+	UpdateKind() string
+}
+
+// Type is the event's "type".
+func (e Event) Type() string {
+	if e.Data == nil {
+		return ""
+	}
+	return e.Data.EventType()
+}
+
+// Kind is a step_update's "kind", else "".
+func (e Event) Kind() string {
+	if u, ok := e.Data.(Update); ok {
+		return u.UpdateKind()
+	}
+	return ""
+}
+
+// Sink receives events. Implementations must be safe for concurrent use and
+// must not block for long: a step calls Emit on its protocol path.
+type Sink interface {
+	Emit(Event)
+}
+
+// Discard is a Sink that drops every event.
+type Discard struct{}
+
+// Emit implements Sink.
+func (Discard) Emit(Event) {}
+
+// MarshalJSON writes the event as one flat object, members in name order.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return e.encode(true)
+}
+
+// FieldsJSON is the payload alone as a JSON object, with a step update's
+// kind, members in name order: what the run store keeps of an event.
+func (e Event) FieldsJSON() ([]byte, error) {
+	return e.encode(false)
+}
+
+// member is one member of a JSON object: its key as written between the
+// quotes, and its value as encoded.
+type member struct{ key, value []byte }
+
+var (
+	keyType  = []byte("type")
+	keyRunID = []byte("run_id")
+	keyStep  = []byte("step")
+	keyTime  = []byte("time")
+	keyKind  = []byte("kind")
+)
+
+// encode writes the payload's members, and the envelope's when asked, as
+// one object in name order. The payload is encoded by encoding/json and
+// its members are then sorted: cheaper than the map the stream was once
+// written from, and with the same bytes.
+func (e Event) encode(envelope bool) ([]byte, error) {
+	payload := []byte("{}")
+	if e.Data != nil {
+		var err error
+		if payload, err = json.Marshal(e.Data); err != nil {
+			return nil, fmt.Errorf("steps: %s event: %w", e.Type(), err)
+		}
+	}
+	var buf [24]member
+	ms := buf[:0]
+	// The envelope comes first, so that a payload member of the same name
+	// is the one dropped, as a map would have overwritten it.
+	env := make([]byte, 0, 96)
+	var spans [5]struct {
+		key      []byte
+		from, to int
+	}
+	n := 0
+	add := func(key []byte, from int) {
+		spans[n].key, spans[n].from, spans[n].to = key, from, len(env)
+		n++
+	}
+	if envelope {
+		from := len(env)
+		env = appendString(env, e.Type())
+		add(keyType, from)
+		from = len(env)
+		env = appendString(env, e.RunID)
+		add(keyRunID, from)
+		from = len(env)
+		env = appendString(env, e.Step)
+		add(keyStep, from)
+		from = len(env)
+		env = append(env, '"')
+		env = e.Time.UTC().AppendFormat(env, time.RFC3339Nano)
+		env = append(env, '"')
+		add(keyTime, from)
+	}
+	if k := e.Kind(); k != "" {
+		from := len(env)
+		env = appendString(env, k)
+		add(keyKind, from)
+	}
+	for _, s := range spans[:n] {
+		ms = append(ms, member{s.key, env[s.from:s.to]})
+	}
+	ms, err := splitObject(payload, ms)
+	if err != nil {
+		return nil, fmt.Errorf("steps: %s event: %w", e.Type(), err)
+	}
+	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+
+	out := make([]byte, 0, len(payload)+len(env)+8*len(ms))
+	out = append(out, '{')
+	for i, m := range ms {
+		if i > 0 && bytes.Equal(m.key, ms[i-1].key) {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, m.key...)
+		out = append(out, '"', ':')
+		out = append(out, m.value...)
+	}
+	return append(out, '}'), nil
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// splitObject appends the members of obj to ms. obj is a JSON object as
+// encoding/json writes it: valid and compact.
+func splitObject(obj []byte, ms []member) ([]member, error) {
+	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' {
+		return nil, fmt.Errorf("payload is not a JSON object: %.40s", obj)
+	}
+	for i := 1; i < len(obj)-1; {
+		end := stringEnd(obj, i) // obj[i] is the key's opening quote
+		key := obj[i+1 : end-1]
+		i = end + 1 // past the colon
+		vend := valueEnd(obj, i)
+		ms = append(ms, member{key, obj[i:vend]})
+		i = vend
+		if obj[i] == ',' {
+			i++
+		}
+	}
+	return ms, nil
+}
+
+// stringEnd is the index just past the JSON string that starts at b[i].
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd is the index just past the JSON value that starts at b[i], in
+// an object or array whose closing bracket ends b.
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch b[j] {
+		case '"':
+			j = stringEnd(b, j) - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j
+			}
+			if depth--; depth == 0 {
+				return j + 1
+			}
+		case ',':
+			if depth == 0 {
+				return j
+			}
+		}
+	}
+	return len(b)
+}
+
+// The engine's events.
+
+// RunStart begins a run: its workflow, workspace and steps in file order.
+type RunStart struct {
+	Workflow  string   `json:"workflow"`
+	Workspace string   `json:"workspace"`
+	Steps     []string `json:"steps"`
+}
+
+// RunEnd ends a run, after every teardown. Invalid marks a batch line that
+// never ran (its inputs were not valid, or another process runs it).
+type RunEnd struct {
+	Status     string `json:"status"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+	Invalid    bool   `json:"invalid,omitempty"`
+}
+
+// StepStart begins an attempt of a step; Index is the for-each element's.
+type StepStart struct {
+	Attempt int  `json:"attempt"`
+	Index   *int `json:"index,omitempty"`
+}
+
+// StepEnd says a step settled; it is a skipped step's only event.
+type StepEnd struct {
+	Status     string `json:"status"`
+	StopReason string `json:"stop_reason"`
+	Attempts   int    `json:"attempts"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Retry says a failed attempt is tried again after AfterMS.
+type Retry struct {
+	AfterMS int64  `json:"after_ms"`
+	Error   string `json:"error"`
+}
+
+// A step kind's events.
+
+// TurnEnd is a step's turn ending: the step settles with it, before its
+// agent's teardown.
+type TurnEnd struct {
+	StopReason StopReason `json:"stop_reason"`
+}
+
+// Permission is a permission request answered, as recorded.
+type Permission struct {
+	policies.PermissionRecord
+}
+
+// MarshalJSON writes the record with each location's members in name
+// order, as the stream always had them.
+func (p Permission) MarshalJSON() ([]byte, error) {
+	type record policies.PermissionRecord // without this method
+	type location struct {
+		InWorkspace bool   `json:"in_workspace"`
+		Line        int    `json:"line"`
+		Path        string `json:"path"`
+	}
+	v := struct {
+		record
+		Locations []location `json:"locations"`
+	}{record: record(p.PermissionRecord)}
+	if p.Locations != nil {
+		v.Locations = make([]location, len(p.Locations))
+		for i, l := range p.Locations {
+			v.Locations[i] = location{InWorkspace: l.InWorkspace, Line: l.Line, Path: l.Path}
+		}
+	}
+	return json.Marshal(v)
+}
+
+// Env is the env policy's decision for a spawn: how many variables the
+// child got, never their names or values.
+type Env struct {
+	Policy       string `json:"policy"`
+	Rule         string `json:"rule"`
+	Names        int    `json:"names"`
+	PolicyStderr string `json:"policy_stderr,omitempty"`
+}
+
+// Spawned is a child process started, leader of its own process group.
+type Spawned struct {
+	PID        int    `json:"pid"`
+	StartTicks uint64 `json:"start_ticks"`
+	Cwd        string `json:"cwd"`
+}
+
+// Initialized is an agent's answer to initialize. AgentName and
+// AgentVersion are set when the agent described itself.
+type Initialized struct {
+	ProtocolVersion int     `json:"protocol_version"`
+	AgentName       *string `json:"agent_name,omitempty"`
+	AgentVersion    *string `json:"agent_version,omitempty"`
+}
+
+// Session is the session a step's turn runs in.
+type Session struct {
+	SessionID string `json:"session_id"`
+}
+
+// SessionConfigured is the mode and config options set on the session.
+type SessionConfigured struct {
+	Mode   string            `json:"mode,omitempty"`
+	Config map[string]string `json:"config,omitempty"`
+}
+
+// MessageChunk is a piece of the agent's message text.
+type MessageChunk struct {
+	Text string `json:"text"`
+}
+
+// AgentUpdate is any other update the agent sent, under its ACP kind
+// (tool_call, plan, usage_update, …), with its body as the agent sent it.
+type AgentUpdate struct {
+	Kind   string `json:"-"`
+	Update any    `json:"update,omitempty"`
+}
+
+// CancelSent is a session/cancel sent to the agent.
+type CancelSent struct{}
+
+// Descendant is a process seen below a child, also one that left its
+// process group (setsid).
+type Descendant struct {
+	AgentPID   int    `json:"agent_pid"`
+	PID        int    `json:"pid"`
+	PGID       int    `json:"pgid"`
+	StartTicks uint64 `json:"start_ticks"`
+}
+
+// Teardown is how a child and its process group ended. Tier is the rung
+// of the ladder that ended it; Descendants counts the processes seen below
+// it, EscapedKilled those outside its group that had to be killed.
+type Teardown struct {
+	PID                    int    `json:"pid"`
+	Tier                   string `json:"tier"`
+	Exit                   string `json:"exit"`
+	DurationMS             int64  `json:"duration_ms"`
+	EscapedKilled          int    `json:"escaped_killed,omitempty"`
+	Descendants            int    `json:"descendants,omitempty"`
+	Error                  string `json:"error,omitempty"`
+	NonProtocolLines       int64  `json:"non_protocol_lines,omitempty"`
+	UnhandledNotifications int64  `json:"unhandled_notifications,omitempty"`
+}
+
+func (RunStart) EventType() string          { return "run_start" }
+func (RunEnd) EventType() string            { return "run_end" }
+func (StepStart) EventType() string         { return "step_start" }
+func (StepEnd) EventType() string           { return "step_end" }
+func (TurnEnd) EventType() string           { return "turn_end" }
+func (Permission) EventType() string        { return "permission" }
+func (Retry) EventType() string             { return "step_update" }
+func (Env) EventType() string               { return "step_update" }
+func (Spawned) EventType() string           { return "step_update" }
+func (Initialized) EventType() string       { return "step_update" }
+func (Session) EventType() string           { return "step_update" }
+func (SessionConfigured) EventType() string { return "step_update" }
+func (MessageChunk) EventType() string      { return "step_update" }
+func (AgentUpdate) EventType() string       { return "step_update" }
+func (CancelSent) EventType() string        { return "step_update" }
+func (Descendant) EventType() string        { return "step_update" }
+func (Teardown) EventType() string          { return "step_update" }
+
+func (Retry) UpdateKind() string             { return "retry" }
+func (Env) UpdateKind() string               { return "env" }
+func (Spawned) UpdateKind() string           { return "spawned" }
+func (Initialized) UpdateKind() string       { return "initialized" }
+func (Session) UpdateKind() string           { return "session" }
+func (SessionConfigured) UpdateKind() string { return "session_configured" }
+func (MessageChunk) UpdateKind() string      { return "agent_message_chunk" }
+func (u AgentUpdate) UpdateKind() string     { return u.Kind }
+func (CancelSent) UpdateKind() string        { return "cancel_sent" }
+func (Descendant) UpdateKind() string        { return "descendant" }
+func (Teardown) UpdateKind() string          { return "teardown" }
+
+// Emit sends one of the step's events, stamped with the invocation's run
+// and step and the time.
+func (inv *Invocation) Emit(d EventData) {
+	if inv.Events == nil {
+		return
+	}
+	inv.Events.Emit(Event{RunID: inv.RunID, Step: inv.StepID, Time: time.Now(), Data: d})
+}
