@@ -12,7 +12,19 @@ type Recorder interface {
 	StepStarted(runID, stepID string, ord, attempt int)
 	StepEnded(runID, stepID string, ord int, res *StepResult)
 	RunEnded(res *RunResult)
+	// Processes is where a step's invocation reports the processes it
+	// starts, sees and ends (steps.Processes), so that a later resume can
+	// reap them after a crash.
+	Processes(runID, stepID string) steps.Processes
 	// Err is the first record the recorder could not keep: a run whose
 	// record is incomplete does not say it succeeded.
 	Err() error
+}
+
+// processes is the record of a step's processes: the recorder's, or none.
+func (r *run) processes(stepID string) steps.Processes {
+	if r.opt.Recorder == nil {
+		return nil
+	}
+	return r.opt.Recorder.Processes(r.opt.RunID, stepID)
 }

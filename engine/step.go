@@ -113,6 +113,7 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *element, linger 
 			return t.Render(scope)
 		},
 		Events:    r.sink,
+		Processes: r.processes(st.ID),
 		Lingering: linger,
 	}
 	out := st.Run.Run(stepCtx, inv)

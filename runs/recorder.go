@@ -102,27 +102,44 @@ func (r *Recorder) RunEnded(res *engine.RunResult) {
 	r.fail(r.Store.FinishRun(ctx, res.RunID, res.Status, res.Error, res.Outputs, time.Now()))
 }
 
-// Emit implements steps.Sink: every event goes to the store's event log,
-// and the spawn and teardown of each agent, and each process seen below it
-// (setsid ones too), to its table of live children, which resume reaps
-// after a crash.
+// Emit implements steps.Sink: every event goes to the store's event log.
 func (r *Recorder) Emit(e steps.Event) {
 	fields, err := e.FieldsJSON()
 	if err != nil {
 		fields, _ = json.Marshal(map[string]string{"store_error": "fields not encodable: " + err.Error()})
 	}
 	r.Store.AppendEvent(store.Event{RunID: e.RunID, StepID: e.Step, Type: e.Type(), Time: e.Time, FieldsJSON: fields})
-	ctx := context.Background()
-	switch d := e.Data.(type) {
-	case steps.Spawned:
-		r.fail(r.Store.ChildStarted(ctx, e.RunID, e.Step, d.PID, d.PID, d.StartTicks))
-	case steps.Descendant:
-		r.fail(r.Store.DescendantSeen(ctx, e.RunID, e.Step, d.PID, d.AgentPID, d.StartTicks))
-	case steps.Teardown:
-		if d.Descendants > 0 {
-			r.fail(r.Store.GroupEnded(ctx, e.RunID, e.Step, d.PID))
-		} else {
-			r.fail(r.Store.ChildEnded(ctx, e.RunID, e.Step, d.PID))
-		}
+}
+
+// Processes implements engine.Recorder: a step's processes go to the run
+// store's table of children as they start, are seen and end, so that
+// resume can reap what a crash left (see Runner.ResumeRun).
+func (r *Recorder) Processes(runID, stepID string) steps.Processes {
+	return &children{rec: r, runID: runID, stepID: stepID}
+}
+
+// children records one step's processes in the store's children table.
+type children struct {
+	rec           *Recorder
+	runID, stepID string
+}
+
+var _ steps.Processes = (*children)(nil)
+
+func (c *children) Started(pid int, startTicks uint64) {
+	c.rec.fail(c.rec.Store.ChildStarted(context.Background(), c.runID, c.stepID, pid, pid, startTicks))
+}
+
+func (c *children) Seen(agentPID, pid int, startTicks uint64) {
+	c.rec.fail(c.rec.Store.DescendantSeen(context.Background(), c.runID, c.stepID, pid, agentPID, startTicks))
+}
+
+// Ended marks the process's row ended, and with descendants seen below
+// it, every row of its group (the agent's pid is their pgid).
+func (c *children) Ended(pid, descendants int) {
+	if descendants > 0 {
+		c.rec.fail(c.rec.Store.GroupEnded(context.Background(), c.runID, c.stepID, pid))
+		return
 	}
+	c.rec.fail(c.rec.Store.ChildEnded(context.Background(), c.runID, c.stepID, pid))
 }

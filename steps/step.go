@@ -77,6 +77,10 @@ type Invocation struct {
 	Render func(string) (string, error)
 
 	Events Sink
+	// Processes keeps the record of the processes the step starts, sees
+	// and ends, for crash-reaping; nil keeps none. A kind reports through
+	// the ProcessStarted, ProcessSeen and ProcessEnded methods.
+	Processes Processes
 
 	// Lingering holds work a step hands on past its settling (see Linger);
 	// the engine waits for it before the run ends. Nil: Linger runs the
@@ -93,6 +97,51 @@ func (inv *Invocation) Linger(f func()) {
 		return
 	}
 	inv.Lingering.Go(f)
+}
+
+// Processes is the run's record of the processes a step starts, sees and
+// ends: what lets a later `acpflow resume` kill what a crashed acpflow left
+// behind. A kind that spawns processes reports each one, and gets
+// crash-reaping with no more; the run store's recorder (package runs)
+// implements it.
+//
+// # Notes
+//
+// Calls are synchronous: when Started returns, the process is on record,
+// so a kind reports a process before it announces it in an event.
+type Processes interface {
+	// Started: the step started process pid (start time startTicks, in
+	// clock ticks since boot), leader of its own process group.
+	Started(pid int, startTicks uint64)
+	// Seen: process pid was seen below agentPID, one the step started;
+	// also one that left the group (setsid).
+	Seen(agentPID, pid int, startTicks uint64)
+	// Ended: process pid and its group are gone, and so are the
+	// descendants processes seen below it.
+	Ended(pid, descendants int)
+}
+
+// ProcessStarted reports a process the step started to inv.Processes, if
+// any (see Processes).
+func (inv *Invocation) ProcessStarted(pid int, startTicks uint64) {
+	if inv.Processes != nil {
+		inv.Processes.Started(pid, startTicks)
+	}
+}
+
+// ProcessSeen reports a process seen below one the step started.
+func (inv *Invocation) ProcessSeen(agentPID, pid int, startTicks uint64) {
+	if inv.Processes != nil {
+		inv.Processes.Seen(agentPID, pid, startTicks)
+	}
+}
+
+// ProcessEnded reports a process the step started gone, with its group
+// and the descendants seen below it.
+func (inv *Invocation) ProcessEnded(pid, descendants int) {
+	if inv.Processes != nil {
+		inv.Processes.Ended(pid, descendants)
+	}
 }
 
 // StopReason is how a step's turn ended (SPEC §3.4).

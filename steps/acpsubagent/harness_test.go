@@ -43,16 +43,52 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// events collects what a step emitted.
+// events collects what a step emitted, and what it reported of its
+// processes (it is the invocation's steps.Processes too).
 type events struct {
-	mu  sync.Mutex
-	all []steps.Event
+	mu    sync.Mutex
+	all   []steps.Event
+	procs []procCall
+	// order is every event's type (a step update's kind) and every process
+	// call ("process started", …), as they came.
+	order []string
+}
+
+// procCall is one call of steps.Processes.
+type procCall struct {
+	call                       string // started, seen, ended
+	agentPID, pid, descendants int
+	startTicks                 uint64
 }
 
 func (e *events) Emit(ev steps.Event) {
 	e.mu.Lock()
 	e.all = append(e.all, ev)
+	name := ev.Kind()
+	if name == "" {
+		name = ev.Type()
+	}
+	e.order = append(e.order, name)
 	e.mu.Unlock()
+}
+
+func (e *events) process(c procCall) {
+	e.mu.Lock()
+	e.procs = append(e.procs, c)
+	e.order = append(e.order, "process "+c.call)
+	e.mu.Unlock()
+}
+
+func (e *events) Started(pid int, startTicks uint64) {
+	e.process(procCall{call: "started", pid: pid, startTicks: startTicks})
+}
+
+func (e *events) Seen(agentPID, pid int, startTicks uint64) {
+	e.process(procCall{call: "seen", agentPID: agentPID, pid: pid, startTicks: startTicks})
+}
+
+func (e *events) Ended(pid, descendants int) {
+	e.process(procCall{call: "ended", pid: pid, descendants: descendants})
 }
 
 // kinds lists the kinds of the step updates emitted, in order.
@@ -128,7 +164,7 @@ func (h *harness) run(ctx context.Context) steps.Result {
 		With: h.with, Ambient: h.ambient,
 		Permission: perm, PermissionSource: policies.SourceWorkflow,
 		Env: env, EnvSource: policies.SourceWorkflow,
-		Events: h.events, Lingering: h.lingering,
+		Events: h.events, Processes: h.events, Lingering: h.lingering,
 	})
 	h.settled = time.Now()
 	if h.lingering != nil {

@@ -2,6 +2,7 @@ package acpsubagent
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/acpflow/acpflow/steps"
@@ -33,8 +34,10 @@ func TestTheAgentsPWDIsItsOwnWorkingDirectory(t *testing.T) {
 }
 
 // TestASetsidGrandchildIsReportedForTheRunStore: the run store learns of
-// every process seen below the agent through "descendant" events, so that a
-// resume after acpflow was SIGKILLed can kill one that left the group.
+// every process the step starts and sees below it through the invocation's
+// Processes, each before the event that announces it, so that a resume
+// after acpflow was SIGKILLed can kill one that left the group; the
+// events say the same.
 func TestASetsidGrandchildIsReportedForTheRunStore(t *testing.T) {
 	h := newHarness(t, "-setsid-grandchild", "-prompt-delay", "300ms")
 	if res := h.run(context.Background()); res.Err != nil {
@@ -68,5 +71,27 @@ func TestASetsidGrandchildIsReportedForTheRunStore(t *testing.T) {
 	}
 	if teardown.PID != agent || teardown.Descendants < 1 {
 		t.Errorf("teardown event = %+v", teardown)
+	}
+
+	var seen []procCall
+	for _, c := range h.events.procs {
+		if c.call == "seen" && c.pid == gc {
+			seen = append(seen, c)
+		}
+	}
+	started, ended := h.events.procs[0], h.events.procs[len(h.events.procs)-1]
+	switch {
+	case started != procCall{call: "started", pid: agent, startTicks: spawned.StartTicks}:
+		t.Errorf("first process call = %+v, want the agent started (%d, %d)", started, agent, spawned.StartTicks)
+	case len(seen) != 1 || seen[0] != procCall{call: "seen", agentPID: agent, pid: gc, startTicks: descendant.StartTicks}:
+		t.Errorf("the grandchild was reported seen as %+v, want once, below %d", seen, agent)
+	case ended != procCall{call: "ended", pid: agent, descendants: teardown.Descendants}:
+		t.Errorf("last process call = %+v, want the agent ended with %d descendants", ended, teardown.Descendants)
+	}
+	order := strings.Join(h.events.order, " ")
+	for _, pair := range [][2]string{{"process started", "spawned"}, {"process seen", "descendant"}, {"process ended", "teardown"}} {
+		if i, j := strings.Index(order, pair[0]), strings.Index(order, pair[1]); i < 0 || j < i {
+			t.Errorf("%q does not come before %q: %s", pair[0], pair[1], order)
+		}
 	}
 }

@@ -142,6 +142,9 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 	a.client = &client{inv: a.inv, cwd: cwd, gate: a.gate, overflow: make(chan struct{})}
 	a.client.output.limit = maxOutput
 	a.connect(a.client.handle)
+	// On record before it is announced: if acpflow dies from here on,
+	// resume can find the agent's group.
+	a.inv.ProcessStarted(a.child.Pid(), a.child.StartTicks())
 	a.inv.Emit(steps.Spawned{PID: a.child.Pid(), StartTicks: a.child.StartTicks(), Cwd: cwd})
 
 	sessionID, err := a.start(startCtx, settings)
@@ -313,6 +316,7 @@ func (a *attempt) teardown() {
 	// stdout flow, so an agent blocked writing can see its EOF.
 	a.gate.close()
 	rep := a.child.Teardown(ladder(a.agent))
+	a.inv.ProcessEnded(a.child.Pid(), rep.Descendants)
 	td := steps.Teardown{
 		PID: a.child.Pid(), Tier: rep.Tier, Exit: rep.Exit, DurationMS: rep.Duration.Milliseconds(),
 		EscapedKilled: rep.Escaped, Descendants: rep.Descendants,
@@ -324,9 +328,10 @@ func (a *attempt) teardown() {
 	a.inv.Emit(td)
 }
 
-// descendantSeen records a process seen below the agent (the run store
-// keeps it, so that resume can kill it if acpflow is killed).
+// descendantSeen records a process seen below the agent, so that resume
+// can kill it if acpflow is killed, then reports it.
 func (a *attempt) descendantSeen(agent int, p procgroup.Proc) {
+	a.inv.ProcessSeen(agent, p.PID, p.StartTicks)
 	a.inv.Emit(steps.Descendant{AgentPID: agent, PID: p.PID, PGID: p.PGID, StartTicks: p.StartTicks})
 }
 
