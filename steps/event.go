@@ -10,7 +10,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 )
 
-// Event is one entry of a run's event stream (SPEC §6 `--json`). Its
+// Event is one entry of a run's event stream (`--json`, docs/results.md). Its
 // payload is typed (Data): one Go type per event type, and one per kind of
 // step_update.
 //
