@@ -14,7 +14,7 @@ import (
 )
 
 // permissionRequest is a permission request as claude-agent-acp asks it,
-// in the JSON of SPEC §4.1.
+// in the JSON of docs/policies.md#permission-policies.
 var permissionRequest = []byte(`{"kind": "permission",
  "workflow": "review", "run_id": "20261130T090000-aaaa0001", "step": "plan", "agent": "claude",
  "workspace": "/home/u/src/app", "cwd": "/home/u/src/app",

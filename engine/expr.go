@@ -226,7 +226,7 @@ func (t *Template) Exprs() []*Expr {
 }
 
 // Render evaluates the template: a string value is inserted as is, any
-// other value as JSON (SPEC §2).
+// other value as JSON (docs/workflow.md).
 func (t *Template) Render(scope *Scope) (string, error) {
 	if len(t.parts) == 1 && t.parts[0].expr == nil {
 		return t.parts[0].literal, nil

@@ -22,7 +22,7 @@ const (
 	StatusCancelled Status = "cancelled"
 )
 
-// RunResult is one run's result, the object `--output` writes (SPEC §6).
+// RunResult is one run's result, the object `--output` writes (docs/results.md).
 type RunResult struct {
 	RunID      string                 `json:"run_id"`
 	Workflow   string                 `json:"workflow"`

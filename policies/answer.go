@@ -16,7 +16,7 @@ const (
 // agent got `cancelled` although the policy asked for something else.
 const reasonNoOption = "no matching option"
 
-// Valid reports whether d is one of the five decisions of SPEC §4.1.
+// Valid reports whether d is one of the five decisions of docs/policies.md#permission-policies.
 func (d Decision) Valid() bool {
 	switch d {
 	case Allow, AllowAlways, Reject, RejectAlways, Cancel:

@@ -6,7 +6,7 @@ import (
 )
 
 // IsCredential reports whether an environment variable's name marks it as a
-// secret that a child agent should not inherit by default (SPEC §4.2, the
+// secret that a child agent should not inherit by default (docs/policies.md#env-policies, the
 // credential rule). The test is on the name alone, case-insensitively:
 //
 //   - the name contains KEY, SECRET, TOKEN, PASSWORD (the seed's rule, kept

@@ -28,7 +28,7 @@ type EnvRule interface {
 	Match(name, value string, req *EnvRequest) (keep bool, matched bool, err error)
 }
 
-// EnvRules is the built-in env policy (SPEC §4.2). Build the default with
+// EnvRules is the built-in env policy (docs/policies.md#env-policies). Build the default with
 // DefaultEnv; the zero value inherits everything and scrubs nothing.
 //
 // For each ambient variable, in order: a name starting with ACPFLOW_ is

@@ -8,7 +8,7 @@ import (
 )
 
 // helperFunctions are the functions every rule expression may call besides
-// expr's builtins (SPEC §4.2, end). Each is declared with its Go signature,
+// expr's builtins (docs/policies.md#env-policies, end). Each is declared with its Go signature,
 // so a call with the wrong number or types of arguments fails when the
 // policy is loaded, not when an agent first asks.
 var helperFunctions = []expr.Option{

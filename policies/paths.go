@@ -8,7 +8,7 @@ import (
 
 // InWorkspace reports whether path is inside workspace (or is it), judged
 // by where the kernel would reach once a tool has created the missing parent
-// directories (SPEC §4.1 `in_workspace`): symlinks are resolved element by
+// directories (docs/policies.md#permission-policies `in_workspace`): symlinks are resolved element by
 // element before `..` is applied, a dangling link counts as its target, and
 // a `..` after a missing element goes back to the real directory that
 // element would be created in, so `ws/missing/../link/f` with link pointing
@@ -28,7 +28,7 @@ func InWorkspace(path, workspace, base string) bool {
 
 // Under reports whether path is dir or inside it (the rule helper `under`).
 //
-// Two absolute paths are judged as SPEC §4.1 judges `in_workspace`: by the
+// Two absolute paths are judged as docs/policies.md#permission-policies judges `in_workspace`: by the
 // paths the kernel would reach once a tool has created the missing parent
 // directories: symlinks resolved wherever they exist, and a `..` after a
 // missing element back in the real directory it would be created in, so

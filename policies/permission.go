@@ -6,7 +6,7 @@ import (
 	gojson "github.com/goccy/go-json"
 )
 
-// Decision is what a permission policy chose (SPEC §4.1).
+// Decision is what a permission policy chose (docs/policies.md#permission-policies).
 type Decision string
 
 const (
@@ -43,7 +43,7 @@ type Option struct {
 }
 
 // PermissionRequest is the input of a permission policy, as expr
-// environment and as WASM input (SPEC §4.1).
+// environment and as WASM input (docs/policies.md#permission-policies).
 type PermissionRequest struct {
 	Request
 	Tool    Tool           `json:"tool"`
@@ -65,7 +65,7 @@ type Permission interface {
 	DecidePermission(ctx context.Context, req *PermissionRequest) (Verdict, error)
 }
 
-// PermissionRecord is the record of one answered permission (SPEC §6).
+// PermissionRecord is the record of one answered permission (docs/results.md).
 type PermissionRecord struct {
 	ToolCallID string `json:"tool_call_id"`
 	Kind       string `json:"kind"`
@@ -83,8 +83,8 @@ type PermissionRecord struct {
 	PolicyStderr string `json:"policy_stderr,omitempty"`
 }
 
-// DecodePermissionRequest decodes a permission request from its JSON (SPEC
-// §4.1), as `acpflow policy eval` reads it, and normalises its tool as the
+// DecodePermissionRequest decodes a permission request from its JSON
+// (docs/policies.md#the-request), as `acpflow policy eval` reads it, and normalises its tool as the
 // ACP client does (Tool.Normalize): tool.command derived when the JSON does
 // not carry it, raw_input {} when absent.
 //

@@ -9,7 +9,7 @@
 package policies
 
 // Source says which configuration a policy came from; it is recorded with
-// every decision (SPEC §6 `policy`).
+// every decision (docs/results.md `policy`).
 type Source string
 
 const (
@@ -18,7 +18,7 @@ const (
 	SourceDefault  Source = "default"  // nothing configured: the built-in default
 )
 
-// Request is what every policy call knows about its context (SPEC §4.1).
+// Request is what every policy call knows about its context (docs/policies.md#permission-policies).
 // Its names are the same in the JSON a WASM module reads and in the expr
 // environment of a rule, which embeds it.
 type Request struct {

@@ -17,7 +17,7 @@ import (
 )
 
 // permissionEnv is the expr environment of a permission rule: the request of
-// SPEC §4.1 under its snake_case names. It is a struct, not a map, so that
+// docs/policies.md#permission-policies under its snake_case names. It is a struct, not a map, so that
 // the checker knows every name and type when the policy is loaded: a typo
 // such as `tool.kidn` or a comparison of a string with a number is an error
 // then, not a surprise at the first permission request.
@@ -52,7 +52,7 @@ type optionEnv struct {
 }
 
 // envVarEnv is the expr environment of an env rule: one ambient variable
-// and the request of SPEC §4.2.
+// and the request of docs/policies.md#env-policies.
 type envVarEnv struct {
 	exprguard.Meter `expr:"-"`
 	Request
@@ -62,7 +62,7 @@ type envVarEnv struct {
 }
 
 // CompilePermissionCondition compiles the `if` of a permission rule against
-// the typed request of SPEC §4.1, with the rule helpers (glob, under,
+// the typed request of docs/policies.md#permission-policies, with the rule helpers (glob, under,
 // commands, basename). The result must be a boolean.
 //
 // # Notes
@@ -74,7 +74,7 @@ func CompilePermissionCondition(src string) (*vm.Program, error) {
 }
 
 // CompileEnvCondition compiles the `if` of an env rule against the typed
-// environment of SPEC §4.2: name, value, the request fields and config.
+// environment of docs/policies.md#env-policies: name, value, the request fields and config.
 func CompileEnvCondition(src string) (*vm.Program, error) {
 	return compileCondition(src, envVarEnv{})
 }
@@ -178,7 +178,7 @@ type PermissionRule struct {
 	Reason string // recorded with the decision; may be empty
 }
 
-// PermissionRules is the expr-rules permission policy (SPEC §4.1): the
+// PermissionRules is the expr-rules permission policy (docs/policies.md#permission-policies): the
 // first rule whose condition holds decides; when none does, Default does.
 type PermissionRules struct {
 	Rules   []PermissionRule

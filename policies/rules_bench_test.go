@@ -9,7 +9,7 @@ import (
 )
 
 // benchRequest is a permission request as claude-agent-acp asks it, in the
-// JSON of SPEC §4.1.
+// JSON of docs/policies.md#permission-policies.
 var benchRequest = []byte(`{"kind": "permission",
  "workflow": "review", "run_id": "01J9Z3K4M5N6P7Q8R9S0T1V2W3", "step": "plan", "agent": "claude",
  "workspace": "/home/u/src/app", "cwd": "/home/u/src/app/sub",
@@ -23,8 +23,8 @@ var benchRequest = []byte(`{"kind": "permission",
              {"id": "reject", "name": "Reject", "kind": "reject_once"}],
  "config": {}}`)
 
-// benchPolicy is the rules example of SPEC §4.1 with the compound-command
-// rule of §4.2: four rules, the request above matching the last.
+// benchPolicy is the rules example of docs/policies.md#permission-policies with the compound-command
+// rule of docs/policies.md: four rules, the request above matching the last.
 func benchPolicy(b *testing.B) *PermissionRules {
 	b.Helper()
 	p, err := ParsePermission(map[string]any{

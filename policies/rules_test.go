@@ -18,7 +18,7 @@ func compileRule(t *testing.T, cond string, then Decision, reason string) Permis
 	return PermissionRule{If: prog, Then: then, Reason: reason}
 }
 
-// specRules are the rules of the SPEC §4.1 example.
+// specRules are the rules of the docs/policies.md#permission-policies example.
 func specRules(t *testing.T) []PermissionRule {
 	return []PermissionRule{
 		compileRule(t, `tool.kind in ["read", "search", "think"]`, Allow, ""),

@@ -24,7 +24,7 @@ func (s Shorthand) DecidePermission(context.Context, *PermissionRequest) (Verdic
 // # Notes
 //
 // allow_always and reject_always are accepted because a workflow may mean
-// them (SPEC §4.1); they make the agent remember the answer and stop
+// them (docs/policies.md#permission-policies); they make the agent remember the answer and stop
 // asking, which is why `allow` never selects an allow_always option on its
 // own (see SelectOption).
 func ParseShorthand(s string) (Shorthand, error) {

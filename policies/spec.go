@@ -15,7 +15,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 )
 
-// Limits bounds one WASM policy module (SPEC §5): the memory its instance
+// Limits bounds one WASM policy module (docs/wasm.md): the memory its instance
 // may grow to and the time one call may take. A zero field means the
 // host's default. The fields are those of wasm.Limits that a workflow file
 // may set; parsing keeps Memory between one 64 KiB page and 4 GiB and
@@ -132,7 +132,7 @@ var (
 )
 
 // ParsePermission builds a permission policy from its specification, the
-// decoded YAML value of a `permission:` key (SPEC §4.1): a shorthand string
+// decoded YAML value of a `permission:` key (docs/policies.md#permission-policies): a shorthand string
 // (any of the five decisions), or a mapping with `rules` (a list of {if, then,
 // reason}) and `default`, or with `wasm` (a path relative to baseDir),
 // `config` and `limits` ({memory: "64MiB" or bytes, timeout: "2s"}).
@@ -147,7 +147,7 @@ var (
 // Parsing is strict: an unknown key is an error (with a suggestion for a
 // likely typo), and so is a value of the wrong type, `wasm` with `rules`
 // or `default`, and `limits` without `wasm`. The shorthand, `default` and
-// each rule's `then` take the same five decisions (SPEC §4.1).
+// each rule's `then` take the same five decisions (docs/policies.md#permission-policies).
 func ParsePermission(v any, baseDir string) (Permission, error) {
 	return parsePermission(v, baseDir, registeredWASM())
 }
@@ -162,7 +162,7 @@ func parsePermission(v any, baseDir string, w WASMLoader) (Permission, error) {
 }
 
 // ParseEnv builds an env policy from its specification, the decoded YAML
-// value of an `env:` key (SPEC §4.2): a mapping with `inherit` (all, core,
+// value of an `env:` key (docs/policies.md#env-policies): a mapping with `inherit` (all, core,
 // none), `scrub-credentials` (a boolean, default true), `rules` (a list of
 // {if, then: keep|drop}) and `config`; or with `wasm` (a path relative to
 // baseDir), `config` and `limits`, loaded as for ParsePermission.

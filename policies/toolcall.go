@@ -6,7 +6,7 @@ import (
 )
 
 // Normalize fills in what a rule reads from a tool call and the agent may
-// not have sent (SPEC §4.1): RawInput becomes an empty object when it is
+// not have sent (docs/policies.md#permission-policies): RawInput becomes an empty object when it is
 // nil, and Command, when empty, is derived by CommandLine from Kind, Title
 // and RawInput. The ACP client calls it on each request as the agent sent
 // it, and DecodePermissionRequest on each request it reads, so both see the
@@ -20,7 +20,7 @@ func (t *Tool) Normalize() {
 	}
 }
 
-// CommandLine is the command line an ACP tool call will run (SPEC §4.1
+// CommandLine is the command line an ACP tool call will run (docs/policies.md#permission-policies
 // `tool.command`), whatever shape the agent sent it in. kind, title and
 // rawInput are the tool call's fields as the agent sent them (rawInput
 // decoded from JSON, or nil when absent):

@@ -144,7 +144,7 @@ func (inv *Invocation) ProcessEnded(pid, descendants int) {
 	}
 }
 
-// StopReason is how a step's turn ended (SPEC §3.4).
+// StopReason is how a step's turn ended (docs/acp-subagent.md#the-turn).
 type StopReason string
 
 const (
@@ -169,7 +169,7 @@ type Result struct {
 	Stderr      string // the kept tail of the child's stderr
 }
 
-// Agent is a named agent of the workflow file (SPEC §2 `agents:`).
+// Agent is a named agent of the workflow file (docs/workflow.md `agents:`).
 type Agent struct {
 	Name    string
 	Builtin string   // "demo": acpflow's own demo agent
@@ -200,7 +200,7 @@ type Agent struct {
 	TermGrace time.Duration
 }
 
-// Defaults of an agent's timings (SPEC §2, the seed's dispose graces).
+// Defaults of an agent's timings (docs/workflow.md, the seed's dispose graces).
 const (
 	DefaultStartTimeout = 60 * time.Second
 	DefaultEOFGrace     = 6 * time.Second

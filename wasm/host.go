@@ -1,4 +1,4 @@
-// Package wasm is the wazero host for policy modules (SPEC §5, ABI v1).
+// Package wasm is the wazero host for policy modules (docs/wasm.md, ABI v1).
 //
 // It sits below policies in the house and knows nothing of permissions or
 // environments: it loads a module, hands it one JSON request with

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Defaults of Limits (SPEC §5).
+// Defaults of Limits (docs/wasm.md).
 const (
 	DefaultMemory  = 32 << 20 // bytes of linear memory per instance
 	DefaultTimeout = time.Second

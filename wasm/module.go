@@ -20,7 +20,7 @@ import (
 	"github.com/acpflow/acpflow/internal/bytesize"
 )
 
-// Names of the ABI (SPEC §5).
+// Names of the ABI (docs/wasm.md).
 const (
 	wasiModule    = "wasi_snapshot_preview1"
 	exportStart   = "_start"
@@ -195,7 +195,7 @@ func describe(f api.FunctionDefinition) string {
 func (m *Module) Path() string { return m.path }
 
 // Name is the module's file name, which records name as the rule that
-// decided (SPEC §4.1).
+// decided (docs/policies.md#permission-policies).
 func (m *Module) Name() string { return filepath.Base(m.path) }
 
 // Reactor reports whether the module takes the fast path: a pool of
@@ -207,7 +207,7 @@ func (m *Module) Reactor() bool { return m.reactor }
 func (m *Module) Limits() Limits { return m.limits }
 
 // Call asks the module for one decision. request is a JSON object (the
-// request of SPEC §4.1 or §4.2); Call adds "version": 1 to it. kind is
+// request of docs/policies.md#the-request or #env-policies); Call adds "version": 1 to it. kind is
 // argv[1] of a command module ("permission" or "env"). The answer is the
 // module's one JSON object, trimmed; stderr is what the module wrote there,
 // capped at Limits.Stderr, also when err is set.

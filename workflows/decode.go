@@ -13,7 +13,7 @@ import (
 	"github.com/acpflow/acpflow/steps"
 )
 
-// The keys each mapping of the file accepts (SPEC §2). Decoding is strict:
+// The keys each mapping of the file accepts (docs/workflow.md). Decoding is strict:
 // any other key is an error with a suggestion from these lists.
 var (
 	workflowKeys = []string{"name", "description", "max-parallel", "inputs", "agents", "policies", "steps", "outputs"}

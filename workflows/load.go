@@ -32,7 +32,7 @@ func Load(path string) (*engine.Workflow, error) {
 //
 // Parse never panics on any input. Should a bug make it panic anyway, the
 // panic becomes an error asking for a report, so that a user never sees a
-// Go stack trace (SPEC §1).
+// Go stack trace (docs/cli.md).
 func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
 	defer func() {
 		if r := recover(); r != nil {

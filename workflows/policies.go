@@ -15,7 +15,7 @@ import (
 var policyKeys = []string{"permission", "env"}
 
 // decodePolicies reads a `policies:` block, at the top of the file or on a
-// step (SPEC §4); a kind it does not set stays nil.
+// step (docs/policies.md); a kind it does not set stays nil.
 func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 	var p engine.Policies
 	f := d.fields(n, ctx, policyKeys)
@@ -36,7 +36,7 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 }
 
 // baseDir is the directory relative `wasm:` paths are resolved against: the
-// workflow file's (SPEC §2).
+// workflow file's (docs/workflow.md).
 func (d *decoder) baseDir() string {
 	return filepath.Dir(d.file)
 }
@@ -94,7 +94,7 @@ func nodeAt(n *node, path string) *node {
 
 // LoadPolicyFile reads a bare policy file: YAML with a top-level
 // `permission:` and/or `env:`, each shaped as under `policies:` in a
-// workflow (SPEC §1 `policy eval`). Errors are Errors, with positions.
+// workflow (docs/cli.md `policy eval`). Errors are Errors, with positions.
 func LoadPolicyFile(path string) (engine.Policies, error) {
 	src, err := ReadFile(path, "policy file")
 	if err != nil {
@@ -117,7 +117,7 @@ func LoadPolicyFile(path string) (engine.Policies, error) {
 	return p, nil
 }
 
-// IsWorkflow tells a workflow from a bare policy file (SPEC §1 `policy
+// IsWorkflow tells a workflow from a bare policy file (docs/cli.md `policy
 // eval`): a workflow has steps or a name. A file that does not parse
 // counts as a workflow, so that the workflow loader words its errors.
 func IsWorkflow(src []byte) bool {

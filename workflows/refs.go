@@ -9,7 +9,7 @@ import (
 	"github.com/expr-lang/expr/parser"
 )
 
-// stepFields are what an expression may read of a step (SPEC §2).
+// stepFields are what an expression may read of a step (docs/workflow.md).
 var stepFields = []string{"output", "final", "stop_reason", "status", "json"}
 
 // checkRefs checks what every compiled expression refers to: declared

@@ -21,7 +21,7 @@ func newAgentCmd() *cobra.Command {
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "demo",
-		Short: "The deterministic demo agent: offline, no key (SPEC §7)",
+		Short: "The deterministic demo agent: offline, no key",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)

@@ -9,7 +9,7 @@ import (
 )
 
 // durationValue is a flag that reads durations as the workflow file does
-// (SPEC §2): a Go duration (`90s`, `10m`, `1h30m`), or a bare integer of
+// (docs/workflow.md): a Go duration (`90s`, `10m`, `1h30m`), or a bare integer of
 // seconds, so that `--timeout 600` means what `timeout: 600` means.
 type durationValue struct{ d *time.Duration }
 

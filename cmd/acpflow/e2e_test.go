@@ -222,7 +222,7 @@ func TestJSONPrintsTheEventStream(t *testing.T) {
 			t.Errorf("event without run_id or time: %s", line)
 		}
 		if _, ok := e["step"]; !ok {
-			t.Errorf("event without step (SPEC §6: every event has one): %s", line)
+			t.Errorf("event without step (docs/results.md: every event has one): %s", line)
 		}
 		seen[fmt.Sprint(e["type"])]++
 	}

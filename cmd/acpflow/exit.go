@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes are API (SPEC §1): one place defines them, typed errors carry
+// Exit codes are API (docs/results.md#exit-codes): one place defines them, typed errors carry
 // them, and execute maps an error to its code.
 const (
 	exitOK          = 0

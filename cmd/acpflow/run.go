@@ -186,7 +186,7 @@ func runError(err error) error {
 	return asFailure(err)
 }
 
-// exit ends the command: the view's summary, then the exit code of SPEC §1.
+// exit ends the command: the view's summary, then the exit code of docs/results.md#exit-codes.
 // results are the runs the view's summary shows (a batch's view counts its
 // own).
 func (x *executor) exit(ctx context.Context, results []*engine.RunResult) error {

@@ -79,7 +79,7 @@ func duration(r store.Run) string {
 }
 
 // runJSON is a run as `runs --json` and `show --json` print it, with the
-// field names of the result JSON (SPEC §6).
+// field names of the result JSON (docs/results.md).
 func runJSON(r store.Run) map[string]any {
 	m := map[string]any{
 		"run_id": r.ID, "workflow": r.Workflow, "workflow_file": r.WorkflowFile, "status": r.Status,

@@ -10,7 +10,7 @@ func addStateFlag(cmd *cobra.Command, state *string) {
 	cmd.Flags().StringVar(state, "state", "", "the run store (default: $ACPFLOW_STATE, else $XDG_STATE_HOME/acpflow/state.db, else ~/.local/state/acpflow/state.db)")
 }
 
-// openStore opens the run store at --state, or where SPEC §1 says.
+// openStore opens the run store at --state, or where docs/cli.md says.
 func openStore(flag string) (*store.Store, error) {
 	path := flag
 	if path == "" {

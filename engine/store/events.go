@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Event is one event of a run's stream (SPEC §6 `--json`): run_start,
+// Event is one event of a run's stream (docs/results.md `--json`): run_start,
 // step_update (one per chunk of agent text), permission, and so on.
 type Event struct {
 	Seq    int64 // assigned by the store, increasing in the order written; 0 in AppendEvent

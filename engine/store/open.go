@@ -76,7 +76,7 @@ type Store struct {
 	closeErr  error
 }
 
-// DefaultPath is where the store is when --state is not given (SPEC §1):
+// DefaultPath is where the store is when --state is not given (docs/cli.md):
 // $ACPFLOW_STATE, else $XDG_STATE_HOME/acpflow/state.db, else
 // ~/.local/state/acpflow/state.db. A relative $XDG_STATE_HOME is ignored,
 // as the XDG base directory specification says.

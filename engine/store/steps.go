@@ -35,7 +35,7 @@ type Step struct {
 }
 
 // Permission is one permission request a step's agent made and how it was
-// answered (SPEC §6 "permissions").
+// answered (docs/results.md "permissions").
 type Permission struct {
 	ToolCallID string
 	Kind       string

@@ -1,4 +1,4 @@
-// Package demoagent is acpflow's built-in deterministic ACP agent (SPEC §7), served on stdio by
+// Package demoagent is acpflow's built-in deterministic ACP agent (docs/acp-subagent.md#the-demo-agent), served on stdio by
 // `acpflow agent demo`. It needs no model, no network and no key: it answers a prompt by echoing
 // it back in several chunks, and asks permission for every `tool: KIND TITLE` line of the prompt,
 // which makes it the agent of the README's first run, of acpflow's end-to-end tests and of trying

@@ -29,7 +29,7 @@ import (
 	"time"
 )
 
-// StderrLimit is how much of a child's stderr is kept (SPEC §3.7: at least 64 KiB).
+// StderrLimit is how much of a child's stderr is kept (docs/acp-subagent.md#stderr-and-the-terminal: at least 64 KiB).
 const StderrLimit = 64 << 10
 
 // pollEvery is how often teardown checks whether the group is gone. The

@@ -68,7 +68,7 @@ func NewLoader(ctx context.Context, host *wasm.Host) policies.WASMLoader {
 	}
 }
 
-// Permission is a permission policy decided by a WASM module (SPEC §5):
+// Permission is a permission policy decided by a WASM module (docs/wasm.md):
 // it sends the PermissionRequest, with the policy's config, and reads
 // {"decision": "...", "reason": "..."}.
 type Permission struct {
@@ -80,7 +80,7 @@ type Permission struct {
 var _ policies.Permission = (*Permission)(nil)
 
 // NewPermission makes a permission policy of m. name is recorded as the
-// rule of every verdict ("" means the module's file name, as SPEC §6
+// rule of every verdict ("" means the module's file name, as docs/results.md
 // records it); config is sent as the request's "config".
 func NewPermission(m *wasm.Module, name string, config map[string]any) *Permission {
 	return &Permission{module: m, name: ruleName(m, name), config: configOrEmpty(config)}
@@ -128,7 +128,7 @@ func (p *Permission) DecidePermission(ctx context.Context, req *policies.Permiss
 	return policies.Verdict{Decision: d, Rule: p.name, Reason: reason, Stderr: stderr}, nil
 }
 
-// Env is an env policy decided by a WASM module (SPEC §4.2): it sends
+// Env is an env policy decided by a WASM module (docs/policies.md#env-policies): it sends
 // the EnvRequest with "proposed", the environment Base would give, and
 // reads {"env": {...}} (the child's whole environment) or {"deny": "..."}.
 type Env struct {

@@ -104,7 +104,7 @@ func TestWASMPoliciesSendTheRequestsOfTheSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Version and kind first, then the fields of SPEC §4.1 in order,
+	// Version and kind first, then the fields of docs/policies.md#permission-policies in order,
 	// characters as the agent sent them (no \u0026 for &).
 	want := `{"version":1,"kind":"permission","workflow":"review","run_id":"r-1","step":"plan","agent":"claude",` +
 		`"workspace":"/ws","cwd":"/ws","tool":{"id":"call_1","kind":"execute","title":"execute","status":"pending",` +

@@ -245,7 +245,7 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	}}, nil
 }
 
-// permissionRequest flattens the ACP request into the policy's input (SPEC §4.1).
+// permissionRequest flattens the ACP request into the policy's input (docs/policies.md#permission-policies).
 func (c *client) permissionRequest(p acp.RequestPermissionRequest) *policies.PermissionRequest {
 	tc := p.ToolCall
 	tool := policies.Tool{ID: string(tc.ToolCallId), RawInput: tc.RawInput}

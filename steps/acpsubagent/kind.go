@@ -2,7 +2,7 @@
 // in its own process group, drives it over ACP as the client (initialize,
 // optional authenticate, session/new, one session/prompt), answers its
 // permission requests through the step's policy, and tears it down so that
-// nothing it started outlives the step (SPEC §3).
+// nothing it started outlives the step (docs/acp-subagent.md).
 package acpsubagent
 
 import (

@@ -56,7 +56,7 @@ type attempt struct {
 	prompted  bool // session/prompt was sent: the turn has an end to report
 }
 
-// Run runs one attempt: start, prompt, settle (SPEC §3). The step settles
+// Run runs one attempt: start, prompt, settle (docs/acp-subagent.md). The step settles
 // when its turn ends: the agent's teardown is handed to inv.Lingering and
 // runs on after Run returns, so dependants need not wait for it, while the
 // run still does.
@@ -284,7 +284,7 @@ func (a *attempt) cancel(sessionID string) {
 	a.inv.Emit(steps.CancelSent{})
 }
 
-// settle maps an ACP stop reason to the step's (SPEC §3.4).
+// settle maps an ACP stop reason to the step's (docs/acp-subagent.md#the-turn).
 func settle(r acp.StopReason) steps.Result {
 	switch r {
 	case acp.StopReasonEndTurn:
