@@ -204,9 +204,9 @@ func TestLoadReadsOnlyRegularFilesOfBoundedSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct{ name, path, want string }{
-		{"a FIFO does not hang the load", fifo, "not a regular file (p---------)"},
-		{"/dev/zero does not fill memory", "/dev/zero", "not a regular file (Dc---------)"},
-		{"a directory is not a module", dir, "not a regular file (d---------)"},
+		{"a FIFO does not hang the load", fifo, "not a regular file (a named pipe)"},
+		{"/dev/zero does not fill memory", "/dev/zero", "not a regular file (a character device)"},
+		{"a directory is not a module", dir, "not a regular file (a directory)"},
 		{"a file over the size limit", huge, "33554433 bytes, over the limit of 32 MiB for a policy module"},
 	}
 	h := newHost(t)

@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -18,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/acpflow/acpflow/internal/bytesize"
+	"github.com/acpflow/acpflow/internal/regularfile"
 )
 
 // Names of the ABI (docs/wasm.md).
@@ -91,28 +89,16 @@ func (h *Host) Load(ctx context.Context, path string, limits Limits) (*Module, e
 // without blocking and reads only a regular file, so a FIFO cannot hang a
 // load and /dev/zero cannot fill memory.
 func readModule(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
+	bin, err := regularfile.Read(path, MaxModuleSize)
+	var nr *regularfile.NotRegularError
+	if errors.As(err, &nr) {
+		return nil, fmt.Errorf("%w: a policy module is a .wasm file", err)
 	}
-	defer f.Close()
-	info, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, err
-	case !info.Mode().IsRegular():
-		return nil, fmt.Errorf("not a regular file (%s): a policy module is a .wasm file", info.Mode().Type())
-	case info.Size() > MaxModuleSize:
-		return nil, fmt.Errorf("%d bytes, over the limit of %s for a policy module", info.Size(), bytesize.Format(int64(MaxModuleSize)))
+	var tl *regularfile.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, fmt.Errorf("%w for a policy module", err)
 	}
-	bin, err := io.ReadAll(io.LimitReader(f, MaxModuleSize+1))
-	switch {
-	case err != nil:
-		return nil, err
-	case len(bin) > MaxModuleSize:
-		return nil, fmt.Errorf("grew past the limit of %s for a policy module while it was read", bytesize.Format(int64(MaxModuleSize)))
-	}
-	return bin, nil
+	return bin, err
 }
 
 // checkHeader tells a WASM core module from anything else before wazero

@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/acpflow/acpflow/internal/regularfile"
 )
 
 // fifoWriterWait is how long `--inputs FIFO` waits for a process to open
@@ -49,20 +51,8 @@ func openInputs(path string, wait time.Duration) (*batchInput, error) {
 		}
 		return &batchInput{ReadCloser: f}, nil
 	default:
-		return nil, fmt.Errorf("--inputs %s is %s, not a JSONL file or a pipe", path, fileKind(m))
+		return nil, fmt.Errorf("--inputs %s is %s, not a JSONL file or a pipe", path, regularfile.Kind(m))
 	}
-}
-
-func fileKind(m os.FileMode) string {
-	switch {
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "not a regular file"
 }
 
 // openFIFO opens a named pipe for reading, waiting at most wait for a
