@@ -104,6 +104,9 @@ agents:
   flood:
     command: %s
     args: %s
+    # The agent is acpflow's child, so its peak counts in acpflow's rusage:
+    # keep the flooding Go agent's own garbage from being what is measured.
+    env: {GOMEMLIMIT: 32MiB}
 steps:
   - id: s
     uses: acp-subagent
@@ -112,7 +115,10 @@ steps:
 	out := filepath.Join(dir, "out.jsonl")
 	cmd := exec.Command(acpflowBin, "run", wf, "--output", out, "--workspace", dir)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	// A soft limit makes the collector keep up on a loaded machine, so the
+	// peak says what acpflow retains, not how far its garbage got ahead of
+	// a starved collector; retention past it would still show.
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "GOMEMLIMIT=96MiB")
 	msg, _ := cmd.CombinedOutput()
 	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
 	assertAgentsGone(t, rec)
