@@ -137,9 +137,10 @@ func TestConcurrentCallsStayWithinTheInstanceBudget(t *testing.T) {
 		t.Error("no call was answered")
 	}
 	// The instances in flight hold at most the budget, the rest is the
-	// collector's slack. Unbounded (a 4 GiB budget), the same calls grew
-	// RSS by 350 MiB.
-	if limit := uint64(2 * budget >> 20); grew > limit {
+	// collector's slack (+85 to +107 MiB measured with two CPU hogs
+	// running). Unbounded (a 4 GiB budget), the same calls grew RSS by
+	// 350–490 MiB.
+	if limit := uint64(3 * budget >> 20); grew > limit {
 		t.Errorf("peak RSS grew by %d MiB during the calls, want at most %d MiB for a budget of %d MiB", grew, limit, budget>>20)
 	}
 }
