@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -383,9 +382,12 @@ outputs:
 		}
 		f.Close()
 		out := filepath.Join(dir, fmt.Sprintf("out%d.jsonl", runs))
-		cmd := exec.Command(acpflowBin, "run", wf, "--inputs", inputs, "--concurrency", "8",
+		// Through the launcher, so the peak is acpflow's own (launchAndReport).
+		report := filepath.Join(dir, fmt.Sprintf("rusage%d", runs))
+		cmd := exec.Command(os.Args[0], acpflowBin, "run", wf, "--inputs", inputs, "--concurrency", "8",
 			"--state", filepath.Join(dir, fmt.Sprintf("state%d.db", runs)), "--output", out)
 		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), launchReportVar+"="+report)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {
@@ -395,7 +397,13 @@ outputs:
 		if got := countLines(out); got != runs {
 			t.Fatalf("%d results for %d runs", got, runs)
 		}
-		return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+		b, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatalf("the launcher wrote no report: %v", err)
+		}
+		var rss int64
+		fmt.Sscan(string(b), &rss)
+		return rss >> 10 // KiB
 	}
 	small, large := peak(n), peak(4*n)
 	t.Logf("peak RSS: %d runs %d MiB, %d runs %d MiB", n, small>>10, 4*n, large>>10)

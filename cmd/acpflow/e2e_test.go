@@ -26,6 +26,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if report := os.Getenv(launchReportVar); report != "" {
+		launchAndReport(report, os.Args[1:])
+	}
 	var err error
 	binDir, err = os.MkdirTemp("", "acpflow-e2e-")
 	if err != nil {

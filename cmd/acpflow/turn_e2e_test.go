@@ -113,19 +113,25 @@ steps:
     with: {agent: flood, prompt: talk}
 `, testAgent, agentArgs("-record", rec, "-no-chunks", "-flood", "102400", "-flood-size", "1024")))
 	out := filepath.Join(dir, "out.jsonl")
-	cmd := exec.Command(acpflowBin, "run", wf, "--output", out, "--workspace", dir)
+	report := filepath.Join(dir, "rusage")
+	cmd := exec.Command(os.Args[0], acpflowBin, "run", wf, "--output", out, "--workspace", dir)
 	cmd.Dir = dir
 	// A soft limit makes the collector keep up on a loaded machine, so the
 	// peak says what acpflow retains, not how far its garbage got ahead of
 	// a starved collector; retention past it would still show.
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "GOMEMLIMIT=96MiB")
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "GOMEMLIMIT=96MiB", launchReportVar+"="+report)
 	msg, _ := cmd.CombinedOutput()
 	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
 	assertAgentsGone(t, rec)
 	if code := cmd.ProcessState.ExitCode(); code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", code, msg)
 	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("the launcher wrote no report: %v\n%s", err, msg)
+	}
+	var rss int64
+	fmt.Sscan(string(b), &rss)
 	t.Logf("peak RSS %d MiB", rss>>20)
 	// The default max-output is 8 MiB; the store, the result and the
 	// events each hold a copy at most. Before the limit: 0.94 GB.
@@ -138,7 +144,7 @@ steps:
 			Status, Output, Error string
 		}
 	}
-	b, _ := os.ReadFile(out)
+	b, _ = os.ReadFile(out)
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -146,4 +152,37 @@ steps:
 	if res.Status != "failed" || s.Status != "failed" || len(s.Output) != 8<<20 || !strings.Contains(s.Error, "max-output (8 MiB)") {
 		t.Errorf("run %s, step %s with %d bytes: %s", res.Status, s.Status, len(s.Output), s.Error)
 	}
+}
+
+// launchReportVar makes the test binary a launcher (see TestMain): it runs
+// its arguments and writes the child's peak RSS in bytes to the file named.
+const launchReportVar = "ACPFLOW_E2E_LAUNCH_REPORT"
+
+// launchAndReport runs argv and reports its peak RSS, then exits with its
+// code.
+//
+// # Notes
+//
+// A child's ru_maxrss starts at its parent's RSS when it was forked (Go
+// forks with CLONE_VM, and exec keeps the peak of the address space it
+// leaves). Started straight from a test binary that has run other tests
+// (486 MiB under -race), acpflow would report that; started from a
+// launcher that has done nothing else, it reports its own.
+func launchAndReport(report string, argv []string) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = os.Environ()
+	for i, kv := range cmd.Env {
+		if strings.HasPrefix(kv, launchReportVar+"=") {
+			cmd.Env = append(cmd.Env[:i:i], cmd.Env[i+1:]...)
+			break
+		}
+	}
+	cmd.Run()
+	if cmd.ProcessState == nil {
+		os.Exit(127)
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	os.WriteFile(report, []byte(fmt.Sprint(rss)), 0o644)
+	os.Exit(cmd.ProcessState.ExitCode())
 }
