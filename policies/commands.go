@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -528,13 +529,17 @@ func quoteWord(s string) string {
 }
 
 // plainLine splits a line that needs no parser: words of plain characters
-// (letters, digits and _ . / : , + @ % = -) separated by blanks, and
-// commands separated by && || | |& ; &. Most command lines agents send are
-// of this kind, and splitting them costs a tenth of parsing. ok is false
-// for anything else, including a line whose structure is wrong (an empty
-// command) or that has a reserved word where a command starts; the parser
+// (letters, digits and _ . / : , + @ % = -), single-quoted strings and
+// double-quoted strings without $ ` or \, separated by blanks; commands
+// separated by && || | |& ; &; and redirections (> >> < >& <&, after an
+// optional fd number) to such a word, which are not part of the command.
+// Most command lines agents send are of this kind, and splitting them costs
+// a tenth of parsing. ok is false for anything else, including a line
+// whose structure is wrong (an empty command, a redirection without a
+// target) or that has a reserved word where a command starts; the parser
 // then reads it and gives the error, if any. Leading assignments are
-// removed here as the parser does.
+// removed here as the parser does; a word with a quote where an assignment
+// could be is left to the parser.
 //
 // # Notes
 //
@@ -565,6 +570,8 @@ func plainLine(s string) (argvs [][]shellWord, ok bool) {
 		switch {
 		case c == ' ' || c == '\t':
 			i++
+		case c == '&' && i+1 < len(s) && s[i+1] == '>':
+			return nil, false // &> is a redirection, not a separator
 		case c == ';' || c == '&' || c == '|':
 			op := 1
 			if i+1 < len(s) && (s[i+1] == c && c != ';' || c == '|' && s[i+1] == '&') {
@@ -575,12 +582,27 @@ func plainLine(s string) (argvs [][]shellWord, ok bool) {
 			}
 			trailing = op == 1 && c != '|'
 			i += op
-		case isPlain(c):
-			j := i
-			for j < len(s) && isPlain(s[j]) {
-				j++
+		case c == '<' || c == '>':
+			j, ok := redirection(s, i)
+			if !ok {
+				return nil, false
 			}
-			all = append(all, shellWord{text: s[i:j], literal: true})
+			trailing = false
+			i = j
+		case isPlain(c) || c == '\'' || c == '"':
+			text, quoted, j, ok := plainWord(s, i)
+			if !ok {
+				return nil, false
+			}
+			if j < len(s) && (s[j] == '<' || s[j] == '>') && !quoted && allDigits(text) {
+				// 2>&1: the number is the redirection's fd, not a word.
+				i = j
+				continue
+			}
+			if quoted && isAssignment(text) {
+				return nil, false
+			}
+			all = append(all, shellWord{text: text, literal: true})
 			trailing = false
 			i = j
 		default:
@@ -591,6 +613,81 @@ func plainLine(s string) (argvs [][]shellWord, ok bool) {
 		return argvs, end()
 	}
 	return argvs, trailing && len(argvs) > 0 || len(s) == 0
+}
+
+// plainWord reads the word at s[i:]: plain characters and quoted strings,
+// with the quotes removed. ok is false for a quote that does not close or
+// a double-quoted string that needs the parser ($, `, \).
+func plainWord(s string, i int) (text string, quoted bool, j int, ok bool) {
+	j = i
+	for j < len(s) && isPlain(s[j]) {
+		j++
+	}
+	if j == len(s) || s[j] != '\'' && s[j] != '"' {
+		return s[i:j], false, j, true // the common case: no quote, no copy
+	}
+	var b strings.Builder
+	b.WriteString(s[i:j])
+	for j < len(s) {
+		switch c := s[j]; {
+		case isPlain(c):
+			k := j
+			for k < len(s) && isPlain(s[k]) {
+				k++
+			}
+			b.WriteString(s[j:k])
+			j = k
+		case c == '\'' || c == '"':
+			k := strings.IndexByte(s[j+1:], c)
+			if k < 0 {
+				return "", false, 0, false
+			}
+			body := s[j+1 : j+1+k]
+			if c == '"' && strings.ContainsAny(body, "$`\\") || !utf8.ValidString(body) || strings.IndexByte(body, 0) >= 0 {
+				return "", false, 0, false // the parser's to judge
+			}
+			b.WriteString(body)
+			j += k + 2
+		default:
+			return b.String(), true, j, true
+		}
+	}
+	return b.String(), true, j, true
+}
+
+// redirection reads the redirection operator at s[i:] and its target word,
+// returning where it ends. Here-documents, process substitutions and the
+// rarer operators are left to the parser.
+func redirection(s string, i int) (j int, ok bool) {
+	j = i + 1
+	if j < len(s) {
+		switch {
+		case s[i] == '>' && (s[j] == '>' || s[j] == '&'), s[i] == '<' && s[j] == '&':
+			j++
+		case s[j] == '<' || s[j] == '>' || s[j] == '(' || s[j] == '|':
+			return 0, false // <<, <>, >(, <(, >|
+		}
+	}
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	if j == len(s) || !isPlain(s[j]) && s[j] != '\'' && s[j] != '"' {
+		return 0, false
+	}
+	_, _, j, ok = plainWord(s, j)
+	return j, ok
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func isPlain(c byte) bool {

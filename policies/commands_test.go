@@ -242,6 +242,8 @@ func TestPlainLineAgreesWithTheParser(t *testing.T) {
 	for _, line := range []string{
 		"make test && rm -rf build", "a;b", "a &", "a & b", "a;", "a |& b", "a||b", "FOO=1 a", "A=1",
 		"timeout 5 rm x", "sudo -u root rm x", "bash -c rm", "a=b=c d", "x+=1 y",
+		"a 'b'", "a > b", `make test 2>&1 && rm -rf "build"`, `"rm" -rf x`, `r"m" 'a b' ''`, "a 2>/dev/null | b",
+		"a >>log <in", "a 2>&1", "a >&2", "a 2 >&1", ">x a", `git commit -m "fix: it's done"`, "a>b;c<d",
 	} {
 		t.Run(line+" is split as the parser reads it", func(t *testing.T) {
 			if _, ok := plainLine(line); !ok {
@@ -252,7 +254,9 @@ func TestPlainLineAgreesWithTheParser(t *testing.T) {
 	}
 	for _, line := range []string{
 		"a;;b", "a &&", "a |", "| a", "&& a", ";", "a & ;", "if x", "time a", "a && then", "export A=1",
-		"FOO=1 for", "a 'b'", "a\nb", "a#b", "a*", "~/rm", "a > b", "a {b}", "  ",
+		"FOO=1 for", "a\nb", "a#b", "a*", "~/rm", "a {b}", "  ",
+		`a "$x"`, "a \"`b`\"", `a "b\"c"`, "a 'b", "a <<EOF", "a <(b)", "a >(b)", "a >| b", "a &> b", "a >",
+		"a > ;", `"A=1" b`, "A='1 2' b", "a <> b", ">x",
 	} {
 		t.Run(line+" is left to the parser", func(t *testing.T) {
 			if argvs, ok := plainLine(line); ok {
