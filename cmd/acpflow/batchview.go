@@ -46,7 +46,7 @@ func newBatchView(w io.Writer, jsonLines bool, batchID string, total int) view {
 	}
 	v := &batchView{w: w, batchID: batchID, total: total, begin: time.Now(), plain: !isTerminal(w)}
 	if !v.plain {
-		v.p = mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithWidth(100))
+		v.p = mpb.New(liveOutput(w), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithWidth(100))
 		v.bar = v.p.New(int64(total), mpb.BarStyle(),
 			mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return v.status() })),
 			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return v.pace() })),

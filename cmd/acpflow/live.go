@@ -44,7 +44,7 @@ func newLiveView(w io.Writer) *liveView {
 	return &liveView{
 		w:     w,
 		color: !noColor,
-		p:     mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(120*time.Millisecond), mpb.WithWidth(120)),
+		p:     mpb.New(liveOutput(w), mpb.WithRefreshRate(120*time.Millisecond), mpb.WithWidth(120)),
 		steps: map[string]*liveStep{},
 	}
 }

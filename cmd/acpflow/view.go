@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vbauerster/cupwriter"
+	"github.com/vbauerster/mpb/v8"
 	"golang.org/x/term"
 
 	"github.com/acpflow/acpflow/engine"
@@ -25,15 +27,42 @@ type view interface {
 }
 
 // newView picks the renderer: JSON lines when asked, the live view on a
-// terminal, plain prefixed lines otherwise (logs, CI, pipes).
+// terminal, plain prefixed lines otherwise (logs, CI, pipes, and a
+// terminal that reports no width, as a fresh `docker run -t` does, where
+// the live view could draw nothing).
 func newView(w io.Writer, jsonLines bool) view {
 	switch {
 	case jsonLines:
 		return &jsonView{w: w}
-	case isTerminal(w):
+	case isTerminal(w) && terminalWidth(w) > 0:
 		return newLiveView(w)
 	}
 	return &plainView{w: w}
+}
+
+// terminalWidth is the width of the terminal w writes to, 0 if unknown.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(interface{ Fd() uintptr })
+	if !ok {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return width
+}
+
+// liveOutput is the mpb option that draws on w: a console writer that keeps
+// w (so the stdout guard still sees every write) but knows the terminal
+// behind it. mpb only draws live on an *os.File it can tell is a terminal;
+// given the guard, it drew nothing until the end.
+func liveOutput(w io.Writer) mpb.ContainerOption {
+	cw := cupwriter.New(w, false)
+	if f, ok := w.(interface{ Fd() uintptr }); ok {
+		cw.SetTermFd(int(f.Fd()))
+	}
+	return mpb.WithConsoleWriter(cw)
 }
 
 func isTerminal(w io.Writer) bool {
