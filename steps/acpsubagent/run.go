@@ -166,9 +166,12 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 // by ctx (the start-timeout). It returns the session id.
 func (a *attempt) start(ctx context.Context, settings sessionSettings) (string, error) {
 	sess, err := a.handshake(ctx, a.cwd, a.agent.Auth, a.initialized)
-	if err != nil {
-		re := err.(*requestError)
+	var re *requestError
+	if errors.As(err, &re) {
 		return "", a.startError(ctx, re.method, re.err)
+	}
+	if err != nil {
+		return "", err
 	}
 	if sess.SessionId == "" {
 		return "", errors.New("ACP child published without a session id")
