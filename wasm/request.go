@@ -28,13 +28,7 @@ func withVersion(request []byte) ([]byte, error) {
 			members["version"] = json.RawMessage(versionMember[len(`"version":`):])
 			// Not json.Marshal: it would escape "&&" to "\u0026\u0026"
 			// inside the other members, and guests may match bytes.
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			if err := enc.Encode(members); err != nil {
-				return nil, err
-			}
-			return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+			return EncodeJSON(members)
 		}
 	}
 	rest := bytes.TrimLeft(request[1:], " \t\r\n")
@@ -66,4 +60,18 @@ func excerpt(b []byte) string {
 		return fmt.Sprintf("%q…", b[:n])
 	}
 	return fmt.Sprintf("%q", b)
+}
+
+// EncodeJSON encodes v without encoding/json's HTML escaping, so that
+// "make && rm -rf x" reaches a module as written, not as
+// "make \u0026\u0026 rm -rf x": a guest that matches bytes (the WAT example
+// does) must see the characters the agent sent.
+func EncodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

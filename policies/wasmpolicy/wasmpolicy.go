@@ -112,7 +112,7 @@ func (p *Permission) DecidePermission(ctx context.Context, req *policies.Permiss
 	if in.Tool.Locations == nil {
 		in.Tool.Locations = []policies.ToolLocation{}
 	}
-	request, err := marshalRequest(&in)
+	request, err := wasm.EncodeJSON(&in)
 	if err != nil {
 		return failed, fmt.Errorf("policy module %s: request: %w", p.module.Path(), err)
 	}
@@ -191,7 +191,7 @@ func (e *Env) DecideEnv(ctx context.Context, req *policies.EnvRequest) (policies
 	in := wasmEnvRequest{EnvRequest: *req, Proposed: nonNil(proposed.Env), Config: e.config}
 	in.Kind = policies.KindEnv
 	in.Ambient, in.Explicit = nonNil(in.Ambient), nonNil(in.Explicit)
-	request, err := marshalRequest(&in)
+	request, err := wasm.EncodeJSON(&in)
 	if err != nil {
 		return failed, fmt.Errorf("policy module %s: request: %w", e.module.Path(), err)
 	}
@@ -229,7 +229,7 @@ func secretScrubber(req *policies.EnvRequest, proposed map[string]string) *strin
 		if len(value) < 4 {
 			return
 		}
-		jsonForm, _ := marshalRequest(value)
+		jsonForm, _ := wasm.EncodeJSON(value)
 		jsonInner := string(jsonForm[1 : len(jsonForm)-1])
 		goInner := func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] }
 		for _, form := range []string{value, jsonInner, goInner(value), goInner(jsonInner)} {
@@ -278,20 +278,6 @@ func (e scrubbedError) Error() string { return e.msg }
 
 func (e scrubbedError) Is(target error) bool {
 	return (target == context.Canceled || target == context.DeadlineExceeded) && errors.Is(e.cause, target)
-}
-
-// marshalRequest encodes a request without encoding/json's HTML escaping,
-// so "make && rm -rf x" reaches the module as written, not as
-// "make \u0026\u0026 rm -rf x": a guest that matches bytes (the WAT
-// example does) must see the characters the agent sent.
-func marshalRequest(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // decodePermissionAnswer reads {"decision": D, "reason": R} strictly (see
