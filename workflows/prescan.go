@@ -97,17 +97,7 @@ func (s *scanner) line(ln int, line string) (pos, string, bool) {
 		if s.flow > 0 {
 			switch c {
 			case '[', '{':
-				s.flow++
-				s.nodes++
-				if s.flow+len(s.block) > maxDepth {
-					return tooDeep()
-				}
-				if s.nodes > maxNodes {
-					return tooMany()
-				}
-				start = true
-				j++
-				continue
+				start = true // opened below, as any value that begins
 			case ']', '}':
 				s.flow--
 				start = false
