@@ -582,3 +582,16 @@ func TestAnOverLongLineFromTheAgentIsNamedAsSuch(t *testing.T) {
 		t.Errorf("err = %v, want it to name the over-long line (not a closed stdout)", res.Err)
 	}
 }
+
+func TestAnErrorListsAtMostTwentyOfTheModesAnAgentOffers(t *testing.T) {
+	var modes []string
+	for i := range 500 {
+		modes = append(modes, fmt.Sprintf("m%d", i))
+	}
+	h := newHarness(t, "-modes", strings.Join(modes, ","))
+	h.agent.Mode = "nope"
+	res := h.run(context.Background())
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "m19, … and 480 more") || strings.Contains(res.Err.Error(), "m20,") {
+		t.Errorf("err = %v, want the first 20 modes and a count", res.Err)
+	}
+}

@@ -84,7 +84,7 @@ func (a *attempt) configure(ctx context.Context, sess acp.NewSessionResponse, st
 		case len(offered) == 0:
 			return fmt.Errorf("agent %s offers no session modes, so mode %q cannot be set; remove mode:", a.agent.Name, st.mode)
 		case !slices.Contains(offered, st.mode):
-			return fmt.Errorf("agent %s: mode %q is not one it offers (offered: %s)", a.agent.Name, st.mode, strings.Join(offered, ", "))
+			return fmt.Errorf("agent %s: mode %q is not one it offers (offered: %s)", a.agent.Name, st.mode, offeredList(offered))
 		}
 		if sess.Modes.CurrentModeId != acp.SessionModeId(st.mode) {
 			if _, err := acp.SendRequest[acp.SetSessionModeResponse](a.conn, ctx, acp.AgentMethodSessionSetMode, acp.SetSessionModeRequest{SessionId: sess.SessionId, ModeId: acp.SessionModeId(st.mode)}); err != nil {
@@ -116,7 +116,7 @@ func configRequest(agent string, sess acp.NewSessionResponse, id, value string) 
 		case o.Select != nil && string(o.Select.Id) == id:
 			values := selectValues(o.Select.Options)
 			if !slices.Contains(values, value) {
-				return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s: config %s: value %q is not one it offers (offered: %s)", agent, id, value, strings.Join(values, ", "))
+				return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s: config %s: value %q is not one it offers (offered: %s)", agent, id, value, offeredList(values))
 			}
 			return acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{
 				SessionId: sess.SessionId, ConfigId: acp.SessionConfigId(id), Value: acp.SessionConfigValueId(value),
@@ -137,7 +137,7 @@ func configRequest(agent string, sess acp.NewSessionResponse, id, value string) 
 	if len(ids) == 0 {
 		return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s offers no session config options, so config %s cannot be set", agent, id)
 	}
-	return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s: config %s is not an option it offers (offered: %s)", agent, id, strings.Join(ids, ", "))
+	return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s: config %s is not an option it offers (offered: %s)", agent, id, offeredList(ids))
 }
 
 // selectValues lists the value ids of a select option, grouped or not.
@@ -156,4 +156,23 @@ func selectValues(o acp.SessionConfigSelectOptions) []string {
 		}
 	}
 	return out
+}
+
+// maxOffered is how many of the values an agent offered an error lists:
+// the list comes from the agent, and an error goes to the terminal and the
+// run store.
+const maxOffered = 20
+
+// offeredList writes the values an agent offered, at most maxOffered of
+// them, each at most 80 bytes.
+func offeredList(values []string) string {
+	shown := make([]string, 0, min(len(values), maxOffered))
+	for _, v := range values[:min(len(values), maxOffered)] {
+		shown = append(shown, cutUTF8(v, 80))
+	}
+	list := strings.Join(shown, ", ")
+	if len(values) > maxOffered {
+		list += fmt.Sprintf(", … and %d more", len(values)-maxOffered)
+	}
+	return list
 }
