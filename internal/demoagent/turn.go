@@ -14,6 +14,10 @@ import (
 // maxEcho bounds the echo of the prompt's first line in the answer, in characters (runes).
 const maxEcho = 200
 
+// maxRemembered bounds the earlier prompts the answer lists, so that a long session's answer
+// stays short; the count it gives is of all of them.
+const maxRemembered = 20
+
 // wordsPerChunk sets how the answer is cut into agent_message_chunk updates. Cutting inside
 // lines, not at line ends, makes a client that adds anything between chunks visibly wrong.
 const wordsPerChunk = 3
@@ -53,14 +57,31 @@ func ParsePrompt(prompt string) (echo string, tools []ToolRequest) {
 	return echo, tools
 }
 
-// Answer is the text of the demo agent's answer: the echo, one line per tool request with the
-// id of the option the client chose ("cancelled" when it chose none), and a closing line.
-// outcomes[i] is the outcome of tools[i].
+// Answer is the text of the demo agent's answer in a session's first turn: the echo, one line
+// per tool request with the id of the option the client chose ("cancelled" when it chose none),
+// and a closing line. outcomes[i] is the outcome of tools[i].
 func Answer(echo string, tools []ToolRequest, outcomes []string) string {
+	return AnswerWithHistory(nil, echo, tools, outcomes)
+}
+
+// AnswerWithHistory is the text of the demo agent's answer in a session whose earlier turns'
+// prompts had the echoes history, oldest first: Answer's, with, when history is not empty, the
+// line "demo agent remembers N earlier prompt(s): E1 | E2 | …" before the closing line. That
+// line is how a test sees that a session was continued, not started afresh.
+//
+// # Notes
+//
+// N counts every earlier prompt, but only the last 20 echoes are listed. An echo is not
+// escaped: one containing " | " reads as two.
+func AnswerWithHistory(history []string, echo string, tools []ToolRequest, outcomes []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "demo agent received: %s\n", echo)
 	for i, tool := range tools {
 		fmt.Fprintf(&b, "permission %s %s: %s\n", tool.Kind, tool.Title, outcomes[i])
+	}
+	if n := len(history); n > 0 {
+		fmt.Fprintf(&b, "demo agent remembers %d earlier %s: %s\n",
+			n, plural(n, "prompt", "prompts"), strings.Join(history[max(0, n-maxRemembered):], " | "))
 	}
 	fmt.Fprintf(&b, "demo agent: end of turn (%d tool %s).\n", len(tools), plural(len(tools), "request", "requests"))
 	return b.String()
@@ -94,12 +115,14 @@ func Chunks(text string) []string {
 type turn struct {
 	conn    *acp.AgentSideConnection
 	session *session
-	prompt  string
+	cwd     string   // the session's when the turn started
+	history []string // the session's when the turn started
+	echo    string
+	tools   []ToolRequest
 }
 
 func (t *turn) run(ctx context.Context) error {
-	echo, tools := ParsePrompt(t.prompt)
-
+	tools := t.tools
 	if err := t.update(ctx, acp.UpdateAgentThoughtText(fmt.Sprintf(
 		"Reading the prompt: %d tool %s to ask permission for.", len(tools), plural(len(tools), "request", "requests")))); err != nil {
 		return err
@@ -117,7 +140,7 @@ func (t *turn) run(ctx context.Context) error {
 		outcomes[i] = outcome
 	}
 
-	for _, chunk := range Chunks(Answer(echo, tools, outcomes)) {
+	for _, chunk := range Chunks(AnswerWithHistory(t.history, t.echo, tools, outcomes)) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -201,7 +224,7 @@ func (t *turn) locations(kind acp.ToolKind, title string) []acp.ToolCallLocation
 	}
 	path := words[0]
 	if !filepath.IsAbs(path) {
-		path = filepath.Join(t.session.cwd, path)
+		path = filepath.Join(t.cwd, path)
 	}
 	return []acp.ToolCallLocation{{Path: path}}
 }
