@@ -23,6 +23,7 @@ type agent struct {
 	mu            sync.Mutex
 	authenticated bool
 	cwd           string             // from the last session/new
+	mcpServers    json.RawMessage    // from the last session/new, as sent
 	turns         map[*turn]struct{} // prompts in flight
 }
 
@@ -30,7 +31,8 @@ type agent struct {
 type turn struct {
 	id        json.RawMessage
 	sessionID string
-	cancelled chan struct{} // closed by a session/cancel that is not ignored
+	params    json.RawMessage // the session/prompt request's
+	cancelled chan struct{}   // closed by a session/cancel that is not ignored
 	once      sync.Once
 }
 
@@ -149,12 +151,14 @@ func (a *agent) authenticate(m message) {
 
 func (a *agent) newSession(m message) {
 	var p struct {
-		Cwd string `json:"cwd"`
+		Cwd        string          `json:"cwd"`
+		McpServers json.RawMessage `json:"mcpServers"`
 	}
 	_ = json.Unmarshal(m.Params, &p)
 	a.mu.Lock()
 	authenticated := a.authenticated
 	a.cwd = p.Cwd
+	a.mcpServers = p.McpServers
 	a.mu.Unlock()
 
 	if a.cfg.requireAuth != "" && !authenticated {
@@ -202,7 +206,7 @@ func (a *agent) beginTurn(m message) *turn {
 		SessionID string `json:"sessionId"`
 	}
 	_ = json.Unmarshal(m.Params, &p)
-	t := &turn{id: m.ID, sessionID: p.SessionID, cancelled: make(chan struct{})}
+	t := &turn{id: m.ID, sessionID: p.SessionID, cancelled: make(chan struct{}), params: m.Params}
 	a.mu.Lock()
 	a.turns[t] = struct{}{}
 	a.mu.Unlock()
@@ -221,6 +225,9 @@ func (a *agent) prompt(t *turn) {
 	if !a.waitBeforeAnswering(t) {
 		a.endTurn(t, "cancelled")
 		return
+	}
+	if a.cfg.echoRequest {
+		a.chunk(t.sessionID, a.requestSummary(t)+"\n")
 	}
 	if a.cfg.exitMidPrompt {
 		a.chunk(t.sessionID, "partial")
@@ -411,6 +418,99 @@ func (a *agent) askClient(t *turn, method string) (string, bool) {
 	case <-t.cancelled:
 		return "", false
 	}
+}
+
+// requestSummary is -echo-request's line: what the last session/new and this prompt carried, as
+// JSON. Env and header values are left out (names only): this line becomes the output acpflow
+// records, and a test proves acpflow records no such value.
+func (a *agent) requestSummary(t *turn) string {
+	a.mu.Lock()
+	rawServers := a.mcpServers
+	a.mu.Unlock()
+	type server struct {
+		Name    string   `json:"name"`
+		Type    string   `json:"type"`
+		Command string   `json:"command,omitempty"`
+		Args    []string `json:"args,omitempty"`
+		Env     []string `json:"env,omitempty"`
+		URL     string   `json:"url,omitempty"`
+		Headers []string `json:"headers,omitempty"`
+	}
+	type named struct {
+		Name string `json:"name"`
+	}
+	var sent []struct {
+		Name    string   `json:"name"`
+		Type    string   `json:"type"`
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+		Env     []named  `json:"env"`
+		URL     string   `json:"url"`
+		Headers []named  `json:"headers"`
+	}
+	var servers []server // stays nil (null) when the client sent null or nothing
+	if json.Unmarshal(rawServers, &sent) == nil && sent != nil {
+		servers = []server{}
+		for _, s := range sent {
+			out := server{Name: s.Name, Type: s.Type, Command: s.Command, Args: s.Args, URL: s.URL}
+			if out.Type == "" {
+				out.Type = "stdio"
+			}
+			for _, e := range s.Env {
+				out.Env = append(out.Env, e.Name)
+			}
+			for _, h := range s.Headers {
+				out.Headers = append(out.Headers, h.Name)
+			}
+			servers = append(servers, out)
+		}
+	}
+	type block struct {
+		Type      string `json:"type"`
+		URI       string `json:"uri,omitempty"`
+		Name      string `json:"name,omitempty"`
+		MimeType  string `json:"mimeType,omitempty"`
+		Size      *int64 `json:"size,omitempty"`
+		TextBytes *int   `json:"textBytes,omitempty"`
+		DataBytes *int   `json:"dataBytes,omitempty"`
+	}
+	var p struct {
+		Prompt []struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			URI      string `json:"uri"`
+			Name     string `json:"name"`
+			MimeType string `json:"mimeType"`
+			Size     *int64 `json:"size"`
+			Data     string `json:"data"`
+			Resource struct {
+				URI      string `json:"uri"`
+				MimeType string `json:"mimeType"`
+				Text     string `json:"text"`
+				Blob     string `json:"blob"`
+			} `json:"resource"`
+		} `json:"prompt"`
+	}
+	_ = json.Unmarshal(t.params, &p)
+	blocks := []block{}
+	for _, b := range p.Prompt {
+		out := block{Type: b.Type, URI: b.URI, Name: b.Name, MimeType: b.MimeType, Size: b.Size}
+		switch b.Type {
+		case "text":
+			n := len(b.Text)
+			out.TextBytes = &n
+		case "image", "audio":
+			n := len(b.Data)
+			out.DataBytes = &n
+		case "resource":
+			out.URI, out.MimeType = b.Resource.URI, b.Resource.MimeType
+			n := len(b.Resource.Text)
+			out.TextBytes = &n
+		}
+		blocks = append(blocks, out)
+	}
+	line, _ := json.Marshal(map[string]any{"mcpServers": servers, "prompt": blocks})
+	return string(line)
 }
 
 func (a *agent) chunk(sessionID, text string) {

@@ -36,6 +36,16 @@
 //	                         (repeatable; e.g. escape sequences, to test what reaches a terminal)
 //	-capabilities JSON       the agentCapabilities initialize answers, as given (default
 //	                         {"loadSession":false,"promptCapabilities":{…all false}})
+//	-mcp-capabilities LIST   set agentCapabilities.mcpCapabilities to these, true (comma-
+//	                         separated: http, sse, acp), over -capabilities
+//	-prompt-capabilities LIST  set agentCapabilities.promptCapabilities to these, true (image,
+//	                         audio, embeddedContext), over -capabilities
+//	-echo-request            start the answer with one chunk: a JSON line summing up what the
+//	                         agent was sent, {"mcpServers": […], "prompt": […]}: per server its
+//	                         name, type, command, args, url and the NAMES of its env and headers
+//	                         (never their values: the answer is acpflow's output, recorded; the
+//	                         values are in the -record file's session_new); per prompt block its
+//	                         type and uri, name, mimeType, size, and the length of its text or data
 //	-garbage                 write "this is not json" and "{broken" lines before every message
 //	-require-auth ID         advertise auth method ID; session/new fails with -32000
 //	                         "Authentication required" until authenticate with methodId ID
@@ -111,6 +121,7 @@ type config struct {
 	stderrLines  int
 	stderrText   []string
 	capabilities json.RawMessage
+	echoRequest  bool
 	garbage      bool
 	requireAuth  string
 
@@ -151,7 +162,7 @@ func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
 	var chunk, hangOn, permission, askClient listFlag
-	var chunks, permOptions, capabilities string
+	var chunks, permOptions, capabilities, mcpCaps, promptCaps string
 	var stderrText listFlag
 
 	fs.StringVar(&cfg.stop, "stop", "end_turn", "stop reason of the prompt answer")
@@ -175,6 +186,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(&stderrText, "stderr", "text to write as it is to stderr at startup (repeatable)")
 	fs.StringVar(&capabilities, "capabilities", `{"loadSession":false,"promptCapabilities":{"image":false,"audio":false,"embeddedContext":false}}`,
 		"the agentCapabilities JSON initialize answers")
+	fs.StringVar(&mcpCaps, "mcp-capabilities", "", "comma-separated mcpCapabilities to advertise (http, sse, acp)")
+	fs.StringVar(&promptCaps, "prompt-capabilities", "", "comma-separated promptCapabilities to advertise (image, audio, embeddedContext)")
+	fs.BoolVar(&cfg.echoRequest, "echo-request", false, "answer with a JSON summary of the mcpServers and prompt blocks received first")
 	fs.BoolVar(&cfg.garbage, "garbage", false, "write non-JSON lines before every message")
 	fs.StringVar(&cfg.requireAuth, "require-auth", "", "auth method id required before session/new")
 	fs.DurationVar(&cfg.promptDelay, "prompt-delay", 0, "wait before answering a prompt")
@@ -213,6 +227,13 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("-capabilities %q: not JSON", capabilities)
 	}
 	cfg.capabilities = json.RawMessage(capabilities)
+	if mcpCaps != "" || promptCaps != "" {
+		caps, err := withCapabilities(cfg.capabilities, map[string]string{"mcpCapabilities": mcpCaps, "promptCapabilities": promptCaps})
+		if err != nil {
+			return nil, err
+		}
+		cfg.capabilities = caps
+	}
 	cfg.chunks = chunk
 	if chunks != "" {
 		cfg.chunks = append(cfg.chunks, strings.Split(chunks, ",")...)
@@ -238,6 +259,31 @@ func parseFlags(args []string) (*config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// withCapabilities sets, in the agentCapabilities object caps, each group's listed
+// capabilities (comma-separated names) to true; a group given as "" is left as it is.
+func withCapabilities(caps json.RawMessage, groups map[string]string) (json.RawMessage, error) {
+	var m map[string]any
+	if err := json.Unmarshal(caps, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("-capabilities %q: not a JSON object", caps)
+	}
+	for group, list := range groups {
+		if list == "" {
+			continue
+		}
+		g, _ := m[group].(map[string]any)
+		if g == nil {
+			g = map[string]any{}
+		}
+		for _, name := range strings.Split(list, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				g[name] = true
+			}
+		}
+		m[group] = g
+	}
+	return json.Marshal(m)
 }
 
 func main() {

@@ -238,6 +238,50 @@ func TestTestAgent(t *testing.T) {
 		a.wait()
 	})
 
+	t.Run("-mcp-capabilities, -prompt-capabilities and -echo-request: it advertises what it is told and sums up what it was sent, env and header values left out", func(t *testing.T) {
+		a := startAgent(t, bin, "-mcp-capabilities", "http", "-prompt-capabilities", "image,embeddedContext", "-echo-request", "-no-chunks")
+		init := a.call(1, "initialize", map[string]any{"protocolVersion": 1})
+		var caps struct {
+			AgentCapabilities struct {
+				LoadSession        *bool           `json:"loadSession"`
+				McpCapabilities    map[string]bool `json:"mcpCapabilities"`
+				PromptCapabilities map[string]bool `json:"promptCapabilities"`
+			} `json:"agentCapabilities"`
+		}
+		mustUnmarshal(t, init.Result, &caps)
+		ac := caps.AgentCapabilities
+		if ac.LoadSession == nil || !ac.McpCapabilities["http"] || ac.McpCapabilities["sse"] ||
+			!ac.PromptCapabilities["image"] || !ac.PromptCapabilities["embeddedContext"] || ac.PromptCapabilities["audio"] {
+			t.Errorf("initialize = %s, want the default capabilities with http, image and embeddedContext set", init.Result)
+		}
+		resp := a.call(2, "session/new", map[string]any{"cwd": "/", "mcpServers": []any{
+			map[string]any{"name": "gh", "command": "gh-mcp", "args": []any{"stdio"}, "env": []any{map[string]any{"name": "TOKEN", "value": "env-value"}}},
+			map[string]any{"name": "docs", "type": "http", "url": "https://h/mcp", "headers": []any{map[string]any{"name": "Authorization", "value": "header-value"}}},
+		}})
+		var r struct {
+			SessionID string `json:"sessionId"`
+		}
+		mustUnmarshal(t, resp.Result, &r)
+		a.send(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": map[string]any{
+			"sessionId": r.SessionID, "prompt": []any{
+				map[string]any{"type": "text", "text": "hello"},
+				map[string]any{"type": "resource_link", "uri": "file:///ws/a.md", "name": "a.md", "mimeType": "text/markdown", "size": 7},
+				map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///ws/b.md", "mimeType": "text/markdown", "text": "# b"}},
+				map[string]any{"type": "image", "mimeType": "image/png", "data": "iVBORw0K", "uri": "file:///ws/c.png"},
+			}}})
+		out, stop := a.collect(3, r.SessionID)
+		want := `{"mcpServers":[{"name":"gh","type":"stdio","command":"gh-mcp","args":["stdio"],"env":["TOKEN"]},` +
+			`{"name":"docs","type":"http","url":"https://h/mcp","headers":["Authorization"]}],` +
+			`"prompt":[{"type":"text","textBytes":5},{"type":"resource_link","uri":"file:///ws/a.md","name":"a.md","mimeType":"text/markdown","size":7},` +
+			`{"type":"resource","uri":"file:///ws/b.md","mimeType":"text/markdown","textBytes":3},{"type":"image","uri":"file:///ws/c.png","mimeType":"image/png","dataBytes":8}]}` + "\n"
+		if out != want || stop != "end_turn" {
+			t.Errorf("answer %q (%s)\nwant %q", out, stop, want)
+		}
+		if strings.Contains(out, "env-value") || strings.Contains(out, "header-value") {
+			t.Errorf("the answer carries a value of env or headers: %s", out)
+		}
+	})
+
 	t.Run("descendants are recorded, each where its flag puts it", func(t *testing.T) {
 		rec := filepath.Join(t.TempDir(), "events.jsonl")
 		a := startAgent(t, bin, "-record", rec, "-grandchild", "-setsid-grandchild", "-daemon-grandchild")
