@@ -78,6 +78,28 @@ func (s *sandbox) turn(ta *turnAgent, script modelserver.Script, prompt, policie
 // for srv, and returns its path.
 func (s *sandbox) writeTurnWorkflow(ta *turnAgent, srv *modelserver.Server, prompt, policiesYAML, stepYAML string) string {
 	s.t.Helper()
+	promptJSON, _ := json.Marshal(prompt)
+	wf := fmt.Sprintf(`name: turn
+agents:
+%s
+policies:
+%s
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: a, prompt: %s}
+%s
+`, s.turnAgentYAML(ta, srv, ""), indent(policiesYAML, "  "), promptJSON, indent(stepYAML, "    "))
+	if strings.TrimSpace(policiesYAML) == "" {
+		wf = strings.Replace(wf, "policies:\n\n", "", 1)
+	}
+	return s.writeWorkflowFile(wf)
+}
+
+// turnAgentYAML sets ta up for srv and returns it as agent `a`, an entry
+// under `agents:`, with agentYAML (reuse:, …, may be "") added under it.
+func (s *sandbox) turnAgentYAML(ta *turnAgent, srv *modelserver.Server, agentYAML string) string {
+	s.t.Helper()
 	a, err := agentsetup.Setup(ta.name, nodeModules, s.home, srv.URL())
 	if err != nil {
 		s.t.Fatal(err)
@@ -95,25 +117,14 @@ func (s *sandbox) writeTurnWorkflow(ta *turnAgent, srv *modelserver.Server, prom
 	if a.Args == nil {
 		argsJSON = []byte("[]")
 	}
-	promptJSON, _ := json.Marshal(prompt)
-	wf := fmt.Sprintf(`name: turn
-agents:
-  a:
-    command: %q
-    args: %s
-    env: %s
-%s
-policies:
-%s
-steps:
-  - id: s
-    uses: acp-subagent
-    with: {agent: a, prompt: %s}
-%s
-`, a.Command, argsJSON, envJSON, indent(a.YAML(), "    "), indent(policiesYAML, "  "), promptJSON, indent(stepYAML, "    "))
-	if strings.TrimSpace(policiesYAML) == "" {
-		wf = strings.Replace(wf, "policies:\n\n", "", 1)
-	}
+	return fmt.Sprintf("  a:\n    command: %q\n    args: %s\n    env: %s\n%s\n%s",
+		a.Command, argsJSON, envJSON, indent(a.YAML(), "    "), indent(agentYAML, "    "))
+}
+
+// writeWorkflowFile writes wf as the sandbox's workflow file and returns
+// its path.
+func (s *sandbox) writeWorkflowFile(wf string) string {
+	s.t.Helper()
 	path := filepath.Join(s.dir, "wf.yaml")
 	if err := os.WriteFile(path, []byte(wf), 0o644); err != nil {
 		s.t.Fatal(err)
