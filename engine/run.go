@@ -39,6 +39,10 @@ type Options struct {
 	RetryBackoff time.Duration
 	// Recorder, when set, keeps the run as it happens (the run store).
 	Recorder Recorder
+	// Batch is the scope the runs of a batch share (steps.Scope), which
+	// its owner ends after the batch; nil: the run has one of its own,
+	// ended before run_end.
+	Batch *steps.Scope
 }
 
 // NewRunID mints a run id: sortable by time, unique by its random tail.
@@ -64,6 +68,13 @@ type run struct {
 	// settling until the agents they started are gone (steps.Invocation
 	// Linger): the run ends only when all are done.
 	lingering sync.WaitGroup
+
+	// kept is the run's steps.Scope, batch the batch's (or the run's own,
+	// then ownBatch).
+	kept, batch *steps.Scope
+	ownBatch    bool
+	// continuedBy lists, per step, the steps that continue its session.
+	continuedBy map[string][]string
 }
 
 // Run runs the workflow to the end and returns its result. A step settles
@@ -95,6 +106,11 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 	for id, done := range opt.Done {
 		r.results[id] = done
 	}
+	r.kept, r.batch = steps.NewScope(1), opt.Batch
+	if r.batch == nil {
+		r.batch, r.ownBatch = steps.NewScope(1), true
+	}
+	r.continuedBy = continuers(wf)
 	ids := make([]string, len(wf.Steps))
 	for i, st := range wf.Steps {
 		ids[i] = st.ID
@@ -110,6 +126,13 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		defer stop()
 	}
 	r.schedule(runCtx, cancel)
+	// What the steps kept for each other (a session a skipped step would
+	// have continued), then what they kept for later runs when the run is
+	// its own batch, then every agent's teardown.
+	r.kept.End()
+	if r.ownBatch {
+		r.batch.End()
+	}
 	r.lingering.Wait()
 	r.finish(ctx, runCtx)
 	return r.res
@@ -236,6 +259,31 @@ func (r *run) settle(st *Step, res *StepResult) {
 	r.res.Steps[st.ID] = res
 	r.mu.Unlock()
 	r.emit(st.ID, steps.StepEnd{Status: string(res.Status), StopReason: res.StopReason, Attempts: res.Attempts, DurationMS: res.DurationMS, Error: res.Error})
+	r.kept.Settled(st.ID)
+}
+
+// sessionOf is the session id step id recorded, "" if none.
+func (r *run) sessionOf(id string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if res := r.results[id]; res != nil {
+		return res.SessionID
+	}
+	return ""
+}
+
+// continuers maps each step to the steps that continue or fork its
+// session (steps.SessionStep), in file order.
+func continuers(wf *Workflow) map[string][]string {
+	by := map[string][]string{}
+	for _, st := range wf.Steps {
+		if ss, ok := st.Run.(steps.SessionStep); ok {
+			if from, _ := ss.Continues(); from != "" {
+				by[from] = append(by[from], st.ID)
+			}
+		}
+	}
+	return by
 }
 
 // scope is what expressions see: inputs, env, the settled steps, run,

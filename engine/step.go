@@ -115,6 +115,10 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *element, linger 
 		Events:    r.sink,
 		Processes: r.processes(st.ID),
 		Lingering: linger,
+
+		Run: r.kept, Batch: r.batch,
+		ContinuedBy: r.continuedBy[st.ID],
+		SessionOf:   r.sessionOf,
 	}
 	out := st.Run.Run(stepCtx, inv)
 	if out.StopReason != steps.Completed && out.Err == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/steps"
 )
 
 // batchLine is one line of a batch's inputs: its inputs, resolved, or why
@@ -220,6 +221,7 @@ func (r *Runner) storedJobs(wf *engine.Workflow, b store.Batch, prepare func(con
 // the run ends; only counts are kept.
 func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch, next jobSource, concurrency int) {
 	var wg sync.WaitGroup
+	shared := steps.NewScope(concurrency)
 	var readErr error
 	slots := make(chan struct{}, max(concurrency, 1))
 	for {
@@ -240,10 +242,13 @@ func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			r.runJob(ctx, wf, b, j)
+			r.runJob(ctx, wf, b, j, shared)
 		}()
 	}
 	wg.Wait()
+	// The agents the runs shared (reuse: true) are torn down before the
+	// batch is done.
+	shared.End()
 	status := engine.StatusSucceeded
 	switch {
 	case ctx.Err() != nil:
@@ -262,7 +267,7 @@ func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch
 
 // runJob runs one line: a bad line is recorded as a failed run, a line
 // with a recorded run resumes it, any other starts a new run.
-func (r *Runner) runJob(ctx context.Context, wf *engine.Workflow, b store.Batch, j batchJob) {
+func (r *Runner) runJob(ctx context.Context, wf *engine.Workflow, b store.Batch, j batchJob, shared *steps.Scope) {
 	if j.line.err != nil {
 		r.invalidLine(ctx, wf, b, j.line)
 		return
@@ -288,6 +293,7 @@ func (r *Runner) runJob(ctx context.Context, wf *engine.Workflow, b store.Batch,
 			return
 		}
 	}
+	spec.Shared = shared
 	r.Run(ctx, wf, spec)
 }
 

@@ -59,6 +59,9 @@ type Spec struct {
 	Resume    bool
 	BatchID   string
 	BatchLine int
+	// Shared is what the runs of one batch share (the agents `reuse: true`
+	// keeps); nil for a lone run.
+	Shared *steps.Scope
 }
 
 // InvalidError is a request that cannot be done as given (an invalid or
@@ -90,6 +93,7 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 		Timeout:   r.Timeout,
 		Done:      spec.Done,
 		Recorder:  rec,
+		Batch:     spec.Shared,
 	})
 	if err := rec.Err(); err != nil {
 		r.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))

@@ -340,6 +340,17 @@ type Initialized struct {
 // Session is the session a step's turn runs in.
 type Session struct {
 	SessionID string `json:"session_id"`
+	// Via says how a step that continues an earlier step's session came
+	// by it: continued (the live process), resumed, loaded or forked; From
+	// names that step. Both are absent for a new session.
+	Via  string `json:"via,omitempty"`
+	From string `json:"from,omitempty"`
+}
+
+// Reused is a pooled agent process (`reuse: true`) taken for the step
+// instead of a spawn: the same process an earlier step or run started.
+type Reused struct {
+	PID int `json:"pid"`
 }
 
 // SessionConfigured is the mode and config options set on the session.
@@ -396,6 +407,7 @@ func (Permission) EventType() string        { return "permission" }
 func (Retry) EventType() string             { return "step_update" }
 func (Env) EventType() string               { return "step_update" }
 func (Spawned) EventType() string           { return "step_update" }
+func (Reused) EventType() string            { return "step_update" }
 func (Initialized) EventType() string       { return "step_update" }
 func (Session) EventType() string           { return "step_update" }
 func (SessionConfigured) EventType() string { return "step_update" }
@@ -408,6 +420,7 @@ func (Teardown) EventType() string          { return "step_update" }
 func (Retry) UpdateKind() string             { return "retry" }
 func (Env) UpdateKind() string               { return "env" }
 func (Spawned) UpdateKind() string           { return "spawned" }
+func (Reused) UpdateKind() string            { return "reused" }
 func (Initialized) UpdateKind() string       { return "initialized" }
 func (Session) UpdateKind() string           { return "session" }
 func (SessionConfigured) UpdateKind() string { return "session_configured" }

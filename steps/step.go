@@ -86,6 +86,31 @@ type Invocation struct {
 	// the engine waits for it before the run ends. Nil: Linger runs the
 	// work at once.
 	Lingering *sync.WaitGroup
+
+	// Run is the run's scope and Batch the batch's (for a lone run, one of
+	// its own): what a kind keeps between steps and between runs. Nil when
+	// the step runs alone (a test): nothing is kept.
+	Run, Batch *Scope
+	// ContinuedBy lists the steps that continue this step's session (see
+	// SessionStep): the kind keeps what they need alive for them.
+	ContinuedBy []string
+	// SessionOf is the session id an earlier step of the run recorded ("":
+	// none), for continuing it where its agent is gone (after a resume).
+	SessionOf func(step string) string
+}
+
+// SessionStep is a prepared step that holds a conversation with an agent,
+// which a later step may continue (`session: STEP`) or branch (`fork`).
+// The loader checks the references and the engine tells each step who
+// continues it (Invocation.ContinuedBy).
+type SessionStep interface {
+	Step
+	// AgentName is the agent the step talks to; a step continues only a
+	// session of the same agent.
+	AgentName() string
+	// Continues is the step whose session this step continues ("" for a
+	// new session) and whether it branches it instead.
+	Continues() (step string, fork bool)
 }
 
 // Linger runs f in the background when the invocation has somewhere to
@@ -187,9 +212,16 @@ type Agent struct {
 	// {model: …}. Values may contain ${{ }}. A step's `with.config` is
 	// layered over it.
 	Config map[string]string
+	// MCPServers are given to the agent in session/new; a step's
+	// `with.mcp-servers` adds to them, replacing one of the same name.
+	MCPServers []MCPServer
 	// MaxOutput is how many bytes of agent output a step keeps; past it the
 	// step fails, keeping the first MaxOutput bytes. 0 means DefaultMaxOutput.
-	MaxOutput    int64
+	MaxOutput int64
+	// Reuse keeps the agent's processes alive between the steps and runs
+	// (of a batch) that start it the same way (command, args, env, auth):
+	// each step gets a session of its own on an idle one.
+	Reuse        bool
 	StartTimeout time.Duration
 	EOFGrace     time.Duration
 	// EOFIdle ends the EOF wait early once the agent's process group has

@@ -10,7 +10,7 @@ import (
 )
 
 var (
-	agentKeys   = []string{"builtin", "command", "args", "env", "cwd", "auth", "preset", "mode", "config", "max-output", "start-timeout", "dispose"}
+	agentKeys   = []string{"builtin", "command", "args", "env", "cwd", "auth", "preset", "mode", "config", "mcp-servers", "max-output", "reuse", "start-timeout", "dispose"}
 	disposeKeys = []string{"eof-grace", "term-grace"}
 )
 
@@ -85,10 +85,16 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 	if n := f["config"]; n != nil {
 		a.Config = d.agentConfig(n, ctx, name)
 	}
+	if n := f["mcp-servers"]; n != nil {
+		a.MCPServers = d.mcpServers(v, n, ctx, name)
+	}
 	if n := f["max-output"]; n != nil {
 		if v, ok := d.size(n, ctx+": max-output"); ok {
 			a.MaxOutput = v
 		}
+	}
+	if n := f["reuse"]; n != nil {
+		a.Reuse, _ = d.boolean(n, ctx+": reuse")
 	}
 	if n := f["start-timeout"]; n != nil {
 		if t, ok := d.duration(n, ctx+": start-timeout"); ok {
@@ -291,6 +297,45 @@ func (d *decoder) agentConfig(n *node, ctx, agent string) map[string]string {
 		cfg[id] = s
 	}
 	return cfg
+}
+
+// mcpServers reads an agent's mcp-servers (agent is the agent's mapping,
+// n the list). Their shape and rules are steps.MCPServersOf's, which a
+// step's with.mcp-servers goes through too; the error is placed by its
+// path. The strings that are rendered are compiled here, as agentEnv's are.
+func (d *decoder) mcpServers(agent, n *node, ctx, name string) []steps.MCPServer {
+	servers, err := steps.MCPServersOf(n.plain(), []string{"mcp-servers"})
+	if err != nil {
+		var fe *steps.FieldError
+		at := n.pos
+		if errors.As(err, &fe) {
+			x, _ := follow(agent, fe.Path)
+			at = x.pos
+		}
+		d.at(at, "%s: %s", ctx, err)
+		return nil
+	}
+	for _, entry := range n.items {
+		for _, key := range []string{"command", "url", "args", "env", "headers"} {
+			v := entry.get(key)
+			if v == nil {
+				continue
+			}
+			values := []*node{v}
+			switch v.kind {
+			case sequenceNode:
+				values = v.items
+			case mappingNode:
+				values = v.vals
+			}
+			for _, x := range values {
+				if s, ok := x.value.(string); ok && x.kind == scalarNode {
+					d.template(x, s, scope{agent: name})
+				}
+			}
+		}
+	}
+	return servers
 }
 
 // size reads a size (steps.SizeOf): a whole number of bytes, or a number

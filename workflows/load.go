@@ -51,6 +51,7 @@ func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
 	d.checkRefs(g)
 	d.checkTypes()
 	d.prepare()
+	d.checkSessions(g)
 	if err := errs.result(); err != nil {
 		return nil, err
 	}

@@ -58,6 +58,8 @@ func TestTheSchemaKnowsTheKeysTheLoaderKnows(t *testing.T) {
 		{"dispose keys", sortedKeys(s.Definitions["agent"].Properties["dispose"].Properties), disposeKeys},
 		{"agent presets", s.Definitions["agent"].Properties["preset"].Enum, presets},
 		{"step keys", def("step"), stepKeys},
+		{"MCP server keys", def("mcp-server"), steps.MCPServerKeys},
+		{"MCP server types", s.Definitions["mcp-server"].Properties["type"].Enum, []string{steps.MCPStdio, steps.MCPHTTP, steps.MCPSSE}},
 		{"step kinds", s.Definitions["step"].Properties["uses"].Enum, steps.Names()},
 		{"policies keys", def("policies"), policyKeys},
 		{"permission keys", sortedKeys(permission), policies.PermissionSpecKeys},

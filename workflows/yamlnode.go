@@ -73,13 +73,22 @@ func (n *node) get(key string) *node {
 	return nil
 }
 
-// follow walks path down from n through mappings, as far as the keys
-// exist, and returns the node it reached and how many keys it followed.
+// follow walks path down from n through mappings and lists (a list's
+// element by its index, "0", "1", …), as far as the keys exist, and
+// returns the node it reached and how many keys it followed.
 func follow(n *node, path []string) (*node, int) {
 	depth := 0
 	for _, key := range path {
-		v := n.get(key)
-		if n.kind != mappingNode || v == nil {
+		var v *node
+		switch n.kind {
+		case mappingNode:
+			v = n.get(key)
+		case sequenceNode:
+			if i, err := strconv.Atoi(key); err == nil && i >= 0 && i < len(n.items) && strconv.Itoa(i) == key {
+				v = n.items[i]
+			}
+		}
+		if v == nil {
 			break
 		}
 		n = v

@@ -2,6 +2,7 @@ package acpsubagent
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -50,8 +51,9 @@ func BenchmarkBareTurn(b *testing.B) {
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		cl := &client{inv: &steps.Invocation{Events: steps.Discard{}}}
-		conn := acp.NewConnection(cl.handle, in, out)
+		// The bare baseline: no policy, no routing, updates ignored.
+		ignore := func(context.Context, string, json.RawMessage) (any, *acp.RequestError) { return nil, nil }
+		conn := acp.NewConnection(ignore, in, out)
 		conn.SetLogger(slog.New(slog.DiscardHandler))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if _, err := acp.SendRequest[acp.InitializeResponse](conn, ctx, acp.AgentMethodInitialize, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {

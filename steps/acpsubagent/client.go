@@ -282,35 +282,6 @@ func (c *client) permissionRequest(p acp.RequestPermissionRequest) *policies.Per
 	}
 }
 
-// handle is the connection's handler: it serves session/update and
-// session/request_permission, decoded and checked as the SDK's own client
-// side would. acpflow advertises no fs or terminal capability, so an agent
-// that asks for anything else is told the method does not exist.
-func (c *client) handle(ctx context.Context, method string, params json.RawMessage) (any, *acp.RequestError) {
-	switch method {
-	case acp.ClientMethodSessionUpdate:
-		var n acp.SessionNotification
-		if err := decodeParams(params, &n); err != nil {
-			return nil, err
-		}
-		if err := c.SessionUpdate(ctx, n); err != nil {
-			return nil, answerError(err)
-		}
-		return nil, nil
-	case acp.ClientMethodSessionRequestPermission:
-		var p acp.RequestPermissionRequest
-		if err := decodeParams(params, &p); err != nil {
-			return nil, err
-		}
-		resp, err := c.RequestPermission(ctx, p)
-		if err != nil {
-			return nil, answerError(err)
-		}
-		return resp, nil
-	}
-	return nil, acp.NewMethodNotFound(method)
-}
-
 // decodeParams reads a request's params into v and validates them.
 func decodeParams(params json.RawMessage, v interface{ Validate() error }) *acp.RequestError {
 	if err := json.Unmarshal(params, v); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -176,4 +177,13 @@ func classify(line []byte) lineKind {
 		return lineOther
 	}
 	return lineOtherNotification
+}
+
+// awaitHandled waits, at most limit, until every update read so far has
+// been handed to the handler.
+func (g *stdoutGate) awaitHandled(limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && !g.caughtUp() {
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -45,7 +45,7 @@ func (k *Kind) Name() string { return Name }
 
 // Keys implements steps.Kind.
 func (k *Kind) Keys() []string {
-	return []string{"agent", "prompt", "cwd", "env", "mode", "config", "max-output"}
+	return []string{"agent", "prompt", "cwd", "env", "mode", "config", "max-output", "mcp-servers", "attach", "session", "fork"}
 }
 
 // Required implements steps.Kind.
@@ -89,7 +89,44 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	if err := checkSessionKeys(cfg.With); err != nil {
 		return nil, err
 	}
-	return &subagent{kind: k, id: cfg.ID, agent: agent}, nil
+	if err := checkToolKeys(cfg.With); err != nil {
+		return nil, err
+	}
+	from, fork, err := continuation(cfg.With)
+	if err != nil {
+		return nil, err
+	}
+	return &subagent{kind: k, id: cfg.ID, agent: agent, from: from, fork: fork}, nil
+}
+
+// continuation reads with.session and with.fork: the step whose session
+// this one continues, and whether it branches it. Both are literals, so
+// that `validate` can check the reference (an ancestor through needs, the
+// same agent) before anything runs.
+func continuation(with map[string]any) (from string, fork bool, err error) {
+	if v, ok := with["session"]; ok {
+		s, isString := v.(string)
+		switch {
+		case !isString:
+			return "", false, steps.FieldErrorf(withPath("session"), "with.session: want the id of an earlier step, got %s", describeWith(v))
+		case s == "":
+			return "", false, steps.FieldErrorf(withPath("session"), "with.session is empty; omit the key for a new session")
+		case strings.Contains(s, "${{"):
+			return "", false, steps.FieldErrorf(withPath("session"), "with.session must name a step as written, not an expression (validate checks it)")
+		}
+		from = s
+	}
+	if v, ok := with["fork"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			return "", false, steps.FieldErrorf(withPath("fork"), "with.fork: want true or false, got %s", describeWith(v))
+		}
+		if b && from == "" {
+			return "", false, steps.FieldErrorf(withPath("fork"), "with.fork needs with.session: the step whose session to branch")
+		}
+		fork = b
+	}
+	return from, fork, nil
 }
 
 // checkSessionKeys checks the shapes of with.mode, with.config and

@@ -38,9 +38,19 @@ type subagent struct {
 	kind  *Kind
 	id    string
 	agent *steps.Agent
+	// from is the step whose session this one continues (`session:`), or
+	// branches when fork is set; "" for a new session.
+	from string
+	fork bool
 }
 
-var _ steps.Step = (*subagent)(nil)
+var _ steps.SessionStep = (*subagent)(nil)
+
+// AgentName implements steps.SessionStep.
+func (s *subagent) AgentName() string { return s.agent.Name }
+
+// Continues implements steps.SessionStep.
+func (s *subagent) Continues() (string, bool) { return s.from, s.fork }
 
 // attempt is the state of one Run.
 type attempt struct {
@@ -48,18 +58,26 @@ type attempt struct {
 	inv    *steps.Invocation
 	cwd    string
 	client *client
-	// agentConn is the agent once spawned (nil before).
-	*agentConn
-	// canClose: the agent advertised session/close.
-	canClose  bool
-	sessionID string
-	prompted  bool // session/prompt was sent: the turn has an end to report
+	// p is the agent's process once the step has one (nil before).
+	p         *proc
+	sessionID acp.SessionId
+	offered   offered // what the session offered to be set
+	// kept is the kept session this attempt continues (nil: none), and
+	// unlock ends its hold on that session's turn.
+	kept     *kept
+	unlock   func()
+	prompted bool // session/prompt was sent: the turn has an end to report
+	// mcp are the MCP servers of a new session; files the attachments of
+	// the prompt.
+	mcp   []acp.McpServer
+	files []attachment
 }
 
 // Run runs one attempt: start, prompt, settle (docs/acp-subagent.md). The step settles
 // when its turn ends: the agent's teardown is handed to inv.Lingering and
 // runs on after Run returns, so dependants need not wait for it, while the
-// run still does.
+// run still does. A process that a later step continues, or that the pool
+// takes back, outlives the step (proc.release).
 func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
 	a := &attempt{subagent: s, inv: inv}
 	res := a.run(ctx)
@@ -68,36 +86,76 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 	}
 	if a.client != nil {
 		if res.StopReason != steps.Completed {
-			a.client.quiesce(a.conn.Done(), 250*time.Millisecond)
+			a.client.quiesce(a.p.conn.Done(), 250*time.Millisecond)
 		}
 		res.Output, res.Final, res.Permissions = a.client.snapshot()
+		a.p.unroute(a.sessionID, a.client)
 	}
 	if a.prompted {
 		a.inv.Emit(steps.TurnEnd{StopReason: res.StopReason})
 	}
-	if a.agentConn != nil {
+	if a.p != nil {
 		if res.Err != nil {
 			a.awaitStderr()
-			if tail := termtext.StripANSI(a.child.Stderr().LastLines(stderrLinesInError)); tail != "" {
+			if tail := termtext.StripANSI(a.p.child.Stderr().LastLines(stderrLinesInError)); tail != "" {
 				res.Err = fmt.Errorf("%w\nagent stderr (last lines):\n%s", res.Err, indent(tail))
 			}
 		}
-		res.Stderr = a.child.Stderr().String()
-		inv.Linger(a.teardown)
+		res.Stderr = a.p.child.Stderr().String()
+		a.finish(res.StopReason == steps.Completed)
+	}
+	if a.unlock != nil {
+		a.unlock()
 	}
 	return res
+}
+
+// finish hands the process on after the turn: kept for the steps that
+// continue this one, its session closed before it goes back to the pool,
+// and this attempt's reference released (the last one tears it down, in
+// inv.Linger). A process whose turn failed, or that failed to start, is
+// never used again.
+func (a *attempt) finish(completed bool) {
+	var reg *sessions
+	if a.kept != nil || len(a.inv.ContinuedBy) > 0 {
+		reg = runSessions(a.inv)
+	}
+	switch {
+	case !completed && !a.prompted && a.kept != nil && a.p.alive():
+		// Refused before its turn (a fork the agent cannot do, a mode it
+		// does not offer) on a kept agent, which is as it was: the steps
+		// still to continue the session keep it.
+	case !completed:
+		a.p.markBroken()
+		if a.kept != nil {
+			reg.detach(a.kept)
+		}
+	case a.sessionID == "":
+	case len(a.inv.ContinuedBy) > 0 && reg != nil:
+		reg.keep(a.id, a.p, a.sessionID, a.offered, a.inv.ContinuedBy)
+		if a.kept != nil && !a.fork {
+			reg.adopt(a.kept, a.p)
+		}
+	case a.kept != nil && !a.fork:
+		// The session is the kept one's: it stays open for the steps
+		// still to continue it, on this process if it is a fresh one.
+		reg.adopt(a.kept, a.p)
+	case a.p.pool != nil:
+		a.p.closeSession(a.sessionID)
+	}
+	a.p.release(a.inv.Linger)
 }
 
 // awaitStderr gives a child that has exited a moment to have its last
 // stderr lines read, so that a crash's own words reach the step's error.
 func (a *attempt) awaitStderr() {
 	select {
-	case <-a.child.Exited():
+	case <-a.p.child.Exited():
 	default:
 		return
 	}
 	select {
-	case <-a.child.StderrClosed():
+	case <-a.p.child.StderrClosed():
 	case <-time.After(100 * time.Millisecond):
 	}
 }
@@ -111,83 +169,151 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
 	a.cwd = cwd
-	env, err := a.buildEnv(ctx)
-	if err != nil {
-		return steps.Result{StopReason: steps.Error, Err: err}
-	}
-	path, args, err := a.command()
-	if err != nil {
-		return steps.Result{StopReason: steps.Error, Err: err}
-	}
-	settings, err := a.sessionSettings()
-	if err != nil {
-		return steps.Result{StopReason: steps.Error, Err: err}
-	}
 	maxOutput, err := a.maxOutput()
 	if err != nil {
+		return steps.Result{StopReason: steps.Error, Err: err}
+	}
+	// A missing file or a broken server fails the step before anything
+	// is spawned.
+	if a.files, err = attachments(a.inv.With, a.inv.Workspace); err != nil {
+		return steps.Result{StopReason: steps.Error, Err: err}
+	}
+	if a.mcp, err = mcpServers(a.agent, a.inv.With, a.render); err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
 	if ctx.Err() != nil {
 		return steps.Result{StopReason: steps.Aborted, Err: ErrAbortedBeforeStart}
 	}
-
+	a.client = nil
 	startCtx, cancelStart := context.WithTimeoutCause(ctx, a.agent.StartTimeout,
 		fmt.Errorf("agent %s did not start within %s (start-timeout)", a.agent.Name, a.agent.StartTimeout))
 	defer cancelStart()
 
-	a.agentConn, err = spawn(procgroup.Spec{Path: path, Args: args, Env: policies.EnvList(env), Dir: cwd, OnDescendant: a.descendantSeen})
-	if err != nil {
-		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)}
+	if a.from != "" {
+		err = a.continueSession(ctx, startCtx)
+	} else {
+		err = a.openSession(ctx, startCtx)
 	}
-	a.client = &client{inv: a.inv, cwd: cwd, gate: a.gate, overflow: make(chan struct{})}
-	a.client.output.limit = maxOutput
-	a.connect(a.client.handle)
-	// On record before it is announced: if acpflow dies from here on,
-	// resume can find the agent's group.
-	a.inv.ProcessStarted(a.child.Pid(), a.child.StartTicks())
-	a.inv.Emit(steps.Spawned{PID: a.child.Pid(), StartTicks: a.child.StartTicks(), Cwd: cwd})
-
-	sessionID, err := a.start(startCtx, settings)
 	if err != nil {
-		if ctx.Err() != nil {
+		if errors.Is(err, ErrAbortedBeforeStart) {
+			return steps.Result{StopReason: steps.Aborted, Err: err}
+		}
+		if ctx.Err() != nil && a.p != nil {
 			return steps.Result{StopReason: steps.Aborted, Err: fmt.Errorf("aborted while the ACP child was starting: %w", context.Cause(ctx))}
+		}
+		if ctx.Err() != nil {
+			return steps.Result{StopReason: steps.Aborted, Err: ErrAbortedBeforeStart}
 		}
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
 	cancelStart()
+	a.client.output.limit = maxOutput
 
-	res := a.prompt(ctx, sessionID)
-	res.SessionID = sessionID
+	res := a.prompt(ctx)
+	res.SessionID = string(a.sessionID)
 	return res
 }
 
-// start runs the handshake (initialize, authenticate when configured,
-// session/new) and sets the session's mode and config options, all bounded
-// by ctx (the start-timeout). It returns the session id.
-func (a *attempt) start(ctx context.Context, settings sessionSettings) (string, error) {
-	sess, err := a.handshake(ctx, a.cwd, a.agent.Auth, a.initialized)
-	var re *requestError
-	if errors.As(err, &re) {
-		return "", a.startError(ctx, re.method, re.err)
-	}
+// openSession gets the step a process (spawned, or taken from the pool)
+// and a new session on it, with the mode and config asked.
+func (a *attempt) openSession(ctx, startCtx context.Context) error {
+	settings, err := a.sessionSettings(false)
 	if err != nil {
-		return "", err
+		return err
+	}
+	if err := a.obtain(ctx, startCtx); err != nil {
+		return err
+	}
+	sess, err := a.p.newSession(startCtx, a.cwd, a.mcp)
+	if err != nil {
+		return a.requestFailed(startCtx, err)
 	}
 	if sess.SessionId == "" {
-		return "", errors.New("ACP child published without a session id")
+		return errors.New("ACP child published without a session id")
 	}
-	a.sessionID = string(sess.SessionId)
-	a.client.setSession(a.sessionID)
-	a.inv.Emit(steps.Session{SessionID: a.sessionID})
-	if err := a.configure(ctx, sess, settings); err != nil {
-		return "", err
+	a.offered = offered{modes: sess.Modes, options: sess.ConfigOptions}
+	a.opened(sess.SessionId, "")
+	return a.configure(startCtx, a.sessionID, a.offered, settings)
+}
+
+// opened makes id the step's session: its updates and permission
+// requests come to the step's client from now on.
+func (a *attempt) opened(id acp.SessionId, via string) {
+	a.sessionID = id
+	a.client = &client{inv: a.inv, cwd: a.cwd, gate: a.p.gate, overflow: make(chan struct{})}
+	a.client.setSession(string(id))
+	a.p.route(id, a.client)
+	ev := steps.Session{SessionID: string(id), Via: via}
+	if via != "" {
+		ev.From = a.from
 	}
-	return a.sessionID, nil
+	a.inv.Emit(ev)
+}
+
+// obtain gives the step a process that has been through initialize: an
+// idle one of the pool when the agent is reused and one started the same
+// way is there, else a fresh spawn. The env policy is asked either way:
+// what it gives is part of what makes two processes the same.
+func (a *attempt) obtain(ctx, startCtx context.Context) error {
+	env, err := a.buildEnv(ctx)
+	if err != nil {
+		return err
+	}
+	path, args, err := a.command()
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ErrAbortedBeforeStart
+	}
+	var pl *pool
+	var key string
+	if a.agent.Reuse {
+		if pl = batchPool(a.inv); pl != nil {
+			key = reuseKey(path, args, env, a.agent.Auth)
+			if p := pl.take(key, a.inv); p != nil {
+				a.p = p
+				a.inv.Emit(steps.Reused{PID: p.child.Pid()})
+				return a.checkMCP()
+			}
+		}
+	}
+	ac, err := spawn(procgroup.Spec{Path: path, Args: args, Env: policies.EnvList(env), Dir: a.cwd, OnDescendant: a.descendantSeen})
+	if err != nil {
+		return fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)
+	}
+	a.p = newProc(ac, a.agent, a.inv)
+	a.p.pool, a.p.poolKey = pl, key
+	ac.connect(a.p.handle)
+	// On record before it is announced: if acpflow dies from here on,
+	// resume can find the agent's group.
+	a.inv.ProcessStarted(ac.child.Pid(), ac.child.StartTicks())
+	a.inv.Emit(steps.Spawned{PID: ac.child.Pid(), StartTicks: ac.child.StartTicks(), Cwd: a.cwd})
+	if err := a.p.hello(startCtx, a.agent.Auth, a.initialized); err != nil {
+		return a.requestFailed(startCtx, err)
+	}
+	return a.checkMCP()
+}
+
+// checkMCP checks the step's MCP servers against what the agent
+// advertised; a pooled agent was checked by the step that started it, but
+// not for this step's servers.
+func (a *attempt) checkMCP() error {
+	return checkMCP(a.agent.Name, a.mcp, a.p.caps.McpCapabilities)
+}
+
+// requestFailed words a failed start request (a *requestError).
+func (a *attempt) requestFailed(ctx context.Context, err error) error {
+	var re *requestError
+	if errors.As(err, &re) {
+		return a.startError(ctx, re.method, re.err)
+	}
+	return err
 }
 
 // initialized reads the agent's initialize answer as the SDK's typed
 // request would (an answer that does not decode is the SDK's internal
-// error) and reports it.
+// error), keeps its capabilities and reports it.
 func (a *attempt) initialized(raw json.RawMessage) error {
 	var init acp.InitializeResponse
 	if len(raw) > 0 {
@@ -195,7 +321,7 @@ func (a *attempt) initialized(raw json.RawMessage) error {
 			return acp.NewInternalError(map[string]any{"error": err.Error()})
 		}
 	}
-	a.canClose = init.AgentCapabilities.SessionCapabilities.Close != nil
+	a.p.caps = init.AgentCapabilities
 	info := steps.Initialized{ProtocolVersion: int(init.ProtocolVersion)}
 	if init.AgentInfo != nil {
 		info.AgentName, info.AgentVersion = &init.AgentInfo.Name, &init.AgentInfo.Version
@@ -213,7 +339,7 @@ func (a *attempt) startError(ctx context.Context, method string, err error) erro
 		}
 		return fmt.Errorf("%s: %w", method, ctx.Err())
 	}
-	if exited := a.exitNote(); exited != "" {
+	if exited := a.p.exitNote(); exited != "" {
 		return fmt.Errorf("agent %s %s during %s", a.agent.Name, exited, method)
 	}
 	return fmt.Errorf("agent %s: %s failed: %s", a.agent.Name, method, describeRPCError(err))
@@ -222,8 +348,12 @@ func (a *attempt) startError(ctx context.Context, method string, err error) erro
 // prompt sends the one session/prompt and waits for the turn to end, ctx
 // to be cancelled, or the output to pass its limit; on cancel it sends
 // session/cancel and settles at once.
-func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
+func (a *attempt) prompt(ctx context.Context) steps.Result {
 	text, _ := a.inv.With["prompt"].(string)
+	blocks, err := promptBlocks(text, a.files, a.p.caps.PromptCapabilities)
+	if err != nil {
+		return steps.Result{StopReason: steps.Error, Err: err}
+	}
 	type answer struct {
 		resp acp.PromptResponse
 		err  error
@@ -235,9 +365,9 @@ func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
 	done := make(chan answer, 1)
 	a.prompted = true
 	go func() {
-		resp, err := acp.SendRequest[acp.PromptResponse](a.conn, context.Background(), acp.AgentMethodSessionPrompt, acp.PromptRequest{
-			SessionId: acp.SessionId(sessionID),
-			Prompt:    []acp.ContentBlock{acp.TextBlock(text)},
+		resp, err := acp.SendRequest[acp.PromptResponse](a.p.conn, context.Background(), acp.AgentMethodSessionPrompt, acp.PromptRequest{
+			SessionId: a.sessionID,
+			Prompt:    blocks,
 		})
 		done <- answer{resp, err}
 	}()
@@ -249,11 +379,11 @@ func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
 		}
 		return settle(ans.resp.StopReason)
 	case <-a.client.overflowed():
-		a.cancel(sessionID)
+		a.cancel()
 		limit := a.client.output.limit
 		return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("agent %s: its output passed max-output (%s); the first %s are kept and the turn was cancelled", a.agent.Name, bytesize.Format(limit), bytesize.Format(limit))}
 	case <-ctx.Done():
-		a.cancel(sessionID)
+		a.cancel()
 		return steps.Result{StopReason: steps.Aborted, Err: context.Cause(ctx)}
 	}
 }
@@ -261,10 +391,10 @@ func (a *attempt) prompt(ctx context.Context, sessionID string) steps.Result {
 // promptError words a failed session/prompt: the gate's reason, the
 // agent's death, or the agent's own error.
 func (a *attempt) promptError(err error) error {
-	if cause := a.gate.cause(); cause != nil {
+	if cause := a.p.gate.cause(); cause != nil {
 		return fmt.Errorf("agent %s %w", a.agent.Name, cause)
 	}
-	if exited := a.exitNote(); exited != "" {
+	if exited := a.p.exitNote(); exited != "" {
 		return fmt.Errorf("agent %s %s during session/prompt", a.agent.Name, exited)
 	}
 	return fmt.Errorf("agent %s: session/prompt failed: %s", a.agent.Name, describeRPCError(err))
@@ -273,11 +403,11 @@ func (a *attempt) promptError(err error) error {
 // cancel sends session/cancel, best effort and bounded: an agent that does
 // not read its stdin (a full pipe) must not hold the step; teardown closes
 // the pipe. Permission requests from now on are answered `cancelled`.
-func (a *attempt) cancel(sessionID string) {
+func (a *attempt) cancel() {
 	a.client.markCancelled()
 	sent := make(chan struct{})
 	go func() {
-		a.conn.SendNotification(context.Background(), acp.AgentMethodSessionCancel, acp.CancelNotification{SessionId: acp.SessionId(sessionID)})
+		a.p.conn.SendNotification(context.Background(), acp.AgentMethodSessionCancel, acp.CancelNotification{SessionId: a.sessionID})
 		close(sent)
 	}()
 	select {
@@ -304,43 +434,11 @@ func settle(r acp.StopReason) steps.Result {
 	return steps.Result{StopReason: steps.Error, Err: fmt.Errorf("the agent stopped with unknown stop reason %q", string(r))}
 }
 
-// closeLimit bounds the wait for session/close before the ladder.
-const closeLimit = 250 * time.Millisecond
-
-// teardown closes the session where the agent supports it, runs the
-// ladder, and records how it ended.
-func (a *attempt) teardown() {
-	if a.canClose && a.sessionID != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), closeLimit)
-		acp.SendRequest[acp.CloseSessionResponse](a.conn, ctx, acp.AgentMethodSessionClose, acp.CloseSessionRequest{SessionId: acp.SessionId(a.sessionID)})
-		cancel()
-	}
-	// From here on nothing is waiting for the agent's updates: let its
-	// stdout flow, so an agent blocked writing can see its EOF.
-	a.gate.close()
-	rep := a.child.Teardown(ladder(a.agent))
-	a.inv.ProcessEnded(a.child.Pid(), rep.Descendants)
-	td := steps.Teardown{
-		PID: a.child.Pid(), Tier: rep.Tier, Exit: rep.Exit, DurationMS: rep.Duration.Milliseconds(),
-		EscapedKilled: rep.Escaped, Descendants: rep.Descendants,
-		NonProtocolLines: a.noise.Load(), UnhandledNotifications: a.gate.droppedNotifications(),
-	}
-	if rep.Err != nil {
-		td.Error = rep.Err.Error()
-	}
-	a.inv.Emit(td)
-}
-
 // descendantSeen records a process seen below the agent, so that resume
 // can kill it if acpflow is killed, then reports it.
 func (a *attempt) descendantSeen(agent int, p procgroup.Proc) {
 	a.inv.ProcessSeen(agent, p.PID, p.StartTicks)
 	a.inv.Emit(steps.Descendant{AgentPID: agent, PID: p.PID, PGID: p.PGID, StartTicks: p.StartTicks})
-}
-
-// ladder is how an agent is torn down.
-func ladder(a *steps.Agent) procgroup.Ladder {
-	return procgroup.Ladder{EOFGrace: a.EOFGrace, EOFIdle: a.EOFIdle, TermGrace: a.TermGrace}
 }
 
 // command resolves what to spawn. A builtin agent is acpflow's own

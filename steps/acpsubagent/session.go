@@ -2,6 +2,7 @@ package acpsubagent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,9 +21,14 @@ type sessionSettings struct {
 }
 
 // sessionSettings renders the agent's mode and config and lays the step's
-// over them.
-func (a *attempt) sessionSettings() (sessionSettings, error) {
+// over them; stepOnly takes the step's alone, for a session that already
+// has the agent's (continued on its live process).
+func (a *attempt) sessionSettings(stepOnly bool) (sessionSettings, error) {
 	var st sessionSettings
+	st.config = map[string]string{}
+	if stepOnly {
+		return a.stepSettings(st)
+	}
 	if a.agent.Mode != "" {
 		m, err := a.render(a.agent.Mode)
 		if err != nil {
@@ -30,16 +36,20 @@ func (a *attempt) sessionSettings() (sessionSettings, error) {
 		}
 		st.mode = m
 	}
-	if m, ok := a.inv.With["mode"].(string); ok {
-		st.mode = m // "" on a step: no mode, whatever the agent's
-	}
-	st.config = map[string]string{}
 	for id, v := range a.agent.Config {
 		r, err := a.render(v)
 		if err != nil {
 			return st, fmt.Errorf("agents.%s.config.%s: %w", a.agent.Name, id, err)
 		}
 		st.config[id] = r
+	}
+	return a.stepSettings(st)
+}
+
+// stepSettings lays the step's with.mode and with.config over st.
+func (a *attempt) stepSettings(st sessionSettings) (sessionSettings, error) {
+	if m, ok := a.inv.With["mode"].(string); ok {
+		st.mode = m // "" on a step: no mode, whatever the agent's
 	}
 	if c, ok := a.inv.With["config"].(map[string]any); ok {
 		for id, v := range c {
@@ -69,14 +79,33 @@ func (a *attempt) maxOutput() (int64, error) {
 	return steps.DefaultMaxOutput, nil
 }
 
+// offered is what a session offers to be set: its modes and config
+// options, as session/new (or load, resume, fork) answered.
+type offered struct {
+	modes   *acp.SessionModeState
+	options []acp.SessionConfigOption
+}
+
+// forkOffered reads a fork's answer, whose config options are the SDK's
+// unstable type of the same JSON.
+func forkOffered(r acp.UnstableForkSessionResponse) offered {
+	off := offered{modes: r.Modes}
+	if len(r.ConfigOptions) > 0 {
+		if b, err := json.Marshal(r.ConfigOptions); err == nil {
+			_ = json.Unmarshal(b, &off.options) // what does not decode is not offered
+		}
+	}
+	return off
+}
+
 // configure sets the session's mode and config options, each checked
 // against what the agent offered in session/new, so a typo names the
 // values that exist instead of failing somewhere inside the agent.
-func (a *attempt) configure(ctx context.Context, sess acp.NewSessionResponse, st sessionSettings) error {
+func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered, st sessionSettings) error {
 	if st.mode != "" {
 		var offered []string
-		if sess.Modes != nil {
-			for _, m := range sess.Modes.AvailableModes {
+		if off.modes != nil {
+			for _, m := range off.modes.AvailableModes {
 				offered = append(offered, string(m.Id))
 			}
 		}
@@ -86,18 +115,18 @@ func (a *attempt) configure(ctx context.Context, sess acp.NewSessionResponse, st
 		case !slices.Contains(offered, st.mode):
 			return fmt.Errorf("agent %s: mode %q is not one it offers (offered: %s)", a.agent.Name, st.mode, offeredList(offered))
 		}
-		if sess.Modes.CurrentModeId != acp.SessionModeId(st.mode) {
-			if _, err := acp.SendRequest[acp.SetSessionModeResponse](a.conn, ctx, acp.AgentMethodSessionSetMode, acp.SetSessionModeRequest{SessionId: sess.SessionId, ModeId: acp.SessionModeId(st.mode)}); err != nil {
+		if off.modes.CurrentModeId != acp.SessionModeId(st.mode) {
+			if _, err := acp.SendRequest[acp.SetSessionModeResponse](a.p.conn, ctx, acp.AgentMethodSessionSetMode, acp.SetSessionModeRequest{SessionId: sid, ModeId: acp.SessionModeId(st.mode)}); err != nil {
 				return a.startError(ctx, "session/set_mode", err)
 			}
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(st.config)) {
-		req, err := configRequest(a.agent.Name, sess, id, st.config[id])
+		req, err := configRequest(a.agent.Name, sid, off, id, st.config[id])
 		if err != nil {
 			return err
 		}
-		if _, err := acp.SendRequest[acp.SetSessionConfigOptionResponse](a.conn, ctx, acp.AgentMethodSessionSetConfigOption, req); err != nil {
+		if _, err := acp.SendRequest[acp.SetSessionConfigOptionResponse](a.p.conn, ctx, acp.AgentMethodSessionSetConfigOption, req); err != nil {
 			return a.startError(ctx, "session/set_config_option "+id, err)
 		}
 	}
@@ -109,9 +138,9 @@ func (a *attempt) configure(ctx context.Context, sess acp.NewSessionResponse, st
 
 // configRequest builds session/set_config_option for one option, checked
 // against the options the agent offered.
-func configRequest(agent string, sess acp.NewSessionResponse, id, value string) (acp.SetSessionConfigOptionRequest, error) {
+func configRequest(agent string, sid acp.SessionId, off offered, id, value string) (acp.SetSessionConfigOptionRequest, error) {
 	var ids []string
-	for _, o := range sess.ConfigOptions {
+	for _, o := range off.options {
 		switch {
 		case o.Select != nil && string(o.Select.Id) == id:
 			values := selectValues(o.Select.Options)
@@ -119,14 +148,14 @@ func configRequest(agent string, sess acp.NewSessionResponse, id, value string) 
 				return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s: config %s: value %q is not one it offers (offered: %s)", agent, id, value, offeredList(values))
 			}
 			return acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{
-				SessionId: sess.SessionId, ConfigId: acp.SessionConfigId(id), Value: acp.SessionConfigValueId(value),
+				SessionId: sid, ConfigId: acp.SessionConfigId(id), Value: acp.SessionConfigValueId(value),
 			}}, nil
 		case o.Boolean != nil && string(o.Boolean.Id) == id:
 			if value != "true" && value != "false" {
 				return acp.SetSessionConfigOptionRequest{}, fmt.Errorf("agent %s: config %s is a boolean: want true or false, got %q", agent, id, value)
 			}
 			return acp.SetSessionConfigOptionRequest{Boolean: &acp.SetSessionConfigOptionBoolean{
-				SessionId: sess.SessionId, ConfigId: acp.SessionConfigId(id), Type: "boolean", Value: value == "true",
+				SessionId: sid, ConfigId: acp.SessionConfigId(id), Type: "boolean", Value: value == "true",
 			}}, nil
 		case o.Select != nil:
 			ids = append(ids, string(o.Select.Id))

@@ -58,11 +58,20 @@ type requestError struct {
 func (e *requestError) Error() string { return e.method + ": " + e.err.Error() }
 func (e *requestError) Unwrap() error { return e.err }
 
-// handshake runs initialize, authenticate (when auth is set) and
-// session/new in cwd, bounded by ctx. initialized sees the agent's
-// initialize result as sent, before anything else is asked; its error ends
-// the handshake. A failure is a *requestError naming the request.
+// handshake runs hello and session/new in cwd, bounded by ctx: the whole
+// start of a one-off agent (probe).
 func (c *agentConn) handshake(ctx context.Context, cwd, auth string, initialized func(json.RawMessage) error) (acp.NewSessionResponse, error) {
+	if err := c.hello(ctx, auth, initialized); err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	return c.newSession(ctx, cwd, nil)
+}
+
+// hello runs initialize and authenticate (when auth is set), bounded by
+// ctx. initialized sees the agent's initialize result as sent, before
+// anything else is asked; its error ends the handshake. A failure is a
+// *requestError naming the request.
+func (c *agentConn) hello(ctx context.Context, auth string, initialized func(json.RawMessage) error) error {
 	raw, err := acp.SendRequest[json.RawMessage](c.conn, ctx, acp.AgentMethodInitialize, acp.InitializeRequest{
 		ProtocolVersion:    acp.ProtocolVersionNumber,
 		ClientCapabilities: acp.ClientCapabilities{},
@@ -72,14 +81,23 @@ func (c *agentConn) handshake(ctx context.Context, cwd, auth string, initialized
 		err = initialized(raw)
 	}
 	if err != nil {
-		return acp.NewSessionResponse{}, &requestError{"initialize", err}
+		return &requestError{"initialize", err}
 	}
 	if auth != "" {
 		if _, err := acp.SendRequest[acp.AuthenticateResponse](c.conn, ctx, acp.AgentMethodAuthenticate, acp.AuthenticateRequest{MethodId: auth}); err != nil {
-			return acp.NewSessionResponse{}, &requestError{"authenticate", err}
+			return &requestError{"authenticate", err}
 		}
 	}
-	sess, err := acp.SendRequest[acp.NewSessionResponse](c.conn, ctx, acp.AgentMethodSessionNew, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	return nil
+}
+
+// newSession runs session/new in cwd with the given MCP servers (never
+// null: ACP requires the list). A failure is a *requestError.
+func (c *agentConn) newSession(ctx context.Context, cwd string, mcp []acp.McpServer) (acp.NewSessionResponse, error) {
+	if mcp == nil {
+		mcp = []acp.McpServer{}
+	}
+	sess, err := acp.SendRequest[acp.NewSessionResponse](c.conn, ctx, acp.AgentMethodSessionNew, acp.NewSessionRequest{Cwd: cwd, McpServers: mcp})
 	if err != nil {
 		return acp.NewSessionResponse{}, &requestError{"session/new", err}
 	}
