@@ -63,7 +63,7 @@ policy answers. A policy that fails answers as it would in a run: closed.`,
 	}
 	eval.Flags().StringVar(&request, "request", "", "the request, a JSON file (see docs/policies.md)")
 	eval.Flags().StringVar(&step, "step", "", "evaluate this step's policy (a workflow FILE only)")
-	cmd.AddCommand(eval)
+	cmd.AddCommand(eval, newPolicyTestCmd())
 	return cmd
 }
 

@@ -245,41 +245,13 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	}}, nil
 }
 
-// permissionRequest flattens the ACP request into the policy's input (docs/policies.md#permission-policies).
+// permissionRequest flattens the ACP request into the policy's input
+// (policies.FromACP, which `acpflow policy test` uses too).
 func (c *client) permissionRequest(p acp.RequestPermissionRequest) *policies.PermissionRequest {
-	tc := p.ToolCall
-	tool := policies.Tool{ID: string(tc.ToolCallId), RawInput: tc.RawInput}
-	if tc.Kind != nil {
-		tool.Kind = string(*tc.Kind)
-	}
-	if tc.Title != nil {
-		tool.Title = *tc.Title
-	}
-	if tc.Status != nil {
-		tool.Status = string(*tc.Status)
-	}
-	tool.Locations = []policies.ToolLocation{}
-	for _, l := range tc.Locations {
-		loc := policies.ToolLocation{Path: l.Path, InWorkspace: policies.InWorkspace(l.Path, c.inv.Workspace, c.cwd)}
-		if l.Line != nil {
-			loc.Line = *l.Line
-		}
-		tool.Locations = append(tool.Locations, loc)
-	}
-	tool.Normalize()
-	opts := make([]policies.Option, 0, len(p.Options))
-	for _, o := range p.Options {
-		opts = append(opts, policies.Option{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
-	}
-	return &policies.PermissionRequest{
-		Request: policies.Request{
-			Kind: "permission", Workflow: c.inv.Workflow, RunID: c.inv.RunID, Step: c.inv.StepID,
-			Agent: agentName(c.inv), Workspace: c.inv.Workspace, Cwd: c.cwd,
-		},
-		Tool:    tool,
-		Options: opts,
-		Config:  map[string]any{},
-	}
+	return policies.FromACP(policies.Request{
+		Workflow: c.inv.Workflow, RunID: c.inv.RunID, Step: c.inv.StepID,
+		Agent: agentName(c.inv), Workspace: c.inv.Workspace, Cwd: c.cwd,
+	}, p)
 }
 
 // decodeParams reads a request's params into v and validates them.

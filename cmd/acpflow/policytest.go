@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/internal/transcript"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/whatif"
+	"github.com/acpflow/acpflow/workflows"
+)
+
+func newPolicyTestCmd() *cobra.Command {
+	var (
+		runsFilter string
+		files      []string
+		jsonOut    bool
+		state      string
+	)
+	cmd := &cobra.Command{
+		Use:   "test POLICY (--runs FILTER | --transcripts FILE...)",
+		Short: "Re-decide recorded permission requests under a policy and show what would change",
+		Long: `Re-decide every permission request agents sent in recorded runs under
+POLICY, and show what would change: per changed request, the old and the new
+decision with the rule that made each, then totals. No agent runs.
+
+POLICY is a bare policy file (as policy eval takes) or a workflow: its
+permission policy, and a step's own for the requests of the step with that id.
+
+The requests come from the run store (--runs) or transcript files written by
+acpflow export (--transcripts; more files may follow as arguments). --runs
+takes all, KEY=VALUE pairs joined by commas with the keys of acpflow runs
+(workflow=NAME, status=STATUS, batch=ID, limit=N for the newest N), or a run
+or batch id.
+
+Each request is rebuilt as the live client built it. Its cwd is the one the
+step's session was opened with; its workspace is the run's (for a transcript
+file, which names none, that cwd). The old decision is acpflow's record of
+it, else the answer the agent was sent. A change is another decision or
+outcome; the same decision by another rule is not one (--json shows both
+rules). A request acpflow answered itself (after a cancel, for another
+session) is not decided again. Env policies are not tested: a transcript
+holds no environment. See docs/transcripts.md.
+
+Exit 1 when any decision changed, 0 when none did, 2 for bad usage or a
+policy that does not load.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files = append(files, args[1:]...)
+			switch {
+			case runsFilter != "" && len(files) > 0:
+				return usageErrorf("give --runs or --transcripts, not both")
+			case runsFilter == "" && len(files) == 0 && len(args) > 1:
+				return usageErrorf("unexpected arguments %q: transcript files go with --transcripts", args[1:])
+			case runsFilter == "" && len(files) == 0:
+				return usageErrorf("policy test needs the requests to decide: --runs FILTER (recorded runs) or --transcripts FILE...")
+			}
+			pol, err := loadWhatIfPolicies(args[0])
+			if err != nil {
+				return err
+			}
+			t := whatif.New(pol)
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			defer out.Flush()
+			each := func(r *whatif.Result) error { return writeWhatIfResult(out, r, jsonOut) }
+			if runsFilter != "" {
+				err = testRecordedRuns(cmd, t, state, runsFilter, each)
+			} else {
+				err = testTranscriptFiles(cmd, t, files, each)
+			}
+			if err != nil {
+				return err
+			}
+			tot := t.Totals()
+			if err := writeWhatIfTotals(out, tot, jsonOut); err != nil {
+				return err
+			}
+			if tot.Changed > 0 {
+				return runOutcome(exitFailed)
+			}
+			return nil
+		},
+	}
+	addStateFlag(cmd, &state)
+	fl := cmd.Flags()
+	fl.StringVar(&runsFilter, "runs", "", "the recorded runs: all, KEY=VALUE[,KEY=VALUE] (workflow, status, batch, limit) or a run or batch id")
+	fl.StringArrayVar(&files, "transcripts", nil, "transcript files (acpflow export); more may follow as arguments")
+	fl.BoolVar(&jsonOut, "json", false, "one JSON object per request (changed or not), then the totals")
+	return cmd
+}
+
+// loadWhatIfPolicies reads POLICY as policy eval does (loadPolicies): a
+// workflow's policy with each step's own, or a bare policy file's.
+func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
+	pol := &whatif.Policies{Permission: policies.DefaultPermission(), Source: policies.SourceDefault}
+	src, err := workflows.ReadFile(file, "policy or workflow file")
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if !workflows.IsWorkflow(src) {
+		p, err := workflows.LoadPolicyFile(file)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		if p.Permission == nil {
+			return nil, usageErrorf("%s: no permission: policy to test", file)
+		}
+		pol.Permission, pol.Source = p.Permission, policies.SourceWorkflow
+		return pol, nil
+	}
+	wf, err := workflows.Load(file)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if wf.Policies.Permission != nil {
+		pol.Permission, pol.Source = wf.Policies.Permission, policies.SourceWorkflow
+	}
+	for _, st := range wf.Steps {
+		if st.Policies.Permission != nil {
+			if pol.Steps == nil {
+				pol.Steps = map[string]policies.Permission{}
+			}
+			pol.Steps[st.ID] = st.Policies.Permission
+		}
+	}
+	return pol, nil
+}
+
+func testTranscriptFiles(cmd *cobra.Command, t *whatif.Tester, files []string, each func(*whatif.Result) error) error {
+	for _, path := range files {
+		f, err := transcript.ReadFile(path)
+		if err != nil {
+			return usageErrorf("--transcripts: %v", err)
+		}
+		if err := t.Test(cmd.Context(), whatif.FromFile(f), each); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func testRecordedRuns(cmd *cobra.Command, t *whatif.Tester, state, filter string, each func(*whatif.Result) error) error {
+	sel, err := whatif.ParseSelection(filter)
+	if err != nil {
+		return usageErrorf("--runs: %v", err)
+	}
+	s, err := openStore(state)
+	if err != nil {
+		return usageError(err)
+	}
+	defer s.Close()
+	st, ok := any(s).(whatif.Store)
+	if !ok {
+		return usageErrorf("--runs: this acpflow's run store keeps no transcripts; use --transcripts")
+	}
+	ctx := cmd.Context()
+	list, err := sel.Runs(ctx, st)
+	if err != nil {
+		return usageErrorf("--runs %s: %v", filter, err)
+	}
+	for _, r := range list {
+		run, err := whatif.LoadRun(ctx, st, r)
+		if err != nil {
+			return err
+		}
+		if err := t.Test(ctx, run, each); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// whatIfLine is a request as --json prints it.
+type whatIfLine struct {
+	Type string `json:"type"` // "request"
+	*whatif.Result
+}
+
+type whatIfTotalsLine struct {
+	Type string `json:"type"` // "totals"
+	whatif.Totals
+}
+
+func writeWhatIfResult(w io.Writer, r *whatif.Result, jsonOut bool) error {
+	if jsonOut {
+		return writeJSONLine(w, whatIfLine{"request", r})
+	}
+	if !r.Changed {
+		return nil
+	}
+	step := r.Step
+	if r.Index != nil {
+		step += fmt.Sprintf("[%d]", *r.Index)
+	}
+	if r.Attempt > 1 {
+		step += fmt.Sprintf(" (attempt %d)", r.Attempt)
+	}
+	tool := fmt.Sprintf("%s %q", r.Kind, r.Title)
+	if r.Command != "" && r.Command != r.Title {
+		tool += fmt.Sprintf(" `%s`", r.Command)
+	}
+	line := fmt.Sprintf("%s %s: %s: %s → %s\n", r.RunID, step, tool, answerLabel(r.Old), answerLabel(r.New))
+	_, err := io.WriteString(w, termtext.Sanitize(line))
+	return err
+}
+
+// answerLabel is a decision with the rule that made it.
+func answerLabel(a *whatif.Answer) string {
+	d := string(a.Decision)
+	if d == "" {
+		d = "?"
+	}
+	if a.Outcome == policies.OutcomeCancelled && a.Decision != policies.Cancel {
+		d += " (cancelled: no matching option)"
+	}
+	if a.From == whatif.FromResponse {
+		return fmt.Sprintf("%s (answered %s; rule not recorded)", d, orCancelled(a.OptionID))
+	}
+	rule := a.Rule
+	if rule != "default" && rule != "shorthand" && !strings.HasSuffix(rule, ".wasm") {
+		rule = "rule " + rule
+	}
+	return fmt.Sprintf("%s (%s %s)", d, a.Policy, rule)
+}
+
+func orCancelled(optionID string) string {
+	if optionID == "" {
+		return "cancelled"
+	}
+	return optionID
+}
+
+func writeWhatIfTotals(w io.Writer, t whatif.Totals, jsonOut bool) error {
+	if jsonOut {
+		return writeJSONLine(w, whatIfTotalsLine{"totals", t})
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s in %s: %d changed, %d unchanged", plural(t.Requests, "request"), plural(t.Runs, "run"), t.Changed, t.Unchanged)
+	if t.Skipped > 0 {
+		fmt.Fprintf(&b, ", %d not decided again (answered by acpflow itself, or unanswered; --json says why)", t.Skipped)
+	}
+	b.WriteString("\n")
+	for _, p := range t.Pairs {
+		old := string(p.Old)
+		if old == "" {
+			old = "?"
+		}
+		fmt.Fprintf(&b, "  %s → %s: %d\n", old, p.New, p.Count)
+	}
+	if t.Truncated > 0 {
+		fmt.Fprintf(&b, "%d of %d transcripts were cut short at their size cap: their later requests are not there\n", t.Truncated, t.Transcripts)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// writeJSONLine writes v as one line of JSON, commands unescaped (`&&`,
+// not `\u0026\u0026`).
+func writeJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

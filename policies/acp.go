@@ -1,0 +1,50 @@
+package policies
+
+import (
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// FromACP is the policy input of an ACP session/request_permission
+// (docs/policies.md#the-request): the tool call flattened, its command
+// derived and its raw input defaulted (Tool.Normalize), each location
+// judged against where.Workspace and where.Cwd, and the options in the
+// agent's order. where says in which run, step and directories the request
+// was made; its Kind is set here.
+//
+// The ACP client builds every live request with it, and `acpflow policy
+// test` every recorded one, so a what-if sees the request the live policy
+// saw.
+//
+// # Notes
+//
+// in_workspace is judged on the file system as it is now (InWorkspace): a
+// request rebuilt later from a transcript is judged against the directories
+// as they are then.
+func FromACP(where Request, p acp.RequestPermissionRequest) *PermissionRequest {
+	tc := p.ToolCall
+	tool := Tool{ID: string(tc.ToolCallId), RawInput: tc.RawInput}
+	if tc.Kind != nil {
+		tool.Kind = string(*tc.Kind)
+	}
+	if tc.Title != nil {
+		tool.Title = *tc.Title
+	}
+	if tc.Status != nil {
+		tool.Status = string(*tc.Status)
+	}
+	tool.Locations = make([]ToolLocation, 0, len(tc.Locations))
+	for _, l := range tc.Locations {
+		loc := ToolLocation{Path: l.Path, InWorkspace: InWorkspace(l.Path, where.Workspace, where.Cwd)}
+		if l.Line != nil {
+			loc.Line = *l.Line
+		}
+		tool.Locations = append(tool.Locations, loc)
+	}
+	tool.Normalize()
+	opts := make([]Option, 0, len(p.Options))
+	for _, o := range p.Options {
+		opts = append(opts, Option{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
+	}
+	where.Kind = KindPermission
+	return &PermissionRequest{Request: where, Tool: tool, Options: opts, Config: map[string]any{}}
+}

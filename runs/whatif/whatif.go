@@ -1,0 +1,472 @@
+// Package whatif re-decides recorded permission requests under another
+// policy: what `acpflow policy test` reports (docs/transcripts.md). It
+// reads transcripts (files, or the run store's), rebuilds every
+// session/request_permission the agent sent as the live ACP client did
+// (policies.FromACP), asks the policy (policies.Answer), and compares the
+// answer with the one recorded. No agent runs and nothing leaves the
+// process; only a WASM policy runs code, in its sandbox.
+package whatif
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+
+	acp "github.com/coder/acp-go-sdk"
+	gojson "github.com/goccy/go-json"
+
+	"github.com/acpflow/acpflow/internal/transcript"
+	"github.com/acpflow/acpflow/policies"
+)
+
+// Policies is what a what-if decides under: the permission policy of every
+// step, and a step's own where it has one (a workflow's step with
+// `policies: {permission: …}`).
+type Policies struct {
+	Permission policies.Permission
+	Source     policies.Source                // recorded as the new answer's policy
+	Steps      map[string]policies.Permission // by step id; recorded as policies.SourceStep
+}
+
+func (p *Policies) forStep(id string) (policies.Permission, policies.Source) {
+	if perm, ok := p.Steps[id]; ok {
+		return perm, policies.SourceStep
+	}
+	return p.Permission, p.Source
+}
+
+// Run is the transcripts of one run.
+type Run struct {
+	ID       string
+	Workflow string
+	// Workspace is the run's workspace, when known (the run store keeps
+	// it; a transcript file does not): requests are judged against it.
+	// When empty, the cwd the step's session was opened with stands in.
+	Workspace string
+	// Steps are the step attempts in order. The permission records of a
+	// step may sit on any of its attempts (or be repeated on each): they
+	// are matched to requests by tool call id and answer.
+	Steps []transcript.Step
+}
+
+// FromFile is the run a transcript file holds.
+func FromFile(f *transcript.File) *Run {
+	return &Run{ID: f.RunID, Workflow: f.Workflow, Steps: f.Steps}
+}
+
+// Where an old answer was read from.
+const (
+	FromRecord   = "record"   // acpflow's permission record: decision, rule and reason
+	FromResponse = "response" // only the answer sent to the agent: the decision is inferred
+)
+
+// Answer is one answer to a request: the recorded one or the new one.
+type Answer struct {
+	Decision policies.Decision `json:"decision"`
+	Outcome  string            `json:"outcome"`   // selected or cancelled
+	OptionID string            `json:"option_id"` // "" when cancelled
+	Policy   policies.Source   `json:"policy,omitempty"`
+	Rule     string            `json:"rule"` // "" for an answer read from the response
+	Reason   string            `json:"reason,omitempty"`
+	// From says where an old answer was read: FromRecord or FromResponse
+	// (the decision inferred from the selected option's kind, or cancel).
+	From string `json:"from,omitempty"`
+}
+
+// Result is one recorded request, decided again.
+type Result struct {
+	RunID      string `json:"run_id"`
+	Workflow   string `json:"workflow"`
+	Step       string `json:"step"`
+	Index      *int   `json:"index,omitempty"` // the for-each element
+	Attempt    int    `json:"attempt"`
+	ToolCallID string `json:"tool_call_id"`
+	Kind       string `json:"kind"`
+	Title      string `json:"title"`
+	Command    string `json:"command"`
+	// Old is the recorded answer; nil when none was recorded (the
+	// transcript ends before it).
+	Old *Answer `json:"old"`
+	// New is the policy's answer; nil when the request was not decided
+	// again (Skipped says why).
+	New     *Answer `json:"new"`
+	Changed bool    `json:"changed"`
+	// SameRule is true when both answers name the same rule.
+	SameRule bool   `json:"same_rule"`
+	Skipped  string `json:"skipped,omitempty"`
+}
+
+// Changed reports whether a new answer differs from an old one: another
+// decision, or another outcome. An old answer read from the response
+// alone has an inferred decision (a `reject` that found no reject option
+// was sent as `cancelled`), so there it is the answer the agent would get
+// that is compared: outcome and option.
+func Changed(old, new Answer) bool {
+	if old.From == FromResponse {
+		return old.Outcome != new.Outcome || old.OptionID != new.OptionID
+	}
+	return old.Decision != new.Decision || old.Outcome != new.Outcome
+}
+
+// Pair counts the requests whose old and new decisions are these.
+type Pair struct {
+	Old   policies.Decision `json:"old"`
+	New   policies.Decision `json:"new"`
+	Count int               `json:"count"`
+}
+
+// Totals sums up a what-if.
+type Totals struct {
+	Runs        int `json:"runs"`
+	Transcripts int `json:"transcripts"` // step attempts read
+	Truncated   int `json:"truncated"`   // of them, cut short at their size cap: later requests are not there
+	Requests    int `json:"requests"`
+	Changed     int `json:"changed"`
+	Unchanged   int `json:"unchanged"`
+	Skipped     int `json:"skipped"` // not decided again (Result.Skipped)
+	// Pairs are the decided requests by old → new decision, in order.
+	Pairs []Pair `json:"pairs"`
+}
+
+func (t *Totals) add(r *Result) {
+	t.Requests++
+	switch {
+	case r.Skipped != "":
+		t.Skipped++
+		return
+	case r.Changed:
+		t.Changed++
+	default:
+		t.Unchanged++
+	}
+	i := slices.IndexFunc(t.Pairs, func(p Pair) bool { return p.Old == r.Old.Decision && p.New == r.New.Decision })
+	if i < 0 {
+		t.Pairs = append(t.Pairs, Pair{Old: r.Old.Decision, New: r.New.Decision})
+		slices.SortFunc(t.Pairs, func(a, b Pair) int {
+			if c := compareStrings(string(a.Old), string(b.Old)); c != 0 {
+				return c
+			}
+			return compareStrings(string(a.New), string(b.New))
+		})
+		i = slices.IndexFunc(t.Pairs, func(p Pair) bool { return p.Old == r.Old.Decision && p.New == r.New.Decision })
+	}
+	t.Pairs[i].Count++
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Tester re-decides the requests of runs under one set of policies,
+// keeping the totals. It is not safe for concurrent use.
+type Tester struct {
+	pol    *Policies
+	totals Totals
+}
+
+// New returns a Tester deciding under p.
+func New(p *Policies) *Tester {
+	return &Tester{pol: p, totals: Totals{Pairs: []Pair{}}}
+}
+
+// Totals returns the totals of every run tested so far.
+func (t *Tester) Totals() Totals {
+	tot := t.totals
+	tot.Pairs = slices.Clone(tot.Pairs)
+	return tot
+}
+
+// Test re-decides every permission request of run, in transcript order,
+// and hands each result to each. An error from each stops the test and
+// is returned.
+func (t *Tester) Test(ctx context.Context, run *Run, each func(*Result) error) error {
+	t.totals.Runs++
+	pools := map[string]*recordPool{}
+	for i := range run.Steps {
+		s := &run.Steps[i]
+		if pools[s.Step] == nil {
+			pools[s.Step] = &recordPool{}
+		}
+		pools[s.Step].add(s.Permissions)
+	}
+	// A step that continued a session on its live process opened none, so
+	// its transcript names no cwd: it stands in the run's workspace or,
+	// when that is unknown too (a file), the first cwd of the run.
+	scans := make([][]*recorded, len(run.Steps))
+	fallback := run.Workspace
+	for i := range run.Steps {
+		var cwd string
+		scans[i], cwd = scan(&run.Steps[i])
+		if fallback == "" {
+			fallback = cwd
+		}
+	}
+	for i := range run.Steps {
+		s := &run.Steps[i]
+		t.totals.Transcripts++
+		if s.Truncated {
+			t.totals.Truncated++
+		}
+		for _, req := range scans[i] {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if req.cwd == "" {
+				req.cwd = fallback
+			}
+			res := t.decide(ctx, run, s, req, pools[s.Step])
+			t.totals.add(res)
+			if err := each(res); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// decide rebuilds one request, asks the policy and compares.
+func (t *Tester) decide(ctx context.Context, run *Run, s *transcript.Step, r *recorded, pool *recordPool) *Result {
+	res := &Result{
+		RunID: run.ID, Workflow: run.Workflow, Step: s.Step, Index: s.Index, Attempt: s.Attempt,
+		ToolCallID: string(r.params.ToolCall.ToolCallId),
+	}
+	if r.invalid != nil {
+		res.Skipped = "the agent's request was invalid, so no policy was asked: " + r.invalid.Error()
+		return res
+	}
+	workspace := run.Workspace
+	if workspace == "" {
+		workspace = r.cwd
+	}
+	req := policies.FromACP(policies.Request{
+		Workflow: run.Workflow, RunID: run.ID, Step: s.Step, Agent: s.Agent, Workspace: workspace, Cwd: r.cwd,
+	}, r.params)
+	res.Kind, res.Title, res.Command = req.Tool.Kind, req.Tool.Title, req.Tool.Command
+
+	rec := pool.take(req.Tool.ID, r.answer)
+	switch {
+	case rec != nil:
+		res.Old = &Answer{Decision: rec.Decision, Outcome: rec.Outcome, OptionID: rec.OptionID,
+			Policy: rec.Policy, Rule: rec.Rule, Reason: rec.Reason, From: FromRecord}
+	case r.answer != nil:
+		res.Old = &Answer{Outcome: r.answer.outcome, OptionID: r.answer.optionID, From: FromResponse}
+		if d, ok := inferDecision(r.answer, req.Options); ok {
+			res.Old.Decision = d
+		} else {
+			res.Old.Reason = "the option answered is not one the agent offered"
+		}
+	}
+	switch {
+	case res.Old != nil && (res.Old.Rule == ruleTurnCancelled || res.Old.Rule == ruleOtherSession):
+		res.Skipped = "answered by acpflow itself (" + res.Old.Rule + "), no policy was asked"
+		return res
+	case r.afterCancel:
+		res.Skipped = "the turn was cancelled before the request: acpflow answered cancelled, no policy was asked"
+		return res
+	case r.errorAnswer:
+		res.Skipped = "the request was answered with an error, no policy was asked"
+		return res
+	case res.Old == nil:
+		res.Skipped = "no answer was recorded (the transcript ends before it)"
+		return res
+	}
+	perm, src := t.pol.forStep(s.Step)
+	rec2 := policies.Answer(ctx, perm, src, req)
+	res.New = &Answer{Decision: rec2.Decision, Outcome: rec2.Outcome, OptionID: rec2.OptionID,
+		Policy: rec2.Policy, Rule: rec2.Rule, Reason: rec2.Reason}
+	res.Changed = Changed(*res.Old, *res.New)
+	res.SameRule = res.Old.From == FromRecord && res.Old.Rule == res.New.Rule
+	return res
+}
+
+// The rules of acpflow's own answers (docs/policies.md "What is recorded").
+const (
+	ruleTurnCancelled = "turn-cancelled"
+	ruleOtherSession  = "other-session"
+)
+
+// inferDecision is the decision an answer sent to the agent stands for:
+// the kind of the option selected (allow_once is allow), or cancel; false
+// when the option is not one the agent offered.
+func inferDecision(a *response, options []policies.Option) (policies.Decision, bool) {
+	if a.outcome != policies.OutcomeSelected {
+		return policies.Cancel, true
+	}
+	for _, o := range options {
+		if o.ID != a.optionID {
+			continue
+		}
+		switch o.Kind {
+		case "allow_once":
+			return policies.Allow, true
+		case "allow_always":
+			return policies.AllowAlways, true
+		case "reject_once":
+			return policies.Reject, true
+		case "reject_always":
+			return policies.RejectAlways, true
+		}
+	}
+	return "", false
+}
+
+// recordPool is a step's permission records, each matched to at most one
+// request.
+type recordPool struct {
+	recs []policies.PermissionRecord
+	used []bool
+}
+
+func (p *recordPool) add(recs []policies.PermissionRecord) {
+	p.recs = append(p.recs, recs...)
+	p.used = append(p.used, make([]bool, len(recs))...)
+}
+
+// take returns the first unused record of tool call id whose answer is
+// the one the agent received (when it is known), and marks it used. Tool
+// call ids repeat across the sessions of a step's attempts and elements
+// (the demo agent numbers call_1, call_2 in each), so the id alone may
+// name the wrong one.
+func (p *recordPool) take(id string, sent *response) *policies.PermissionRecord {
+	for i := range p.recs {
+		r := &p.recs[i]
+		if p.used[i] || r.ToolCallID != id {
+			continue
+		}
+		if sent != nil && (r.Outcome != sent.outcome || r.OptionID != sent.optionID) {
+			continue
+		}
+		p.used[i] = true
+		return r
+	}
+	return nil
+}
+
+// recorded is one session/request_permission found in a transcript.
+type recorded struct {
+	params      acp.RequestPermissionRequest
+	invalid     error     // the params did not decode or validate, as the SDK would refuse them
+	cwd         string    // of the last session opened before it
+	afterCancel bool      // a session/cancel was sent before it
+	answer      *response // the answer sent, when recorded
+	errorAnswer bool      // an error was sent instead
+}
+
+// response is the answer acpflow sent to a permission request.
+type response struct {
+	outcome  string // selected or cancelled
+	optionID string
+}
+
+// Byte patterns that decide which messages are decoded at all: most of a
+// transcript is session/update notifications, which a what-if never reads.
+var (
+	patPermission = []byte(`"` + acp.ClientMethodSessionRequestPermission + `"`)
+	patMethod     = []byte(`"method"`)
+	patCwd        = []byte(`"cwd"`)
+	patCancel     = []byte(`"` + acp.AgentMethodSessionCancel + `"`)
+)
+
+// envelope is the part of a JSON-RPC message a what-if reads.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result *struct {
+		Outcome struct {
+			Outcome  string `json:"outcome"`
+			OptionID string `json:"optionId"`
+		} `json:"outcome"`
+	} `json:"result"`
+	Error json.RawMessage `json:"error"`
+}
+
+// scan finds the permission requests of one attempt, each with its cwd and
+// the answer acpflow sent, and the first cwd a session was opened with
+// ("" when none was). The agent's requests and acpflow's have ids of their
+// own, so an answer to the agent (to_agent, no method) is matched with the
+// agent's open request of the same id.
+func scan(s *transcript.Step) (out []*recorded, firstCwd string) {
+	var (
+		open      = map[string]*recorded{}
+		cwd       string
+		cancelled bool
+	)
+	for _, m := range s.Messages {
+		msg := m.Msg
+		switch m.Dir {
+		case transcript.FromAgent:
+			if !bytes.Contains(msg, patPermission) {
+				continue
+			}
+			var env envelope
+			if gojson.Unmarshal(msg, &env) != nil || env.Method != acp.ClientMethodSessionRequestPermission {
+				continue
+			}
+			r := &recorded{cwd: cwd, afterCancel: cancelled}
+			// As the SDK reads a request's params (proc.handle, decodeParams):
+			// encoding/json, then Validate.
+			if err := json.Unmarshal(env.Params, &r.params); err != nil {
+				r.invalid = err
+			} else if err := r.params.Validate(); err != nil {
+				r.invalid = err
+			}
+			out = append(out, r)
+			if len(env.ID) > 0 {
+				open[idKey(env.ID)] = r
+			}
+		case transcript.ToAgent:
+			hasMethod := bytes.Contains(msg, patMethod)
+			if hasMethod && !bytes.Contains(msg, patCwd) && !bytes.Contains(msg, patCancel) {
+				continue
+			}
+			var env envelope
+			if gojson.Unmarshal(msg, &env) != nil {
+				continue
+			}
+			switch env.Method {
+			case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
+				var p struct {
+					Cwd string `json:"cwd"`
+				}
+				if gojson.Unmarshal(env.Params, &p) == nil && p.Cwd != "" {
+					cwd = p.Cwd
+					if firstCwd == "" {
+						firstCwd = cwd
+					}
+				}
+			case acp.AgentMethodSessionCancel:
+				cancelled = true
+			case "":
+				if len(env.ID) == 0 {
+					continue
+				}
+				k := idKey(env.ID)
+				r := open[k]
+				if r == nil {
+					continue
+				}
+				delete(open, k)
+				switch {
+				case env.Result != nil:
+					r.answer = &response{outcome: env.Result.Outcome.Outcome, optionID: env.Result.Outcome.OptionID}
+				case len(env.Error) > 0:
+					r.errorAnswer = true
+				}
+			}
+		}
+	}
+	return out, firstCwd
+}
+
+// idKey is a JSON-RPC id as a map key: its JSON text, so 1 and "1" differ.
+func idKey(raw json.RawMessage) string {
+	return string(bytes.TrimSpace(raw))
+}
