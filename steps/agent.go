@@ -30,8 +30,12 @@ func (a *Agent) Check() error {
 		return FieldErrorf([]string{"command"}, "agent %s: set builtin or command, not both", a.Name)
 	case a.Builtin == "" && a.Command == "":
 		return FieldErrorf(nil, "agent %s: needs a command (or builtin: demo, or a preset)", a.Name)
-	case a.Builtin != "" && a.Builtin != "demo":
-		return FieldErrorf([]string{"builtin"}, "agent %s: unknown builtin %q (known: demo)", a.Name, a.Builtin)
+	case a.Builtin != "" && a.Builtin != "demo" && a.Builtin != "replay":
+		return FieldErrorf([]string{"builtin"}, "agent %s: unknown builtin %q (known: demo, replay)", a.Name, a.Builtin)
+	case a.Builtin == "replay" && a.From == "":
+		return FieldErrorf([]string{"builtin"}, "agent %s: builtin replay needs from: a transcript file (acpflow export) or RUN[/STEP]", a.Name)
+	case a.From != "" && a.Builtin != "replay":
+		return FieldErrorf([]string{"from"}, "agent %s: from is only for builtin: replay", a.Name)
 	}
 	for _, g := range []struct {
 		path []string

@@ -197,13 +197,19 @@ type Result struct {
 // Agent is a named agent of the workflow file (docs/workflow.md `agents:`).
 type Agent struct {
 	Name    string
-	Builtin string   // "demo": acpflow's own demo agent
+	Builtin string   // "demo" or "replay": acpflow's own agents
 	Command string   // looked up on PATH at run time
 	Args    []string // may contain ${{ }}
 	Env     map[string]string
 	Cwd     string // relative to the workspace
 	CwdSet  bool   // the file has a cwd key (an empty one is an error)
 	Auth    string
+	// From is what `builtin: replay` plays back: a transcript file (as
+	// `acpflow export` writes), or a run id with an optional /STEP, which
+	// acpflow run resolves into a file before the agent starts. A path
+	// relative to the workflow file's directory is made absolute by the
+	// loader. Only builtin replay takes it.
+	From string
 	// Mode is the ACP session mode set (session/set_mode) after session/new;
 	// "" keeps the agent's own default. A step's `with.mode` replaces it.
 	Mode string

@@ -6,11 +6,12 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/acpflow/acpflow/internal/replayagent"
 	"github.com/acpflow/acpflow/steps"
 )
 
 var (
-	agentKeys   = []string{"builtin", "command", "args", "env", "cwd", "auth", "preset", "mode", "config", "mcp-servers", "max-output", "reuse", "start-timeout", "dispose"}
+	agentKeys   = []string{"builtin", "from", "command", "args", "env", "cwd", "auth", "preset", "mode", "config", "mcp-servers", "max-output", "reuse", "start-timeout", "dispose"}
 	disposeKeys = []string{"eof-grace", "term-grace"}
 )
 
@@ -45,6 +46,11 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 	before := len(d.errs)
 	if n := f["builtin"]; n != nil {
 		a.Builtin, _ = d.literal(n, ctx+": builtin")
+	}
+	if n := f["from"]; n != nil {
+		if s, ok := d.literal(n, ctx+": from"); ok {
+			a.From = replayagent.Anchor(d.baseDir(), s)
+		}
 	}
 	if n := f["preset"]; n != nil {
 		if s, ok := d.literal(n, ctx+": preset"); ok {

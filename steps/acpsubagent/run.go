@@ -16,6 +16,7 @@ import (
 
 	"github.com/acpflow/acpflow/internal/bytesize"
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/replayagent"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
@@ -442,10 +443,19 @@ func (a *attempt) descendantSeen(agent int, p procgroup.Proc) {
 }
 
 // command resolves what to spawn. A builtin agent is acpflow's own
-// executable, so the demo agent is a real subprocess like any other.
+// executable, so the demo agent is a real subprocess like any other; the
+// replay agent is told the transcript file and the step to play.
 func (a *attempt) command() (string, []string, error) {
 	if a.agent.Builtin != "" {
-		return a.kind.Self, append(append([]string(nil), a.kind.SelfArgs...), a.agent.Builtin), nil
+		args := append(append([]string(nil), a.kind.SelfArgs...), a.agent.Builtin)
+		if a.agent.Builtin == replayagent.Name {
+			file, step, err := replayagent.Source(a.agent.From, a.inv.StepID)
+			if err != nil {
+				return "", nil, fmt.Errorf("agents.%s.%w", a.agent.Name, err)
+			}
+			args = append(args, file, step)
+		}
+		return a.kind.Self, args, nil
 	}
 	args := make([]string, len(a.agent.Args))
 	for i, arg := range a.agent.Args {
