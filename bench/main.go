@@ -66,6 +66,7 @@ var sections = []sectionEntry{
 	{"batch", batchThroughput},
 	{"policy", policyDecisionCosts},
 	{"real", realAgentsSection},
+	{"sessions", sessionsSection},
 }
 
 // variant is one command measured repeatedly.

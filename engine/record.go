@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/acpflow/acpflow/steps"
+import (
+	"github.com/acpflow/acpflow/internal/transcript"
+	"github.com/acpflow/acpflow/steps"
+)
 
 // Recorder keeps a run as it happens (runs.Recorder keeps it in the run
 // store; the engine knows no store). The engine calls it synchronously:
@@ -11,6 +14,8 @@ type Recorder interface {
 	RunStarted(res *RunResult)
 	StepStarted(runID, stepID string, ord, attempt int)
 	StepEnded(runID, stepID string, ord int, res *StepResult)
+	// StepTranscript keeps the ACP messages of one attempt (docs/transcripts.md).
+	StepTranscript(runID string, t *transcript.Step)
 	RunEnded(res *RunResult)
 	// Processes is where a step's invocation reports the processes it
 	// starts, sees and ends (steps.Processes), so that a later resume can

@@ -46,6 +46,14 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element, linger *sync.
 		}
 		r.emit(st.ID, start)
 		out := r.attempt(ctx, st, attempt, el, linger)
+		if t := out.Transcript; t != nil && r.opt.Recorder != nil {
+			t.Step, t.Attempt = st.ID, attempt
+			if el != nil {
+				index := el.index
+				t.Index = &index
+			}
+			r.opt.Recorder.StepTranscript(r.opt.RunID, t)
+		}
 		res.StopReason = string(out.StopReason)
 		res.Output = out.Output
 		res.Final = out.Final

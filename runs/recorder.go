@@ -8,6 +8,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -93,6 +94,11 @@ func (r *Recorder) StepEnded(runID, stepID string, ord int, res *engine.StepResu
 		began = now
 	}
 	r.fail(r.Store.SaveStep(context.Background(), StepRecord(runID, stepID, ord, res, began, now)))
+}
+
+// StepTranscript implements engine.Recorder.
+func (r *Recorder) StepTranscript(runID string, t *transcript.Step) {
+	r.fail(r.Store.SaveTranscript(context.Background(), runID, t))
 }
 
 // RunEnded implements engine.Recorder.

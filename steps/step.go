@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 )
 
@@ -192,6 +193,9 @@ type Result struct {
 	SessionID   string
 	Permissions []policies.PermissionRecord
 	Stderr      string // the kept tail of the child's stderr
+	// Transcript is what the step and its agent said to each other, when
+	// the kind keeps one; the engine fills in step, element and attempt.
+	Transcript *transcript.Step
 }
 
 // Agent is a named agent of the workflow file (docs/workflow.md `agents:`).

@@ -150,4 +150,19 @@ ALTER TABLE batches ADD COLUMN owner_start_ticks INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE batches ADD COLUMN inputs_complete INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE batch_inputs ADD COLUMN error TEXT NOT NULL DEFAULT '';
 `,
+	// 4: every ACP message of each step attempt (transcript.Step), as one
+	// JSON array, redacted and bounded when recorded; item is the for-each
+	// element (-1: not one).
+	`
+CREATE TABLE transcripts (
+	run_id        TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	step_id       TEXT NOT NULL,
+	item          INTEGER NOT NULL,
+	attempt       INTEGER NOT NULL,
+	agent         TEXT NOT NULL DEFAULT '',
+	truncated     INTEGER NOT NULL DEFAULT 0,
+	messages_json TEXT NOT NULL,
+	PRIMARY KEY (run_id, step_id, item, attempt)
+) STRICT, WITHOUT ROWID;
+`,
 }

@@ -47,6 +47,8 @@ func (a *attempt) continueSession(ctx, startCtx context.Context) error {
 		a.kept = k
 		if p := reg.take(k, a.inv); p != nil {
 			a.p = p
+			a.scribe.addSecrets(p.secrets)
+			p.listen(a.scribe)
 			if a.fork {
 				return a.forkSession(startCtx, k.sessionID, true)
 			}

@@ -38,6 +38,9 @@ type stdoutGate struct {
 	dropped int64 // other notifications, dropped
 	closed  bool
 	err     error // why the stream was cut short
+
+	// tap, when set, sees every line passed on to the SDK (the transcript).
+	tap func(line []byte)
 }
 
 func newStdoutGate(r io.Reader) *stdoutGate {
@@ -66,6 +69,9 @@ func (g *stdoutGate) Read(p []byte) (int, error) {
 			g.dropped++
 			g.mu.Unlock()
 			continue
+		}
+		if g.tap != nil {
+			g.tap(line)
 		}
 		g.line = line
 	}

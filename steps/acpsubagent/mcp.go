@@ -181,3 +181,26 @@ func checkMCP(agent string, servers []acp.McpServer, caps acp.McpCapabilities) e
 	}
 	return nil
 }
+
+// mcpSecrets are the values of the servers' env and headers, which a
+// transcript must not hold: session/new carries them.
+func mcpSecrets(servers []acp.McpServer) []string {
+	var out []string
+	for _, s := range servers {
+		switch {
+		case s.Stdio != nil:
+			for _, e := range s.Stdio.Env {
+				out = append(out, e.Value)
+			}
+		case s.Http != nil:
+			for _, h := range s.Http.Headers {
+				out = append(out, h.Value)
+			}
+		case s.Sse != nil:
+			for _, h := range s.Sse.Headers {
+				out = append(out, h.Value)
+			}
+		}
+	}
+	return out
+}

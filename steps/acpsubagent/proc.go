@@ -3,6 +3,7 @@ package acpsubagent
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,6 +45,36 @@ type proc struct {
 	pool    *pool
 	poolKey string
 	gone    bool // torn down (or being torn down)
+
+	// secrets are the values the process's env policy kept from it or the
+	// workflow gave it explicitly: what no transcript may hold.
+	secrets []string
+	// scribes are the transcripts of the attempts using the process now.
+	scribeMu sync.Mutex
+	scribes  []*scribe
+}
+
+// listen adds an attempt's transcript: it sees every line from now on.
+func (p *proc) listen(s *scribe) {
+	p.scribeMu.Lock()
+	p.scribes = append(p.scribes, s)
+	p.scribeMu.Unlock()
+}
+
+// unlisten ends an attempt's transcript.
+func (p *proc) unlisten(s *scribe) {
+	p.scribeMu.Lock()
+	p.scribes = slices.DeleteFunc(p.scribes, func(x *scribe) bool { return x == s })
+	p.scribeMu.Unlock()
+}
+
+// tapLine hands one line of the connection to the transcripts.
+func (p *proc) tapLine(dir string, line []byte) {
+	p.scribeMu.Lock()
+	defer p.scribeMu.Unlock()
+	for _, s := range p.scribes {
+		s.add(dir, line)
+	}
 }
 
 // newProc wraps a spawned agent; the caller connects it with p.handle.

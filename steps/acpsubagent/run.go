@@ -72,6 +72,10 @@ type attempt struct {
 	// the prompt.
 	mcp   []acp.McpServer
 	files []attachment
+	// scribe keeps the attempt's transcript; secrets are the values it
+	// must never hold (explicit env, what the env policy dropped).
+	scribe  *scribe
+	secrets []string
 }
 
 // Run runs one attempt: start, prompt, settle (docs/acp-subagent.md). The step settles
@@ -96,6 +100,8 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		a.inv.Emit(steps.TurnEnd{StopReason: res.StopReason})
 	}
 	if a.p != nil {
+		a.p.unlisten(a.scribe)
+		res.Transcript = a.scribe.done()
 		if res.Err != nil {
 			a.awaitStderr()
 			if tail := termtext.StripANSI(a.p.child.Stderr().LastLines(stderrLinesInError)); tail != "" {
@@ -182,6 +188,7 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 	if a.mcp, err = mcpServers(a.agent, a.inv.With, a.render); err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
+	a.scribe = newScribe(a.agent.Name, mcpSecrets(a.mcp))
 	if ctx.Err() != nil {
 		return steps.Result{StopReason: steps.Aborted, Err: ErrAbortedBeforeStart}
 	}
@@ -241,6 +248,7 @@ func (a *attempt) openSession(ctx, startCtx context.Context) error {
 // requests come to the step's client from now on.
 func (a *attempt) opened(id acp.SessionId, via string) {
 	a.sessionID = id
+	a.scribe.follow(string(id))
 	a.client = &client{inv: a.inv, cwd: a.cwd, gate: a.p.gate, overflow: make(chan struct{})}
 	a.client.setSession(string(id))
 	a.p.route(id, a.client)
@@ -274,6 +282,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 			key = reuseKey(path, args, env, a.agent.Auth)
 			if p := pl.take(key, a.inv); p != nil {
 				a.p = p
+				p.listen(a.scribe)
 				a.inv.Emit(steps.Reused{PID: p.child.Pid()})
 				return a.checkMCP()
 			}
@@ -284,8 +293,9 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 		return fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)
 	}
 	a.p = newProc(ac, a.agent, a.inv)
-	a.p.pool, a.p.poolKey = pl, key
-	ac.connect(a.p.handle)
+	a.p.pool, a.p.poolKey, a.p.secrets = pl, key, a.secrets
+	a.p.listen(a.scribe)
+	ac.connectTapped(a.p.handle, a.p.tapLine)
 	// On record before it is announced: if acpflow dies from here on,
 	// resume can find the agent's group.
 	a.inv.ProcessStarted(ac.child.Pid(), ac.child.StartTicks())
@@ -516,6 +526,16 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 		return nil, fmt.Errorf("env policy (%s) refused the spawn: %s", a.inv.EnvSource, dec.Deny)
 	}
 	withPWD(dec.Env, explicit, a.cwd)
+	a.secrets = a.secrets[:0]
+	for _, v := range explicit {
+		a.secrets = append(a.secrets, v)
+	}
+	for k, v := range a.inv.Ambient {
+		if _, passed := dec.Env[k]; !passed {
+			a.secrets = append(a.secrets, v)
+		}
+	}
+	a.scribe.addSecrets(a.secrets)
 	names := make([]string, 0, len(dec.Env))
 	for k := range dec.Env {
 		names = append(names, k)

@@ -3,6 +3,7 @@ package acpsubagent
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -10,6 +11,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/internal/version"
 )
 
@@ -44,8 +46,30 @@ func spawn(spec procgroup.Spec) (*agentConn, error) {
 // beyond the SDK's types and adds the defaults the protocol implies: the
 // handshake keeps the agent's initialize answer as sent (probe prints it).
 func (c *agentConn) connect(handler acp.MethodHandler) {
-	c.conn = acp.NewConnection(handler, c.child.Stdin(), c.gate)
+	c.connectTapped(handler, nil)
+}
+
+// connectTapped is connect with tap seeing every message, both ways (the
+// SDK writes each message as one line in one Write).
+func (c *agentConn) connectTapped(handler acp.MethodHandler, tap func(dir string, line []byte)) {
+	var stdin io.Writer = c.child.Stdin()
+	if tap != nil {
+		stdin = tapWriter{stdin, tap}
+		c.gate.tap = func(line []byte) { tap(transcript.FromAgent, line) }
+	}
+	c.conn = acp.NewConnection(handler, stdin, c.gate)
 	c.conn.SetLogger(slog.New(noiseCounter{&c.noise}))
+}
+
+// tapWriter shows tap each message written to the agent.
+type tapWriter struct {
+	w   io.Writer
+	tap func(dir string, line []byte)
+}
+
+func (t tapWriter) Write(p []byte) (int, error) {
+	t.tap(transcript.ToAgent, p)
+	return t.w.Write(p)
 }
 
 // requestError is a request of the start path that failed: its method and

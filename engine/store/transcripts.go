@@ -1,0 +1,71 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/acpflow/acpflow/internal/transcript"
+)
+
+// SaveTranscript records one step attempt's transcript, replacing one
+// recorded for the same attempt before (a resumed run re-runs a step from
+// attempt 1).
+func (s *Store) SaveTranscript(ctx context.Context, runID string, t *transcript.Step) error {
+	msgs := t.Messages
+	if msgs == nil {
+		msgs = []transcript.Message{}
+	}
+	body, err := json.Marshal(msgs)
+	if err != nil {
+		return fmt.Errorf("store: transcript of step %s of run %s: %w", t.Step, runID, err)
+	}
+	item := -1
+	if t.Index != nil {
+		item = *t.Index
+	}
+	truncated := 0
+	if t.Truncated {
+		truncated = 1
+	}
+	return s.writeTx(durable(ctx), func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO transcripts (run_id, step_id, item, attempt, agent, truncated, messages_json) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			runID, t.Step, item, t.Attempt, t.Agent, truncated, string(body))
+		if err != nil {
+			return fmt.Errorf("store: save the transcript of step %s of run %s: %w", t.Step, runID, err)
+		}
+		return nil
+	})
+}
+
+// Transcripts reads a run's transcripts, in the order of its steps (file
+// order), elements and attempts. Permission records are the steps' (see
+// runs.Export).
+func (s *Store) Transcripts(ctx context.Context, runID string) ([]transcript.Step, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT t.step_id, t.item, t.attempt, t.agent, t.truncated, t.messages_json
+FROM transcripts t LEFT JOIN steps s ON s.run_id = t.run_id AND s.step_id = t.step_id
+WHERE t.run_id = ? ORDER BY COALESCE(s.ord, 0), t.step_id, t.item, t.attempt`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: read the transcripts of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []transcript.Step
+	for rows.Next() {
+		var t transcript.Step
+		var item, truncated int
+		var body string
+		if err := rows.Scan(&t.Step, &item, &t.Attempt, &t.Agent, &truncated, &body); err != nil {
+			return nil, fmt.Errorf("store: read the transcripts of run %s: %w", runID, err)
+		}
+		if item >= 0 {
+			t.Index = &item
+		}
+		t.Truncated = truncated != 0
+		if err := json.Unmarshal([]byte(body), &t.Messages); err != nil {
+			return nil, fmt.Errorf("store: the transcript of step %s of run %s: %w", t.Step, runID, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,108 @@
+// Package transcript is the record of what acpflow and an agent said to
+// each other during one step attempt: every ACP message, both directions,
+// with its time offset (docs/transcripts.md). The run store keeps one per
+// attempt; `acpflow export` writes them as a File, which `builtin: replay`
+// plays back and `acpflow policy test` re-decides.
+package transcript
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/acpflow/acpflow/policies"
+)
+
+// Directions of a message.
+const (
+	ToAgent   = "to_agent"   // acpflow (the client) → agent
+	FromAgent = "from_agent" // agent → acpflow
+)
+
+// Format names the file format and its version.
+const Format = "acpflow-transcript/1"
+
+// MaxBytes bounds one attempt's transcript (the messages' JSON): past it
+// no message is kept and the transcript is marked truncated.
+const MaxBytes = 4 << 20
+
+// Message is one JSON-RPC message as it went over the wire (one line),
+// after redaction (see Recorder).
+type Message struct {
+	Dir  string          `json:"dir"`
+	AtMS int64           `json:"at_ms"` // since the attempt began
+	Msg  json.RawMessage `json:"msg"`
+}
+
+// Step is the transcript of one attempt of one step (of one for-each
+// element when Index is set), with the permission records acpflow made.
+type Step struct {
+	Step        string                      `json:"step"`
+	Index       *int                        `json:"index,omitempty"`
+	Attempt     int                         `json:"attempt"`
+	Agent       string                      `json:"agent,omitempty"`
+	Truncated   bool                        `json:"truncated,omitempty"`
+	Messages    []Message                   `json:"messages"`
+	Permissions []policies.PermissionRecord `json:"permissions,omitempty"`
+}
+
+// File is what `acpflow export` writes and `from:` and `policy test
+// --transcripts` read.
+type File struct {
+	Format   string `json:"format"`
+	RunID    string `json:"run_id"`
+	Workflow string `json:"workflow"`
+	Steps    []Step `json:"steps"`
+}
+
+// Write writes f as indented JSON.
+func (f *File) Write(w io.Writer) error {
+	f.Format = Format
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(f)
+}
+
+// maxFileBytes bounds a transcript file read: a run's transcripts, each
+// at most MaxBytes.
+const maxFileBytes = 1 << 30
+
+// ReadFile reads a transcript file, checking its format.
+func ReadFile(path string) (*File, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	var f File
+	dec := json.NewDecoder(io.LimitReader(fh, maxFileBytes))
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: not a transcript file: %w", path, err)
+	}
+	if f.Format != Format {
+		return nil, fmt.Errorf("%s: not a transcript file of this acpflow (format %q, want %q)", path, f.Format, Format)
+	}
+	return &f, nil
+}
+
+// Last returns the last attempt recorded for step (of element index, when
+// not nil): what a replay of the step plays.
+func (f *File) Last(step string, index *int) (*Step, error) {
+	var found *Step
+	for i := range f.Steps {
+		s := &f.Steps[i]
+		if s.Step != step || (index == nil) != (s.Index == nil) || (index != nil && *index != *s.Index) {
+			continue
+		}
+		if found == nil || s.Attempt > found.Attempt {
+			found = s
+		}
+	}
+	if found == nil {
+		return nil, errors.New("the transcript has no step " + step)
+	}
+	return found, nil
+}
