@@ -105,18 +105,11 @@ func (pl *pool) take(key string, inv *steps.Invocation) *proc {
 		// Whoever removes an item from idle owns it: a timer that fires
 		// now finds nothing to evict.
 		it.timer.Stop()
-		p := it.p
-		p.mu.Lock()
-		p.refs = 0
-		p.mu.Unlock()
-		if p.hold(inv) {
-			return p
+		if it.p.hold(inv) {
+			return it.p
 		}
 		// Died while idle (a crash): replaced by a fresh one.
-		p.mu.Lock()
-		p.gone = true
-		p.mu.Unlock()
-		pl.scope.Go(p.teardown)
+		pl.scope.Go(it.p.retire())
 	}
 }
 
@@ -156,10 +149,7 @@ func (pl *pool) evict(key string, it *pooled) {
 		return // taken by a step, or by end
 	}
 	defer pl.evicting.Done()
-	it.p.mu.Lock()
-	it.p.gone = true
-	it.p.mu.Unlock()
-	it.p.teardown()
+	it.p.retire()()
 }
 
 // end tears down every idle process; the scope waits for them.
@@ -175,11 +165,7 @@ func (pl *pool) end() {
 	pl.mu.Unlock()
 	for _, it := range all {
 		it.timer.Stop()
-		p := it.p
-		p.mu.Lock()
-		p.gone = true
-		p.mu.Unlock()
-		pl.scope.Go(p.teardown)
+		pl.scope.Go(it.p.retire())
 	}
 	pl.evicting.Wait()
 }

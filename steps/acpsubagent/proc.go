@@ -146,13 +146,21 @@ func (p *proc) release(linger func(func())) {
 		return
 	}
 	p.mu.Lock()
-	if p.gone {
-		p.mu.Unlock()
-		return
+	gone := p.gone
+	p.mu.Unlock()
+	if !gone {
+		linger(p.retire())
 	}
+}
+
+// retire marks the process gone, so that nothing hands it out again, and
+// returns its teardown for the caller to run where it is waited for.
+// Whoever removed it from use (the last reference, the pool) calls it once.
+func (p *proc) retire() func() {
+	p.mu.Lock()
 	p.gone = true
 	p.mu.Unlock()
-	linger(p.teardown)
+	return p.teardown
 }
 
 // route makes c the client of session id: its updates and permission
