@@ -411,7 +411,7 @@ func (c *Child) waitEOF(d, idle time.Duration) bool {
 			return false
 		}
 		cpu := c.groupCPU()
-		if cpu.ticks > busy.ticks || cpu.running {
+		if cpu.ticks != busy.ticks || cpu.members != busy.members || cpu.running {
 			quietSince = time.Now()
 		}
 		busy = cpu
@@ -421,19 +421,24 @@ func (c *Child) waitEOF(d, idle time.Duration) bool {
 	}
 }
 
-// groupCPU sums the CPU time of the child and every descendant seen in its
-// group, and says whether any of them is running or in disk sleep.
+// groupCPU reads the group afresh from the process table, so a member the
+// descendant watcher has not seen yet (a pipeline's cat that is flushing
+// its EOF right now) counts: it sums their CPU time, says whether any is
+// running or in disk sleep, and fingerprints who they are, since a member
+// exiting or starting is activity too.
 func (c *Child) groupCPU() cpuUse {
-	c.mu.Lock()
-	pids := make([]int, 0, len(c.seen)+1)
-	pids = append(pids, c.pid)
-	for k, p := range c.seen {
-		if p.pgid == c.pid {
-			pids = append(pids, k.pid)
+	var pids []int
+	var members uint64
+	for _, p := range snapshot() {
+		if p.pgid != c.pid {
+			continue
 		}
+		pids = append(pids, p.pid)
+		members += uint64(p.pid)*0x9e3779b97f4a7c15 ^ p.start
 	}
-	c.mu.Unlock()
-	return cpuOf(pids)
+	u := cpuOf(pids)
+	u.members = members
+	return u
 }
 
 // exitWords says how a process ended, from exec.Cmd.Wait's error.

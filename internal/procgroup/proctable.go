@@ -156,10 +156,12 @@ func alive(k procKey) bool {
 }
 
 // cpuUse is the CPU a set of processes has used, in clock ticks, and
-// whether any of them is on a CPU or in uninterruptible (disk) sleep now.
+// whether any of them is on a CPU or in uninterruptible (disk) sleep now;
+// groupCPU adds who they were.
 type cpuUse struct {
 	ticks   uint64
 	running bool
+	members uint64 // a fingerprint of which processes were read
 }
 
 // cpuOf reads /proc/PID/stat of each pid (gone ones count nothing).
