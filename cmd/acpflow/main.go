@@ -67,6 +67,7 @@ func newRootCmd() *cobra.Command {
 		newValidateCmd(),
 		newRunsCmd(),
 		newShowCmd(),
+		newExportCmd(),
 		newResumeCmd(),
 		newProbeCmd(),
 		newPolicyCmd(),

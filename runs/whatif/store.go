@@ -107,34 +107,13 @@ func (sel Selection) Runs(ctx context.Context, s Store) ([]store.Run, error) {
 }
 
 // LoadRun reads a recorded run's transcripts and its steps' permission
-// records: what Tester.Test takes.
+// records (runs.Export): what Tester.Test takes.
 func LoadRun(ctx context.Context, s Store, r store.Run) (*Run, error) {
-	steps, err := s.Transcripts(ctx, r.ID)
+	f, err := runs.Export(ctx, s, r.ID)
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.GetRun(ctx, r.ID)
-	if err != nil {
-		return nil, err
-	}
-	run := &Run{ID: r.ID, Workflow: r.Workflow, Workspace: r.Workspace, Steps: steps}
-	for _, st := range d.Steps {
-		first := -1
-		for i := range steps {
-			if steps[i].Step != st.StepID {
-				continue
-			}
-			if len(steps[i].Permissions) > 0 {
-				first = -1 // the transcripts carry their own
-				break
-			}
-			if first < 0 {
-				first = i
-			}
-		}
-		if first >= 0 {
-			steps[first].Permissions = runs.StepResult(st).Permissions
-		}
-	}
+	run := FromFile(f)
+	run.Workspace = r.Workspace
 	return run, nil
 }

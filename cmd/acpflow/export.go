@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/runs"
+)
+
+func newExportCmd() *cobra.Command {
+	var state, output string
+	cmd := &cobra.Command{
+		Use:   "export RUN_ID",
+		Short: "Write a run's transcripts as a file that builtin: replay and policy test read",
+		Long: `Write the transcripts of a recorded run (every ACP message of every step attempt,
+with the steps' permission decisions) as one JSON file, to standard output or --output.
+The file can be committed as a test fixture: builtin: replay plays it back (from: FILE)
+and acpflow policy test re-decides its permission requests (--transcripts FILE).
+It holds what the run store holds: explicit env values and the values the env policy
+dropped were scrubbed before they were stored. See docs/transcripts.md.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := openStore(state)
+			if err != nil {
+				return usageError(err)
+			}
+			defer s.Close()
+			id, kind, err := s.ResolveID(cmd.Context(), args[0])
+			if err != nil {
+				return usageError(err)
+			}
+			if kind == store.KindBatch {
+				return usageErrorf("%s is a batch: export one of its runs (acpflow show %s lists them)", id, id)
+			}
+			f, err := runs.Export(cmd.Context(), s, id)
+			if err != nil {
+				return err
+			}
+			if len(f.Steps) == 0 {
+				return fmt.Errorf("run %s has no transcript: none of its steps talked to an agent, or it was recorded before transcripts were kept", id)
+			}
+			if output == "" || output == "-" {
+				return f.Write(cmd.OutOrStdout())
+			}
+			return writeFileAtomic(output, func(fh *os.File) error { return f.Write(fh) })
+		},
+	}
+	addStateFlag(cmd, &state)
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the file here instead of standard output (created with mode 0600, replaced whole)")
+	return cmd
+}
+
+// writeFileAtomic writes path through a temporary file beside it, renamed
+// into place once written whole, so a reader (or a crash) never sees half a
+// file. The file is private (0600): a transcript is what an agent saw.
+func writeFileAtomic(path string, write func(*os.File) error) error {
+	fh, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := fh.Name()
+	err = write(fh)
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
