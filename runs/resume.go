@@ -58,6 +58,9 @@ func (r *Runner) ResumeRun(ctx context.Context, id string, force bool) (*engine.
 	if err != nil {
 		return nil, err
 	}
+	if err := r.ResolveReplays(ctx, wf); err != nil {
+		return nil, err
+	}
 	spec, err := r.prepare(ctx, wf, id)
 	var owned *store.OwnedError
 	switch {
@@ -160,6 +163,9 @@ func (r *Runner) ClaimBatch(ctx context.Context, id string, force bool) (*BatchC
 	}
 	wf, err := recordedWorkflow(b.WorkflowFile, b.WorkflowHash, force)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.ResolveReplays(ctx, wf); err != nil {
 		return nil, err
 	}
 	if err := r.Store.ClaimBatch(ctx, id, CurrentOwner(), ownerAlive); err != nil {

@@ -44,6 +44,7 @@ type Runner struct {
 	runs, failed int
 	storeErrs    []error // the first maxStoreErrs
 	lostErrs     int     // how many more there were
+	scratch      string  // a private directory for the runs' files (ResolveReplays); Close removes it
 }
 
 // maxStoreErrs bounds the store errors kept for the end's warning: a store

@@ -38,6 +38,7 @@ func newResumeCmd() *cobra.Command {
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
 			x := newExecutor(s, out, f.timeout)
+			defer x.runner.Close()
 			if kind == store.KindBatch {
 				c, err := x.runner.ClaimBatch(ctx, id, force)
 				if err != nil {

@@ -118,6 +118,10 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
 	x := newExecutor(s, out, f.timeout)
+	defer x.runner.Close()
+	if err := x.runner.ResolveReplays(ctx, wf); err != nil {
+		return runError(err)
+	}
 	if lines != nil {
 		b := runs.NewBatch(wf, workspace, f.inputsFile, f.concurrency, first)
 		x.setView(newBatchView(cmd.OutOrStdout(), f.json, b.ID, 0))

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -13,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
 )
@@ -110,15 +114,24 @@ func writeJSONLines[T any](w io.Writer, items []T, conv func(T) map[string]any) 
 
 func newShowCmd() *cobra.Command {
 	var (
-		state   string
-		jsonOut bool
-		lines   int
+		state       string
+		jsonOut     bool
+		lines       int
+		transcripts bool
+		step        string
 	)
 	cmd := &cobra.Command{
 		Use:   "show RUN_ID",
 		Short: "Show one run: steps, outputs, stop reasons, permission decisions, stderr tails",
-		Args:  cobra.ExactArgs(1),
+		Long: `Show one run: steps, outputs, stop reasons, permission decisions, stderr tails;
+or, with --transcript, every ACP message of its step attempts (--step: one step's),
+tool calls with their permission decisions, plans and thoughts; with --json, the raw
+messages as JSON lines. A batch id lists the batch's runs.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if step != "" && !transcripts {
+				return usageErrorf("--step is for --transcript")
+			}
 			s, err := openStore(state)
 			if err != nil {
 				return usageError(err)
@@ -127,6 +140,12 @@ func newShowCmd() *cobra.Command {
 			id, kind, err := s.ResolveID(cmd.Context(), args[0])
 			if err != nil {
 				return usageError(err)
+			}
+			if transcripts {
+				if kind == store.KindBatch {
+					return usageErrorf("%s is a batch: show the transcript of one of its runs (acpflow show %s lists them)", id, id)
+				}
+				return showTranscript(cmd, s, id, step, jsonOut)
 			}
 			if kind == store.KindBatch {
 				runs, err := s.RunsOfBatch(cmd.Context(), id)
@@ -159,7 +178,71 @@ func newShowCmd() *cobra.Command {
 	addStateFlag(cmd, &state)
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the run as JSON")
 	cmd.Flags().IntVar(&lines, "stderr-lines", 20, "how many of each agent's last stderr lines to print")
+	cmd.Flags().BoolVar(&transcripts, "transcript", false, "print the ACP messages of the run's step attempts")
+	cmd.Flags().StringVar(&step, "step", "", "with --transcript: only this step's attempts")
 	return cmd
+}
+
+// showTranscript prints a run's transcripts (show --transcript): readably,
+// or the raw messages as JSON lines.
+func showTranscript(cmd *cobra.Command, s *store.Store, id, step string, jsonOut bool) error {
+	f, err := runs.Export(cmd.Context(), s, id)
+	if err != nil {
+		return err
+	}
+	if step != "" && !slices.ContainsFunc(f.Steps, func(t transcript.Step) bool { return t.Step == step }) {
+		var ids []string
+		for _, t := range f.Steps {
+			if !slices.Contains(ids, t.Step) {
+				ids = append(ids, t.Step)
+			}
+		}
+		hint := "its steps with one: " + strings.Join(ids, ", ")
+		if c := suggest.Closest(step, ids); c != "" {
+			hint = "did you mean " + c + "?"
+		}
+		return usageErrorf("run %s has no transcript of a step %q (%s)", id, step, hint)
+	}
+	if len(f.Steps) == 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "run %s has no transcript: none of its steps talked to an agent, or it was recorded before transcripts were kept\n", id)
+		return nil
+	}
+	if jsonOut {
+		return writeRawTranscript(cmd.OutOrStdout(), f, step)
+	}
+	var buf bytes.Buffer
+	(&transcriptView{w: &buf}).file(f, step)
+	writeSanitized(cmd.OutOrStdout(), &buf)
+	return nil
+}
+
+// writeRawTranscript writes each message of f (of step's attempts when
+// step is not "") as one JSON line, as it went over the wire, with the
+// attempt it belongs to.
+func writeRawTranscript(w io.Writer, f *transcript.File, step string) error {
+	bw := bufio.NewWriter(w)
+	for _, t := range f.Steps {
+		if step != "" && t.Step != step {
+			continue
+		}
+		for _, m := range t.Messages {
+			line := struct {
+				Step    string          `json:"step"`
+				Index   *int            `json:"index,omitempty"`
+				Attempt int             `json:"attempt"`
+				Dir     string          `json:"dir"`
+				AtMS    int64           `json:"at_ms"`
+				Msg     json.RawMessage `json:"msg"`
+			}{t.Step, t.Index, t.Attempt, m.Dir, m.AtMS, m.Msg}
+			b, err := json.Marshal(line)
+			if err != nil {
+				return err
+			}
+			bw.Write(b)
+			bw.WriteByte('\n')
+		}
+	}
+	return bw.Flush()
 }
 
 // detailJSON is a run as `show --json` prints it: the run as runJSON has
