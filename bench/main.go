@@ -29,6 +29,7 @@ import (
 type bench struct {
 	n           int
 	nReal       int    // runs per client on the real agents
+	nReuse      int    // runs per reuse batch on claude (codex and gemini: 2/5 of it)
 	dir         string // scratch: binaries, workflows, the run store
 	state       string // the run store of every acpflow run (not the user's)
 	acpxDir     string // where bench/acpx/install.sh installed acpx
@@ -82,6 +83,7 @@ func main() {
 	}
 	n := flag.Int("n", 30, "runs per variant")
 	nReal := flag.Int("n-real", 5, "runs per client on each real agent (1–3 s each)")
+	nReuse := flag.Int("n-reuse", 100, "runs per reuse batch on claude (the sessions section; 2/5 of it on codex and gemini)")
 	write := flag.Bool("write", false, "also write bench/RESULTS.md")
 	only := flag.String("only", "", "run only these sections, comma-separated: "+sectionNames())
 	acpxDir := flag.String("acpx", filepath.Join("bench", "acpx"), "where bench/acpx/install.sh installed acpx")
@@ -103,7 +105,7 @@ func main() {
 	dir, err := os.MkdirTemp("", "acpflow-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	b := &bench{n: *n, nReal: *nReal, dir: dir, state: filepath.Join(dir, "state.db"), acpxDir: *acpxDir, nodeModules: *nodeModules}
+	b := &bench{n: *n, nReal: *nReal, nReuse: *nReuse, dir: dir, state: filepath.Join(dir, "state.db"), acpxDir: *acpxDir, nodeModules: *nodeModules}
 	b.acpflow, b.bareclient, b.testagent = filepath.Join(dir, "acpflow"), filepath.Join(dir, "bareclient"), filepath.Join(dir, "testagent")
 	build(b.acpflow, "./cmd/acpflow")
 	build(b.bareclient, "./bench/bareclient")

@@ -19,8 +19,6 @@ import (
 
 // Targets of issue 13, on claude-agent-acp.
 const (
-	reuseRuns        = 100
-	reuseOtherRuns   = 40 // codex and gemini, beside claude
 	reuseConcurrency = 4
 	reuseSpeedup     = 3.0 // throughput with reuse / without
 	reuseRSSRatio    = 1.5 // peak RSS of the process tree with reuse / without
@@ -66,22 +64,23 @@ func sessionsSection(b *bench) *section {
 		fresh, reuse batchRun
 	}
 	var pairs []pair
-	pairs = append(pairs, pair{agent: "claude", runs: reuseRuns,
-		reuse: b.reuseBatch("claude", claude, true, reuseRuns), fresh: b.reuseBatch("claude", claude, false, reuseRuns)})
+	otherRuns := max(b.nReuse*2/5, 1)
+	pairs = append(pairs, pair{agent: "claude", runs: b.nReuse,
+		fresh: b.reuseBatch("claude", claude, false, b.nReuse), reuse: b.reuseBatch("claude", claude, true, b.nReuse)})
 	for _, name := range []string{"codex", "gemini"} {
 		a := setup(name)
 		b.reuseBatch(name, a, false, 2)
-		pairs = append(pairs, pair{agent: name, runs: reuseOtherRuns,
-			reuse: b.reuseBatch(name, a, true, reuseOtherRuns), fresh: b.reuseBatch(name, a, false, reuseOtherRuns)})
+		pairs = append(pairs, pair{agent: name, runs: otherRuns,
+			fresh: b.reuseBatch(name, a, false, otherRuns), reuse: b.reuseBatch(name, a, true, otherRuns)})
 	}
 	loadAfter := loadAverage()
 	fmt.Fprintf(w, "Batches of one-step runs (`acpflow run --inputs`, `--concurrency %d`) with each agent's preset\n", reuseConcurrency)
 	fmt.Fprintf(w, "and the local binary, each turn one scripted answer without a tool call, so the agent's start\n")
 	fmt.Fprintf(w, "weighs as it does against a fast model; without and with `reuse: true` on the agent, one after\n")
-	fmt.Fprintf(w, "the other in this run: %d runs on claude (the issue's figure), %d on codex and gemini. Peak RSS\n", reuseRuns, reuseOtherRuns)
+	fmt.Fprintf(w, "the other in this run: %d runs on claude, %d on codex and gemini. Peak RSS\n", b.nReuse, otherRuns)
 	fmt.Fprintf(w, "is the largest sum of the RSS of acpflow and every process below it, sampled every 50 ms.\n")
 	fmt.Fprintf(w, "Load average (1 min): %s before, %s after.\n\n", loadBefore, loadAfter)
-	t := newTable("agent", "batch", "wall", "runs/s", "agents spawned", "peak RSS (tree)", "failed runs", "reuse vs fresh")
+	t := newTable("agent", "batch", "wall", "runs/s", "CPU per run", "agents spawned", "peak RSS (tree)", "failed runs", "reuse vs fresh")
 	for _, p := range pairs {
 		for _, r := range []batchRun{p.fresh, p.reuse} {
 			ratio := ""
@@ -89,6 +88,7 @@ func sessionsSection(b *bench) *section {
 				ratio = fmt.Sprintf("%.2f× throughput, %.2f× RSS", p.fresh.wall.Seconds()/p.reuse.wall.Seconds(), float64(p.reuse.peakRSS)/float64(p.fresh.peakRSS))
 			}
 			t.row(p.agent, r.name, r.wall.Round(time.Millisecond).String(), fmt.Sprintf("%.2f", float64(p.runs)/r.wall.Seconds()),
+				(r.cpu / time.Duration(p.runs)).Round(time.Millisecond).String(),
 				strconv.Itoa(r.spawned), fmt.Sprintf("%d MiB", r.peakRSS>>20), strconv.Itoa(r.failed), ratio)
 		}
 	}
@@ -99,7 +99,7 @@ func sessionsSection(b *bench) *section {
 	cl := pairs[0]
 	speedup := cl.fresh.wall.Seconds() / cl.reuse.wall.Seconds()
 	rss := float64(cl.reuse.peakRSS) / float64(cl.fresh.peakRSS)
-	sec.target(fmt.Sprintf("reuse on claude: %d runs at --concurrency %d, throughput ≥ %.0f× without", reuseRuns, reuseConcurrency, reuseSpeedup),
+	sec.target(fmt.Sprintf("reuse on claude: %d runs at --concurrency %d, throughput ≥ %.0f× without", b.nReuse, reuseConcurrency, reuseSpeedup),
 		fmt.Sprintf("%.2f× (%s vs %s)", speedup, cl.reuse.wall.Round(time.Millisecond), cl.fresh.wall.Round(time.Millisecond)),
 		speedup >= reuseSpeedup && cl.fresh.failed == 0 && cl.reuse.failed == 0)
 	sec.target(fmt.Sprintf("reuse on claude: peak RSS ≤ %.1f× the fresh-process batch", reuseRSSRatio),
@@ -132,6 +132,7 @@ func sessionsSection(b *bench) *section {
 type batchRun struct {
 	name            string
 	wall            time.Duration
+	cpu             time.Duration // user + system of acpflow and every process it and they waited for
 	spawned, failed int
 	peakRSS         int64 // bytes
 }
@@ -196,6 +197,9 @@ steps:
 	close(stop)
 	wg.Wait()
 	r := batchRun{name: name, wall: wall, peakRSS: peak}
+	if st := cmd.ProcessState; st != nil {
+		r.cpu = st.UserTime() + st.SystemTime()
+	}
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
