@@ -362,22 +362,15 @@ func TestARecordedTurnReplaysIdenticallyOffline(t *testing.T) {
 			t.Errorf("strict replay: error %q\nwant it to hold %q", got.Error, divergence)
 		}
 		// docs/transcripts.md: the divergence is "the turn's last agent
-		// message", and final is it. PRODUCT BUG (internal/replayagent,
-		// reported with issue 14): where the recording has the agent's
-		// message chunk right before the permission request, with no tool
-		// call update between them (codex's shell calls, gemini's every
-		// call), the divergence is streamed as the continuation of that
-		// message, so final (and output) read "Step 1: Bash.replay: …".
-		// Pinned as measured, so that the fix shows: then drop the entry.
-		joinedTo := map[string]string{"codex": "Step 1: Bash.", "gemini": "Step 1: Bash."}[ta.name]
-		if joinedTo != "" {
-			t.Logf("strict replay: known product bug: the divergence continues the message %q", joinedTo)
-		}
-		if want := joinedTo + divergence; got.Final != want {
-			t.Errorf("strict replay: final %q, want %q", got.Final, want)
+		// message", and final is it, also where the recording streamed a
+		// message right before the permission request with no update
+		// between them (codex's shell calls, gemini's every call): the
+		// replay reports the refused tool call failed first.
+		if got.Final != divergence {
+			t.Errorf("strict replay: final %q, want %q", got.Final, divergence)
 		}
 		t.Logf("strict replay: output %q", got.Output)
-		if !strings.HasSuffix(got.Output, divergence) || !strings.HasPrefix(got.Output, "Step 1: Bash.") || strings.Contains(got.Output, "Step 2: Write.") {
+		if !strings.HasSuffix(got.Output, "\n\n"+divergence) || !strings.HasPrefix(got.Output, "Step 1: Bash.") || strings.Contains(got.Output, "Step 2: Write.") {
 			t.Errorf("strict replay: output %q; want the recording up to the command, then the divergence", got.Output)
 		}
 		if title, _ := exec["title"].(string); !strings.Contains(got.Error, title) && !strings.Contains(got.Error, replayCommand) {

@@ -39,6 +39,7 @@ func ExampleServe() {
 	req := next()
 	fmt.Println("asked:", req.Method)
 	fmt.Fprintf(clientOut, `{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`+"\n", req.ID)
+	next() // the refused tool call, reported failed
 	next() // the divergence, as an agent_message_chunk
 	fmt.Println("turn:", string(next().Result))
 	clientOut.Close()

@@ -179,7 +179,7 @@ func (p *player) answer(req wire, rank int, ex *exchange) {
 		}()
 	}
 
-	divergence := p.play(ctx, ex.during)
+	divergence, refused := p.play(ctx, ex.during)
 	switch {
 	case p.ended():
 		return
@@ -189,8 +189,14 @@ func (p *player) answer(req wire, rank int, ex *exchange) {
 	case divergence != "" && req.Method == "session/prompt":
 		// The client's answer took the turn where the recording does not go: end it as a real
 		// agent whose tool call was refused would, saying why where the step's output and
-		// the agent's stderr (which acpflow puts in the step's error) both show it.
+		// the agent's stderr (which acpflow puts in the step's error) both show it. The
+		// refused tool call is reported failed first, as such an agent reports it, which also
+		// makes the explanation a message of its own (the turn's final), not the tail of a
+		// message the recording was streaming when it asked.
 		fmt.Fprintln(p.diag, divergence)
+		if refused != "" {
+			p.send(toolCallFailed(req.sessionID(), refused))
+		}
 		p.send(messageChunk(req.sessionID(), divergence))
 		settle(p.diag)
 		p.respond(req.ID, json.RawMessage(`{"stopReason":"refusal"}`))
@@ -221,11 +227,12 @@ func unanswered(method string, truncated bool) string {
 
 // play sends msgs, the agent's own messages, in order: a request with a fresh id, waiting for
 // the client's answer. It returns the divergence when a permission was answered otherwise than
-// recorded (and stops there), "" when all were played or ctx ended.
-func (p *player) play(ctx context.Context, msgs []*agentMessage) string {
+// recorded (and stops there), with the tool call id of that request; "" when all were played or
+// ctx ended.
+func (p *player) play(ctx context.Context, msgs []*agentMessage) (divergence, toolCallID string) {
 	for _, m := range msgs {
 		if ctx.Err() != nil || p.ended() {
-			return ""
+			return "", ""
 		}
 		if !m.request {
 			p.send(m.msg)
@@ -238,19 +245,23 @@ func (p *player) play(ctx context.Context, msgs []*agentMessage) string {
 		case got = <-answer:
 		case <-ctx.Done():
 			p.forget(id)
-			return ""
+			return "", ""
 		case <-p.done:
-			return ""
+			return "", ""
 		}
 		if m.method != "session/request_permission" || m.answer == nil {
 			continue
 		}
 		want, _ := parseWire(m.answer)
 		if g, w := outcome(got), outcome(want); g != w {
-			return Divergence(toolTitle(m.msg), g, w)
+			title, id := toolCall(m.msg)
+			if title == "" {
+				title = id
+			}
+			return Divergence(title, g, w), id
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // Divergence is what replay says, on stderr and as the turn's last message, when the client
@@ -282,8 +293,8 @@ func outcome(w wire) string {
 	return "an unknown outcome " + strconv.Quote(string(w.Result))
 }
 
-// toolTitle is the title of a permission request's tool call, or its id when it has none.
-func toolTitle(msg json.RawMessage) string {
+// toolCall is the title and id of the tool call a permission request asks about.
+func toolCall(msg json.RawMessage) (title, id string) {
 	var m struct {
 		Params struct {
 			ToolCall struct {
@@ -293,10 +304,20 @@ func toolTitle(msg json.RawMessage) string {
 		} `json:"params"`
 	}
 	json.Unmarshal(msg, &m)
-	if m.Params.ToolCall.Title != "" {
-		return m.Params.ToolCall.Title
-	}
-	return m.Params.ToolCall.ToolCallID
+	return m.Params.ToolCall.Title, m.Params.ToolCall.ToolCallID
+}
+
+// toolCallFailed is a session/update that reports tool call id failed.
+func toolCallFailed(session, id string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"method":  "session/update",
+		"params": map[string]any{
+			"sessionId": session,
+			"update":    map[string]string{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "failed"},
+		},
+	})
+	return b
 }
 
 // messageChunk is a session/update that says text as an agent_message_chunk.

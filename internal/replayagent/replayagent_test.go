@@ -229,6 +229,8 @@ func TestAPermissionAnsweredOtherwiseEndsTheTurnWithRefusal(t *testing.T) {
 
 			line := `replay: permission for "Write notes.txt" was answered ` + tc.said + `, the recording has allow: the recording ends here`
 			chunk, _ := json.Marshal(line)
+			// The refused tool call reported failed, then the explanation as a message of its own.
+			c.expect(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"rec-1","update":{"sessionUpdate":"tool_call_update","status":"failed","toolCallId":"call_1"}}}`)
 			c.expect(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"rec-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":` + string(chunk) + `}}}}`)
 			c.expect(`{"id":"p","jsonrpc":"2.0","result":{"stopReason":"refusal"}}`)
 			c.quiet()
