@@ -26,13 +26,17 @@ func newPolicyTestCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "test POLICY (--runs FILTER | --transcripts FILE...)",
-		Short: "Re-decide recorded permission requests under a policy and show what would change",
-		Long: `Re-decide every permission request agents sent in recorded runs under
-POLICY, and show what would change: per changed request, the old and the new
-decision with the rule that made each, then totals. No agent runs.
+		Short: "Re-decide recorded permission requests and spawns under a policy and show what would change",
+		Long: `Re-decide every permission request agents sent in recorded runs, and the
+environment of every recorded spawn, under POLICY, and show what would change:
+per changed request, the old and the new decision with the rule that made
+each; per changed spawn, the names the agent would get or lose; then totals.
+No agent runs.
 
 POLICY is a bare policy file (as policy eval takes) or a workflow: its
-permission policy, and a step's own for the requests of the step with that id.
+permission and env policies, and a step's own for the step with that id. A
+file without an env policy is tested with the default one, as a run would
+use; a bare file without permission: decides no request.
 
 The requests come from the run store (--runs) or transcript files written by
 acpflow export (--transcripts; more files may follow as arguments). --runs
@@ -46,11 +50,11 @@ file, which names none, that cwd). The old decision is acpflow's record of
 it, else the answer the agent was sent. A change is another decision or
 outcome; the same decision by another rule is not one (--json shows both
 rules). A request acpflow answered itself (after a cancel, for another
-session) is not decided again. Env policies are not tested: a transcript
-holds no environment. See docs/transcripts.md.
+session) is not decided again. A spawn is recorded by variable names only,
+so every value is "[redacted]" to the env policy. See docs/transcripts.md.
 
-Exit 1 when any decision changed, 0 when none did, 2 for bad usage or a
-policy that does not load.`,
+Exit 1 when any decision or spawn changed, 0 when none did, 2 for bad usage
+or a policy that does not load.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files = append(files, args[1:]...)
@@ -69,20 +73,23 @@ policy that does not load.`,
 			t := whatif.New(pol)
 			out := bufio.NewWriter(cmd.OutOrStdout())
 			defer out.Flush()
-			each := func(r *whatif.Result) error { return writeWhatIfResult(out, r, jsonOut) }
+			report := whatif.Report{
+				Request: func(r *whatif.Result) error { return writeWhatIfResult(out, r, jsonOut) },
+				Spawn:   func(r *whatif.SpawnResult) error { return writeWhatIfSpawn(out, r, jsonOut) },
+			}
 			if runsFilter != "" {
-				err = testRecordedRuns(cmd, t, state, runsFilter, each)
+				err = testRecordedRuns(cmd, t, state, runsFilter, report)
 			} else {
-				err = testTranscriptFiles(cmd, t, files, each)
+				err = testTranscriptFiles(cmd, t, files, report)
 			}
 			if err != nil {
 				return err
 			}
 			tot := t.Totals()
-			if err := writeWhatIfTotals(out, tot, jsonOut); err != nil {
+			if err := writeWhatIfTotals(out, tot, pol.Permission != nil, jsonOut); err != nil {
 				return err
 			}
-			if tot.Changed > 0 {
+			if tot.Changes() > 0 {
 				return runOutcome(exitFailed)
 			}
 			return nil
@@ -92,14 +99,21 @@ policy that does not load.`,
 	fl := cmd.Flags()
 	fl.StringVar(&runsFilter, "runs", "", "the recorded runs: all, KEY=VALUE[,KEY=VALUE] (workflow, status, batch, limit) or a run or batch id")
 	fl.StringArrayVar(&files, "transcripts", nil, "transcript files (acpflow export); more may follow as arguments")
-	fl.BoolVar(&jsonOut, "json", false, "one JSON object per request (changed or not), then the totals")
+	fl.BoolVar(&jsonOut, "json", false, "one JSON object per request and per spawn (changed or not), then the totals")
 	return cmd
 }
 
 // loadWhatIfPolicies reads POLICY as policy eval does (loadPolicies): a
-// workflow's policy with each step's own, or a bare policy file's.
+// workflow's policies with each step's own, or a bare policy file's. The
+// env policy a file lacks is the default, which a run would use; the
+// permission policy a bare file lacks is not tested (nil): the default
+// `reject` would only report every allowed request as changed, which says
+// nothing about the env policy the file is there for.
 func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
-	pol := &whatif.Policies{Permission: policies.DefaultPermission(), Source: policies.SourceDefault}
+	pol := &whatif.Policies{
+		Permission: policies.DefaultPermission(), Source: policies.SourceDefault,
+		Env: policies.DefaultEnv(), EnvSource: policies.SourceDefault,
+	}
 	src, err := workflows.ReadFile(file, "policy or workflow file")
 	if err != nil {
 		return nil, usageError(err)
@@ -109,10 +123,10 @@ func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
 		if err != nil {
 			return nil, usageError(err)
 		}
-		if p.Permission == nil {
-			return nil, usageErrorf("%s: no permission: policy to test", file)
-		}
 		pol.Permission, pol.Source = p.Permission, policies.SourceWorkflow
+		if p.Env != nil {
+			pol.Env, pol.EnvSource = p.Env, policies.SourceWorkflow
+		}
 		return pol, nil
 	}
 	wf, err := workflows.Load(file)
@@ -122,6 +136,9 @@ func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
 	if wf.Policies.Permission != nil {
 		pol.Permission, pol.Source = wf.Policies.Permission, policies.SourceWorkflow
 	}
+	if wf.Policies.Env != nil {
+		pol.Env, pol.EnvSource = wf.Policies.Env, policies.SourceWorkflow
+	}
 	for _, st := range wf.Steps {
 		if st.Policies.Permission != nil {
 			if pol.Steps == nil {
@@ -129,24 +146,30 @@ func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
 			}
 			pol.Steps[st.ID] = st.Policies.Permission
 		}
+		if st.Policies.Env != nil {
+			if pol.EnvSteps == nil {
+				pol.EnvSteps = map[string]policies.Env{}
+			}
+			pol.EnvSteps[st.ID] = st.Policies.Env
+		}
 	}
 	return pol, nil
 }
 
-func testTranscriptFiles(cmd *cobra.Command, t *whatif.Tester, files []string, each func(*whatif.Result) error) error {
+func testTranscriptFiles(cmd *cobra.Command, t *whatif.Tester, files []string, report whatif.Report) error {
 	for _, path := range files {
 		f, err := transcript.ReadFile(path)
 		if err != nil {
 			return usageErrorf("--transcripts: %v", err)
 		}
-		if err := t.Test(cmd.Context(), whatif.FromFile(f), each); err != nil {
+		if err := t.Test(cmd.Context(), whatif.FromFile(f), report); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func testRecordedRuns(cmd *cobra.Command, t *whatif.Tester, state, filter string, each func(*whatif.Result) error) error {
+func testRecordedRuns(cmd *cobra.Command, t *whatif.Tester, state, filter string, report whatif.Report) error {
 	sel, err := whatif.ParseSelection(filter)
 	if err != nil {
 		return usageErrorf("--runs: %v", err)
@@ -170,7 +193,7 @@ func testRecordedRuns(cmd *cobra.Command, t *whatif.Tester, state, filter string
 		if err != nil {
 			return err
 		}
-		if err := t.Test(ctx, run, each); err != nil {
+		if err := t.Test(ctx, run, report); err != nil {
 			return err
 		}
 	}
@@ -181,6 +204,12 @@ func testRecordedRuns(cmd *cobra.Command, t *whatif.Tester, state, filter string
 type whatIfLine struct {
 	Type string `json:"type"` // "request"
 	*whatif.Result
+}
+
+// whatIfSpawnLine is a spawn as --json prints it.
+type whatIfSpawnLine struct {
+	Type string `json:"type"` // "spawn"
+	*whatif.SpawnResult
 }
 
 type whatIfTotalsLine struct {
@@ -195,20 +224,63 @@ func writeWhatIfResult(w io.Writer, r *whatif.Result, jsonOut bool) error {
 	if !r.Changed {
 		return nil
 	}
-	step := r.Step
-	if r.Index != nil {
-		step += fmt.Sprintf("[%d]", *r.Index)
-	}
-	if r.Attempt > 1 {
-		step += fmt.Sprintf(" (attempt %d)", r.Attempt)
-	}
 	tool := fmt.Sprintf("%s %q", r.Kind, r.Title)
 	if r.Command != "" && r.Command != r.Title {
 		tool += fmt.Sprintf(" `%s`", r.Command)
 	}
-	line := fmt.Sprintf("%s %s: %s: %s → %s\n", r.RunID, step, tool, answerLabel(r.Old), answerLabel(r.New))
+	line := fmt.Sprintf("%s %s: %s: %s → %s\n", r.RunID, stepLabel(r.Step, r.Index, r.Attempt), tool, answerLabel(r.Old), answerLabel(r.New))
 	_, err := io.WriteString(w, termtext.Sanitize(line))
 	return err
+}
+
+// writeWhatIfSpawn prints a changed spawn: the names the agent would get
+// (+) and lose (-), then the old and the new answer.
+func writeWhatIfSpawn(w io.Writer, r *whatif.SpawnResult, jsonOut bool) error {
+	if jsonOut {
+		return writeJSONLine(w, whatIfSpawnLine{"spawn", r})
+	}
+	if !r.Changed {
+		return nil
+	}
+	var names []string
+	for _, n := range r.Added {
+		names = append(names, "+"+n)
+	}
+	for _, n := range r.Removed {
+		names = append(names, "-"+n)
+	}
+	spawn := "spawn of " + r.Agent
+	if len(names) > 0 {
+		spawn += " " + strings.Join(names, " ")
+	}
+	line := fmt.Sprintf("%s %s: %s: %s → %s\n", r.RunID, stepLabel(r.Step, r.Index, r.Attempt), spawn, envAnswerLabel(r.Old), envAnswerLabel(r.New))
+	_, err := io.WriteString(w, termtext.Sanitize(line))
+	return err
+}
+
+// stepLabel names a step attempt: `[i]` for a for-each element, the
+// attempt when not the first.
+func stepLabel(step string, index *int, attempt int) string {
+	if index != nil {
+		step += fmt.Sprintf("[%d]", *index)
+	}
+	if attempt > 1 {
+		step += fmt.Sprintf(" (attempt %d)", attempt)
+	}
+	return step
+}
+
+// envAnswerLabel is a spawn's verdict with the policy and rule that gave it.
+func envAnswerLabel(a whatif.EnvAnswer) string {
+	verdict := "spawn"
+	if a.Deny != "" {
+		verdict = fmt.Sprintf("refuse %q", a.Deny)
+	}
+	by := string(a.Policy)
+	if a.Rule != "" {
+		by += " " + a.Rule
+	}
+	return fmt.Sprintf("%s (%s)", verdict, by)
 }
 
 // answerLabel is a decision with the rule that made it.
@@ -237,23 +309,36 @@ func orCancelled(optionID string) string {
 	return optionID
 }
 
-func writeWhatIfTotals(w io.Writer, t whatif.Totals, jsonOut bool) error {
+// writeWhatIfTotals prints the totals: the requests' (when requests were
+// decided again), then the spawns'.
+func writeWhatIfTotals(w io.Writer, t whatif.Totals, requests, jsonOut bool) error {
 	if jsonOut {
 		return writeJSONLine(w, whatIfTotalsLine{"totals", t})
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s in %s: %d changed, %d unchanged", plural(t.Requests, "request"), plural(t.Runs, "run"), t.Changed, t.Unchanged)
-	if t.Skipped > 0 {
-		fmt.Fprintf(&b, ", %d not decided again (answered by acpflow itself, or unanswered; --json says why)", t.Skipped)
+	if requests {
+		fmt.Fprintf(&b, "%s in %s: %d changed, %d unchanged", plural(t.Requests, "request"), plural(t.Runs, "run"), t.Changed, t.Unchanged)
+		if t.Skipped > 0 {
+			fmt.Fprintf(&b, ", %d not decided again (answered by acpflow itself, or unanswered; --json says why)", t.Skipped)
+		}
+		b.WriteString("\n")
+		for _, p := range t.Pairs {
+			old := string(p.Old)
+			if old == "" {
+				old = "?"
+			}
+			fmt.Fprintf(&b, "  %s → %s: %d\n", old, p.New, p.Count)
+		}
+	}
+	b.WriteString(plural(t.Spawns, "spawn"))
+	if !requests {
+		b.WriteString(" in " + plural(t.Runs, "run"))
+	}
+	fmt.Fprintf(&b, ": %d changed, %d unchanged", t.SpawnsChanged, t.Spawns-t.SpawnsChanged)
+	if t.Spawns == 0 && t.Transcripts > 0 {
+		b.WriteString(" (none recorded: runs recorded before acpflow kept spawns, and steps that continued a live session, have none)")
 	}
 	b.WriteString("\n")
-	for _, p := range t.Pairs {
-		old := string(p.Old)
-		if old == "" {
-			old = "?"
-		}
-		fmt.Fprintf(&b, "  %s → %s: %d\n", old, p.New, p.Count)
-	}
 	if t.Truncated > 0 {
 		fmt.Fprintf(&b, "%d of %d transcripts were cut short at their size cap: their later requests are not there\n", t.Truncated, t.Transcripts)
 	}

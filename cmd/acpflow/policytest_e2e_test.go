@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,8 +22,23 @@ func policyTestFixture(t *testing.T, name string) string {
 	return p
 }
 
-// whatIfLines decodes policy test --json: the requests, then the totals.
+// whatIfLines decodes policy test --json: the requests (and spawns, which
+// whatIfSpawns picks), then the totals.
 func whatIfLines(t *testing.T, out string) (requests []map[string]any, totals map[string]any) {
+	t.Helper()
+	requests, _, totals = whatIfResults(t, out)
+	return requests, totals
+}
+
+// whatIfSpawns decodes policy test --json and returns the spawns and the
+// totals.
+func whatIfSpawns(t *testing.T, out string) (spawns []map[string]any, totals map[string]any) {
+	t.Helper()
+	_, spawns, totals = whatIfResults(t, out)
+	return spawns, totals
+}
+
+func whatIfResults(t *testing.T, out string) (requests, spawns []map[string]any, totals map[string]any) {
 	t.Helper()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for i, line := range lines {
@@ -32,16 +49,18 @@ func whatIfLines(t *testing.T, out string) (requests []map[string]any, totals ma
 		switch {
 		case m["type"] == "request" && totals == nil:
 			requests = append(requests, m)
+		case m["type"] == "spawn" && totals == nil:
+			spawns = append(spawns, m)
 		case m["type"] == "totals" && i == len(lines)-1:
 			totals = m
 		default:
-			t.Fatalf("line %d: want requests, then the totals last; got %s", i+1, line)
+			t.Fatalf("line %d: want requests and spawns, then the totals last; got %s", i+1, line)
 		}
 	}
 	if totals == nil {
 		t.Fatalf("no totals in\n%s", out)
 	}
-	return requests, totals
+	return requests, spawns, totals
 }
 
 func TestPolicyTestShowsWhatAPolicyWouldChangeInTranscriptFiles(t *testing.T) {
@@ -208,6 +227,146 @@ steps:
 		r := acpflow(t, dir, "policy", "test", loose, "--runs", "workflow=other", "--state", state)
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "0 requests in 0 runs") {
 			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+}
+
+func TestPolicyTestReDecidesRecordedSpawnsByNameAndRecordsNoValue(t *testing.T) {
+	const (
+		ambientSecret  = "ghp_ambient-secret-value-4821"
+		plainValue     = "plain-ambient-value-3307"
+		explicitSecret = "explicit-secret-value-9931"
+	)
+	t.Setenv("FOO_TOKEN", ambientSecret)
+	t.Setenv("PLAIN_VAR", plainValue)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.db")
+	// plan spawns its agent under the default env policy (FOO_TOKEN is a
+	// credential's name: dropped); fix continues plan's session on the
+	// live process and spawns nothing.
+	wf := writeWorkflow(t, dir, `name: envs
+agents:
+  demo:
+    builtin: demo
+    env: {DEPLOY_KEY: "`+explicitSecret+`"}
+steps:
+  - id: plan
+    uses: acp-subagent
+    with: {agent: demo, prompt: plan}
+  - id: fix
+    needs: [plan]
+    uses: acp-subagent
+    with: {agent: demo, prompt: fix, session: plan}
+`)
+	ran := acpflow(t, dir, "run", wf, "--state", state, "--workspace", dir, "--json")
+	if ran.code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", ran.code, ran.stdout, ran.stderr)
+	}
+	r := acpflow(t, dir, "runs", "--json", "--state", state)
+	var listed map[string]any
+	if err := json.Unmarshal([]byte(strings.SplitN(r.stdout, "\n", 2)[0]), &listed); err != nil {
+		t.Fatalf("runs --json: %v\n%s", err, r.stdout)
+	}
+	id := listed["run_id"].(string)
+	exported := filepath.Join(dir, "run.transcript.json")
+	if r := acpflow(t, dir, "export", id, "--state", state, "--output", exported); r.code != 0 {
+		t.Fatalf("export: exit %d\n%s", r.code, r.stderr)
+	}
+	swap := filepath.Join(dir, "swap.yaml")
+	os.WriteFile(swap, []byte(`env:
+  rules:
+    - {if: 'name == "PLAIN_VAR"', then: drop}
+    - {if: 'name == "FOO_TOKEN"', then: keep}
+`), 0o644)
+
+	var printed []string
+	for _, c := range []struct{ name, from string }{{"--runs", "--runs"}, {"--transcripts", "--transcripts"}} {
+		source := id
+		if c.from == "--transcripts" {
+			source = exported
+		}
+		t.Run(c.name+": a policy that drops PLAIN_VAR and keeps FOO_TOKEN changes both names, exit 1", func(t *testing.T) {
+			r := acpflow(t, dir, "policy", "test", swap, c.from, source, "--state", state)
+			printed = append(printed, r.stdout, r.stderr)
+			want := id + " plan: spawn of demo +FOO_TOKEN -PLAIN_VAR: spawn (default inherit=all,scrub-credentials) → " +
+				"spawn (workflow rules(2),inherit=all,scrub-credentials)\n"
+			if r.code != 1 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, "1 spawn in 1 run: 1 changed, 0 unchanged\n") {
+				t.Fatalf("exit %d, want 1 and\n%s\n1 spawn in 1 run: 1 changed\n%s%s", r.code, want, r.stdout, r.stderr)
+			}
+			if strings.Contains(r.stdout, " fix") {
+				t.Errorf("the step that continued a live session has a spawn:\n%s", r.stdout)
+			}
+		})
+		t.Run(c.name+": the policy the run was recorded with changes nothing, exit 0", func(t *testing.T) {
+			r := acpflow(t, dir, "policy", "test", wf, c.from, source, "--state", state)
+			printed = append(printed, r.stdout, r.stderr)
+			if r.code != 0 || !strings.Contains(r.stdout, "\n1 spawn: 0 changed, 1 unchanged\n") || strings.Contains(r.stdout, "spawn of") {
+				t.Fatalf("exit %d, want 0 and 1 spawn unchanged\n%s%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+
+	t.Run("--json: a step's own env policy decides its spawn, names added and removed", func(t *testing.T) {
+		own := filepath.Join(dir, "own.yaml")
+		os.WriteFile(own, []byte(`name: envs
+agents:
+  demo: {builtin: demo}
+steps:
+  - id: plan
+    uses: acp-subagent
+    with: {agent: demo, prompt: plan}
+    policies:
+      env:
+        rules:
+          - {if: 'name == "PLAIN_VAR"', then: drop}
+`), 0o644)
+		r := acpflow(t, dir, "policy", "test", own, "--runs", id, "--state", state, "--json")
+		printed = append(printed, r.stdout, r.stderr)
+		if r.code != 1 {
+			t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		spawns, totals := whatIfSpawns(t, r.stdout)
+		if len(spawns) != 1 || totals["spawns"] != 1.0 || totals["spawns_changed"] != 1.0 {
+			t.Fatalf("%d spawns, totals %v\n%s", len(spawns), totals, r.stdout)
+		}
+		sp := spawns[0]
+		now, _ := sp["new"].(map[string]any)
+		old, _ := sp["old"].(map[string]any)
+		if sp["step"] != "plan" || sp["changed"] != true || now["policy"] != "step" || old["policy"] != "default" ||
+			!reflect.DeepEqual(sp["removed"], []any{"PLAIN_VAR"}) || !reflect.DeepEqual(sp["added"], []any{}) {
+			t.Errorf("spawn %v", sp)
+		}
+	})
+
+	t.Run("the record has the names, and no value reaches the store, the exported file or the output", func(t *testing.T) {
+		var f struct {
+			Steps []struct {
+				Step  string `json:"step"`
+				Spawn *struct {
+					Ambient, Explicit, Env []string
+				} `json:"spawn"`
+			} `json:"steps"`
+		}
+		body := readFile(t, exported)
+		if err := json.Unmarshal([]byte(body), &f); err != nil || len(f.Steps) != 2 {
+			t.Fatalf("the exported file: %v, %d steps", err, len(f.Steps))
+		}
+		sp := f.Steps[0].Spawn
+		if f.Steps[0].Step != "plan" || sp == nil || f.Steps[1].Spawn != nil {
+			t.Fatalf("want plan's spawn only: %s", body)
+		}
+		if !slices.Contains(sp.Ambient, "FOO_TOKEN") || !slices.Contains(sp.Ambient, "PLAIN_VAR") ||
+			!slices.Equal(sp.Explicit, []string{"DEPLOY_KEY"}) || !slices.Contains(sp.Env, "PLAIN_VAR") ||
+			!slices.Contains(sp.Env, "DEPLOY_KEY") || slices.Contains(sp.Env, "FOO_TOKEN") {
+			t.Errorf("spawn: ambient %v, explicit %v, env %v", sp.Ambient, sp.Explicit, sp.Env)
+		}
+		secretsAbsent(t, dir, state, id, ran, ambientSecret, plainValue, explicitSecret)
+		for _, text := range append(printed, body) {
+			for _, v := range []string{ambientSecret, plainValue, explicitSecret} {
+				if strings.Contains(text, v) {
+					t.Errorf("the value %q was written:\n%s", v, text)
+				}
+			}
 		}
 	})
 }

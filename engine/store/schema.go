@@ -165,4 +165,11 @@ CREATE TABLE transcripts (
 	PRIMARY KEY (run_id, step_id, item, attempt)
 ) STRICT, WITHOUT ROWID;
 `,
+	// 5: the env decision of the attempt's spawn (transcript.Spawn) as
+	// JSON, names only; NULL when the attempt asked no env policy (it
+	// continued a session on a live process) and for every attempt
+	// recorded before.
+	`
+ALTER TABLE transcripts ADD COLUMN spawn_json TEXT;
+`,
 }

@@ -29,9 +29,17 @@ func (s *Store) SaveTranscript(ctx context.Context, runID string, t *transcript.
 	if t.Truncated {
 		truncated = 1
 	}
+	var spawn sql.NullString
+	if t.Spawn != nil {
+		b, err := json.Marshal(t.Spawn)
+		if err != nil {
+			return fmt.Errorf("store: spawn of step %s of run %s: %w", t.Step, runID, err)
+		}
+		spawn = sql.NullString{String: string(b), Valid: true}
+	}
 	return s.writeTx(durable(ctx), func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO transcripts (run_id, step_id, item, attempt, agent, truncated, messages_json) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			runID, t.Step, item, t.Attempt, t.Agent, truncated, string(body))
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO transcripts (run_id, step_id, item, attempt, agent, truncated, messages_json, spawn_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			runID, t.Step, item, t.Attempt, t.Agent, truncated, string(body), spawn)
 		if err != nil {
 			return fmt.Errorf("store: save the transcript of step %s of run %s: %w", t.Step, runID, err)
 		}
@@ -40,10 +48,10 @@ func (s *Store) SaveTranscript(ctx context.Context, runID string, t *transcript.
 }
 
 // Transcripts reads a run's transcripts, in the order of its steps (file
-// order), elements and attempts. Permission records are the steps' (see
-// runs.Export).
+// order), elements and attempts, each with its spawn's env decision when
+// one was recorded. Permission records are the steps' (see runs.Export).
 func (s *Store) Transcripts(ctx context.Context, runID string) ([]transcript.Step, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT t.step_id, t.item, t.attempt, t.agent, t.truncated, t.messages_json
+	rows, err := s.r.QueryContext(ctx, `SELECT t.step_id, t.item, t.attempt, t.agent, t.truncated, t.messages_json, t.spawn_json
 FROM transcripts t LEFT JOIN steps s ON s.run_id = t.run_id AND s.step_id = t.step_id
 WHERE t.run_id = ? ORDER BY COALESCE(s.ord, 0), t.step_id, t.item, t.attempt`, runID)
 	if err != nil {
@@ -55,7 +63,8 @@ WHERE t.run_id = ? ORDER BY COALESCE(s.ord, 0), t.step_id, t.item, t.attempt`, r
 		var t transcript.Step
 		var item, truncated int
 		var body string
-		if err := rows.Scan(&t.Step, &item, &t.Attempt, &t.Agent, &truncated, &body); err != nil {
+		var spawn sql.NullString
+		if err := rows.Scan(&t.Step, &item, &t.Attempt, &t.Agent, &truncated, &body, &spawn); err != nil {
 			return nil, fmt.Errorf("store: read the transcripts of run %s: %w", runID, err)
 		}
 		if item >= 0 {
@@ -64,6 +73,12 @@ WHERE t.run_id = ? ORDER BY COALESCE(s.ord, 0), t.step_id, t.item, t.attempt`, r
 		t.Truncated = truncated != 0
 		if err := json.Unmarshal([]byte(body), &t.Messages); err != nil {
 			return nil, fmt.Errorf("store: the transcript of step %s of run %s: %w", t.Step, runID, err)
+		}
+		if spawn.Valid {
+			t.Spawn = &transcript.Spawn{}
+			if err := json.Unmarshal([]byte(spawn.String), t.Spawn); err != nil {
+				return nil, fmt.Errorf("store: the spawn of step %s of run %s: %w", t.Step, runID, err)
+			}
 		}
 		out = append(out, t)
 	}

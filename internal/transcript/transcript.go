@@ -37,7 +37,8 @@ type Message struct {
 }
 
 // Step is the transcript of one attempt of one step (of one for-each
-// element when Index is set), with the permission records acpflow made.
+// element when Index is set), with the permission records acpflow made
+// and the env decision of the attempt's spawn.
 type Step struct {
 	Step        string                      `json:"step"`
 	Index       *int                        `json:"index,omitempty"`
@@ -46,6 +47,38 @@ type Step struct {
 	Truncated   bool                        `json:"truncated,omitempty"`
 	Messages    []Message                   `json:"messages"`
 	Permissions []policies.PermissionRecord `json:"permissions,omitempty"`
+	// Spawn is nil when the attempt asked no env policy (it continued a
+	// session on a live process) or was recorded before spawns were.
+	Spawn *Spawn `json:"spawn,omitempty"`
+}
+
+// Spawn is what the env policy decided before an attempt's spawn, by name
+// only, so that `acpflow policy test` can decide it again under another
+// env policy. It never holds a value: a name says which variable a rule
+// saw; a value may be the secret the policy kept from the agent.
+//
+// # Notes
+//
+// An attempt of a `reuse: true` agent that took a pooled process asked the
+// policy all the same (what it gives is part of the pool key), so it
+// records its own decision, which is the environment of the process it
+// used. The lists are sorted.
+type Spawn struct {
+	Policy policies.Source `json:"policy"` // which env policy decided: workflow, step or default
+	Rule   string          `json:"rule,omitempty"`
+	// Deny is why the spawn was refused: the policy's reason, or
+	// "policy error: …" when it failed. Env is empty then.
+	Deny string `json:"deny,omitempty"`
+	Cwd  string `json:"cwd"` // the agent's working directory, which a rule may read
+	// Ambient are the names of acpflow's environment, Explicit those the
+	// workflow set (the agent's env: with the step's with.env over it),
+	// as the policy was given them.
+	Ambient  []string `json:"ambient"`
+	Explicit []string `json:"explicit"`
+	// Env are the names the policy gave the child. acpflow adds PWD
+	// (unless the workflow set it) and its marker ACPFLOW_AGENT at spawn;
+	// no policy decides those.
+	Env []string `json:"env"`
 }
 
 // File is what `acpflow export` writes and `from:` and `policy test

@@ -80,7 +80,7 @@ func BenchmarkPolicyTest10k(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := w.Test(ctx, whatif.FromFile(f), func(*whatif.Result) error { return nil }); err != nil {
+			if err := w.Test(ctx, whatif.FromFile(f), whatif.Report{}); err != nil {
 				b.Fatal(err)
 			}
 		}

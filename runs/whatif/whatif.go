@@ -1,10 +1,12 @@
-// Package whatif re-decides recorded permission requests under another
-// policy: what `acpflow policy test` reports (docs/transcripts.md). It
-// reads transcripts (files, or the run store's), rebuilds every
+// Package whatif re-decides recorded permission requests and spawns under
+// other policies: what `acpflow policy test` reports (docs/transcripts.md).
+// It reads transcripts (files, or the run store's), rebuilds every
 // session/request_permission the agent sent as the live ACP client did
 // (policies.FromACP), asks the policy (policies.Answer), and compares the
-// answer with the one recorded. No agent runs and nothing leaves the
-// process; only a WASM policy runs code, in its sandbox.
+// answer with the one recorded; and it asks the env policy again for the
+// environment of every recorded spawn, by name (spawn.go). No agent runs
+// and nothing leaves the process; only a WASM policy runs code, in its
+// sandbox.
 package whatif
 
 import (
@@ -20,13 +22,20 @@ import (
 	"github.com/acpflow/acpflow/policies"
 )
 
-// Policies is what a what-if decides under: the permission policy of every
-// step, and a step's own where it has one (a workflow's step with
-// `policies: {permission: …}`).
+// Policies is what a what-if decides under: the permission and env
+// policies of every step, and a step's own where it has one (a workflow's
+// step with `policies: {permission: …, env: …}`).
 type Policies struct {
+	// Permission is nil when requests are not to be decided again (a
+	// policy file with only env:): they are then not counted either.
 	Permission policies.Permission
 	Source     policies.Source                // recorded as the new answer's policy
 	Steps      map[string]policies.Permission // by step id; recorded as policies.SourceStep
+	// Env decides the recorded spawns; nil is policies.DefaultEnv, what a
+	// run without an env policy uses.
+	Env       policies.Env
+	EnvSource policies.Source
+	EnvSteps  map[string]policies.Env // by step id; recorded as policies.SourceStep
 }
 
 func (p *Policies) forStep(id string) (policies.Permission, policies.Source) {
@@ -127,7 +136,16 @@ type Totals struct {
 	Skipped     int `json:"skipped"` // not decided again (Result.Skipped)
 	// Pairs are the decided requests by old → new decision, in order.
 	Pairs []Pair `json:"pairs"`
+	// Spawns are the recorded spawns decided again (attempts that
+	// recorded none are not counted), SpawnsChanged those of them whose
+	// child would get other names, or whose refusal would change.
+	Spawns        int `json:"spawns"`
+	SpawnsChanged int `json:"spawns_changed"`
 }
+
+// Changes counts what changed: requests and spawns. `policy test` exits 1
+// when it is not 0.
+func (t Totals) Changes() int { return t.Changed + t.SpawnsChanged }
 
 func (t *Totals) add(r *Result) {
 	t.Requests++
@@ -183,10 +201,17 @@ func (t *Tester) Totals() Totals {
 	return tot
 }
 
-// Test re-decides every permission request of run, in transcript order,
-// and hands each result to each. An error from each stops the test and
-// is returned.
-func (t *Tester) Test(ctx context.Context, run *Run, each func(*Result) error) error {
+// Report is where Test hands its results, each as it is decided: a step
+// attempt's spawn, then its requests. A nil func is not called.
+type Report struct {
+	Request func(*Result) error
+	Spawn   func(*SpawnResult) error
+}
+
+// Test re-decides every recorded spawn and permission request of run, in
+// transcript order, and hands each result to report. An error from report
+// stops the test and is returned.
+func (t *Tester) Test(ctx context.Context, run *Run, report Report) error {
 	t.totals.Runs++
 	pools := map[string]*recordPool{}
 	for i := range run.Steps {
@@ -214,6 +239,14 @@ func (t *Tester) Test(ctx context.Context, run *Run, each func(*Result) error) e
 		if s.Truncated {
 			t.totals.Truncated++
 		}
+		if s.Spawn != nil {
+			if err := t.testSpawn(ctx, run, s, report.Spawn); err != nil {
+				return err
+			}
+		}
+		if t.pol.Permission == nil {
+			continue
+		}
 		for _, req := range scans[i] {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -223,12 +256,30 @@ func (t *Tester) Test(ctx context.Context, run *Run, each func(*Result) error) e
 			}
 			res := t.decide(ctx, run, s, req, pools[s.Step])
 			t.totals.add(res)
-			if err := each(res); err != nil {
-				return err
+			if report.Request != nil {
+				if err := report.Request(res); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// testSpawn decides one recorded spawn again and reports it.
+func (t *Tester) testSpawn(ctx context.Context, run *Run, s *transcript.Step, each func(*SpawnResult) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	res := t.decideSpawn(ctx, run, s)
+	t.totals.Spawns++
+	if res.Changed {
+		t.totals.SpawnsChanged++
+	}
+	if each == nil {
+		return nil
+	}
+	return each(res)
 }
 
 // decide rebuilds one request, asks the policy and compares.

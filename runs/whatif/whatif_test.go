@@ -67,7 +67,7 @@ func testRun(t *testing.T, pol *whatif.Policies, runs ...*whatif.Run) ([]*whatif
 	w := whatif.New(pol)
 	var out []*whatif.Result
 	for _, run := range runs {
-		if err := w.Test(context.Background(), run, func(r *whatif.Result) error { out = append(out, r); return nil }); err != nil {
+		if err := w.Test(context.Background(), run, whatif.Report{Request: func(r *whatif.Result) error { out = append(out, r); return nil }}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/replayagent"
 	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
@@ -110,6 +113,10 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		}
 		res.Stderr = a.p.child.Stderr().String()
 		a.finish(res.StopReason == steps.Completed)
+	} else if a.scribe.hasSpawn() {
+		// No process came of the env decision (the policy refused the
+		// spawn, the command is not there): the decision is the record.
+		res.Transcript = a.scribe.done()
 	}
 	if a.unlock != nil {
 		a.unlock()
@@ -519,6 +526,7 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 		Explicit: explicit,
 	}
 	dec, err := policies.BuildEnv(ctx, a.inv.Env, req)
+	a.recordSpawn(req, dec, err)
 	if err != nil {
 		return nil, fmt.Errorf("env policy (%s) failed, spawn refused: %w", a.inv.EnvSource, err)
 	}
@@ -542,6 +550,37 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	}
 	a.inv.Emit(steps.Env{Policy: string(a.inv.EnvSource), Rule: dec.Rule, Names: len(names), PolicyStderr: dec.Stderr})
 	return dec.Env, nil
+}
+
+// recordSpawn keeps the env decision with the attempt's transcript, by
+// name only, for `acpflow policy test` (docs/transcripts.md). A refused
+// spawn gave the child nothing, so every value the policy saw is one the
+// transcript must not hold, its reason to refuse included.
+func (a *attempt) recordSpawn(req *policies.EnvRequest, dec policies.EnvDecision, err error) {
+	sp := &transcript.Spawn{
+		Policy: a.inv.EnvSource, Rule: dec.Rule, Cwd: a.cwd,
+		Ambient: sortedNames(req.Ambient), Explicit: sortedNames(req.Explicit), Env: sortedNames(dec.Env),
+	}
+	switch {
+	case err != nil:
+		sp.Deny = "policy error: " + err.Error()
+	case dec.Deny != "":
+		sp.Deny = dec.Deny
+	}
+	if sp.Deny != "" {
+		sp.Env = []string{}
+		a.scribe.addSecrets(slices.Collect(maps.Values(req.Ambient)))
+		a.scribe.addSecrets(slices.Collect(maps.Values(req.Explicit)))
+	}
+	a.scribe.spawned(sp)
+}
+
+// sortedNames are an environment's names, sorted: how a spawn records it.
+func sortedNames(env map[string]string) []string {
+	if len(env) == 0 {
+		return []string{}
+	}
+	return slices.Sorted(maps.Keys(env))
 }
 
 // withPWD sets PWD to the child's working directory, unless the workflow

@@ -142,6 +142,25 @@ func (s *scribe) scrubString(str string) string {
 	return str
 }
 
+// spawned keeps the env decision of the attempt's spawn (names only), its
+// reason to refuse scrubbed like any line.
+func (s *scribe) spawned(sp *transcript.Spawn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sp.Deny = s.scrubString(sp.Deny)
+	s.t.Spawn = sp
+}
+
+// hasSpawn reports whether the attempt asked the env policy.
+func (s *scribe) hasSpawn() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.t.Spawn != nil
+}
+
 // done returns the transcript.
 func (s *scribe) done() *transcript.Step {
 	s.mu.Lock()

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/acpflow/acpflow/internal/transcript"
+	"github.com/acpflow/acpflow/policies"
+)
+
+func TestATranscriptKeepsItsSpawnAndOneWithoutStaysWithout(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	if err := s.CreateRun(ctx, Run{ID: "run-1"}); err != nil {
+		t.Fatal(err)
+	}
+	spawn := &transcript.Spawn{
+		Policy: policies.SourceWorkflow, Rule: "inherit=all,scrub-credentials", Cwd: "/w",
+		Ambient: []string{"FOO_TOKEN", "PATH", "PLAIN_VAR"}, Explicit: []string{"DEPLOY_KEY"},
+		Env: []string{"DEPLOY_KEY", "PATH", "PLAIN_VAR"},
+	}
+	spawned := transcript.Step{Step: "plan", Attempt: 1, Agent: "demo", Messages: []transcript.Message{}, Spawn: spawn}
+	continued := transcript.Step{Step: "plan", Attempt: 2, Agent: "demo", Messages: []transcript.Message{}}
+	for _, st := range []transcript.Step{spawned, continued} {
+		if err := s.SaveTranscript(ctx, "run-1", &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Transcripts(ctx, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d transcripts, want 2", len(got))
+	}
+	if !reflect.DeepEqual(got[0].Spawn, spawn) {
+		t.Errorf("spawn read back = %+v, want %+v", got[0].Spawn, spawn)
+	}
+	if got[1].Spawn != nil {
+		t.Errorf("an attempt saved without a spawn reads back with %+v", got[1].Spawn)
+	}
+}
+
+func TestATranscriptRecordedBeforeSpawnsWereKeptReadsWithoutOne(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	saved := migrations
+	migrations = saved[:4] // the schema before spawn_json
+	s, err := Open(path)
+	migrations = saved
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateRun(ctx, Run{ID: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.Exec(`INSERT INTO transcripts (run_id, step_id, item, attempt, agent, truncated, messages_json) VALUES ('old', 'plan', -1, 1, 'demo', 0, '[]')`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Transcripts(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Spawn != nil || got[0].Agent != "demo" {
+		t.Errorf("the old transcript reads back as %+v", got)
+	}
+}
