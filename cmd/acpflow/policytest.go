@@ -86,7 +86,7 @@ or a policy that does not load.`,
 				return err
 			}
 			tot := t.Totals()
-			if err := writeWhatIfTotals(out, tot, pol.Permission != nil, jsonOut); err != nil {
+			if err := writeWhatIfTotals(out, tot, pol.Permission != nil, !pol.NoSpawns, jsonOut); err != nil {
 				return err
 			}
 			if tot.Changes() > 0 {
@@ -104,11 +104,15 @@ or a policy that does not load.`,
 }
 
 // loadWhatIfPolicies reads POLICY as policy eval does (loadPolicies): a
-// workflow's policies with each step's own, or a bare policy file's. The
-// env policy a file lacks is the default, which a run would use; the
-// permission policy a bare file lacks is not tested (nil): the default
-// `reject` would only report every allowed request as changed, which says
-// nothing about the env policy the file is there for.
+// workflow's policies with each step's own, or a bare policy file's. A
+// workflow is tested as its runs would decide: the policies it lacks are
+// the defaults. A bare file is tested for what it holds: without
+// permission: its requests are not decided again (the default `reject`
+// would only report every allowed request as changed, which says nothing
+// about the env policy the file is there for), and without env: its
+// spawns are not (the default env policy would report every run recorded
+// under another as changed, which says nothing about the permission
+// policy the file is there for).
 func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
 	pol := &whatif.Policies{
 		Permission: policies.DefaultPermission(), Source: policies.SourceDefault,
@@ -126,6 +130,8 @@ func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
 		pol.Permission, pol.Source = p.Permission, policies.SourceWorkflow
 		if p.Env != nil {
 			pol.Env, pol.EnvSource = p.Env, policies.SourceWorkflow
+		} else {
+			pol.NoSpawns = true
 		}
 		return pol, nil
 	}
@@ -310,8 +316,8 @@ func orCancelled(optionID string) string {
 }
 
 // writeWhatIfTotals prints the totals: the requests' (when requests were
-// decided again), then the spawns'.
-func writeWhatIfTotals(w io.Writer, t whatif.Totals, requests, jsonOut bool) error {
+// decided again), then the spawns' (when spawns were).
+func writeWhatIfTotals(w io.Writer, t whatif.Totals, requests, spawns, jsonOut bool) error {
 	if jsonOut {
 		return writeJSONLine(w, whatIfTotalsLine{"totals", t})
 	}
@@ -330,15 +336,17 @@ func writeWhatIfTotals(w io.Writer, t whatif.Totals, requests, jsonOut bool) err
 			fmt.Fprintf(&b, "  %s → %s: %d\n", old, p.New, p.Count)
 		}
 	}
-	b.WriteString(plural(t.Spawns, "spawn"))
-	if !requests {
-		b.WriteString(" in " + plural(t.Runs, "run"))
+	if spawns {
+		b.WriteString(plural(t.Spawns, "spawn"))
+		if !requests {
+			b.WriteString(" in " + plural(t.Runs, "run"))
+		}
+		fmt.Fprintf(&b, ": %d changed, %d unchanged", t.SpawnsChanged, t.Spawns-t.SpawnsChanged)
+		if t.Spawns == 0 && t.Transcripts > 0 {
+			b.WriteString(" (none recorded: runs recorded before acpflow kept spawns, and steps that continued a live session, have none)")
+		}
+		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, ": %d changed, %d unchanged", t.SpawnsChanged, t.Spawns-t.SpawnsChanged)
-	if t.Spawns == 0 && t.Transcripts > 0 {
-		b.WriteString(" (none recorded: runs recorded before acpflow kept spawns, and steps that continued a live session, have none)")
-	}
-	b.WriteString("\n")
 	if t.Truncated > 0 {
 		fmt.Fprintf(&b, "%d of %d transcripts were cut short at their size cap: their later requests are not there\n", t.Truncated, t.Transcripts)
 	}

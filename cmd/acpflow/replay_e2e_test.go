@@ -113,8 +113,9 @@ agents:
 steps:
   - {id: review, uses: acp-subagent, with: {agent: r, prompt: hi}}
 `)
+	// Neither a file nor a run in the store: bad usage, and nothing starts.
 	r := acpflow(t, dir, "run", wf)
-	if want := "agents.r.from: 20261201T093000-none/review: no such transcript file"; r.code != 1 || !strings.Contains(r.stdout+r.stderr, want) {
-		t.Errorf("exit %d, want 1 and %q:\n%s%s", r.code, want, r.stdout, r.stderr)
+	if want := "agent r: from: 20261201T093000-none/review: not a transcript file, nor a recorded run"; r.code != 2 || !strings.Contains(r.stderr, want) || strings.Contains(r.stdout, "started") {
+		t.Errorf("exit %d, want 2 and %q:\n%s%s", r.code, want, r.stdout, r.stderr)
 	}
 }
