@@ -43,6 +43,9 @@ type Options struct {
 	// its owner ends after the batch; nil: the run has one of its own,
 	// ended before run_end.
 	Batch *steps.Scope
+	// Asker puts the requests a permission policy decides to ask about to
+	// a person (steps.Invocation.Asker); nil: no one, the fallback decides.
+	Asker policies.Asker
 }
 
 // NewRunID mints a run id: sortable by time, unique by its random tail.

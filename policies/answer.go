@@ -16,22 +16,67 @@ const (
 // agent got `cancelled` although the policy asked for something else.
 const reasonNoOption = "no matching option"
 
-// Valid reports whether d is one of the five decisions of docs/policies.md#permission-policies.
+// Valid reports whether d is one of the six decisions of docs/policies.md#permission-policies.
 func (d Decision) Valid() bool {
 	switch d {
-	case Allow, AllowAlways, Reject, RejectAlways, Cancel:
+	case Allow, AllowAlways, Reject, RejectAlways, Cancel, Ask:
 		return true
 	}
 	return false
 }
 
-// ParseDecision reads one of the five decision words, as written after
+// ParseDecision reads one of the six decision words, as written after
 // `then:` in a rule or answered by a WASM module.
 func ParseDecision(s string) (Decision, error) {
 	if d := Decision(s); d.Valid() {
 		return d, nil
 	}
-	return "", fmt.Errorf("decision %q: want allow, allow_always, reject, reject_always or cancel", s)
+	return "", fmt.Errorf("decision %q: want allow, allow_always, reject, reject_always, cancel or ask", s)
+}
+
+// ParseFallback reads an ask-fallback: a decision that needs no one, so
+// any but ask.
+func ParseFallback(s string) (Decision, error) {
+	if d := Decision(s); d.Valid() && d != Ask {
+		return d, nil
+	}
+	return "", fmt.Errorf("ask-fallback %q: want allow, allow_always, reject, reject_always or cancel", s)
+}
+
+// Asker puts a permission request to a person (`ask`). Implementations
+// must be safe for concurrent use and put one question at a time.
+type Asker interface {
+	// Ask returns the id of the option the person picked, one of
+	// q.Request.Options. It returns ctx's error when ctx ends first (the
+	// turn was cancelled, the step timed out), and ErrNoOneToAsk when
+	// there is no one after all (the terminal went away): the fallback
+	// decides then.
+	Ask(ctx context.Context, q *Question) (optionID string, err error)
+}
+
+// ErrNoOneToAsk is an Asker's answer when it cannot put the question.
+var ErrNoOneToAsk = errors.New("no one to ask")
+
+// Question is what a person is asked: the request as the policy saw it and
+// the rule that decided to ask.
+type Question struct {
+	Request *PermissionRequest
+	Rule    string
+	Reason  string
+}
+
+// decisionOf is the decision that selecting an option of this kind
+// amounts to.
+func decisionOf(kind string) Decision {
+	switch kind {
+	case "allow_once":
+		return Allow
+	case "allow_always":
+		return AllowAlways
+	case "reject_always":
+		return RejectAlways
+	}
+	return Reject
 }
 
 // SelectOption turns a decision into the answer the agent receives: the
@@ -93,7 +138,20 @@ func SelectOption(d Decision, options []Option) (outcome string, optionID string
 // "cancelled". The verdict's Rule is kept even then, so a failing module is
 // still named in the record. A policy that wants to stop on time must honour ctx: Answer
 // does not abandon a call that ignores it.
+//
+// A policy that decides ask gets its ask-fallback here: Answer has no one
+// to ask (AnswerAsking has).
 func Answer(ctx context.Context, p Permission, src Source, req *PermissionRequest) PermissionRecord {
+	return AnswerAsking(ctx, p, src, req, nil)
+}
+
+// AnswerAsking is Answer with a person to ask when the policy decides ask:
+// asker gets the question, and the option picked is the answer (recorded
+// with Ask "person" and the decision the option's kind amounts to). With
+// no asker, or one that has no one to ask, the verdict's fallback decides
+// (Ask "fallback"); when ctx ends while the person thinks, the answer is
+// `cancelled` (Ask "unanswered"), as ACP wants once a turn is cancelled.
+func AnswerAsking(ctx context.Context, p Permission, src Source, req *PermissionRequest, asker Asker) PermissionRecord {
 	if req == nil {
 		req = &PermissionRequest{}
 	}
@@ -104,10 +162,67 @@ func Answer(ctx context.Context, p Permission, src Source, req *PermissionReques
 	case !v.Decision.Valid():
 		v = Verdict{Decision: Reject, Rule: v.Rule, Reason: fmt.Sprintf("policy answered an invalid decision %q", v.Decision), Stderr: v.Stderr}
 	}
-	outcome, optionID := SelectOption(v.Decision, req.Options)
-	if outcome == OutcomeCancelled && v.Decision != Cancel && v.Reason == "" {
-		v.Reason = reasonNoOption
+	if v.Decision == Ask {
+		return asked(ctx, v, src, req, asker)
 	}
+	rec := record(req, src, v)
+	rec.Outcome, rec.OptionID = SelectOption(v.Decision, req.Options)
+	if rec.Outcome == OutcomeCancelled && v.Decision != Cancel && rec.Reason == "" {
+		rec.Reason = reasonNoOption
+	}
+	return rec
+}
+
+// asked answers a request its policy decided to ask about.
+func asked(ctx context.Context, v Verdict, src Source, req *PermissionRequest, asker Asker) PermissionRecord {
+	rec := record(req, src, v)
+	if asker != nil {
+		id, err := asker.Ask(ctx, &Question{Request: req, Rule: v.Rule, Reason: v.Reason})
+		switch {
+		case err == nil:
+			for _, o := range req.Options {
+				if o.ID == id {
+					rec.Decision, rec.Outcome, rec.OptionID, rec.Ask = decisionOf(o.Kind), OutcomeSelected, o.ID, "person"
+					return rec
+				}
+			}
+			err = fmt.Errorf("the answer %q is none of the options", id)
+		case ctx.Err() != nil:
+			rec.Decision, rec.Outcome, rec.Ask = Cancel, OutcomeCancelled, "unanswered"
+			rec.Reason = joinReason("the turn ended while waiting for an answer", v.Reason)
+			return rec
+		}
+		if !errors.Is(err, ErrNoOneToAsk) {
+			rec.Reason = joinReason("asking failed: "+err.Error(), v.Reason)
+		}
+	}
+	fallback := v.Fallback
+	if fallback == "" {
+		fallback = Reject
+	}
+	rec.Decision, rec.Ask = fallback, "fallback"
+	rec.Outcome, rec.OptionID = SelectOption(fallback, req.Options)
+	if rec.Reason == v.Reason {
+		rec.Reason = joinReason("no one to ask: ask-fallback "+string(fallback), v.Reason)
+	}
+	if rec.Outcome == OutcomeCancelled && fallback != Cancel {
+		rec.Reason = joinReason(rec.Reason, reasonNoOption)
+	}
+	return rec
+}
+
+func joinReason(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// record is the record of req answered by v, before the answer is chosen.
+func record(req *PermissionRequest, src Source, v Verdict) PermissionRecord {
 	locations := make([]ToolLocation, len(req.Tool.Locations))
 	copy(locations, req.Tool.Locations)
 	return PermissionRecord{
@@ -117,8 +232,6 @@ func Answer(ctx context.Context, p Permission, src Source, req *PermissionReques
 		Command:      req.Tool.Command,
 		Locations:    locations,
 		Decision:     v.Decision,
-		Outcome:      outcome,
-		OptionID:     optionID,
 		Policy:       src,
 		Rule:         v.Rule,
 		Reason:       v.Reason,

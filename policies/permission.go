@@ -15,6 +15,10 @@ const (
 	Reject       Decision = "reject"        // first reject_once, else first reject_always
 	RejectAlways Decision = "reject_always" // first reject_always, else first reject_once
 	Cancel       Decision = "cancel"        // answer the `cancelled` outcome
+	// Ask puts the request to a person, who picks one of the agent's
+	// options; with no one to ask, the policy's ask-fallback decides
+	// (AnswerAsking).
+	Ask Decision = "ask"
 )
 
 // ToolLocation is one file a tool call touches.
@@ -57,6 +61,9 @@ type Verdict struct {
 	Rule     string // "1"-based rule index, "default", "shorthand", or a module file name
 	Reason   string
 	Stderr   string // what a WASM module wrote to stderr (capped), for the record
+	// Fallback is what decides an Ask when no one can be asked (the
+	// policy's ask-fallback); "" means Reject.
+	Fallback Decision
 }
 
 // Permission answers permission requests. Implementations must be safe for
@@ -79,6 +86,11 @@ type PermissionRecord struct {
 	Policy    Source         `json:"policy"`
 	Rule      string         `json:"rule"`
 	Reason    string         `json:"reason"`
+	// Ask says who answered when the policy decided ask: "person" (the
+	// option a person picked), "fallback" (no one to ask: the policy's
+	// ask-fallback) or "unanswered" (the turn ended while waiting);
+	// Decision is then what the answer amounts to.
+	Ask string `json:"ask,omitempty"`
 	// PolicyStderr is what a WASM policy module wrote to stderr.
 	PolicyStderr string `json:"policy_stderr,omitempty"`
 }

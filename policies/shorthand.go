@@ -19,7 +19,8 @@ func (s Shorthand) DecidePermission(context.Context, *PermissionRequest) (Verdic
 }
 
 // ParseShorthand reads the shorthand form of a permission policy: any of
-// the five decisions.
+// the six decisions (`ask` falls back to reject: the mapping form's
+// ask-fallback sets another).
 //
 // # Notes
 //
@@ -30,7 +31,7 @@ func (s Shorthand) DecidePermission(context.Context, *PermissionRequest) (Verdic
 func ParseShorthand(s string) (Shorthand, error) {
 	d, err := ParseDecision(s)
 	if err != nil {
-		return Shorthand{}, fmt.Errorf("permission %q: the shorthand is one of allow, allow_always, reject, reject_always or cancel (use rules: for anything finer)", s)
+		return Shorthand{}, fmt.Errorf("permission %q: the shorthand is one of allow, allow_always, reject, reject_always, cancel or ask (use rules: for anything finer)", s)
 	}
 	return Shorthand{Decision: d}, nil
 }
@@ -42,4 +43,20 @@ func ParseShorthand(s string) (Shorthand, error) {
 // records it with SourceDefault.
 func DefaultPermission() Shorthand {
 	return Shorthand{Decision: Reject}
+}
+
+// AskFallback is a permission policy with its ask-fallback: the decision
+// that answers its ask when no one can be asked (docs/policies.md#ask).
+type AskFallback struct {
+	Permission
+	Fallback Decision
+}
+
+// DecidePermission asks the policy, and gives an ask its fallback.
+func (a *AskFallback) DecidePermission(ctx context.Context, req *PermissionRequest) (Verdict, error) {
+	v, err := a.Permission.DecidePermission(ctx, req)
+	if v.Decision == Ask {
+		v.Fallback = a.Fallback
+	}
+	return v, err
 }

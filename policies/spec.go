@@ -113,7 +113,7 @@ func (es SpecErrors) Unwrap() []error {
 
 // Keys each form accepts, in the order they are checked and suggested.
 var (
-	permissionSpecKeys     = []string{"rules", "default", "wasm", "config", "limits"}
+	permissionSpecKeys     = []string{"rules", "default", "ask-fallback", "wasm", "config", "limits"}
 	permissionRuleSpecKeys = []string{"if", "then", "reason"}
 	envSpecKeys            = []string{"inherit", "scrub-credentials", "rules", "wasm", "config", "limits"}
 	envRuleSpecKeys        = []string{"if", "then"}
@@ -126,7 +126,8 @@ var (
 	PermissionSpecKeys = slices.Clone(permissionSpecKeys)
 	EnvSpecKeys        = slices.Clone(envSpecKeys)
 
-	decisionWords = []string{string(Allow), string(AllowAlways), string(Reject), string(RejectAlways), string(Cancel)}
+	decisionWords = []string{string(Allow), string(AllowAlways), string(Reject), string(RejectAlways), string(Cancel), string(Ask)}
+	fallbackWords = decisionWords[:len(decisionWords)-1] // all but ask
 	envThenWords  = []string{"keep", "drop"}
 	inheritWords  = []string{InheritAll, InheritCore, InheritNone}
 )
@@ -205,10 +206,22 @@ func (p *specParser) permission(v any, baseDir string, w WASMLoader) Permission 
 		}
 		return sh
 	}
-	m, ok := p.mapping("", v, permissionSpecKeys, "want reject, allow, cancel or a mapping with rules: or wasm:")
+	m, ok := p.mapping("", v, permissionSpecKeys, "want reject, allow, cancel, ask or a mapping with rules: or wasm:")
 	if !ok {
 		return nil
 	}
+	perm := p.permissionMapping(m, baseDir, w)
+	if x, ok := m["ask-fallback"]; ok && perm != nil {
+		if d, ok := p.word("ask-fallback", x, fallbackWords); ok {
+			return &AskFallback{Permission: perm, Fallback: Decision(d)}
+		}
+	}
+	return perm
+}
+
+// permissionMapping is the mapping form of a permission policy but its
+// ask-fallback.
+func (p *specParser) permissionMapping(m map[string]any, baseDir string, w WASMLoader) Permission {
 	if _, ok := m["wasm"]; ok {
 		p.exclusive(m, "wasm", "rules", "default")
 		perm, _ := p.wasm(m, baseDir, w, KindPermission).(Permission)

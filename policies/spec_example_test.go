@@ -35,7 +35,7 @@ func ExampleParsePermission() {
 	// rules[0].if: tool has no field kidn; did you mean "kind"? (1:6)
 	//  | tool.kidn == "read"
 	//  | .....^
-	// rules[0].then: want one of allow, allow_always, reject, reject_always, cancel; got "alow"; did you mean "allow"?
+	// rules[0].then: want one of allow, allow_always, reject, reject_always, cancel, ask; got "alow"; did you mean "allow"?
 }
 
 func ExampleParseEnv() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -28,6 +29,9 @@ type Runner struct {
 	Ambient map[string]string // the environment runs see (env policies, `env.*`)
 	// Events receives every run's events (the view). Nil drops them.
 	Events steps.Sink
+	// Asker puts the requests a permission policy decides to ask about to
+	// a person; nil: no one (the policy's ask-fallback decides).
+	Asker policies.Asker
 	// Result receives each run's result as the run ends (--output). Nil
 	// drops them.
 	Result func(*engine.RunResult)
@@ -95,6 +99,7 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 		Done:      spec.Done,
 		Recorder:  rec,
 		Batch:     spec.Shared,
+		Asker:     r.Asker,
 	})
 	if err := rec.Err(); err != nil {
 		r.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))

@@ -374,6 +374,13 @@ type AgentUpdate struct {
 // CancelSent is a session/cancel sent to the agent.
 type CancelSent struct{}
 
+// Asking is a permission request put to a person (the policy decided
+// ask); its permission event comes when they answer.
+type Asking struct {
+	ToolCallID string `json:"tool_call_id"`
+	Title      string `json:"title"`
+}
+
 // Descendant is a process seen below a child, also one that left its
 // process group (setsid).
 type Descendant struct {
@@ -414,6 +421,7 @@ func (SessionConfigured) EventType() string { return "step_update" }
 func (MessageChunk) EventType() string      { return "step_update" }
 func (AgentUpdate) EventType() string       { return "step_update" }
 func (CancelSent) EventType() string        { return "step_update" }
+func (Asking) EventType() string            { return "step_update" }
 func (Descendant) EventType() string        { return "step_update" }
 func (Teardown) EventType() string          { return "step_update" }
 
@@ -427,6 +435,7 @@ func (SessionConfigured) UpdateKind() string { return "session_configured" }
 func (MessageChunk) UpdateKind() string      { return "agent_message_chunk" }
 func (u AgentUpdate) UpdateKind() string     { return u.Kind }
 func (CancelSent) UpdateKind() string        { return "cancel_sent" }
+func (Asking) UpdateKind() string            { return "asking" }
 func (Descendant) UpdateKind() string        { return "descendant" }
 func (Teardown) UpdateKind() string          { return "teardown" }
 

@@ -72,6 +72,10 @@ type Invocation struct {
 	PermissionSource policies.Source
 	Env              policies.Env
 	EnvSource        policies.Source
+	// Asker puts a request the permission policy decided to ask about to
+	// a person; nil when there is no one (no terminal, --json, a batch),
+	// and the policy's ask-fallback decides.
+	Asker policies.Asker
 
 	// Render expands the ${{ }} templates of a string in the step's scope,
 	// for values a kind reads from outside `with:` (an agent's env).

@@ -76,8 +76,14 @@ func (v *liveView) Emit(e steps.Event) {
 		s.state = "prompting"
 	case steps.CancelSent:
 		s.state = "cancelling"
+	case steps.Asking:
+		s.state = "asking you"
+		s.last = termtext.Sanitize(fmt.Sprintf("waiting for your answer: %q", d.Title))
 	case steps.Permission:
-		s.last = termtext.Sanitize(fmt.Sprintf("permission %s %q: %s", d.Kind, d.Title, d.Decision))
+		s.last = termtext.Sanitize(fmt.Sprintf("permission %s %q: %s%s", d.Kind, d.Title, d.Decision, askSuffix(d.Ask)))
+		if s.state == "asking you" {
+			s.state = "prompting"
+		}
 	case steps.StepEnd:
 		s.state, s.ended = d.Status, e.Time
 		if d.Error != "" {
@@ -133,6 +139,10 @@ func (s *liveStep) describe(color bool) string {
 	line := fmt.Sprintf("%s %-16s %-12s %6s  %s", mark, s.id, s.state, elapsed, s.last)
 	return truncate(line, 160)
 }
+
+// questions is where a person is asked (termAsker): above the steps'
+// lines, which mpb keeps drawing below.
+func (v *liveView) questions() io.Writer { return v.p }
 
 func (v *liveView) Close(results []*engine.RunResult) {
 	v.mu.Lock()

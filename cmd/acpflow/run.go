@@ -140,6 +140,7 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 		return x.exit(ctx, nil)
 	}
 	x.setView(newView(cmd.OutOrStdout(), f.json))
+	x.askAtTheTerminal(f.json)
 	res := x.runner.Run(ctx, wf, runs.Spec{Inputs: inputs, Workspace: workspace})
 	return x.exit(ctx, []*engine.RunResult{res})
 }
@@ -167,6 +168,24 @@ func newExecutor(s *store.Store, out *resultWriter, timeout time.Duration) *exec
 func (x *executor) setView(v view) {
 	x.view = v
 	x.runner.Events = v
+}
+
+// askAtTheTerminal lets a person answer the requests a policy decides to
+// ask about, when one run is watched on a terminal: not with --json (a
+// program reads it), not in a batch (no one can follow thousands of
+// questions), and not without a terminal on stdin. Otherwise the
+// policies' ask-fallback decides.
+func (x *executor) askAtTheTerminal(jsonOut bool) {
+	if jsonOut {
+		return
+	}
+	out := io.Writer(os.Stdout)
+	if q, ok := x.view.(interface{ questions() io.Writer }); ok {
+		out = q.questions()
+	}
+	if a := newTermAsker(os.Stdin, out); a != nil {
+		x.runner.Asker = a
+	}
 }
 
 // reportStoreErrs warns of every store error kept, once.

@@ -98,6 +98,9 @@ type plainView struct {
 	w  io.Writer
 }
 
+// questions is where a person is asked (termAsker): between the lines.
+func (v *plainView) questions() io.Writer { return lockedWriter{&v.mu, v.w} }
+
 func (v *plainView) Emit(e steps.Event) {
 	line := plainLine(e)
 	if line == "" {
@@ -124,8 +127,10 @@ func plainLine(e steps.Event) string {
 		}
 		return "started"
 	case steps.Permission:
-		return fmt.Sprintf("permission %s %q: %s -> %s (%s policy, rule %s)%s", d.Kind, d.Title, d.Decision,
-			outcome(d.PermissionRecord), d.Policy, d.Rule, reasonSuffix(d.Reason))
+		return fmt.Sprintf("permission %s %q: %s -> %s (%s policy, rule %s%s)%s", d.Kind, d.Title, d.Decision,
+			outcome(d.PermissionRecord), d.Policy, d.Rule, askSuffix(d.Ask), reasonSuffix(d.Reason))
+	case steps.Asking:
+		return fmt.Sprintf("permission %q: waiting for your answer", d.Title)
 	case steps.Retry:
 		return fmt.Sprintf("retrying in %d ms: %s", d.AfterMS, d.Error)
 	case steps.CancelSent:
@@ -184,9 +189,31 @@ func outcome(r policies.PermissionRecord) string {
 	return "cancelled"
 }
 
+// askSuffix says who answered a request its policy asked about when a
+// person did (the reason says it when the fallback did).
+func askSuffix(ask string) string {
+	if ask == "person" {
+		return ", you answered"
+	}
+	return ""
+}
+
 func reasonSuffix(r string) string {
 	if r != "" {
 		return ": " + r
 	}
 	return ""
+}
+
+// lockedWriter writes to w holding mu, so that a question is not cut by a
+// line of the view.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }

@@ -154,7 +154,7 @@ func TestWASMPermissionFailsClosed(t *testing.T) {
 		{"a 100 MiB answer", "bigoutput.wasm", wasm.Limits{}, "policy module ../../wasm/testdata/bigoutput.wasm: answer over the 1 MiB limit"},
 		{"a trap", "trap.wasm", wasm.Limits{}, "policy module ../../wasm/testdata/trap.wasm trapped: unreachable"},
 		{"an answer that is not JSON", "badjson.wasm", wasm.Limits{}, "policy module ../../wasm/testdata/badjson.wasm: answer is not a JSON object"},
-		{"a decision that is not one of the five words", "wrongword.wasm", wasm.Limits{}, `policy module ../../wasm/testdata/wrongword.wasm: answer: decision "maybe": want allow, allow_always, reject, reject_always or cancel`},
+		{"a decision that is not one of the six words", "wrongword.wasm", wasm.Limits{}, `policy module ../../wasm/testdata/wrongword.wasm: answer: decision "maybe": want allow, allow_always, reject, reject_always, cancel or ask`},
 		{"exit code 1", "exit1.wasm", wasm.Limits{}, "policy module ../../wasm/testdata/exit1.wasm exited with code 1 (stderr: malformed request)"},
 		{"an answer of the wrong shape", "counter.wasm", wasm.Limits{}, `policy module ../../wasm/testdata/counter.wasm: answer has an unknown member "calls"; want decision or reason`},
 	}

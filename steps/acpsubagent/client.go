@@ -29,6 +29,15 @@ type client struct {
 	output      transcriptText
 	permissions []policies.PermissionRecord
 	cancelled   bool // a cancel was sent: pending permissions are answered `cancelled`
+	// turnEnded ends with the turn's cancel: a person still thinking about
+	// a request is not waited for (and the request is answered
+	// `cancelled`, as ACP wants after a cancel).
+	turnEnded context.Context
+	endTurn   context.CancelFunc
+	// answering counts the permission requests being answered, which a
+	// cancel waits for (answersSettled), so that their records (a question
+	// withdrawn, a policy call cut short) are the step's.
+	answering int
 	// overflow is closed when the output passed its limit.
 	overflow     chan struct{}
 	overflowOnce sync.Once
@@ -99,10 +108,26 @@ func (c *client) ours(id acp.SessionId) bool {
 	return c.sessionID != "" && string(id) == c.sessionID
 }
 
+// answersSettled waits, at most limit, for the permission requests being
+// answered when the turn was cancelled.
+func (c *client) answersSettled(limit time.Duration) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		n := c.answering
+		c.mu.Unlock()
+		if n == 0 {
+			return
+		}
+	}
+}
+
 func (c *client) markCancelled() {
 	c.mu.Lock()
 	c.cancelled = true
 	c.mu.Unlock()
+	if c.endTurn != nil {
+		c.endTurn()
+	}
 }
 
 // quiesce waits, once the connection has closed, until every session/update
@@ -211,6 +236,14 @@ func describeUpdate(u acp.SessionUpdate) (string, any) {
 // RequestPermission asks the step's permission policy and answers with the
 // option it selects. After a cancel, ACP requires the `cancelled` outcome.
 func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	c.mu.Lock()
+	c.answering++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.answering--
+		c.mu.Unlock()
+	}()
 	req := c.permissionRequest(p)
 	c.mu.Lock()
 	cancelled := c.cancelled
@@ -228,7 +261,7 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 			rec.Rule, rec.Reason = "other-session", "request for another session"
 		}
 	} else {
-		rec = policies.Answer(ctx, c.inv.Permission, c.inv.PermissionSource, req)
+		rec = c.answer(ctx, req)
 	}
 	c.mu.Lock()
 	c.permissions = append(c.permissions, rec)
@@ -243,6 +276,28 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
 		Cancelled: &acp.RequestPermissionOutcomeCancelled{},
 	}}, nil
+}
+
+// answer asks the step's policy, and a person when it decides ask: until
+// the person answers, the turn is cancelled (a timeout, an interrupt) or
+// the request's own context ends.
+func (c *client) answer(ctx context.Context, req *policies.PermissionRequest) policies.PermissionRecord {
+	if c.inv.Asker == nil || c.turnEnded == nil {
+		return policies.Answer(ctx, c.inv.Permission, c.inv.PermissionSource, req)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(c.turnEnded, stop)()
+	return policies.AnswerAsking(ctx, c.inv.Permission, c.inv.PermissionSource, req, stepAsker{c.inv})
+}
+
+// stepAsker puts a question to the invocation's asker with the step it
+// comes from, so a person knows which agent asks.
+type stepAsker struct{ inv *steps.Invocation }
+
+func (s stepAsker) Ask(ctx context.Context, q *policies.Question) (string, error) {
+	s.inv.Emit(steps.Asking{ToolCallID: q.Request.Tool.ID, Title: q.Request.Tool.Title})
+	return s.inv.Asker.Ask(ctx, q)
 }
 
 // permissionRequest flattens the ACP request into the policy's input

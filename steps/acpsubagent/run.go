@@ -257,6 +257,7 @@ func (a *attempt) opened(id acp.SessionId, via string) {
 	a.sessionID = id
 	a.scribe.follow(string(id))
 	a.client = &client{inv: a.inv, cwd: a.cwd, gate: a.p.gate, overflow: make(chan struct{})}
+	a.client.turnEnded, a.client.endTurn = context.WithCancel(context.Background())
 	a.client.setSession(string(id))
 	a.p.route(id, a.client)
 	ev := steps.Session{SessionID: string(id), Via: via}
@@ -433,6 +434,7 @@ func (a *attempt) cancel() {
 	case <-time.After(cancelWriteLimit):
 	}
 	a.inv.Emit(steps.CancelSent{})
+	a.client.answersSettled(cancelWriteLimit)
 }
 
 // settle maps an ACP stop reason to the step's (docs/acp-subagent.md#the-turn).

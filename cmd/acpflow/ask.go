@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/policies"
+)
+
+// termAsker puts the permission requests a policy decided to ask about to
+// the person at the terminal (docs/policies.md#ask): one question at a
+// time, in the order they came, while the other steps run on. The answer
+// is the number of an option, read as a line from the terminal.
+type termAsker struct {
+	out io.Writer // where questions are written: above the live view, or the plain lines
+
+	turn  chan struct{} // held by the question being asked
+	lines chan string   // the terminal's lines, read by one goroutine; closed at EOF
+}
+
+// newTermAsker returns an asker reading in, or nil when in is not a
+// terminal (a pipe, /dev/null, CI): nobody is there to answer, and the
+// policies' ask-fallback decides.
+func newTermAsker(in *os.File, out io.Writer) *termAsker {
+	if in == nil || !term.IsTerminal(int(in.Fd())) {
+		return nil
+	}
+	a := &termAsker{out: out, turn: make(chan struct{}, 1), lines: make(chan string)}
+	go a.read(in)
+	return a
+}
+
+// read hands the terminal's lines to the question being asked. It is the
+// only reader, so a question given up (its turn cancelled) leaves no read
+// behind to swallow the next answer.
+func (a *termAsker) read(in io.Reader) {
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		a.lines <- sc.Text()
+	}
+	close(a.lines)
+}
+
+// Ask implements policies.Asker.
+func (a *termAsker) Ask(ctx context.Context, q *policies.Question) (string, error) {
+	select {
+	case a.turn <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-a.turn }()
+	// A line typed before the question is no answer to it.
+	for drained := false; !drained; {
+		select {
+		case _, ok := <-a.lines:
+			if !ok {
+				return "", policies.ErrNoOneToAsk
+			}
+		default:
+			drained = true
+		}
+	}
+	opts := q.Request.Options
+	if len(opts) == 0 {
+		return "", fmt.Errorf("the agent offered no option to pick")
+	}
+	io.WriteString(a.out, question(q))
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(a.out, "acpflow: step %s: no longer waiting for an answer (%v)\n", q.Request.Step, context.Cause(ctx))
+			return "", ctx.Err()
+		case line, ok := <-a.lines:
+			if !ok {
+				fmt.Fprintf(a.out, "acpflow: the terminal closed: the step's ask-fallback decides\n")
+				return "", policies.ErrNoOneToAsk
+			}
+			n, err := strconv.Atoi(strings.TrimSpace(line))
+			if err != nil || n < 1 || n > len(opts) {
+				fmt.Fprintf(a.out, "acpflow: answer with a number from 1 to %d, then Enter\n", len(opts))
+				continue
+			}
+			return opts[n-1].ID, nil
+		}
+	}
+}
+
+// question words a request for the person who answers it: which step and
+// agent ask, the tool, its command and files, the rule that asked, and
+// the agent's options, numbered. What came from the agent is made safe
+// for the terminal.
+func question(q *policies.Question) string {
+	r, t := q.Request, q.Request.Tool
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nacpflow: step %s (agent %s) asks permission: %s %q\n", r.Step, r.Agent, t.Kind, t.Title)
+	if t.Command != "" && t.Command != t.Title {
+		fmt.Fprintf(&b, "  command: %s\n", t.Command)
+	}
+	for _, l := range t.Locations {
+		where := "outside the workspace"
+		if l.InWorkspace {
+			where = "in the workspace"
+		}
+		fmt.Fprintf(&b, "  file: %s (%s)\n", l.Path, where)
+	}
+	fmt.Fprintf(&b, "  asked by rule %s", q.Rule)
+	if q.Reason != "" {
+		fmt.Fprintf(&b, ": %s", q.Reason)
+	}
+	b.WriteString("\n")
+	for i, o := range r.Options {
+		fmt.Fprintf(&b, "  %d) %s (%s)\n", i+1, o.Name, o.Kind)
+	}
+	fmt.Fprintf(&b, "answer with 1-%d and Enter:\n", len(r.Options))
+	return termtext.Sanitize(b.String())
+}

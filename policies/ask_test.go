@@ -1,0 +1,141 @@
+package policies
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// person is an Asker that answers with a fixed option, or an error, and
+// remembers what it was asked.
+type person struct {
+	mu     sync.Mutex
+	answer string
+	err    error
+	asked  []*Question
+	block  bool // wait for ctx to end instead of answering
+}
+
+func (p *person) Ask(ctx context.Context, q *Question) (string, error) {
+	p.mu.Lock()
+	p.asked = append(p.asked, q)
+	p.mu.Unlock()
+	if p.block {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return p.answer, p.err
+}
+
+var askOptions = []Option{
+	{ID: "yes", Name: "Allow", Kind: "allow_once"},
+	{ID: "always", Name: "Always allow", Kind: "allow_always"},
+	{ID: "no", Name: "Reject", Kind: "reject_once"},
+}
+
+func askRequest() *PermissionRequest {
+	return &PermissionRequest{Tool: Tool{ID: "call_1", Kind: "execute", Title: "rm -rf build", Command: "rm -rf build"}, Options: askOptions}
+}
+
+func mustPermission(t *testing.T, spec any) Permission {
+	t.Helper()
+	p, err := ParsePermission(spec, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAnAskIsAnsweredWithTheOptionAPersonPicks(t *testing.T) {
+	pol := mustPermission(t, map[string]any{
+		"rules":   []any{map[string]any{"if": `tool.kind == "execute"`, "then": "ask", "reason": "a command"}},
+		"default": "allow",
+	})
+	for _, tc := range []struct {
+		pick     string
+		decision Decision
+	}{{"yes", Allow}, {"always", AllowAlways}, {"no", Reject}} {
+		p := &person{answer: tc.pick}
+		rec := AnswerAsking(context.Background(), pol, SourceWorkflow, askRequest(), p)
+		if rec.Outcome != OutcomeSelected || rec.OptionID != tc.pick || rec.Decision != tc.decision || rec.Ask != "person" {
+			t.Errorf("picked %s: record %+v, want %s selected as %s by a person", tc.pick, rec, tc.pick, tc.decision)
+		}
+		if rec.Rule != "1" || rec.Reason != "a command" {
+			t.Errorf("picked %s: rule %q reason %q, want the rule that asked", tc.pick, rec.Rule, rec.Reason)
+		}
+		if len(p.asked) != 1 || p.asked[0].Request.Tool.Command != "rm -rf build" || p.asked[0].Rule != "1" {
+			t.Errorf("the person was asked %+v", p.asked)
+		}
+	}
+	// A request the rules do not ask about is not put to anyone.
+	p := &person{answer: "no"}
+	read := &PermissionRequest{Tool: Tool{ID: "call_2", Kind: "read"}, Options: askOptions}
+	if rec := AnswerAsking(context.Background(), pol, SourceWorkflow, read, p); rec.Decision != Allow || rec.Ask != "" || len(p.asked) != 0 {
+		t.Errorf("a read: %+v, asked %d times", rec, len(p.asked))
+	}
+}
+
+func TestWithNoOneToAskTheFallbackDecides(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		spec     any
+		asker    Asker
+		decision Decision
+		option   string
+	}{
+		{"the shorthand, no asker: reject", "ask", nil, Reject, "no"},
+		{"an ask-fallback of allow", map[string]any{"default": "ask", "ask-fallback": "allow"}, nil, Allow, "yes"},
+		{"an asker with no terminal", map[string]any{"default": "ask", "ask-fallback": "allow"}, &person{err: ErrNoOneToAsk}, Allow, "yes"},
+		{"a fallback with no option of its kind", map[string]any{"default": "ask", "ask-fallback": "reject_always"}, nil, RejectAlways, "no"},
+		{"cancel", map[string]any{"default": "ask", "ask-fallback": "cancel"}, nil, Cancel, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := AnswerAsking(context.Background(), mustPermission(t, tc.spec), SourceWorkflow, askRequest(), tc.asker)
+			if rec.Decision != tc.decision || rec.OptionID != tc.option || rec.Ask != "fallback" {
+				t.Errorf("record %+v, want %s (%q) by the fallback", rec, tc.decision, tc.option)
+			}
+			if !strings.Contains(rec.Reason, "no one to ask: ask-fallback "+string(tc.decision)) {
+				t.Errorf("reason %q does not say the fallback decided", rec.Reason)
+			}
+		})
+	}
+	// Answer has no one to ask.
+	if rec := Answer(context.Background(), Shorthand{Decision: Ask}, SourceWorkflow, askRequest()); rec.Decision != Reject || rec.Ask != "fallback" {
+		t.Errorf("Answer on ask: %+v", rec)
+	}
+}
+
+func TestAnAskThatOutlivesItsTurnIsCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &person{block: true}
+	done := make(chan PermissionRecord)
+	go func() { done <- AnswerAsking(ctx, Shorthand{Decision: Ask}, SourceWorkflow, askRequest(), p) }()
+	cancel()
+	rec := <-done
+	if rec.Outcome != OutcomeCancelled || rec.Decision != Cancel || rec.Ask != "unanswered" || !strings.Contains(rec.Reason, "the turn ended") {
+		t.Errorf("record %+v, want cancelled, unanswered", rec)
+	}
+}
+
+func TestAnAnswerThatIsNoOptionFallsBackAndSaysSo(t *testing.T) {
+	for _, p := range []*person{{answer: "maybe"}, {err: errors.New("the terminal broke")}} {
+		rec := AnswerAsking(context.Background(), Shorthand{Decision: Ask}, SourceWorkflow, askRequest(), p)
+		if rec.Decision != Reject || rec.Ask != "fallback" || !strings.Contains(rec.Reason, "asking failed") {
+			t.Errorf("record %+v, want the fallback, saying asking failed", rec)
+		}
+	}
+}
+
+func TestAskFallbackIsParsedStrictly(t *testing.T) {
+	for spec, want := range map[string]map[string]any{
+		"ask-fallback: want one of allow, allow_always, reject, reject_always, cancel; got \"ask\"":  {"default": "ask", "ask-fallback": "ask"},
+		"ask-fallback: want one of allow, allow_always, reject, reject_always, cancel; got \"alow\"": {"default": "ask", "ask-fallback": "alow"},
+	} {
+		_, err := ParsePermission(want, t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), spec) {
+			t.Errorf("%v: err = %v, want %q", want, err, spec)
+		}
+	}
+}
