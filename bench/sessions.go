@@ -203,12 +203,16 @@ steps:
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var e struct{ Type, Kind, Status string }
+		var e struct{ Type, Kind, Status, Step, Error string }
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue
 		}
 		if e.Kind == "spawned" {
 			r.spawned++
+		}
+		if e.Type == "step_end" && e.Status != "succeeded" {
+			// Said, so that a failure in a measured batch can be looked into.
+			fmt.Fprintf(os.Stderr, "sessions: %s %s batch: step %s %s: %s\n", preset, name, e.Step, e.Status, e.Error)
 		}
 		if e.Type == "run_end" && e.Status != "succeeded" {
 			r.failed++
