@@ -264,15 +264,12 @@ func (v *transcriptView) notification(m transcript.Message, arrow string, r *rpc
 	}
 	var p struct {
 		Update struct {
-			Kind    string `json:"sessionUpdate"`
-			Content *struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"content"`
-			ToolCallID string  `json:"toolCallId"`
-			Title      *string `json:"title"`
-			ToolKind   string  `json:"kind"`
-			Status     string  `json:"status"`
+			Kind       string       `json:"sessionUpdate"`
+			Content    *textContent `json:"content"`
+			ToolCallID string       `json:"toolCallId"`
+			Title      *string      `json:"title"`
+			ToolKind   string       `json:"kind"`
+			Status     string       `json:"status"`
 			Entries    []struct {
 				Content string `json:"content"`
 				Status  string `json:"status"`
@@ -316,10 +313,13 @@ func (v *transcriptView) notification(m transcript.Message, arrow string, r *rpc
 	}
 }
 
-func contentType(c *struct {
+// textContent is an update's content block, as far as the view reads it.
+type textContent struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
-}) string {
+}
+
+func contentType(c *textContent) string {
 	if c == nil {
 		return "no content"
 	}
