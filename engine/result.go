@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
 )
 
 // Status is where a run, a step or a batch is: running until it ends,
@@ -24,16 +25,18 @@ const (
 
 // RunResult is one run's result, the object `--output` writes (docs/results.md).
 type RunResult struct {
-	RunID      string                 `json:"run_id"`
-	Workflow   string                 `json:"workflow"`
-	Status     Status                 `json:"status"`
-	Error      string                 `json:"error,omitempty"`
-	Workspace  string                 `json:"workspace"`
-	Inputs     map[string]any         `json:"inputs"`
-	Outputs    map[string]any         `json:"outputs"`
-	StartedAt  time.Time              `json:"started_at"`
-	DurationMS int64                  `json:"duration_ms"`
-	Steps      map[string]*StepResult `json:"steps"`
+	RunID      string         `json:"run_id"`
+	Workflow   string         `json:"workflow"`
+	Status     Status         `json:"status"`
+	Error      string         `json:"error,omitempty"`
+	Workspace  string         `json:"workspace"`
+	Inputs     map[string]any `json:"inputs"`
+	Outputs    map[string]any `json:"outputs"`
+	StartedAt  time.Time      `json:"started_at"`
+	DurationMS int64          `json:"duration_ms"`
+	// Usage sums what the steps' agents reported; nil when none did.
+	Usage *RunUsage              `json:"usage,omitempty"`
+	Steps map[string]*StepResult `json:"steps"`
 }
 
 // StepResult is one step's result.
@@ -47,6 +50,9 @@ type StepResult struct {
 	DurationMS  int64                       `json:"duration_ms"`
 	SessionID   string                      `json:"session_id"`
 	Permissions []policies.PermissionRecord `json:"permissions"`
+	// Usage is what the agent reported of the step's tokens and cost, all
+	// attempts (and for-each elements) summed; nil when it reported nothing.
+	Usage *steps.Usage `json:"usage,omitempty"`
 	// Stderr is the kept tail of the agent's stderr; it goes to the run
 	// store and `show`, not to the result JSON.
 	Stderr string `json:"-"`

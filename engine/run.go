@@ -39,6 +39,9 @@ type Options struct {
 	RetryBackoff time.Duration
 	// Recorder, when set, keeps the run as it happens (the run store).
 	Recorder Recorder
+	// OnUsage, when set, hears the run's usage so far each time one of
+	// its agents reports more: what a batch's budget follows.
+	OnUsage func(runID string, total *steps.Usage)
 	// Batch is the scope the runs of a batch share (steps.Scope), which
 	// its owner ends after the batch; nil: the run has one of its own,
 	// ended before run_end.
@@ -78,6 +81,8 @@ type run struct {
 	ownBatch    bool
 	// continuedBy lists, per step, the steps that continue its session.
 	continuedBy map[string][]string
+	// meter follows the usage the steps report, against the budget.
+	meter *meter
 }
 
 // Run runs the workflow to the end and returns its result. A step settles
@@ -123,6 +128,16 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var onTotal func(*steps.Usage)
+	if opt.OnUsage != nil {
+		onTotal = func(t *steps.Usage) { opt.OnUsage(opt.RunID, t) }
+	}
+	// A budget exceeded cancels the run as a failed step does: running
+	// steps are cancelled with the budget's error, nothing new starts.
+	r.meter = newMeter(wf.Budget, cancel, onTotal)
+	for _, done := range opt.Done {
+		r.meter.addSettled(done.Usage)
+	}
 	if opt.Timeout > 0 {
 		var stop context.CancelFunc
 		runCtx, stop = context.WithTimeoutCause(runCtx, opt.Timeout, fmt.Errorf("run timed out after %s", opt.Timeout))
@@ -261,7 +276,7 @@ func (r *run) settle(st *Step, res *StepResult) {
 	r.results[st.ID] = res
 	r.res.Steps[st.ID] = res
 	r.mu.Unlock()
-	r.emit(st.ID, steps.StepEnd{Status: string(res.Status), StopReason: res.StopReason, Attempts: res.Attempts, DurationMS: res.DurationMS, Error: res.Error})
+	r.emit(st.ID, steps.StepEnd{Status: string(res.Status), StopReason: res.StopReason, Attempts: res.Attempts, DurationMS: res.DurationMS, Error: res.Error, Usage: res.Usage})
 	r.kept.Settled(st.ID)
 }
 
@@ -363,12 +378,30 @@ func (r *run) finish(parent, runCtx context.Context) {
 			r.res.Outputs[o.Name] = v
 		}
 	}
+	r.res.Usage = r.usage()
 	r.res.Status = status
 	r.res.DurationMS = time.Since(r.res.StartedAt).Milliseconds()
-	r.emit("", steps.RunEnd{Status: string(status), DurationMS: r.res.DurationMS, Error: r.res.Error})
+	end := steps.RunEnd{Status: string(status), DurationMS: r.res.DurationMS, Error: r.res.Error}
+	if r.res.Usage != nil {
+		end.Usage = &r.res.Usage.Usage
+	}
+	r.emit("", end)
 	if r.opt.Recorder != nil {
 		r.opt.Recorder.RunEnded(r.res)
 	}
+}
+
+// usage sums the steps' usage, in file order (nil: none reported).
+func (r *run) usage() *RunUsage {
+	us := make([]*steps.Usage, 0, len(r.wf.Steps))
+	ran := make([]bool, 0, len(r.wf.Steps))
+	for _, st := range r.wf.Steps {
+		if res := r.res.Steps[st.ID]; res != nil {
+			us = append(us, res.Usage)
+			ran = append(ran, res.Attempts > 0)
+		}
+	}
+	return SumUsage(us, ran)
 }
 
 // teeSink sends every event to two sinks.

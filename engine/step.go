@@ -60,6 +60,13 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element, linger *sync.
 		res.SessionID = out.SessionID
 		res.Stderr = out.Stderr
 		res.Permissions = append(res.Permissions, out.Permissions...)
+		if out.Usage != nil {
+			// Every attempt's turn was spent.
+			if res.Usage == nil {
+				res.Usage = &steps.Usage{}
+			}
+			res.Usage.Add(out.Usage)
+		}
 		res.Error = ""
 		if out.Err != nil {
 			res.Error = out.Err.Error()
@@ -107,6 +114,7 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *element, linger 
 		stepCtx, cancel = context.WithTimeoutCause(ctx, st.Timeout, fmt.Errorf("step timed out after %s", st.Timeout))
 		defer cancel()
 	}
+	meter := r.meter.attempt()
 	perm, permSrc := r.permissionPolicy(st)
 	env, envSrc := r.envPolicy(st)
 	inv := &steps.Invocation{
@@ -121,7 +129,7 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *element, linger 
 			}
 			return t.Render(scope)
 		},
-		Events:    r.sink,
+		Events:    usageSink{r.sink, meter},
 		Processes: r.processes(st.ID),
 		Lingering: linger,
 
@@ -130,6 +138,7 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *element, linger 
 		SessionOf:   r.sessionOf,
 	}
 	out := st.Run.Run(stepCtx, inv)
+	meter.done(out.Usage)
 	if out.StopReason != steps.Completed && out.Err == nil {
 		out.Err = errors.New("step did not complete")
 	}
@@ -204,6 +213,12 @@ func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) 
 		res.Attempts = max(res.Attempts, e.Attempts)
 		res.Permissions = append(res.Permissions, e.Permissions...)
 		res.Stderr += e.Stderr
+		if e.Usage != nil {
+			if res.Usage == nil {
+				res.Usage = &steps.Usage{}
+			}
+			res.Usage.Add(e.Usage)
+		}
 		if e.Status != StatusSucceeded && res.Status == StatusSucceeded {
 			res.Status, res.StopReason = e.Status, e.StopReason
 			res.Error = fmt.Sprintf("item %d: %s", i, e.Error)

@@ -29,6 +29,8 @@ type Workflow struct {
 	Policies    Policies
 	Steps       []*Step // in file order
 	Outputs     []*Output
+	// Budget is what one run may spend (`budget:`); zero: no limit.
+	Budget Budget
 }
 
 // Input is a declared workflow input.

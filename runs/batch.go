@@ -77,7 +77,7 @@ func (r *Runner) Batch(ctx context.Context, wf *engine.Workflow, b store.Batch, 
 		}
 		next = r.streamJobs(ctx, wf, b, lines)
 	}
-	r.runJobs(ctx, wf, b, next, concurrency)
+	r.runJobs(ctx, wf, b, next, concurrency, nil)
 	return nil
 }
 
@@ -219,9 +219,22 @@ func (r *Runner) storedJobs(wf *engine.Workflow, b store.Batch, prepare func(con
 // runJobs runs a batch's jobs, concurrency at a time, and ends the batch's
 // record. It keeps no run's result: each goes to Result and the store as
 // the run ends; only counts are kept.
-func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch, next jobSource, concurrency int) {
+func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch, next jobSource, concurrency int, spent map[string]*steps.Usage) {
 	var wg sync.WaitGroup
 	shared := steps.NewScope(concurrency)
+	// A budget exceeded cancels the runs in flight and starts no more
+	// lines, as an interrupt does, and the batch fails saying why.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var meter *engine.BatchMeter
+	var over error
+	if !r.Budget.IsZero() {
+		meter = engine.NewBatchMeter(r.Budget, spent, func(err error) {
+			over = err
+			cancel(err)
+		})
+		meter.Check()
+	}
 	var readErr error
 	slots := make(chan struct{}, max(concurrency, 1))
 	for {
@@ -242,7 +255,7 @@ func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			r.runJob(ctx, wf, b, j, shared)
+			r.runJob(ctx, wf, b, j, shared, meter)
 		}()
 	}
 	wg.Wait()
@@ -251,12 +264,19 @@ func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch
 	shared.End()
 	status := engine.StatusSucceeded
 	switch {
+	case over != nil:
+		status = engine.StatusFailed
+		r.storeErr(r.Store.SetBatchError(context.WithoutCancel(ctx), b.ID, r.Budget.String(), over.Error()))
+		r.notice("batch %s stopped: %s (acpflow resume %s --budget … runs what is left)", b.ID, over, b.ID)
+		r.mu.Lock()
+		r.failed++
+		r.mu.Unlock()
 	case ctx.Err() != nil:
 		status = engine.StatusCancelled
 	case readErr != nil || r.Failures() > 0:
 		status = engine.StatusFailed
 	}
-	r.storeErr(r.Store.FinishBatch(ctx, b.ID, status))
+	r.storeErr(r.Store.FinishBatch(context.WithoutCancel(ctx), b.ID, status))
 	if readErr != nil {
 		r.notice("batch %s stopped reading its inputs: %s", b.ID, readErr)
 		r.mu.Lock()
@@ -267,7 +287,7 @@ func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch
 
 // runJob runs one line: a bad line is recorded as a failed run, a line
 // with a recorded run resumes it, any other starts a new run.
-func (r *Runner) runJob(ctx context.Context, wf *engine.Workflow, b store.Batch, j batchJob, shared *steps.Scope) {
+func (r *Runner) runJob(ctx context.Context, wf *engine.Workflow, b store.Batch, j batchJob, shared *steps.Scope, meter *engine.BatchMeter) {
 	if j.line.err != nil {
 		r.invalidLine(ctx, wf, b, j.line)
 		return
@@ -293,7 +313,7 @@ func (r *Runner) runJob(ctx context.Context, wf *engine.Workflow, b store.Batch,
 			return
 		}
 	}
-	spec.Shared = shared
+	spec.Shared, spec.Meter = shared, meter
 	r.Run(ctx, wf, spec)
 }
 

@@ -105,6 +105,9 @@ func (r *Recorder) StepTranscript(runID string, t *transcript.Step) {
 func (r *Recorder) RunEnded(res *engine.RunResult) {
 	ctx := context.Background()
 	r.fail(r.Store.Flush(ctx))
+	if res.Usage != nil {
+		r.fail(r.Store.SetRunUsage(ctx, res.RunID, res.Usage))
+	}
 	r.fail(r.Store.FinishRun(ctx, res.RunID, res.Status, res.Error, res.Outputs, time.Now()))
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -199,5 +200,40 @@ func (r *Runner) ResumeBatch(ctx context.Context, c *BatchClaim, concurrency int
 	next := r.storedJobs(c.Workflow, c.Batch, func(ctx context.Context, run store.Run) (Spec, error) {
 		return r.prepare(ctx, c.Workflow, run.ID)
 	})
-	r.runJobs(ctx, c.Workflow, c.Batch, next, concurrency)
+	spent, err := r.batchSpent(ctx, c)
+	if err != nil {
+		r.storeErr(err)
+	}
+	r.runJobs(ctx, c.Workflow, c.Batch, next, concurrency, spent)
+}
+
+// batchSpent takes up a resumed batch's budget (--budget, else the one it
+// was recorded with) and returns what each of its runs spent, which
+// counts against it (a run resumed replaces its entry as it runs). The
+// batch's earlier error is cleared.
+func (r *Runner) batchSpent(ctx context.Context, c *BatchClaim) (map[string]*steps.Usage, error) {
+	if r.Budget.IsZero() && c.Batch.Budget != "" {
+		b, err := engine.ParseBudget(c.Batch.Budget)
+		if err != nil {
+			return nil, fmt.Errorf("batch %s: recorded %w", c.Batch.ID, err)
+		}
+		r.Budget = b
+	}
+	if err := r.Store.SetBatchError(ctx, c.Batch.ID, r.Budget.String(), ""); err != nil {
+		return nil, err
+	}
+	if r.Budget.IsZero() {
+		return nil, nil
+	}
+	runs, err := r.Store.RunsOfBatch(ctx, c.Batch.ID)
+	if err != nil {
+		return nil, err
+	}
+	spent := map[string]*steps.Usage{}
+	for _, run := range runs {
+		if run.Usage != nil {
+			spent[run.ID] = &run.Usage.Usage
+		}
+	}
+	return spent, nil
 }

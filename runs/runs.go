@@ -43,6 +43,10 @@ type Runner struct {
 	// how many lines it has, or -1 for a stream, whose lines run as they
 	// come. Nil: not told.
 	BatchStarted func(b store.Batch, total int)
+	// Budget is what a batch may spend (run --budget), its runs' usage
+	// summed; zero: no limit. A resumed batch takes its recorded one
+	// unless this is set.
+	Budget engine.Budget
 
 	mu           sync.Mutex
 	runs, failed int
@@ -67,6 +71,8 @@ type Spec struct {
 	// Shared is what the runs of one batch share (the agents `reuse: true`
 	// keeps); nil for a lone run.
 	Shared *steps.Scope
+	// Meter follows the batch's budget; nil for none.
+	Meter *engine.BatchMeter
 }
 
 // InvalidError is a request that cannot be done as given (an invalid or
@@ -100,12 +106,21 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 		Recorder:  rec,
 		Batch:     spec.Shared,
 		Asker:     r.Asker,
+		OnUsage:   onUsage(spec.Meter),
 	})
 	if err := rec.Err(); err != nil {
 		r.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))
 	}
 	r.ended(res)
 	return res
+}
+
+// onUsage is the engine's hook for a batch's meter (nil: none).
+func onUsage(m *engine.BatchMeter) func(string, *steps.Usage) {
+	if m == nil {
+		return nil
+	}
+	return m.Run
 }
 
 // ended counts a run that ended and hands its result on.

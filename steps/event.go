@@ -255,6 +255,8 @@ type RunEnd struct {
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
 	Invalid    bool   `json:"invalid,omitempty"`
+	// Usage sums what the run's steps reported; nil when none did.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // StepStart begins an attempt of a step; Index is the for-each element's.
@@ -270,6 +272,8 @@ type StepEnd struct {
 	Attempts   int    `json:"attempts"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
+	// Usage is what the step's agent reported; nil when it reported nothing.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Retry says a failed attempt is tried again after AfterMS.

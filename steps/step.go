@@ -197,6 +197,9 @@ type Result struct {
 	SessionID   string
 	Permissions []policies.PermissionRecord
 	Stderr      string // the kept tail of the child's stderr
+	// Usage is what the agent reported of the attempt's tokens and cost;
+	// nil when it reported nothing.
+	Usage *Usage
 	// Transcript is what the step and its agent said to each other, when
 	// the kind keeps one; the engine fills in step, element and attempt.
 	Transcript *transcript.Step

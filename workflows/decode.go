@@ -16,7 +16,7 @@ import (
 // The keys each mapping of the file accepts (docs/workflow.md). Decoding is strict:
 // any other key is an error with a suggestion from these lists.
 var (
-	workflowKeys = []string{"name", "description", "max-parallel", "inputs", "agents", "policies", "steps", "outputs"}
+	workflowKeys = []string{"name", "description", "max-parallel", "budget", "inputs", "agents", "policies", "steps", "outputs"}
 	inputKeys    = []string{"type", "required", "default", "description"}
 	inputTypes   = []string{"string", "number", "boolean", "object", "array"}
 )
@@ -77,6 +77,9 @@ func (d *decoder) workflow(root *node) {
 	}
 	if n := f["max-parallel"]; n != nil {
 		d.wf.MaxParallel, _ = d.integer(n, "max-parallel", 1)
+	}
+	if n := f["budget"]; n != nil {
+		d.wf.Budget = d.decodeBudget(n)
 	}
 	if n := f["inputs"]; n != nil {
 		d.decodeInputs(n)

@@ -31,6 +31,8 @@ type batchView struct {
 	total                 int // 0 while unknown (a stream)
 	done, failed, running int
 	failedIDs             []string // the first maxFailedIDs
+	usage                 steps.Usage
+	reported, unreported  int // runs whose agents reported tokens, runs with none
 }
 
 // maxFailedIDs is how many failed runs the summary names; `acpflow runs
@@ -81,6 +83,12 @@ func (v *batchView) Emit(e steps.Event) {
 			v.running--
 		}
 		v.done++
+		if _, ok := d.Usage.Tokens(); ok {
+			v.reported++
+			v.usage.Add(d.Usage)
+		} else if !d.Invalid {
+			v.unreported++
+		}
 		failed := d.Status != string(engine.StatusSucceeded)
 		if failed {
 			v.failed++
@@ -145,6 +153,13 @@ func (v *batchView) Close([]*engine.RunResult) {
 	defer v.mu.Unlock()
 	fmt.Fprintf(v.w, "batch: %d runs, %d succeeded, %d failed, in %s\n", v.done, v.done-v.failed, v.failed,
 		time.Since(v.begin).Round(time.Millisecond))
+	if v.reported > 0 {
+		fmt.Fprintf(v.w, "usage: %s", usageText(&v.usage))
+		if v.unreported > 0 {
+			fmt.Fprintf(v.w, " (+%d run(s) unknown)", v.unreported)
+		}
+		fmt.Fprintln(v.w)
+	}
 	if v.failed == 0 {
 		return
 	}

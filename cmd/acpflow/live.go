@@ -36,6 +36,7 @@ type liveStep struct {
 	started time.Time
 	ended   time.Time
 	last    string // last line of agent text, sanitised
+	usage   string // what the agent reported so far ("" before anything)
 	bar     *mpb.Bar
 }
 
@@ -79,6 +80,8 @@ func (v *liveView) Emit(e steps.Event) {
 	case steps.Asking:
 		s.state = "asking you"
 		s.last = termtext.Sanitize(fmt.Sprintf("waiting for your answer: %q", d.Title))
+	case steps.UsageReport:
+		s.usage = usageText(&d.Usage)
 	case steps.Permission:
 		s.last = termtext.Sanitize(fmt.Sprintf("permission %s %q: %s%s", d.Kind, d.Title, d.Decision, askSuffix(d.Ask)))
 		if s.state == "asking you" {
@@ -86,6 +89,9 @@ func (v *liveView) Emit(e steps.Event) {
 		}
 	case steps.StepEnd:
 		s.state, s.ended = d.Status, e.Time
+		if d.Attempts > 0 {
+			s.usage = usageText(d.Usage)
+		}
 		if d.Error != "" {
 			s.last = firstLine(termtext.Sanitize(d.Error))
 		}
@@ -136,7 +142,11 @@ func (s *liveStep) describe(color bool) string {
 	if s.state != "waiting" {
 		elapsed = end.Sub(s.started).Round(100 * time.Millisecond).String()
 	}
-	line := fmt.Sprintf("%s %-16s %-12s %6s  %s", mark, s.id, s.state, elapsed, s.last)
+	usage := ""
+	if s.usage != "" {
+		usage = "[" + s.usage + "]  "
+	}
+	line := fmt.Sprintf("%s %-16s %-12s %6s  %s%s", mark, s.id, s.state, elapsed, usage, s.last)
 	return truncate(line, 160)
 }
 

@@ -40,6 +40,13 @@ func newResumeCmd() *cobra.Command {
 			x := newExecutor(s, out, f.timeout)
 			defer x.runner.Close()
 			if kind == store.KindBatch {
+				if f.budget != "" {
+					b, err := engine.ParseBudget(f.budget)
+					if err != nil {
+						return usageErrorf("--budget: %v", err)
+					}
+					x.runner.Budget = b
+				}
 				c, err := x.runner.ClaimBatch(ctx, id, force)
 				if err != nil {
 					x.reportStoreErrs()
@@ -68,6 +75,7 @@ func newResumeCmd() *cobra.Command {
 	addOutputFlags(cmd, &f)
 	durationFlag(cmd.Flags(), &f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
 	cmd.Flags().BoolVar(&force, "force", false, "resume even if the workflow file changed since the run")
+	cmd.Flags().StringVar(&f.budget, "budget", "", "a batch's budget from now on, instead of the one it was started with (tokens=N, cost=AMOUNTCUR)")
 	cmd.Flags().IntVarP(&concurrency, "concurrency", "c", 0, "runs in flight at once when resuming a batch (default: the batch's)")
 	return cmd
 }

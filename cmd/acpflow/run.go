@@ -33,6 +33,7 @@ type runFlags struct {
 	output      string
 	json        bool
 	timeout     time.Duration
+	budget      string
 }
 
 func newRunCmd() *cobra.Command {
@@ -50,6 +51,7 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.inputsFile, "inputs", "", "batch: one run per line of a JSONL file of input objects (- for stdin)")
 	fl.IntVarP(&f.concurrency, "concurrency", "c", 4, "runs in flight at once in a batch")
 	fl.StringVarP(&f.workspace, "workspace", "w", "", "the run's workspace (default: the current directory)")
+	fl.StringVar(&f.budget, "budget", "", "batch: what all its runs may spend together, tokens=N and/or cost=AMOUNTCUR (e.g. tokens=100000,cost=5USD)")
 	addOutputFlags(cmd, &f)
 	durationFlag(fl, &f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
 	return cmd
@@ -69,6 +71,16 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	}
 	if f.inputsFile != "" && len(f.inputs) > 0 {
 		return usageErrorf("--input and --inputs do not go together: put every input in the JSONL lines")
+	}
+	if f.budget != "" && f.inputsFile == "" {
+		return usageErrorf("--budget is a batch's (with --inputs); a run's budget is the workflow's budget: key")
+	}
+	var budget engine.Budget
+	if f.budget != "" {
+		var err error
+		if budget, err = engine.ParseBudget(f.budget); err != nil {
+			return usageErrorf("--budget: %v", err)
+		}
 	}
 	wf, err := runs.LoadWorkflow(file)
 	if err != nil {
@@ -124,6 +136,7 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	}
 	if lines != nil {
 		b := runs.NewBatch(wf, workspace, f.inputsFile, f.concurrency, first)
+		b.Budget, x.runner.Budget = budget.String(), budget
 		x.setView(newBatchView(cmd.OutOrStdout(), f.json, b.ID, 0))
 		x.runner.BatchStarted = func(b store.Batch, total int) {
 			if total < 0 {

@@ -14,12 +14,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/steps"
 )
 
 func newRunsCmd() *cobra.Command {
@@ -63,16 +65,50 @@ func printRuns(w io.Writer, runs []store.Run) {
 	var buf bytes.Buffer
 	defer writeSanitized(w, &buf)
 	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tDURATION\tBATCH")
+	fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tDURATION\tUSAGE\tBATCH")
 	for _, r := range runs {
 		batch := "-"
 		if r.BatchID != "" {
 			batch = fmt.Sprintf("%s:%d", r.BatchID, r.BatchLine)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status,
-			r.StartedAt.UTC().Format(time.RFC3339), duration(r), batch)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status,
+			r.StartedAt.UTC().Format(time.RFC3339), duration(r), runUsageCell(r), batch)
 	}
 	tw.Flush()
+}
+
+// printBatch prints a batch's head (its budget, why it stopped, the
+// sums of its runs' usage) and its runs.
+func printBatch(w io.Writer, b *store.Batch, rs []store.Run) {
+	fmt.Fprintf(w, "batch %s: %d runs\n", b.ID, len(rs))
+	if b.Budget != "" {
+		fmt.Fprintf(w, "  budget: %s\n", b.Budget)
+	}
+	if b.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", termtext.Sanitize(b.Error))
+	}
+	var usages []*steps.Usage
+	var ran []bool
+	for _, r := range rs {
+		if r.Usage != nil {
+			usages = append(usages, &r.Usage.Usage)
+		} else {
+			usages = append(usages, nil)
+		}
+		ran = append(ran, !r.EndedAt.IsZero())
+	}
+	if sum := engine.SumUsage(usages, ran); sum != nil {
+		fmt.Fprintf(w, "  usage: %s\n", strings.Replace(runUsageText(sum), "step(s)", "run(s)", 1))
+	}
+	printRuns(w, rs)
+}
+
+// runUsageCell is a run's usage in the runs table: "-" while it runs.
+func runUsageCell(r store.Run) string {
+	if r.EndedAt.IsZero() {
+		return "-"
+	}
+	return runUsageText(r.Usage)
 }
 
 func duration(r store.Run) string {
@@ -95,6 +131,9 @@ func runJSON(r store.Run) map[string]any {
 	}
 	if r.BatchID != "" {
 		m["batch_id"], m["batch_line"] = r.BatchID, r.BatchLine
+	}
+	if r.Usage != nil {
+		m["usage"] = r.Usage
 	}
 	return m
 }
@@ -155,8 +194,11 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 				if jsonOut {
 					return writeJSONLines(cmd.OutOrStdout(), runs, runJSON)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "batch %s: %d runs\n", id, len(runs))
-				printRuns(cmd.OutOrStdout(), runs)
+				b, err := s.GetBatch(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				printBatch(cmd.OutOrStdout(), b, runs)
 				return nil
 			}
 			d, err := s.GetRun(cmd.Context(), id)
@@ -257,11 +299,15 @@ func detailJSON(d *store.RunDetail) map[string]any {
 		if perms == nil {
 			perms = []policies.PermissionRecord{}
 		}
-		stepsOut[st.StepID] = map[string]any{
+		step := map[string]any{
 			"status": res.Status, "stop_reason": res.StopReason, "output": res.Output, "final": res.Final, "error": res.Error,
 			"attempts": res.Attempts, "duration_ms": res.DurationMS, "session_id": res.SessionID,
 			"permissions": perms, "stderr": res.Stderr,
 		}
+		if res.Usage != nil {
+			step["usage"] = res.Usage
+		}
+		stepsOut[st.StepID] = step
 	}
 	m["steps"] = stepsOut
 	return m
@@ -285,6 +331,9 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error:     %s\n", r.Error)
 	}
+	if !r.EndedAt.IsZero() {
+		fmt.Fprintf(w, "  usage:     %s\n", runUsageText(r.Usage))
+	}
 	printMap(w, "inputs", r.Inputs)
 	printMap(w, "outputs", r.Outputs)
 	for _, st := range d.Steps {
@@ -295,6 +344,9 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, time.Duration(st.DurationMS)*time.Millisecond)
 		if st.SessionID != "" {
 			fmt.Fprintf(w, "  session: %s\n", st.SessionID)
+		}
+		if st.Attempts > 0 {
+			fmt.Fprintf(w, "  usage: %s\n", usageDetail(st.Usage))
 		}
 		if st.Error != "" {
 			fmt.Fprintf(w, "  error: %s\n", indentLines(st.Error, "    "))

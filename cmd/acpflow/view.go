@@ -140,6 +140,9 @@ func plainLine(e steps.Event) string {
 		if d.StopReason != "" {
 			s += " (" + d.StopReason + ")"
 		}
+		if d.Usage != nil {
+			s += ", " + usageText(d.Usage)
+		}
 		if d.Error != "" {
 			s += ": " + d.Error
 		}
@@ -159,6 +162,9 @@ func (v *plainView) summary(res *engine.RunResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	fmt.Fprintf(v.w, "run %s %s in %s", res.RunID, res.Status, time.Duration(res.DurationMS)*time.Millisecond)
+	if res.Usage != nil {
+		fmt.Fprintf(v.w, ", %s", runUsageText(res.Usage))
+	}
 	if res.Error != "" {
 		fmt.Fprintf(v.w, ": %s", termtext.Sanitize(res.Error))
 	}

@@ -38,7 +38,7 @@ type RunDetail struct {
 }
 
 const runColumns = `id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,
-	status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks`
+	status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks, usage_json`
 
 // ListRuns lists runs newest first (by start time, then id).
 func (s *Store) ListRuns(ctx context.Context, f Filter) ([]Run, error) {
@@ -126,7 +126,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*RunDetail, error) {
 // readSteps reads a run's steps in file order, with their permissions.
 func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT step_id, ord, status, stop_reason, output_json, final_json, error, attempts, session_id,
-		stderr_tail, started_at, ended_at, duration_ms FROM steps WHERE run_id = ? ORDER BY ord, step_id`, runID)
+		stderr_tail, started_at, ended_at, duration_ms, usage_json FROM steps WHERE run_id = ? ORDER BY ord, step_id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
 	}
@@ -136,10 +136,13 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	for rows.Next() {
 		st := Step{RunID: runID, Permissions: []Permission{}}
 		var output, final string
-		var started, ended sql.NullString
+		var started, ended, usage sql.NullString
 		if err := rows.Scan(&st.StepID, &st.Ord, &st.Status, &st.StopReason, &output, &final, &st.Error, &st.Attempts, &st.SessionID,
-			&st.Stderr, &started, &ended, &st.DurationMS); err != nil {
+			&st.Stderr, &started, &ended, &st.DurationMS, &usage); err != nil {
 			return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
+		}
+		if st.Usage, err = parseUsage[stepUsage](usage); err != nil {
+			return nil, fmt.Errorf("store: step %s of run %s: %w", st.StepID, runID, err)
 		}
 		if err := json.Unmarshal([]byte(output), &st.Output); err != nil {
 			return nil, fmt.Errorf("store: step %s of run %s: decode output: %w", st.StepID, runID, err)
@@ -226,9 +229,9 @@ func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
 	var created, ended sql.NullString
 	var ticks int64
 	err := s.r.QueryRowContext(ctx, `SELECT id, workflow_name, workflow_file, workflow_hash, workspace, inputs_file, concurrency, status,
-		created_at, ended_at, owner_pid, owner_start_ticks, inputs_complete
+		created_at, ended_at, owner_pid, owner_start_ticks, inputs_complete, budget, error
 		FROM batches WHERE id = ?`, id).Scan(&b.ID, &b.Workflow, &b.WorkflowFile, &b.WorkflowHash, &b.Workspace, &b.InputsFile,
-		&b.Concurrency, &b.Status, &created, &ended, &b.OwnerPID, &ticks, &b.InputsComplete)
+		&b.Concurrency, &b.Status, &created, &ended, &b.OwnerPID, &ticks, &b.InputsComplete, &b.Budget, &b.Error)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("store: batch %q: %w", id, ErrNotFound)
 	}
@@ -309,12 +312,12 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanRun(sc scanner) (Run, error) {
 	var r Run
-	var batchID, resumedFrom, started, ended sql.NullString
+	var batchID, resumedFrom, started, ended, usage sql.NullString
 	var batchLine sql.NullInt64
 	var inputs, outputs string
 	var ticks int64
 	err := sc.Scan(&r.ID, &batchID, &batchLine, &r.Workflow, &r.WorkflowFile, &r.WorkflowHash, &r.Workspace, &inputs,
-		&r.Status, &r.Error, &outputs, &started, &ended, &r.DurationMS, &resumedFrom, &r.OwnerPID, &ticks)
+		&r.Status, &r.Error, &outputs, &started, &ended, &r.DurationMS, &resumedFrom, &r.OwnerPID, &ticks, &usage)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, err
 	}
@@ -323,6 +326,9 @@ func scanRun(sc scanner) (Run, error) {
 	}
 	r.BatchID, r.BatchLine, r.ResumedFrom = batchID.String, int(batchLine.Int64), resumedFrom.String
 	r.OwnerStartTicks = uint64(ticks)
+	if r.Usage, err = parseUsage[engine.RunUsage](usage); err != nil {
+		return r, fmt.Errorf("store: run %s: %w", r.ID, err)
+	}
 	if r.Inputs, err = parseMap("inputs", inputs); err != nil {
 		return r, fmt.Errorf("store: run %s: %w", r.ID, err)
 	}

@@ -53,6 +53,10 @@ type Batch struct {
 	// reads its lines as it goes (stdin may be endless); one that stopped
 	// before the end of its input has only the lines it read.
 	InputsComplete bool
+	// Budget is the batch's --budget as given ("": none); Error says why
+	// the batch stopped before its end (its budget exceeded), "" else.
+	Budget string
+	Error  string
 	// Lines are input lines to store with the batch at CreateBatch (more
 	// come with AddBatchLines; BatchLines reads them back, GetBatch does
 	// not). They are stored so that resume can start the lines that never
@@ -93,6 +97,9 @@ type Run struct {
 	// elsewhere from one whose process died.
 	OwnerPID        int
 	OwnerStartTicks uint64
+	// Usage sums what the run's steps reported (nil: nothing), set when
+	// the run ends (SetRunUsage).
+	Usage *engine.RunUsage
 }
 
 // CreateBatch records a new batch and its input lines, if any.
@@ -114,10 +121,10 @@ func (s *Store) CreateBatch(ctx context.Context, b Batch) error {
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO batches
 			(id, workflow_name, workflow_file, workflow_hash, workspace, inputs_file, concurrency, status, created_at, ended_at,
-			 owner_pid, owner_start_ticks, inputs_complete)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			 owner_pid, owner_start_ticks, inputs_complete, budget, error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			b.ID, b.Workflow, b.WorkflowFile, b.WorkflowHash, b.Workspace, b.InputsFile, b.Concurrency,
-			string(b.Status), timeArg(b.CreatedAt), timeArg(b.EndedAt), b.OwnerPID, int64(b.OwnerStartTicks), b.InputsComplete)
+			string(b.Status), timeArg(b.CreatedAt), timeArg(b.EndedAt), b.OwnerPID, int64(b.OwnerStartTicks), b.InputsComplete, b.Budget, b.Error)
 		if err != nil {
 			return fmt.Errorf("store: create batch %s: %w", b.ID, err)
 		}
@@ -251,6 +258,25 @@ func (s *Store) FinishRun(ctx context.Context, id string, status engine.Status, 
 	})
 }
 
+// SetRunUsage records the sums of a run's usage (nil: nothing reported).
+func (s *Store) SetRunUsage(ctx context.Context, id string, u *engine.RunUsage) error {
+	ctx = durable(ctx)
+	usage, err := usageArg(u)
+	if err != nil {
+		return fmt.Errorf("store: run %s: %w", id, err)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET usage_json = ? WHERE id = ?`, usage, id)
+	return updated(res, err, "run", id)
+}
+
+// SetBatchError records why a batch stopped before its end ("" clears
+// it, as a resume does) and the budget it now runs under.
+func (s *Store) SetBatchError(ctx context.Context, id, budget, errMsg string) error {
+	ctx = durable(ctx)
+	res, err := s.w.ExecContext(ctx, `UPDATE batches SET budget = ?, error = ? WHERE id = ?`, budget, errMsg, id)
+	return updated(res, err, "batch", id)
+}
+
 // SetRunStatus changes a run's status alone. Setting engine.StatusRunning (resume
 // takes the run up again) also clears its end: error, ended_at, duration.
 func (s *Store) SetRunStatus(ctx context.Context, id string, status engine.Status) error {
@@ -314,12 +340,12 @@ func updated(res sql.Result, err error, kind, id string) error {
 	return nil
 }
 
-// ReopenRun marks a run running again for `resume`: it clears its end and
-// error and records the process that now owns it. Its steps are kept, so
+// ReopenRun marks a run running again for `resume`: it clears its end,
+// error and usage (the resumed run sums it again, kept steps included) and records the process that now owns it. Its steps are kept, so
 // the resumed run can skip those that succeeded.
 func (s *Store) ReopenRun(ctx context.Context, id string, ownerPID int, ownerStartTicks uint64) error {
 	ctx = durable(ctx)
-	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, error = '', ended_at = NULL, duration_ms = 0,
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, error = '', ended_at = NULL, duration_ms = 0, usage_json = NULL,
 		owner_pid = ?, owner_start_ticks = ? WHERE id = ?`, string(engine.StatusRunning), ownerPID, int64(ownerStartTicks), id)
 	return updated(res, err, "run", id)
 }

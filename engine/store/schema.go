@@ -172,4 +172,14 @@ CREATE TABLE transcripts (
 	`
 ALTER TABLE transcripts ADD COLUMN spawn_json TEXT;
 `,
+	// 6: usage and budgets (issue 15): what each step's agent reported of
+	// its tokens and cost, and a run's sums, as JSON (steps.Usage,
+	// engine.RunUsage; NULL: nothing reported, which is unknown, not
+	// zero); a batch's --budget as given and why the batch stopped early.
+	`
+ALTER TABLE steps ADD COLUMN usage_json TEXT;
+ALTER TABLE runs ADD COLUMN usage_json TEXT;
+ALTER TABLE batches ADD COLUMN budget TEXT NOT NULL DEFAULT '';
+ALTER TABLE batches ADD COLUMN error TEXT NOT NULL DEFAULT '';
+`,
 }

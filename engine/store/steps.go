@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/steps"
 )
 
 // Step is one step of a run, as recorded at its start and again at its end.
@@ -32,6 +34,9 @@ type Step struct {
 	EndedAt     time.Time // zero while running
 	DurationMS  int64
 	Permissions []Permission // every decision of every attempt, in order
+	// Usage is what the agent reported of the step's tokens and cost;
+	// nil when it reported nothing (unknown, not zero).
+	Usage *steps.Usage
 }
 
 // Permission is one permission request a step's agent made and how it was
@@ -74,10 +79,14 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 	if err != nil {
 		return fmt.Errorf("store: step %s of run %s: %w", st.StepID, st.RunID, err)
 	}
+	usage, err := usageArg(st.Usage)
+	if err != nil {
+		return fmt.Errorf("store: step %s of run %s: %w", st.StepID, st.RunID, err)
+	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.upsertStep).ExecContext(ctx,
 			st.RunID, st.StepID, st.Ord, string(st.Status), st.StopReason, out, final, st.Error, st.Attempts, st.SessionID, st.Stderr,
-			timeArg(st.StartedAt), timeArg(st.EndedAt), st.DurationMS)
+			timeArg(st.StartedAt), timeArg(st.EndedAt), st.DurationMS, usage)
 		if err != nil {
 			return fmt.Errorf("store: save step %s of run %s: %w", st.StepID, st.RunID, err)
 		}
@@ -102,4 +111,31 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 		}
 		return nil
 	})
+}
+
+// stepUsage is steps.Usage where a variable named steps hides the package.
+type stepUsage = steps.Usage
+
+// usageArg is a usage as its column holds it: JSON, or NULL for none.
+func usageArg[U any](u *U) (any, error) {
+	if u == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		return nil, fmt.Errorf("encode usage: %w", err)
+	}
+	return string(b), nil
+}
+
+// parseUsage reads a usage column back: nil for NULL.
+func parseUsage[U any](col sql.NullString) (*U, error) {
+	if !col.Valid {
+		return nil, nil
+	}
+	u := new(U)
+	if err := json.Unmarshal([]byte(col.String), u); err != nil {
+		return nil, fmt.Errorf("decode usage: %w", err)
+	}
+	return u, nil
 }

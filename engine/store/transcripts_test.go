@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -46,22 +47,30 @@ func TestATranscriptKeepsItsSpawnAndOneWithoutStaysWithout(t *testing.T) {
 func TestATranscriptRecordedBeforeSpawnsWereKeptReadsWithoutOne(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
+	// The store as the acpflow of schema 4 left it, written with SQL alone:
+	// this acpflow's statements need the columns of later migrations.
+	db, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
 	saved := migrations
 	migrations = saved[:4] // the schema before spawn_json
-	s, err := Open(path)
+	err = migrate(ctx, db, path)
 	migrations = saved
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateRun(ctx, Run{ID: "old"}); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{
+		`INSERT INTO runs (id, status, started_at) VALUES ('old', 'succeeded', '2026-12-01T00:00:00.000000000Z')`,
+		`INSERT INTO transcripts (run_id, step_id, item, attempt, agent, truncated, messages_json) VALUES ('old', 'plan', -1, 1, 'demo', 0, '[]')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := s.w.Exec(`INSERT INTO transcripts (run_id, step_id, item, attempt, agent, truncated, messages_json) VALUES ('old', 'plan', -1, 1, 'demo', 0, '[]')`); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	db.Close()
 
-	s, err = Open(path)
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

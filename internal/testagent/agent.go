@@ -25,6 +25,7 @@ type agent struct {
 	cwd           string             // from the last session/new
 	mcpServers    json.RawMessage    // from the last session/new, as sent
 	turns         map[*turn]struct{} // prompts in flight
+	costTurns     map[string]int     // per session, the turns that reported a cost (-usage-cost)
 }
 
 // turn is one session/prompt in flight.
@@ -222,6 +223,9 @@ func (a *agent) prompt(t *turn) {
 		a.mu.Unlock()
 	}()
 
+	if a.cfg.usageCost > 0 {
+		a.reportCost(t.sessionID)
+	}
 	if !a.waitBeforeAnswering(t) {
 		a.endTurn(t, "cancelled")
 		return
@@ -301,7 +305,28 @@ func (a *agent) waitBeforeAnswering(t *turn) bool {
 }
 
 func (a *agent) endTurn(t *turn, stopReason string) {
-	a.wire.result(t.id, map[string]any{"stopReason": stopReason})
+	answer := map[string]any{"stopReason": stopReason}
+	if n := a.cfg.usageTokens; n > 0 {
+		answer["usage"] = map[string]any{"inputTokens": n - n/4, "outputTokens": n / 4, "totalTokens": n}
+	}
+	a.wire.result(t.id, answer)
+}
+
+// reportCost sends -usage-cost's usage_update: the session's cumulative
+// cost, -usage-cost more for each of its turns, and 1000 tokens per turn
+// in a context of 200000.
+func (a *agent) reportCost(sessionID string) {
+	a.mu.Lock()
+	if a.costTurns == nil {
+		a.costTurns = map[string]int{}
+	}
+	a.costTurns[sessionID]++
+	k := a.costTurns[sessionID]
+	a.mu.Unlock()
+	a.update(sessionID, map[string]any{
+		"sessionUpdate": "usage_update", "used": 1000 * k, "size": 200000,
+		"cost": map[string]any{"amount": a.cfg.usageCost * float64(k), "currency": a.cfg.usageCurrency},
+	})
 }
 
 // askPermission asks session/request_permission for one -permission tool call and returns

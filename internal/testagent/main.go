@@ -51,6 +51,12 @@
 //	                         "Authentication required" until authenticate with methodId ID
 //	-prompt-delay DUR        wait DUR before answering a prompt (a session/cancel ends the wait)
 //	-prompt-hang             never answer a prompt unless it is cancelled
+//	-usage-tokens N          the prompt answer carries usage: inputTokens N-N/4, outputTokens
+//	                         N/4, totalTokens N (the turn's, as claude-agent-acp counts)
+//	-usage-cost X            at the start of each turn, before any -prompt-delay or -hang,
+//	                         send a usage_update with the session's cumulative cost: X times
+//	                         the session's turns so far, in -usage-currency (default USD),
+//	                         and used 1000 per turn of size 200000
 //	-ignore-cancel           record session/cancel but go on as if it never came
 //	                         (a cancel only ends the turns of the session it names)
 //	-permission KIND:TITLE   before answering, ask session/request_permission for this tool call
@@ -128,9 +134,13 @@ type config struct {
 	promptDelay  time.Duration
 	promptHang   bool
 	ignoreCancel bool
-	permissions  []toolRequest
-	permOptions  []string
-	askClient    []string
+
+	usageTokens   int
+	usageCost     float64
+	usageCurrency string
+	permissions   []toolRequest
+	permOptions   []string
+	askClient     []string
 
 	exitAfterSessionNew bool
 	exitMidPrompt       bool
@@ -194,6 +204,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.promptDelay, "prompt-delay", 0, "wait before answering a prompt")
 	fs.BoolVar(&cfg.promptHang, "prompt-hang", false, "never answer a prompt unless cancelled")
 	fs.BoolVar(&cfg.ignoreCancel, "ignore-cancel", false, "ignore session/cancel (but record it)")
+	fs.IntVar(&cfg.usageTokens, "usage-tokens", 0, "total tokens the prompt answer's usage reports")
+	fs.Float64Var(&cfg.usageCost, "usage-cost", 0, "cost per turn that a usage_update reports, cumulatively")
+	fs.StringVar(&cfg.usageCurrency, "usage-currency", "USD", "the currency of -usage-cost")
 	fs.Var(&permission, "permission", "KIND:TITLE of a tool call to ask permission for (repeatable)")
 	fs.StringVar(&permOptions, "perm-options", "allow_once,allow_always,reject_once,reject_always", "option kinds offered")
 	fs.Var(&askClient, "ask-client", "a client method to call during the prompt (repeatable)")

@@ -108,7 +108,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(q.Tools) == 0 {
 		s.record(Request{API: "anthropic", Path: r.URL.Path, Body: body, Reply: -1})
-		s.anthropicReply(w, &q, []anthropicBlock{{text: []string{"OK"}}}, "end_turn")
+		s.anthropicReply(w, &q, []anthropicBlock{{text: []string{"OK"}}}, "end_turn", nil)
 		return
 	}
 	n := q.toolResults()
@@ -147,17 +147,24 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		blocks = append(blocks, anthropicBlock{id: fmt.Sprintf("toolu_acpflow_%02d", n), name: call, input: raw})
 		stop = "tool_use"
 	}
-	s.anthropicReply(w, &q, blocks, stop)
+	s.anthropicReply(w, &q, blocks, stop, reply.Usage)
 }
 
 // anthropicReply answers as a stream of server-sent events when the
 // request asked for one, else as one JSON message.
-func (s *Server) anthropicReply(w http.ResponseWriter, q *anthropicRequest, blocks []anthropicBlock, stop string) {
+func (s *Server) anthropicReply(w http.ResponseWriter, q *anthropicRequest, blocks []anthropicBlock, stop string, u *Usage) {
 	model := q.Model
 	if model == "" {
 		model = "claude-modelserver"
 	}
 	usage := map[string]int{"input_tokens": 10, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	if u != nil {
+		usage = map[string]int{"input_tokens": u.Input, "output_tokens": u.Output, "cache_creation_input_tokens": u.CacheWrite, "cache_read_input_tokens": u.CacheRead}
+	}
+	// message_start carries the input side and a first output count, as
+	// the API sends it; message_delta the whole.
+	start := map[string]int{"input_tokens": usage["input_tokens"], "output_tokens": 1,
+		"cache_creation_input_tokens": usage["cache_creation_input_tokens"], "cache_read_input_tokens": usage["cache_read_input_tokens"]}
 	id := "msg_acpflow"
 	if !q.Stream {
 		content := []map[string]any{}
@@ -189,7 +196,7 @@ func (s *Server) anthropicReply(w http.ResponseWriter, q *anthropicRequest, bloc
 	}
 	send("message_start", map[string]any{"message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]int{"input_tokens": 10, "output_tokens": 1},
+		"stop_reason": nil, "stop_sequence": nil, "usage": start,
 	}})
 	for i, b := range blocks {
 		if b.name != "" {

@@ -160,9 +160,10 @@ type geminiContent struct {
 }
 
 type geminiUsage struct {
-	PromptTokenCount     int `json:"promptTokenCount"`
-	CandidatesTokenCount int `json:"candidatesTokenCount"`
-	TotalTokenCount      int `json:"totalTokenCount"`
+	PromptTokenCount        int `json:"promptTokenCount"`
+	CandidatesTokenCount    int `json:"candidatesTokenCount"`
+	CachedContentTokenCount int `json:"cachedContentTokenCount,omitempty"`
+	TotalTokenCount         int `json:"totalTokenCount"`
 }
 
 func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
@@ -218,6 +219,10 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 	}
 
 	usage := &geminiUsage{PromptTokenCount: promptTokens, CandidatesTokenCount: len(reply.Say)/4 + 1}
+	if u := reply.Usage; u != nil {
+		// Gemini counts cached tokens as part of the prompt.
+		usage = &geminiUsage{PromptTokenCount: u.Input + u.CacheRead, CandidatesTokenCount: u.Output, CachedContentTokenCount: u.CacheRead}
+	}
 	usage.TotalTokenCount = usage.PromptTokenCount + usage.CandidatesTokenCount
 	respond := func(parts []geminiPart, last bool) geminiResponse {
 		resp := geminiResponse{

@@ -69,11 +69,16 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 	}
 	out := 1 + len(reply.Say)/4
 	in := len(body) / 4
+	cached := 0
+	if u := reply.Usage; u != nil {
+		// OpenAI counts cached tokens as part of the input.
+		in, out, cached = u.Input+u.CacheRead, u.Output, u.CacheRead
+	}
 	sse.event("response.completed", map[string]any{"response": map[string]any{
 		"id": id, "status": "completed", "output": done,
 		"usage": map[string]any{
 			"input_tokens":          in,
-			"input_tokens_details":  map[string]any{"cached_tokens": 0},
+			"input_tokens_details":  map[string]any{"cached_tokens": cached},
 			"output_tokens":         out,
 			"output_tokens_details": map[string]any{"reasoning_tokens": 0},
 			"total_tokens":          in + out,

@@ -30,6 +30,18 @@ type Reply struct {
 	// goes away (for timeout and cancel scenarios).
 	Delay time.Duration
 	Hang  bool
+	// Usage is the token usage the reply reports, in each API's own
+	// fields; nil reports counts made up from the request's and the
+	// reply's sizes.
+	Usage *Usage
+}
+
+// Usage is what a reply says it cost, as the APIs report it: input
+// tokens not read from a cache, output tokens, and cache reads and writes
+// (Anthropic's cache_read_input_tokens and cache_creation_input_tokens;
+// OpenAI's and Gemini's cached tokens are the reads, part of the input).
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite int
 }
 
 // Write asks the agent to write Content to Path (absolute, or relative to

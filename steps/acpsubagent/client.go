@@ -38,6 +38,10 @@ type client struct {
 	// cancel waits for (answersSettled), so that their records (a question
 	// withdrawn, a policy call cut short) are the step's.
 	answering int
+	// usage is what the agent reported of the turn (steps.Usage); costBase
+	// the session's cost when the turn began, lastCost its latest.
+	usage              steps.Usage
+	costBase, lastCost *acp.Cost
 	// overflow is closed when the output passed its limit.
 	overflow     chan struct{}
 	overflowOnce sync.Once
@@ -195,7 +199,99 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 	}
 	kind, body := describeUpdate(u)
 	c.inv.Emit(steps.AgentUpdate{Kind: kind, Update: body})
+	if u.UsageUpdate != nil {
+		c.usageUpdated(u.UsageUpdate)
+	}
 	return nil
+}
+
+// usageUpdated keeps a usage_update: the session's cumulative cost, made
+// the turn's own by subtracting what the session had cost when the turn
+// began, and what its context holds. An update that says nothing new
+// (claude-agent-acp sends `used: null`) reports nothing.
+func (c *client) usageUpdated(uu *acp.SessionUsageUpdate) {
+	c.mu.Lock()
+	before := c.usage.Clone()
+	if uu.Used > 0 {
+		used, size := int64(uu.Used), int64(uu.Size)
+		c.usage.ContextTokens, c.usage.ContextSize = &used, &size
+	}
+	if uu.Cost != nil {
+		cost := *uu.Cost
+		c.lastCost = &cost
+		own := steps.Cost{Amount: cost.Amount, Currency: cost.Currency}
+		if b := c.costBase; b != nil && b.Currency == cost.Currency {
+			own.Amount = max(cost.Amount-b.Amount, 0)
+		}
+		c.usage.Cost = &own
+	}
+	changed := !sameUsage(before, &c.usage)
+	report := c.usage.Clone()
+	c.mu.Unlock()
+	if changed {
+		c.inv.Emit(steps.UsageReport{Usage: *report})
+	}
+}
+
+// turnUsage keeps the prompt response's usage: the turn's token counts.
+// ACP's field says "for this turn" (its members' comments say "across all
+// turns"); claude-agent-acp 0.23.1, the one agent that sends it, counts
+// each prompt from zero, so it is taken as the turn's.
+func (c *client) turnUsage(u *acp.Usage) {
+	if u == nil {
+		return
+	}
+	n := func(v int) *int64 { x := int64(v); return &x }
+	opt := func(v *int) *int64 {
+		if v == nil {
+			return nil
+		}
+		return n(*v)
+	}
+	c.mu.Lock()
+	c.usage.InputTokens, c.usage.OutputTokens, c.usage.TotalTokens = n(u.InputTokens), n(u.OutputTokens), n(u.TotalTokens)
+	c.usage.ThoughtTokens, c.usage.CachedReadTokens, c.usage.CachedWriteTokens = opt(u.ThoughtTokens), opt(u.CachedReadTokens), opt(u.CachedWriteTokens)
+	report := c.usage.Clone()
+	c.mu.Unlock()
+	c.inv.Emit(steps.UsageReport{Usage: *report})
+}
+
+// turnUsageSoFar is what the agent reported of the turn, nil for nothing.
+func (c *client) turnUsageSoFar() *steps.Usage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.usage.Empty() {
+		return nil
+	}
+	return c.usage.Clone()
+}
+
+// countCostFrom sets the session's cost when the turn begins: a step that
+// continues a session on the live agent pays only for its own turn.
+func (c *client) countCostFrom(cost acp.Cost) {
+	c.mu.Lock()
+	c.costBase = &cost
+	c.mu.Unlock()
+}
+
+// sessionCost is the session's cumulative cost as last reported (the
+// base's when nothing came during the turn).
+func (c *client) sessionCost() (acp.Cost, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.lastCost != nil:
+		return *c.lastCost, true
+	case c.costBase != nil:
+		return *c.costBase, true
+	}
+	return acp.Cost{}, false
+}
+
+func sameUsage(a, b *steps.Usage) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
 }
 
 // endsMessage reports whether an update comes between two agent messages

@@ -39,8 +39,11 @@ type proc struct {
 	owner    *steps.Invocation
 	clients  map[acp.SessionId]*client
 	sessions map[acp.SessionId]bool // open on the agent, closed at teardown
-	refs     int
-	broken   bool // a turn on it failed: it is torn down, never reused
+	// costs is each session's cumulative cost as the agent last reported
+	// it (usage_update): where the next step on the session counts from.
+	costs  map[acp.SessionId]acp.Cost
+	refs   int
+	broken bool // a turn on it failed: it is torn down, never reused
 	// pool takes the process back when the last reference goes, when set.
 	pool    *pool
 	poolKey string
@@ -81,7 +84,7 @@ func (p *proc) tapLine(dir string, line []byte) {
 func newProc(ac *agentConn, agent *steps.Agent, inv *steps.Invocation) *proc {
 	return &proc{
 		agentConn: ac, agent: agent, spawner: inv, owner: inv, refs: 1,
-		clients: map[acp.SessionId]*client{}, sessions: map[acp.SessionId]bool{},
+		clients: map[acp.SessionId]*client{}, sessions: map[acp.SessionId]bool{}, costs: map[acp.SessionId]acp.Cost{},
 	}
 }
 
@@ -169,6 +172,9 @@ func (p *proc) route(id acp.SessionId, c *client) {
 	p.mu.Lock()
 	p.clients[id] = c
 	p.sessions[id] = true
+	if cost, ok := p.costs[id]; ok {
+		c.countCostFrom(cost)
+	}
 	p.mu.Unlock()
 }
 
@@ -177,6 +183,9 @@ func (p *proc) unroute(id acp.SessionId, c *client) {
 	p.mu.Lock()
 	if p.clients[id] == c {
 		delete(p.clients, id)
+	}
+	if cost, ok := c.sessionCost(); ok {
+		p.costs[id] = cost
 	}
 	p.mu.Unlock()
 }

@@ -97,6 +97,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 			a.client.quiesce(a.p.conn.Done(), 250*time.Millisecond)
 		}
 		res.Output, res.Final, res.Permissions = a.client.snapshot()
+		res.Usage = a.client.turnUsageSoFar()
 		a.p.unroute(a.sessionID, a.client)
 	}
 	if a.prompted {
@@ -396,6 +397,7 @@ func (a *attempt) prompt(ctx context.Context) steps.Result {
 		if ans.err != nil {
 			return steps.Result{StopReason: steps.Error, Err: a.promptError(ans.err)}
 		}
+		a.client.turnUsage(ans.resp.Usage)
 		return settle(ans.resp.StopReason)
 	case <-a.client.overflowed():
 		a.cancel()

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/acpflow/acpflow/steps"
+)
+
+func n(v int64) *int64 { return &v }
+
+func TestABudgetSaysWhenAndByHowMuchItIsExceeded(t *testing.T) {
+	usd := &steps.Cost{Amount: 5, Currency: "USD"}
+	for _, tc := range []struct {
+		name   string
+		budget Budget
+		spent  *steps.Usage
+		want   string
+	}{
+		{"tokens under", Budget{Tokens: 10_000}, &steps.Usage{TotalTokens: n(10_000)}, ""},
+		{"tokens over", Budget{Tokens: 10_000}, &steps.Usage{TotalTokens: n(12_345)}, "budget exceeded: 12,345 tokens of 10,000"},
+		{"no tokens reported is not zero, and not over", Budget{Tokens: 1}, &steps.Usage{Cost: usd}, ""},
+		{"cost over", Budget{Cost: usd}, &steps.Usage{Cost: &steps.Cost{Amount: 5.12, Currency: "USD"}}, "budget exceeded: 5.12 USD of 5.00 USD"},
+		{"cost in another currency", Budget{Cost: usd}, &steps.Usage{Cost: &steps.Cost{Amount: 1, Currency: "EUR"}},
+			`budget: cost is limited in USD, but an agent reported a cost in "EUR", which cannot be counted against it`},
+		{"nothing reported", Budget{Tokens: 1, Cost: usd}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if err := tc.budget.Check("", tc.spent); err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("Check = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseBudgetTakesTokensAndCostAndRefusesTheRest(t *testing.T) {
+	b, err := ParseBudget("tokens=100_000,cost=0.50EUR")
+	if err != nil || b.Tokens != 100000 || b.Cost == nil || b.Cost.Amount != 0.5 || b.Cost.Currency != "EUR" {
+		t.Fatalf("ParseBudget = %+v, %v", b, err)
+	}
+	if s := b.String(); s != "tokens=100000,cost=0.5EUR" {
+		t.Errorf("String = %q", s)
+	}
+	for _, bad := range []string{"", "tokens", "tokens=0", "tokens=-5", "cost=5", "cost=USD", "cost=0USD", "cost=5usd", "cost=5DOLLARS", "money=5USD"} {
+		if _, err := ParseBudget(bad); err == nil {
+			t.Errorf("ParseBudget(%q) took it", bad)
+		}
+	}
+}
+
+func TestARunsUsageSumsWhatWasReportedAndCountsTheStepsThatReportedNothing(t *testing.T) {
+	a := &steps.Usage{InputTokens: n(750), OutputTokens: n(250), TotalTokens: n(1000), Cost: &steps.Cost{Amount: 0.1, Currency: "USD"}, ContextTokens: n(5)}
+	b := &steps.Usage{TotalTokens: n(20), Cost: &steps.Cost{Amount: 0.2, Currency: "USD"}}
+	context := &steps.Usage{ContextTokens: n(900)} // codex: context only
+	sum := SumUsage([]*steps.Usage{a, b, context, nil, nil}, []bool{true, true, true, true, false})
+	if sum == nil || *sum.TotalTokens != 1020 || *sum.InputTokens != 750 || sum.Cost.Amount != 0.3 || sum.ContextTokens != nil {
+		t.Fatalf("sum = %+v", sum)
+	}
+	if sum.UnreportedSteps != 2 {
+		t.Errorf("unreported = %d, want 2 (the context-only step and the silent one; the skipped one did not run)", sum.UnreportedSteps)
+	}
+	if SumUsage([]*steps.Usage{nil, nil}, []bool{true, true}) != nil {
+		t.Error("a run whose steps reported nothing has a usage")
+	}
+}
