@@ -374,6 +374,15 @@ type AgentUpdate struct {
 // CancelSent is a session/cancel sent to the agent.
 type CancelSent struct{}
 
+// SchemaRetry is a follow-up prompt sent in the step's session because
+// its final message did not match the step's output schema: the Retry-th
+// of at most Retries, with what the schema found wrong (bounded).
+type SchemaRetry struct {
+	Retry   int      `json:"retry"`
+	Retries int      `json:"retries"`
+	Errors  []string `json:"errors"`
+}
+
 // Descendant is a process seen below a child, also one that left its
 // process group (setsid).
 type Descendant struct {
@@ -414,6 +423,7 @@ func (SessionConfigured) EventType() string { return "step_update" }
 func (MessageChunk) EventType() string      { return "step_update" }
 func (AgentUpdate) EventType() string       { return "step_update" }
 func (CancelSent) EventType() string        { return "step_update" }
+func (SchemaRetry) EventType() string       { return "step_update" }
 func (Descendant) EventType() string        { return "step_update" }
 func (Teardown) EventType() string          { return "step_update" }
 
@@ -427,6 +437,7 @@ func (SessionConfigured) UpdateKind() string { return "session_configured" }
 func (MessageChunk) UpdateKind() string      { return "agent_message_chunk" }
 func (u AgentUpdate) UpdateKind() string     { return u.Kind }
 func (CancelSent) UpdateKind() string        { return "cancel_sent" }
+func (SchemaRetry) UpdateKind() string       { return "schema_retry" }
 func (Descendant) UpdateKind() string        { return "descendant" }
 func (Teardown) UpdateKind() string          { return "teardown" }
 

@@ -76,6 +76,9 @@ func (v *liveView) Emit(e steps.Event) {
 		s.state = "prompting"
 	case steps.CancelSent:
 		s.state = "cancelling"
+	case steps.SchemaRetry:
+		s.state = fmt.Sprintf("follow-up %d/%d", d.Retry, d.Retries)
+		s.last = firstLine(termtext.Sanitize("output-schema: " + strings.Join(d.Errors, "; ")))
 	case steps.Permission:
 		s.last = termtext.Sanitize(fmt.Sprintf("permission %s %q: %s", d.Kind, d.Title, d.Decision))
 	case steps.StepEnd:

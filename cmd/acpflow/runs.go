@@ -257,11 +257,15 @@ func detailJSON(d *store.RunDetail) map[string]any {
 		if perms == nil {
 			perms = []policies.PermissionRecord{}
 		}
-		stepsOut[st.StepID] = map[string]any{
+		step := map[string]any{
 			"status": res.Status, "stop_reason": res.StopReason, "output": res.Output, "final": res.Final, "error": res.Error,
 			"attempts": res.Attempts, "duration_ms": res.DurationMS, "session_id": res.SessionID,
 			"permissions": perms, "stderr": res.Stderr,
 		}
+		if res.JSON != nil {
+			step["json"] = res.JSON // as in the result: only a structured step's
+		}
+		stepsOut[st.StepID] = step
 	}
 	m["steps"] = stepsOut
 	return m
@@ -315,6 +319,10 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 		} else if st.Output != nil && !ok {
 			b, _ := json.Marshal(st.Output)
 			fmt.Fprintf(w, "  output: %s\n", b)
+		}
+		if st.JSON != nil {
+			b, _ := json.Marshal(st.JSON)
+			fmt.Fprintf(w, "  json: %s\n", b)
 		}
 		if tail := lastLines(st.Stderr, stderrLines); tail != "" {
 			fmt.Fprintf(w, "  stderr (last lines):\n    %s\n", indentLines(tail, "    "))

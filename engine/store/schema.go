@@ -165,4 +165,11 @@ CREATE TABLE transcripts (
 	PRIMARY KEY (run_id, step_id, item, attempt)
 ) STRICT, WITHOUT ROWID;
 `,
+	// 5: the value of a step with an output schema (steps.ID.json): its
+	// final message parsed as JSON, matching the schema; 'null' for any
+	// other step. Kept as produced, so that resume and show need neither the
+	// workflow's schema nor a second reading of the final message.
+	`
+ALTER TABLE steps ADD COLUMN value_json TEXT NOT NULL DEFAULT 'null';
+`,
 }
