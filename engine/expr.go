@@ -18,6 +18,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/acpflow/acpflow/internal/exprguard"
+	"github.com/acpflow/acpflow/steps"
 )
 
 // Expr is a compiled expr-lang expression (`if:`, `for-each:`, and each
@@ -322,28 +323,45 @@ func describe(v any) string {
 type Types struct {
 	Inputs map[string]string // input name → declared type: string, number, boolean, object, array
 	Steps  map[string]bool   // step id → whether it is a for-each (its output and final are lists)
+	// JSON is what a step's json holds, for the steps whose schema says
+	// (steps.StructuredStep); any other step's json is of unknown type.
+	JSON map[string]*steps.Shape
 }
 
 // TypeChecker type-checks expressions against the declared types of one
 // workflow, where CompileExpr knows only that inputs and steps are maps:
-// with it, `steps.x.output` is a string and `inputs.n + 1` a number.
+// with it, `steps.x.output` is a string, `inputs.n + 1` a number and
+// `steps.x.json.approved` a boolean when x's output schema says so.
+//
+// # Notes
+//
+// Names the file does not declare (an unknown input, step or field) are of
+// unknown type here: what refers to them is validate's to report, once.
 type TypeChecker struct{ config *conf.Config }
 
 // NewTypeChecker builds the checker for t.
 func NewTypeChecker(t Types) *TypeChecker {
-	inputs := types.Map{}
+	inputs := types.Map{types.Extra: types.Any}
 	for name, typ := range t.Inputs {
 		inputs[name] = inputType(typ)
 	}
-	stepsMap := types.Map{}
+	stepsMap := types.Map{types.Extra: types.Any}
 	for id, forEach := range t.Steps {
 		out := types.String
 		if forEach {
 			out = types.TypeOf([]any{})
 		}
+		value := types.Type(types.Any)
+		if sh := t.JSON[id]; sh != nil {
+			value = shapeType(sh)
+			if forEach {
+				value = types.Array(value)
+			}
+		}
 		stepsMap[id] = types.Map{
 			"output": out, "final": out,
-			"stop_reason": types.String, "status": types.String, "json": types.Any,
+			"stop_reason": types.String, "status": types.String, "json": value,
+			types.Extra: types.Any,
 		}
 	}
 	env := types.Map{
@@ -355,10 +373,40 @@ func NewTypeChecker(t Types) *TypeChecker {
 		"item":     types.Any,
 		"index":    types.Int,
 	}
-	c := conf.CreateNew()
-	expr.Env(env)(c)
-	c.Check()
-	return &TypeChecker{config: c}
+	return &TypeChecker{config: exprguard.NewConfig(expr.Env(env))}
+}
+
+// shapeType is the type of the values a schema's shape accepts: numbers
+// are float64, as JSON decodes them; an object is a map of its declared
+// properties, closed where the schema allows no others.
+func shapeType(sh *steps.Shape) types.Type {
+	switch sh.Type {
+	case "string":
+		return types.String
+	case "number":
+		return types.Float64
+	case "boolean":
+		return types.Bool
+	case "array":
+		if sh.Items == nil {
+			return types.TypeOf([]any{})
+		}
+		return types.Array(shapeType(sh.Items))
+	case "object":
+		m := types.Map{}
+		for name, p := range sh.Properties {
+			m[name] = shapeType(p)
+		}
+		switch {
+		case sh.Closed:
+		case sh.Others != nil:
+			m[types.Extra] = shapeType(sh.Others)
+		default:
+			m[types.Extra] = types.Any
+		}
+		return m
+	}
+	return types.Any
 }
 
 func inputType(typ string) types.Type {
@@ -377,17 +425,21 @@ func inputType(typ string) types.Type {
 	return types.Any
 }
 
-// ResultType is the type e gives, or nil when the checker cannot tell (a
-// step's json, an item, an expression that only works with the values of
-// a run). Use it to refuse what cannot work, never to accept.
-func (tc *TypeChecker) ResultType(e *Expr) reflect.Type {
+// Check type-checks e: it returns the type e gives, or nil when the
+// checker cannot tell (a json the step's schema does not type, an item, an
+// expression that only works with the values of a run), and an error when
+// the declared types make e wrong whatever the run: `steps.x.json.approved
+// == "yes"` where x's schema declares approved a boolean. The error is
+// expr's (a *file.Error, with the offset in e.Source). Use the type to
+// refuse what cannot work, never to accept.
+func (tc *TypeChecker) Check(e *Expr) (reflect.Type, error) {
 	tree, err := checker.ParseCheck(e.Source, tc.config)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	t := tree.Node.Type()
 	if t == nil || t.Kind() == reflect.Interface {
-		return nil
+		return nil, nil
 	}
-	return t
+	return t, nil
 }

@@ -41,10 +41,15 @@ type RunResult struct {
 
 // StepResult is one step's result.
 type StepResult struct {
-	Status      Status                      `json:"status"`
-	StopReason  string                      `json:"stop_reason"`
-	Output      any                         `json:"output"` // a string; a list of them for for-each
-	Final       any                         `json:"final"`  // the last agent message alone; a list for for-each
+	Status     Status `json:"status"`
+	StopReason string `json:"stop_reason"`
+	Output     any    `json:"output"` // a string; a list of them for for-each
+	Final      any    `json:"final"`  // the last agent message alone; a list for for-each
+	// JSON is the value of a step with an output schema (steps.StructuredStep)
+	// that succeeded: its final message parsed as JSON, matching the
+	// schema; a list for for-each. Nil (and absent from the JSON) for any
+	// other step.
+	JSON        any                         `json:"json,omitempty"`
 	Error       string                      `json:"error"`
 	Attempts    int                         `json:"attempts"`
 	DurationMS  int64                       `json:"duration_ms"`
@@ -59,14 +64,20 @@ type StepResult struct {
 }
 
 // scopeValue is the step as expressions see it: steps.<id>.{output,
-// final, stop_reason, status, json}.
-func (s *StepResult) scopeValue() map[string]any {
+// final, stop_reason, status, json}. A structured step's json is its
+// checked value (nil unless it succeeded); any other step's is its output
+// parsed as JSON when it is JSON.
+func (s *StepResult) scopeValue(structured bool) map[string]any {
+	value := s.JSON
+	if !structured {
+		value = parseJSON(s.Output)
+	}
 	return map[string]any{
 		"output":      s.Output,
 		"final":       s.Final,
 		"stop_reason": s.StopReason,
 		"status":      s.Status,
-		"json":        parseJSON(s.Output),
+		"json":        value,
 	}
 }
 

@@ -310,7 +310,8 @@ func (r *run) scope(el *element) *Scope {
 	r.mu.Lock()
 	stepsScope := make(map[string]any, len(r.results))
 	for id, res := range r.results {
-		stepsScope[id] = res.scopeValue()
+		i, ok := r.index[id]
+		stepsScope[id] = res.scopeValue(ok && r.wf.Steps[i].Structured())
 	}
 	r.mu.Unlock()
 	env := make(map[string]any, len(r.opt.Ambient))

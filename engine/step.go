@@ -57,6 +57,7 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element, linger *sync.
 		res.StopReason = string(out.StopReason)
 		res.Output = out.Output
 		res.Final = out.Final
+		res.JSON = out.JSON
 		res.SessionID = out.SessionID
 		res.Stderr = out.Stderr
 		res.Permissions = append(res.Permissions, out.Permissions...)
@@ -207,9 +208,11 @@ func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) 
 	res := &StepResult{Status: StatusSucceeded, StopReason: string(steps.Completed), Permissions: []policies.PermissionRecord{}}
 	outputs := make([]any, len(items))
 	finals := make([]any, len(items))
+	values := make([]any, len(items))
 	for i, e := range each {
 		outputs[i] = e.Output
 		finals[i] = e.Final
+		values[i] = e.JSON
 		res.Attempts = max(res.Attempts, e.Attempts)
 		res.Permissions = append(res.Permissions, e.Permissions...)
 		res.Stderr += e.Stderr
@@ -225,6 +228,9 @@ func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) 
 		}
 	}
 	res.Output, res.Final = outputs, finals
+	if st.Structured() {
+		res.JSON = values
+	}
 	return res
 }
 

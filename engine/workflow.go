@@ -76,3 +76,11 @@ type Step struct {
 	ForEach            *Expr
 	ForEachMaxParallel int
 }
+
+// Structured reports whether the step's result carries a value checked
+// against a schema (steps.StructuredStep, acp-subagent's output-schema):
+// its steps.ID.json is that value, not its output parsed as JSON.
+func (st *Step) Structured() bool {
+	ss, ok := st.Run.(steps.StructuredStep)
+	return ok && ss.JSONShape() != nil
+}

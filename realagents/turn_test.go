@@ -41,6 +41,7 @@ var turnAgents = map[string]*turnAgent{}
 type turnResult struct {
 	stepResult
 	Final       string           `json:"final"`
+	JSON        any              `json:"json"` // a step with output-schema
 	Permissions []map[string]any `json:"permissions"`
 }
 

@@ -385,6 +385,15 @@ type Asking struct {
 	Title      string `json:"title"`
 }
 
+// SchemaRetry is a follow-up prompt sent in the step's session because
+// its final message did not match the step's output schema: the Retry-th
+// of at most Retries, with what the schema found wrong (bounded).
+type SchemaRetry struct {
+	Retry   int      `json:"retry"`
+	Retries int      `json:"retries"`
+	Errors  []string `json:"errors"`
+}
+
 // Descendant is a process seen below a child, also one that left its
 // process group (setsid).
 type Descendant struct {
@@ -426,6 +435,7 @@ func (MessageChunk) EventType() string      { return "step_update" }
 func (AgentUpdate) EventType() string       { return "step_update" }
 func (CancelSent) EventType() string        { return "step_update" }
 func (Asking) EventType() string            { return "step_update" }
+func (SchemaRetry) EventType() string       { return "step_update" }
 func (Descendant) EventType() string        { return "step_update" }
 func (Teardown) EventType() string          { return "step_update" }
 
@@ -440,6 +450,7 @@ func (MessageChunk) UpdateKind() string      { return "agent_message_chunk" }
 func (u AgentUpdate) UpdateKind() string     { return u.Kind }
 func (CancelSent) UpdateKind() string        { return "cancel_sent" }
 func (Asking) UpdateKind() string            { return "asking" }
+func (SchemaRetry) UpdateKind() string       { return "schema_retry" }
 func (Descendant) UpdateKind() string        { return "descendant" }
 func (Teardown) UpdateKind() string          { return "teardown" }
 

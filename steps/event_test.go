@@ -71,6 +71,8 @@ func TestEachEventIsWrittenAsOneFlatObjectInNameOrder(t *testing.T) {
 			`{"kind":"unknown",` + R + `,` + S + `,` + T + `,"type":"step_update"}`},
 		{"a cancel is sent", steps.CancelSent{},
 			`{"kind":"cancel_sent",` + R + `,` + S + `,` + T + `,"type":"step_update"}`},
+		{"an answer that does not match the output schema is followed up", steps.SchemaRetry{Retry: 1, Retries: 2, Errors: []string{"at '/approved': got string, want boolean"}},
+			`{"errors":["at '/approved': got string, want boolean"],"kind":"schema_retry","retries":2,"retry":1,` + R + `,` + S + `,` + T + `,"type":"step_update"}`},
 		{"a descendant is seen", steps.Descendant{AgentPID: 42, PID: 43, PGID: 43, StartTicks: 9},
 			`{"agent_pid":42,"kind":"descendant","pgid":43,"pid":43,` + R + `,"start_ticks":9,` + S + `,` + T + `,"type":"step_update"}`},
 		{"an agent is torn down", steps.Teardown{PID: 42, Tier: "term", Exit: "signal: terminated", DurationMS: 3,

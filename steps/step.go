@@ -46,6 +46,9 @@ type StepConfig struct {
 	ID     string
 	With   map[string]any
 	Agents map[string]*Agent
+	// Dir is the workflow file's directory: what a relative path in the
+	// step's static configuration (a schema file) is relative to.
+	Dir string
 }
 
 // Step runs one attempt of one step.
@@ -191,8 +194,12 @@ type Result struct {
 	// Output is every agent message, in order, a blank line between two
 	// messages that other updates came between; Final is the last message
 	// alone.
-	Output      string
-	Final       string
+	Output string
+	Final  string
+	// JSON is the value a step with an output schema (StructuredStep)
+	// produced: its final message parsed as JSON, matching the schema. Nil
+	// for any other step, and for one whose answer did not match.
+	JSON        any
 	Err         error // nil only for a completed step
 	SessionID   string
 	Permissions []policies.PermissionRecord

@@ -49,8 +49,8 @@ func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
 	d.workflow(root)
 	g := d.graph()
 	d.checkRefs(g)
-	d.checkTypes()
 	d.prepare()
+	d.checkTypes()
 	d.checkSessions(g)
 	if err := errs.result(); err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func (d *decoder) prepare() {
 		if !s.prepared {
 			continue
 		}
-		run, err := s.kind.Prepare(steps.StepConfig{ID: s.step.ID, With: s.rawWith, Agents: d.agents})
+		run, err := s.kind.Prepare(steps.StepConfig{ID: s.step.ID, With: s.rawWith, Agents: d.agents, Dir: d.baseDir()})
 		if err != nil {
 			d.at(d.prepareErrorAt(s, err), "%s: %s", s.label, err)
 			continue

@@ -82,6 +82,9 @@ func (v *liveView) Emit(e steps.Event) {
 		s.last = termtext.Sanitize(fmt.Sprintf("waiting for your answer: %q", d.Title))
 	case steps.UsageReport:
 		s.usage = usageText(&d.Usage)
+	case steps.SchemaRetry:
+		s.state = fmt.Sprintf("follow-up %d/%d", d.Retry, d.Retries)
+		s.last = firstLine(termtext.Sanitize("output-schema: " + strings.Join(d.Errors, "; ")))
 	case steps.Permission:
 		s.last = termtext.Sanitize(fmt.Sprintf("permission %s %q: %s%s", d.Kind, d.Title, d.Decision, askSuffix(d.Ask)))
 		if s.state == "asking you" {

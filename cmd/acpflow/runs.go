@@ -307,6 +307,9 @@ func detailJSON(d *store.RunDetail) map[string]any {
 		if res.Usage != nil {
 			step["usage"] = res.Usage
 		}
+		if res.JSON != nil {
+			step["json"] = res.JSON // as in the result: only a structured step's
+		}
 		stepsOut[st.StepID] = step
 	}
 	m["steps"] = stepsOut
@@ -367,6 +370,10 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 		} else if st.Output != nil && !ok {
 			b, _ := json.Marshal(st.Output)
 			fmt.Fprintf(w, "  output: %s\n", b)
+		}
+		if st.JSON != nil {
+			b, _ := json.Marshal(st.JSON)
+			fmt.Fprintf(w, "  json: %s\n", b)
 		}
 		if tail := lastLines(st.Stderr, stderrLines); tail != "" {
 			fmt.Fprintf(w, "  stderr (last lines):\n    %s\n", indentLines(tail, "    "))

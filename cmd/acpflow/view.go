@@ -135,6 +135,8 @@ func plainLine(e steps.Event) string {
 		return fmt.Sprintf("retrying in %d ms: %s", d.AfterMS, d.Error)
 	case steps.CancelSent:
 		return "cancelling: session/cancel sent"
+	case steps.SchemaRetry:
+		return fmt.Sprintf("the answer does not match output-schema; follow-up %d of %d: %s", d.Retry, d.Retries, strings.Join(d.Errors, "; "))
 	case steps.StepEnd:
 		s := fmt.Sprintf("%s in %s", d.Status, time.Duration(d.DurationMS)*time.Millisecond)
 		if d.StopReason != "" {

@@ -125,7 +125,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*RunDetail, error) {
 
 // readSteps reads a run's steps in file order, with their permissions.
 func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT step_id, ord, status, stop_reason, output_json, final_json, error, attempts, session_id,
+	rows, err := tx.QueryContext(ctx, `SELECT step_id, ord, status, stop_reason, output_json, final_json, value_json, error, attempts, session_id,
 		stderr_tail, started_at, ended_at, duration_ms, usage_json FROM steps WHERE run_id = ? ORDER BY ord, step_id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
@@ -135,9 +135,9 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	index := map[string]int{}
 	for rows.Next() {
 		st := Step{RunID: runID, Permissions: []Permission{}}
-		var output, final string
+		var output, final, value string
 		var started, ended, usage sql.NullString
-		if err := rows.Scan(&st.StepID, &st.Ord, &st.Status, &st.StopReason, &output, &final, &st.Error, &st.Attempts, &st.SessionID,
+		if err := rows.Scan(&st.StepID, &st.Ord, &st.Status, &st.StopReason, &output, &final, &value, &st.Error, &st.Attempts, &st.SessionID,
 			&st.Stderr, &started, &ended, &st.DurationMS, &usage); err != nil {
 			return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
 		}
@@ -149,6 +149,9 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 		}
 		if err := json.Unmarshal([]byte(final), &st.Final); err != nil {
 			return nil, fmt.Errorf("store: step %s of run %s: decode final: %w", st.StepID, runID, err)
+		}
+		if err := json.Unmarshal([]byte(value), &st.JSON); err != nil {
+			return nil, fmt.Errorf("store: step %s of run %s: decode json: %w", st.StepID, runID, err)
 		}
 		if st.StartedAt, err = parseTime(started); err != nil {
 			return nil, err

@@ -182,4 +182,11 @@ ALTER TABLE runs ADD COLUMN usage_json TEXT;
 ALTER TABLE batches ADD COLUMN budget TEXT NOT NULL DEFAULT '';
 ALTER TABLE batches ADD COLUMN error TEXT NOT NULL DEFAULT '';
 `,
+	// 7: the value of a step with an output schema (steps.ID.json): its
+	// final message parsed as JSON, matching the schema; 'null' for any
+	// other step. Kept as produced, so that resume and show need neither the
+	// workflow's schema nor a second reading of the final message.
+	`
+ALTER TABLE steps ADD COLUMN value_json TEXT NOT NULL DEFAULT 'null';
+`,
 }

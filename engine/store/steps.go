@@ -25,7 +25,10 @@ type Step struct {
 	Output any
 	// Final is the step's last agent message: a string, or a list of them
 	// for a for-each step, like Output.
-	Final       any
+	Final any
+	// JSON is the value of a step with an output schema that succeeded
+	// (engine.StepResult.JSON), as JSON decodes it; nil for any other step.
+	JSON        any
 	Error       string
 	Attempts    int
 	SessionID   string
@@ -79,13 +82,17 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 	if err != nil {
 		return fmt.Errorf("store: step %s of run %s: %w", st.StepID, st.RunID, err)
 	}
+	value, err := jsonArg("json", st.JSON)
+	if err != nil {
+		return fmt.Errorf("store: step %s of run %s: %w", st.StepID, st.RunID, err)
+	}
 	usage, err := usageArg(st.Usage)
 	if err != nil {
 		return fmt.Errorf("store: step %s of run %s: %w", st.StepID, st.RunID, err)
 	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.upsertStep).ExecContext(ctx,
-			st.RunID, st.StepID, st.Ord, string(st.Status), st.StopReason, out, final, st.Error, st.Attempts, st.SessionID, st.Stderr,
+			st.RunID, st.StepID, st.Ord, string(st.Status), st.StopReason, out, final, value, st.Error, st.Attempts, st.SessionID, st.Stderr,
 			timeArg(st.StartedAt), timeArg(st.EndedAt), st.DurationMS, usage)
 		if err != nil {
 			return fmt.Errorf("store: save step %s of run %s: %w", st.StepID, st.RunID, err)

@@ -155,6 +155,40 @@ func TestOpenAppliesOnlyTheMigrationsAStoreHasNotHad(t *testing.T) {
 	}
 }
 
+func TestAStepRecordedBeforeStructuredOutputReadsBackWithNoValue(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The store as acpflow kept it before migration 7 (value_json), with a
+	// step whose output is JSON.
+	for _, q := range []string{
+		`INSERT INTO runs (id, status, started_at) VALUES ('old', 'succeeded', '2026-12-01T00:00:00.000000000Z')`,
+		`ALTER TABLE steps DROP COLUMN value_json`,
+		`INSERT INTO steps (run_id, step_id, status, output_json, final_json) VALUES ('old', 'a', 'succeeded', '"{\"x\":1}"', '"{\"x\":1}"')`,
+		`PRAGMA user_version = 6`,
+	} {
+		if _, err := s.w.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d, err := s.GetRun(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Steps) != 1 || d.Steps[0].JSON != nil || d.Steps[0].Output != `{"x":1}` {
+		t.Errorf("steps %+v: want the old step, with no value", d.Steps)
+	}
+}
+
 func TestOpenRefusesAStoreFromANewerAcpflow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path)
@@ -223,7 +257,8 @@ func TestRecordsRoundTrip(t *testing.T) {
 	}
 	plan := Step{
 		RunID: "run-1", StepID: "plan", Ord: 0, Status: engine.StatusSucceeded, StopReason: "completed",
-		Output: "the plan", Attempts: 2, SessionID: "sess-1", Stderr: "warn: x\n",
+		Output: "the plan", Final: "```json\n{\"approved\": true}\n```", Attempts: 2, SessionID: "sess-1", Stderr: "warn: x\n",
+		JSON:      map[string]any{"approved": true, "n": 2.0, "tags": []any{"a"}},
 		StartedAt: at(2 * time.Second), EndedAt: at(3 * time.Second), DurationMS: 1000,
 		Permissions: []Permission{
 			{ToolCallID: "call_1", Kind: "execute", Title: "rm -rf /tmp/x", Decision: "reject", Outcome: "selected",

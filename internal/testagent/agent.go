@@ -26,12 +26,14 @@ type agent struct {
 	mcpServers    json.RawMessage    // from the last session/new, as sent
 	turns         map[*turn]struct{} // prompts in flight
 	costTurns     map[string]int     // per session, the turns that reported a cost (-usage-cost)
+	prompts       int                // session/prompt requests received
 }
 
 // turn is one session/prompt in flight.
 type turn struct {
 	id        json.RawMessage
 	sessionID string
+	n         int             // the agent's nth prompt, from 1
 	params    json.RawMessage // the session/prompt request's
 	cancelled chan struct{}   // closed by a session/cancel that is not ignored
 	once      sync.Once
@@ -209,6 +211,8 @@ func (a *agent) beginTurn(m message) *turn {
 	_ = json.Unmarshal(m.Params, &p)
 	t := &turn{id: m.ID, sessionID: p.SessionID, cancelled: make(chan struct{}), params: m.Params}
 	a.mu.Lock()
+	a.prompts++
+	t.n = a.prompts
 	a.turns[t] = struct{}{}
 	a.mu.Unlock()
 	return t
@@ -264,7 +268,7 @@ func (a *agent) prompt(t *turn) {
 			a.chunk(t.sessionID, text)
 		}
 	}
-	for i, text := range a.cfg.chunks {
+	for i, text := range a.chunks(t) {
 		if a.cfg.noise {
 			a.noise(t.sessionID, i)
 		}
@@ -282,6 +286,14 @@ func (a *agent) prompt(t *turn) {
 		return
 	}
 	a.endTurn(t, a.cfg.stop)
+}
+
+// chunks are the message chunks of a turn's answer: its -answer, else -chunk.
+func (a *agent) chunks(t *turn) []string {
+	if n := len(a.cfg.answers); n > 0 {
+		return []string{a.cfg.answers[min(t.n, n)-1]}
+	}
+	return a.cfg.chunks
 }
 
 // waitBeforeAnswering applies -prompt-delay and -prompt-hang; false means the turn was

@@ -13,6 +13,9 @@
 //	-chunk TEXT              an agent_message_chunk text; repeatable, in order (default "Hello, " "world")
 //	-chunks A,B,C            the same, comma-separated, appended after the -chunk ones
 //	-no-chunks               send no message chunk at all
+//	-answer TEXT             the answer to one prompt, as its only chunk, instead of the chunks:
+//	                         repeatable, the Nth -answer answers the Nth session/prompt the agent
+//	                         receives (in any session), the last one every later prompt
 //	-noise                   before each chunk and after the last, send a thought ("thinking..."),
 //	                         a tool_call, a tool_call_update, a plan, a current_mode_update, an
 //	                         available_commands_update, a user_message_chunk ("NOISE …") and an
@@ -112,6 +115,7 @@ type config struct {
 	stop        string
 	chunks      []string
 	noChunks    bool
+	answers     []string
 	noise       bool
 	flood       int
 	floodSize   int
@@ -171,7 +175,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
-	var chunk, hangOn, permission, askClient listFlag
+	var chunk, hangOn, permission, askClient, answer listFlag
 	var chunks, permOptions, capabilities, mcpCaps, promptCaps string
 	var stderrText listFlag
 
@@ -179,6 +183,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(&chunk, "chunk", "an agent_message_chunk text (repeatable)")
 	fs.StringVar(&chunks, "chunks", "", "comma-separated chunk texts")
 	fs.BoolVar(&cfg.noChunks, "no-chunks", false, "send no message chunk")
+	fs.Var(&answer, "answer", "the Nth -answer is the only chunk of the Nth prompt's answer (repeatable)")
 	fs.BoolVar(&cfg.noise, "noise", false, "send updates that are not output around the chunks")
 	var modes string
 	var configOpts listFlag
@@ -257,6 +262,7 @@ func parseFlags(args []string) (*config, error) {
 	if cfg.noChunks {
 		cfg.chunks = nil
 	}
+	cfg.answers = answer
 	cfg.hangOn = hangOn
 	cfg.askClient = askClient
 	for _, p := range permission {

@@ -53,6 +53,24 @@ func TestTestAgent(t *testing.T) {
 		}
 	})
 
+	t.Run("-answer answers the nth prompt with the nth text and the last one after", func(t *testing.T) {
+		a := startAgent(t, bin, "-answer", "first", "-answer", "second")
+		a.call(1, "initialize", map[string]any{"protocolVersion": 1})
+		session := a.newSession(2)
+		var got []string
+		for id := 3; id <= 5; id++ {
+			out, _ := a.prompt(id, session)
+			got = append(got, out)
+		}
+		if strings.Join(got, "|") != "first|second|second" {
+			t.Errorf("answers %q, want first, second, second", got)
+		}
+		a.closeStdin()
+		if code := a.wait(); code != 0 {
+			t.Errorf("exit code %d after EOF, want 0", code)
+		}
+	})
+
 	t.Run("-crash-on initialize exits 3 with its reason on stderr and leaves no process", func(t *testing.T) {
 		a := startAgent(t, bin, "-crash-on", "initialize")
 		a.send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": 1}})

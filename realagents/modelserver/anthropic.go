@@ -112,8 +112,9 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := q.toolResults()
-	s.record(Request{API: "anthropic", Path: r.URL.Path, Body: body, Reply: min(n, max(len(s.script)-1, 0))})
-	reply := s.script.at(n)
+	reply, logged := s.replyTo(body, n)
+	logged.API, logged.Path = "anthropic", r.URL.Path
+	s.record(logged)
 	if !s.wait(r.Context(), reply) {
 		return
 	}

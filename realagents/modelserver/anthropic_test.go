@@ -312,3 +312,24 @@ func TestAnthropicHonoursDelayAndHang(t *testing.T) {
 		}
 	})
 }
+
+func TestACueAnswersTheRequestsThatCarryItsText(t *testing.T) {
+	srv, err := StartCued(Script{{Say: "Looks fine."}}, Cue{Carries: "did not match", Script: Script{{Say: `{"ok": true}`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	first := messagesRequest(true, 0, anthropicTools)
+	followUp := strings.Replace(first, `"content":"Do the thing."}`,
+		`"content":"Do the thing."},{"role":"assistant","content":"Looks fine."},{"role":"user","content":"Your answer did not match."}`, 1)
+	for _, c := range []struct{ body, want, cue string }{{first, "Looks fine.", ""}, {followUp, `{"ok": true}`, "did not match"}} {
+		m := assembleMessage(t, streamMessages(t, srv, c.body))
+		if got := strings.Join(m.texts, ""); got != c.want || m.stop != "end_turn" {
+			t.Errorf("answered %q (%s), want %q", got, m.stop, c.want)
+		}
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Cue != "" || reqs[1].Cue != "did not match" || reqs[1].Reply != 0 {
+		t.Errorf("log %+v: want the Script's then the cue's reply 0", reqs)
+	}
+}

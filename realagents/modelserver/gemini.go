@@ -204,9 +204,9 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 	var reply Reply
 	var parts []geminiPart
 	if req.hasTools() {
-		n := req.toolResults()
-		reply = s.script.at(n)
-		logged.Reply = min(n, max(len(s.script)-1, 0))
+		var turn Request
+		reply, turn = s.replyTo(body, req.toolResults())
+		logged.Reply, logged.Cue = turn.Reply, turn.Cue
 		parts = geminiParts(reply, geminiToolsOf(&req))
 	} else {
 		// A side call (router, next speaker, title): not part of the script.

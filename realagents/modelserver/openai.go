@@ -44,11 +44,12 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := req.toolResults()
-	reply, index := Reply{Say: "ok"}, -1
+	reply, logged := Reply{Say: "ok"}, Request{Body: body, Reply: -1}
 	if len(req.Tools) > 0 {
-		reply, index = s.script.at(n), min(n, max(len(s.script)-1, 0))
+		reply, logged = s.replyTo(body, n)
 	}
-	s.record(Request{API: "openai", Path: r.URL.Path, Body: body, Reply: index})
+	logged.API, logged.Path = "openai", r.URL.Path
+	s.record(logged)
 	if !s.wait(r.Context(), reply) {
 		return
 	}

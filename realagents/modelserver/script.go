@@ -12,7 +12,9 @@
 // request is chosen without server-side state: it is Script[n], where n is
 // the number of tool results already in the request's conversation, so the
 // agent's own retries and side requests (titles, routing) do not move the
-// script along.
+// script along. A Cue (StartCued) answers a later prompt of a session from
+// a script of its own, chosen by a text that prompt put in the
+// conversation.
 package modelserver
 
 import "time"

@@ -1,6 +1,7 @@
 package modelserver
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 // Server is a running scripted model server on the loopback interface.
 type Server struct {
 	script Script
+	cues   []Cue
 	srv    *http.Server
 	ln     net.Listener
 
@@ -27,15 +29,33 @@ type Request struct {
 	Path  string
 	Body  []byte
 	Reply int // the index of the Script entry that answered it, -1 for a side request
+	// Cue is the Carries of the Cue whose script answered it, "" for the
+	// Script's.
+	Cue string
+}
+
+// Cue answers, in place of the Script, a turn request whose conversation
+// carries the text Carries (as it is written in the request's JSON): a
+// later prompt of the session says something the first did not, and the
+// agents send the whole conversation with every request, so a follow-up
+// prompt is told from the first without server-side state. Its Script is
+// played as the Script is, by the tool results in the request.
+type Cue struct {
+	Carries string
+	Script  Script
 }
 
 // Start listens on 127.0.0.1 on a free port and serves script.
-func Start(script Script) (*Server, error) {
+func Start(script Script) (*Server, error) { return StartCued(script) }
+
+// StartCued is Start with cues: a turn request is answered by the first
+// cue whose text it carries, else by script.
+func StartCued(script Script, cues ...Cue) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{script: script, ln: ln, done: make(chan struct{})}
+	s := &Server{script: script, cues: cues, ln: ln, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.anthropic)
 	mux.HandleFunc("POST /v1/responses", s.openai)
@@ -60,6 +80,24 @@ func (s *Server) Close() {
 	defer cancel()
 	s.srv.Shutdown(ctx)
 	s.srv.Close()
+}
+
+// scriptFor is the script that answers a turn request of body, and the
+// cue that chose it ("" for the Script).
+func (s *Server) scriptFor(body []byte) (Script, string) {
+	for _, c := range s.cues {
+		if c.Carries != "" && bytes.Contains(body, []byte(c.Carries)) {
+			return c.Script, c.Carries
+		}
+	}
+	return s.script, ""
+}
+
+// replyTo is the scripted reply to a turn request of body that carries n
+// tool results, and its entry in the request log.
+func (s *Server) replyTo(body []byte, n int) (Reply, Request) {
+	script, cue := s.scriptFor(body)
+	return script.at(n), Request{Body: body, Reply: min(n, max(len(script)-1, 0)), Cue: cue}
 }
 
 // Requests returns what the server received so far.

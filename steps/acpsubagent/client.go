@@ -89,6 +89,14 @@ func (t *transcriptText) interrupt() {
 	}
 }
 
+// newTurn ends the current message and empties the last one: what the
+// agent says in the next turn is a message of its own, and the final one
+// even when it says nothing.
+func (t *transcriptText) newTurn() {
+	t.interrupt()
+	t.last.Reset()
+}
+
 // cutUTF8 is s cut to at most n bytes, not inside a character.
 func cutUTF8(s string, n int) string {
 	if n >= len(s) {
@@ -157,6 +165,21 @@ func (c *client) snapshot() (output, final string, perms []policies.PermissionRe
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.output.all.String(), c.output.last.String(), append([]policies.PermissionRecord(nil), c.permissions...)
+}
+
+// final is the last message so far.
+func (c *client) final() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.output.last.String()
+}
+
+// beginTurn starts another turn of the same session: its messages follow
+// the earlier ones in the output, and final is its own.
+func (c *client) beginTurn() {
+	c.mu.Lock()
+	c.output.newTurn()
+	c.mu.Unlock()
 }
 
 // overflowed is closed once the output has passed its limit.

@@ -45,7 +45,7 @@ func (k *Kind) Name() string { return Name }
 
 // Keys implements steps.Kind.
 func (k *Kind) Keys() []string {
-	return []string{"agent", "prompt", "cwd", "env", "mode", "config", "max-output", "mcp-servers", "attach", "session", "fork"}
+	return []string{"agent", "prompt", "cwd", "env", "mode", "config", "max-output", "mcp-servers", "attach", "session", "fork", "output-schema", "schema-retries"}
 }
 
 // Required implements steps.Kind.
@@ -96,7 +96,11 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &subagent{kind: k, id: cfg.ID, agent: agent, from: from, fork: fork}, nil
+	output, err := prepareOutputSchema(cfg.With, cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return &subagent{kind: k, id: cfg.ID, agent: agent, from: from, fork: fork, output: output}, nil
 }
 
 // continuation reads with.session and with.fork: the step whose session

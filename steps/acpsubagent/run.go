@@ -46,15 +46,29 @@ type subagent struct {
 	// branches when fork is set; "" for a new session.
 	from string
 	fork bool
+	// output is the schema the final message must match (output-schema:);
+	// nil: any answer will do.
+	output *outputSchema
 }
 
-var _ steps.SessionStep = (*subagent)(nil)
+var (
+	_ steps.SessionStep    = (*subagent)(nil)
+	_ steps.StructuredStep = (*subagent)(nil)
+)
 
 // AgentName implements steps.SessionStep.
 func (s *subagent) AgentName() string { return s.agent.Name }
 
 // Continues implements steps.SessionStep.
 func (s *subagent) Continues() (string, bool) { return s.from, s.fork }
+
+// JSONShape implements steps.StructuredStep.
+func (s *subagent) JSONShape() *steps.Shape {
+	if s.output == nil {
+		return nil
+	}
+	return s.output.shape
+}
 
 // attempt is the state of one Run.
 type attempt struct {
@@ -365,15 +379,44 @@ func (a *attempt) startError(ctx context.Context, method string, err error) erro
 	return fmt.Errorf("agent %s: %s failed: %s", a.agent.Name, method, describeRPCError(err))
 }
 
-// prompt sends the one session/prompt and waits for the turn to end, ctx
-// to be cancelled, or the output to pass its limit; on cancel it sends
-// session/cancel and settles at once.
+// prompt sends the step's prompt and waits for its turn to end. A step
+// with an output schema then checks the final message; while it does not
+// match and follow-ups are left, one more prompt goes to the same session
+// saying what was wrong, under the same ctx (the step's timeout counts
+// them all). The step fails when the last answer still does not match.
 func (a *attempt) prompt(ctx context.Context) steps.Result {
 	text, _ := a.inv.With["prompt"].(string)
 	blocks, err := promptBlocks(text, a.files, a.p.caps.PromptCapabilities)
 	if err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
+	res := a.turn(ctx, blocks)
+	if a.output == nil {
+		return res
+	}
+	for retry := 1; res.StopReason == steps.Completed; retry++ {
+		value, wrong := a.output.check(a.client.final())
+		if wrong == nil {
+			res.JSON = value
+			return res
+		}
+		if retry > a.output.retries {
+			return steps.Result{StopReason: steps.Error, Err: a.output.mismatch(wrong)}
+		}
+		if ctx.Err() != nil {
+			return steps.Result{StopReason: steps.Aborted, Err: context.Cause(ctx)}
+		}
+		a.inv.Emit(steps.SchemaRetry{Retry: retry, Retries: a.output.retries, Errors: wrong})
+		a.client.beginTurn()
+		res = a.turn(ctx, []acp.ContentBlock{acp.TextBlock(a.output.followUp(wrong))})
+	}
+	return res
+}
+
+// turn sends one session/prompt and waits for the turn to end, ctx to be
+// cancelled, or the output to pass its limit; on cancel it sends
+// session/cancel and settles at once.
+func (a *attempt) turn(ctx context.Context, blocks []acp.ContentBlock) steps.Result {
 	type answer struct {
 		resp acp.PromptResponse
 		err  error
