@@ -81,6 +81,8 @@ func SelectOption(d Decision, options []Option) (outcome string, optionID string
 // failing closed is done once, here, for every kind of policy.
 //
 // src is recorded as the record's Policy: where the policy was configured.
+// The record's Layer is LayerWorkflow; Outer.Answer decides within an
+// outer policy.
 // The record carries the tool's command and locations as the policy saw
 // them, so a user can tell why a rule did or did not match.
 //
@@ -119,6 +121,7 @@ func Answer(ctx context.Context, p Permission, src Source, req *PermissionReques
 		Decision:     v.Decision,
 		Outcome:      outcome,
 		OptionID:     optionID,
+		Layer:        LayerWorkflow,
 		Policy:       src,
 		Rule:         v.Rule,
 		Reason:       v.Reason,

@@ -72,6 +72,9 @@ type Invocation struct {
 	PermissionSource policies.Source
 	Env              policies.Env
 	EnvSource        policies.Source
+	// Outer is the outer policy, which the step's policies decide within
+	// (docs/policies.md#the-outer-policy); nil: none.
+	Outer policies.Outer
 
 	// Render expands the ${{ }} templates of a string in the step's scope,
 	// for values a kind reads from outside `with:` (an agent's env).

@@ -23,6 +23,7 @@ func newPolicyTestCmd() *cobra.Command {
 		files      []string
 		jsonOut    bool
 		state      string
+		policy     string
 	)
 	cmd := &cobra.Command{
 		Use:   "test POLICY (--runs FILTER | --transcripts FILE...)",
@@ -49,6 +50,10 @@ rules). A request acpflow answered itself (after a cancel, for another
 session) is not decided again. Env policies are not tested: a transcript
 holds no environment. See docs/transcripts.md.
 
+Requests are decided within the outer policy, as a run would decide them now
+(--policy, $ACPFLOW_POLICY, /etc/acpflow/policy.yaml, the user's file); an
+answer says which layer gave it.
+
 Exit 1 when any decision changed, 0 when none did, 2 for bad usage or a
 policy that does not load.`,
 		Args: cobra.MinimumNArgs(1),
@@ -64,6 +69,9 @@ policy that does not load.`,
 			}
 			pol, err := loadWhatIfPolicies(args[0])
 			if err != nil {
+				return err
+			}
+			if pol.Outer, err = loadOuter(policy); err != nil {
 				return err
 			}
 			t := whatif.New(pol)
@@ -89,6 +97,7 @@ policy that does not load.`,
 		},
 	}
 	addStateFlag(cmd, &state)
+	addPolicyFlag(cmd, &policy)
 	fl := cmd.Flags()
 	fl.StringVar(&runsFilter, "runs", "", "the recorded runs: all, KEY=VALUE[,KEY=VALUE] (workflow, status, batch, limit) or a run or batch id")
 	fl.StringArrayVar(&files, "transcripts", nil, "transcript files (acpflow export); more may follow as arguments")
@@ -226,6 +235,9 @@ func answerLabel(a *whatif.Answer) string {
 	rule := a.Rule
 	if rule != "default" && rule != "shorthand" && !strings.HasSuffix(rule, ".wasm") {
 		rule = "rule " + rule
+	}
+	if a.Layer == policies.LayerOuter {
+		return fmt.Sprintf("%s (outer %s %s)", d, a.Policy, rule)
 	}
 	return fmt.Sprintf("%s (%s %s)", d, a.Policy, rule)
 }

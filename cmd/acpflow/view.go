@@ -124,8 +124,8 @@ func plainLine(e steps.Event) string {
 		}
 		return "started"
 	case steps.Permission:
-		return fmt.Sprintf("permission %s %q: %s -> %s (%s policy, rule %s)%s", d.Kind, d.Title, d.Decision,
-			outcome(d.PermissionRecord), d.Policy, d.Rule, reasonSuffix(d.Reason))
+		return fmt.Sprintf("permission %s %q: %s -> %s (%s, rule %s)%s", d.Kind, d.Title, d.Decision,
+			outcome(d.PermissionRecord), policyName(d.Layer, d.Policy), d.Rule, reasonSuffix(d.Reason))
 	case steps.Retry:
 		return fmt.Sprintf("retrying in %d ms: %s", d.AfterMS, d.Error)
 	case steps.CancelSent:
@@ -182,6 +182,16 @@ func outcome(r policies.PermissionRecord) string {
 		return r.OptionID
 	}
 	return "cancelled"
+}
+
+// policyName says which policy made a permission decision: "workflow
+// policy" (or step, default), or "outer policy /etc/acpflow/policy.yaml"
+// when an outer policy file did.
+func policyName(layer policies.Layer, policy policies.Source) string {
+	if layer == policies.LayerOuter {
+		return "outer policy " + string(policy)
+	}
+	return string(policy) + " policy"
 }
 
 func reasonSuffix(r string) string {

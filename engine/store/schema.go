@@ -165,4 +165,9 @@ CREATE TABLE transcripts (
 	PRIMARY KEY (run_id, step_id, item, attempt)
 ) STRICT, WITHOUT ROWID;
 `,
+	// 5: which layer of policy decided a permission (outer or workflow).
+	// Every record before it was the workflow's: there was no outer policy.
+	`
+ALTER TABLE permissions ADD COLUMN layer TEXT NOT NULL DEFAULT 'workflow';
+`,
 }

@@ -2,7 +2,8 @@
 // policy: what `acpflow policy test` reports (docs/transcripts.md). It
 // reads transcripts (files, or the run store's), rebuilds every
 // session/request_permission the agent sent as the live ACP client did
-// (policies.FromACP), asks the policy (policies.Answer), and compares the
+// (policies.FromACP), asks the policy within the outer policy
+// (policies.Outer.Answer), and compares the
 // answer with the one recorded. No agent runs and nothing leaves the
 // process; only a WASM policy runs code, in its sandbox.
 package whatif
@@ -22,11 +23,12 @@ import (
 
 // Policies is what a what-if decides under: the permission policy of every
 // step, and a step's own where it has one (a workflow's step with
-// `policies: {permission: …}`).
+// `policies: {permission: …}`), within the outer policy, as a run decides.
 type Policies struct {
 	Permission policies.Permission
 	Source     policies.Source                // recorded as the new answer's policy
 	Steps      map[string]policies.Permission // by step id; recorded as policies.SourceStep
+	Outer      policies.Outer                 // nil: none
 }
 
 func (p *Policies) forStep(id string) (policies.Permission, policies.Source) {
@@ -66,9 +68,13 @@ type Answer struct {
 	Decision policies.Decision `json:"decision"`
 	Outcome  string            `json:"outcome"`   // selected or cancelled
 	OptionID string            `json:"option_id"` // "" when cancelled
-	Policy   policies.Source   `json:"policy,omitempty"`
-	Rule     string            `json:"rule"` // "" for an answer read from the response
-	Reason   string            `json:"reason,omitempty"`
+	// Layer and Policy say which layer decided and where its policy was
+	// configured (an outer answer's Policy is its file); "" for an answer
+	// read from the response.
+	Layer  policies.Layer  `json:"layer,omitempty"`
+	Policy policies.Source `json:"policy,omitempty"`
+	Rule   string          `json:"rule"` // "" for an answer read from the response
+	Reason string          `json:"reason,omitempty"`
 	// From says where an old answer was read: FromRecord or FromResponse
 	// (the decision inferred from the selected option's kind, or cancel).
 	From string `json:"from,omitempty"`
@@ -254,7 +260,7 @@ func (t *Tester) decide(ctx context.Context, run *Run, s *transcript.Step, r *re
 	switch {
 	case rec != nil:
 		res.Old = &Answer{Decision: rec.Decision, Outcome: rec.Outcome, OptionID: rec.OptionID,
-			Policy: rec.Policy, Rule: rec.Rule, Reason: rec.Reason, From: FromRecord}
+			Layer: rec.Layer, Policy: rec.Policy, Rule: rec.Rule, Reason: rec.Reason, From: FromRecord}
 	case r.answer != nil:
 		res.Old = &Answer{Outcome: r.answer.outcome, OptionID: r.answer.optionID, From: FromResponse}
 		if d, ok := inferDecision(r.answer, req.Options); ok {
@@ -278,12 +284,28 @@ func (t *Tester) decide(ctx context.Context, run *Run, s *transcript.Step, r *re
 		return res
 	}
 	perm, src := t.pol.forStep(s.Step)
-	rec2 := policies.Answer(ctx, perm, src, req)
+	rec2 := t.pol.Outer.Answer(ctx, perm, src, req)
 	res.New = &Answer{Decision: rec2.Decision, Outcome: rec2.Outcome, OptionID: rec2.OptionID,
-		Policy: rec2.Policy, Rule: rec2.Rule, Reason: rec2.Reason}
+		Layer: rec2.Layer, Policy: rec2.Policy, Rule: rec2.Rule, Reason: rec2.Reason}
 	res.Changed = Changed(*res.Old, *res.New)
-	res.SameRule = res.Old.From == FromRecord && res.Old.Rule == res.New.Rule
+	res.SameRule = res.Old.From == FromRecord && res.Old.Rule == res.New.Rule && sameLayer(res.Old, res.New)
 	return res
+}
+
+// sameLayer reports whether two answers came from the same layer and file:
+// rule 1 of the outer file is not rule 1 of the workflow's policy. A
+// record from before layers existed says nothing, and was the workflow's.
+func sameLayer(old, new *Answer) bool {
+	layer := func(a *Answer) policies.Layer {
+		if a.Layer == "" {
+			return policies.LayerWorkflow
+		}
+		return a.Layer
+	}
+	if layer(old) != layer(new) {
+		return false
+	}
+	return layer(new) != policies.LayerOuter || old.Policy == new.Policy
 }
 
 // The rules of acpflow's own answers (docs/policies.md "What is recorded").

@@ -208,8 +208,9 @@ func describeUpdate(u acp.SessionUpdate) (string, any) {
 	return "unknown", nil
 }
 
-// RequestPermission asks the step's permission policy and answers with the
-// option it selects. After a cancel, ACP requires the `cancelled` outcome.
+// RequestPermission asks the step's permission policy, within the outer
+// policy, and answers with the option it selects. After a cancel, ACP
+// requires the `cancelled` outcome.
 func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 	req := c.permissionRequest(p)
 	c.mu.Lock()
@@ -221,14 +222,14 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 		rec = policies.PermissionRecord{
 			ToolCallID: req.Tool.ID, Kind: req.Tool.Kind, Title: req.Tool.Title,
 			Command: req.Tool.Command, Locations: req.Tool.Locations,
-			Decision: policies.Cancel, Outcome: "cancelled", Policy: c.inv.PermissionSource,
+			Decision: policies.Cancel, Outcome: "cancelled", Layer: policies.LayerWorkflow, Policy: c.inv.PermissionSource,
 			Rule: "turn-cancelled", Reason: "the turn was cancelled",
 		}
 		if !cancelled {
 			rec.Rule, rec.Reason = "other-session", "request for another session"
 		}
 	} else {
-		rec = policies.Answer(ctx, c.inv.Permission, c.inv.PermissionSource, req)
+		rec = c.inv.Outer.Answer(ctx, c.inv.Permission, c.inv.PermissionSource, req)
 	}
 	c.mu.Lock()
 	c.permissions = append(c.permissions, rec)
