@@ -28,8 +28,11 @@ type Options struct {
 	Workspace string            // absolute
 	Inputs    map[string]any    // resolved: defaults applied, types checked
 	Ambient   map[string]string // acpflow's environment: `env` in expressions, the env policy's input
-	Events    steps.Sink
-	Timeout   time.Duration // the whole run; 0: none
+	// Outer is the outer policy every step's policies decide within; nil:
+	// none.
+	Outer   policies.Outer
+	Events  steps.Sink
+	Timeout time.Duration // the whole run; 0: none
 	// Done holds results of steps that already succeeded in an earlier
 	// attempt at this run (resume): they are not run again, and their
 	// outputs feed their dependants.

@@ -121,7 +121,7 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *element, linger 
 	inv := &steps.Invocation{
 		Workflow: r.wf.Name, RunID: r.opt.RunID, StepID: st.ID, Attempt: n,
 		Workspace: r.opt.Workspace, With: with, Ambient: r.opt.Ambient,
-		Permission: perm, PermissionSource: permSrc, Env: env, EnvSource: envSrc,
+		Permission: perm, PermissionSource: permSrc, Env: env, EnvSource: envSrc, Outer: r.opt.Outer,
 		Asker: r.opt.Asker,
 		Render: func(s string) (string, error) {
 			t, err := ParseTemplate(s)

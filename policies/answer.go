@@ -126,6 +126,8 @@ func SelectOption(d Decision, options []Option) (outcome string, optionID string
 // failing closed is done once, here, for every kind of policy.
 //
 // src is recorded as the record's Policy: where the policy was configured.
+// The record's Layer is LayerWorkflow; Outer.Answer decides within an
+// outer policy.
 // The record carries the tool's command and locations as the policy saw
 // them, so a user can tell why a rule did or did not match.
 //
@@ -232,6 +234,7 @@ func record(req *PermissionRequest, src Source, v Verdict) PermissionRecord {
 		Command:      req.Tool.Command,
 		Locations:    locations,
 		Decision:     v.Decision,
+		Layer:        LayerWorkflow,
 		Policy:       src,
 		Rule:         v.Rule,
 		Reason:       v.Reason,

@@ -234,7 +234,7 @@ func TestAnswer(t *testing.T) {
 			}
 			got := Answer(context.Background(), tt.policy, SourceStep, req)
 			want := tt.want
-			want.ToolCallID, want.Kind, want.Title, want.Policy = "call_1", "execute", "Run rm -rf build", SourceStep
+			want.ToolCallID, want.Kind, want.Title, want.Policy, want.Layer = "call_1", "execute", "Run rm -rf build", SourceStep, LayerWorkflow
 			want.Command, want.Locations = "rm -rf build", locations
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Answer() =\n  %+v\nwant\n  %+v", got, want)

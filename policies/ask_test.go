@@ -139,3 +139,24 @@ func TestAskFallbackIsParsedStrictly(t *testing.T) {
 		}
 	}
 }
+
+func TestAnOuterAskIsFinalWhateverThePersonOrItsFallbackSays(t *testing.T) {
+	outer := Outer{{File: "/etc/acpflow/policy.yaml", Permission: mustPermission(t, map[string]any{"default": "ask", "ask-fallback": "cancel"})}}
+	workflow := Shorthand{Decision: Allow}
+	// A person picks reject: the workflow's allow is not asked.
+	rec := outer.AnswerAsking(context.Background(), workflow, SourceWorkflow, askRequest(), &person{answer: "no"})
+	if rec.Decision != Reject || rec.Ask != "person" || rec.Layer != LayerOuter || rec.Policy != "/etc/acpflow/policy.yaml" {
+		t.Errorf("the person's reject: %+v, want it final, layer outer", rec)
+	}
+	// With no one to ask, the outer file's fallback decides, and is final.
+	rec = outer.Answer(context.Background(), workflow, SourceWorkflow, askRequest())
+	if rec.Decision != Cancel || rec.Ask != "fallback" || rec.Layer != LayerOuter {
+		t.Errorf("no one to ask: %+v, want the outer file's cancel", rec)
+	}
+	// A workflow's ask under an outer allow is the workflow's to put.
+	allow := Outer{{File: "/etc/acpflow/policy.yaml", Permission: Shorthand{Decision: Allow}}}
+	rec = allow.AnswerAsking(context.Background(), Shorthand{Decision: Ask}, SourceWorkflow, askRequest(), &person{answer: "yes"})
+	if rec.Decision != Allow || rec.Ask != "person" || rec.Layer != LayerWorkflow {
+		t.Errorf("a workflow's ask: %+v, want the person's allow, layer workflow", rec)
+	}
+}

@@ -22,6 +22,9 @@ type EnvDecision struct {
 	Rule string            // what decided, for the record
 	// Stderr is what a WASM policy module wrote to stderr (capped).
 	Stderr string
+	// Outer is what each outer policy file decided before this policy
+	// (Outer.BuildEnv); nil without an outer env policy.
+	Outer []OuterEnvRule
 }
 
 // Env builds a child's environment before each spawn. Implementations must

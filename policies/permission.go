@@ -83,9 +83,14 @@ type PermissionRecord struct {
 	Decision  Decision       `json:"decision"`
 	Outcome   string         `json:"outcome"`   // "selected" or "cancelled"
 	OptionID  string         `json:"option_id"` // empty when cancelled
-	Policy    Source         `json:"policy"`
-	Rule      string         `json:"rule"`
-	Reason    string         `json:"reason"`
+	// Layer is which layer decided: LayerOuter (an outer policy file,
+	// named by Policy) or LayerWorkflow.
+	Layer Layer `json:"layer"`
+	// Policy is where the policy that decided was configured: workflow,
+	// step or default, or, with LayerOuter, the outer policy file.
+	Policy Source `json:"policy"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
 	// Ask says who answered when the policy decided ask: "person" (the
 	// option a person picked), "fallback" (no one to ask: the policy's
 	// ask-fallback) or "unanswered" (the turn ended while waiting);

@@ -77,7 +77,14 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	acpflowBin = filepath.Join(binDir, "acpflow")
-	b := exec.Command("go", "build", "-o", acpflowBin, "github.com/acpflow/acpflow/cmd/acpflow")
+	// No outer policy but a test's own --policy: the binary's system file
+	// is one under binDir that no test writes (as a packager sets it, -X),
+	// and the user's config directory is the tests'.
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(binDir, "config"))
+	os.Unsetenv("ACPFLOW_POLICY")
+	b := exec.Command("go", "build", "-o", acpflowBin,
+		"-ldflags", "-X github.com/acpflow/acpflow/workflows.SystemPolicyFile="+filepath.Join(binDir, "etc", "acpflow", "policy.yaml"),
+		"github.com/acpflow/acpflow/cmd/acpflow")
 	b.Stdout, b.Stderr = os.Stderr, os.Stderr
 	if err := b.Run(); err != nil {
 		panic("building acpflow: " + err.Error())

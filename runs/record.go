@@ -44,7 +44,7 @@ func storePermission(p policies.PermissionRecord) store.Permission {
 	}
 	return store.Permission{
 		ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title, Command: p.Command, Locations: locs,
-		Decision: string(p.Decision), Outcome: p.Outcome, OptionID: p.OptionID, Policy: string(p.Policy), Rule: p.Rule, Reason: p.Reason,
+		Decision: string(p.Decision), Outcome: p.Outcome, OptionID: p.OptionID, Layer: string(p.Layer), Policy: string(p.Policy), Rule: p.Rule, Reason: p.Reason,
 	}
 }
 
@@ -56,6 +56,15 @@ func permissionRecord(p store.Permission) policies.PermissionRecord {
 	return policies.PermissionRecord{
 		ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title, Command: p.Command, Locations: locs,
 		Decision: policies.Decision(p.Decision), Outcome: p.Outcome, OptionID: p.OptionID,
-		Policy: policies.Source(p.Policy), Rule: p.Rule, Reason: p.Reason,
+		Layer: layer(p.Layer), Policy: policies.Source(p.Policy), Rule: p.Rule, Reason: p.Reason,
 	}
+}
+
+// layer is a stored record's layer: one that names none was the
+// workflow's (docs/results.md: every record says which layer decided).
+func layer(stored string) policies.Layer {
+	if stored == "" {
+		return policies.LayerWorkflow
+	}
+	return policies.Layer(stored)
 }

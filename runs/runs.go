@@ -27,6 +27,9 @@ type Runner struct {
 	Store   *store.Store
 	Timeout time.Duration     // for each run; 0: none
 	Ambient map[string]string // the environment runs see (env policies, `env.*`)
+	// Outer is the outer policy every run decides within (the CLI's
+	// --policy, $ACPFLOW_POLICY and the config files); nil: none.
+	Outer policies.Outer
 	// Events receives every run's events (the view). Nil drops them.
 	Events steps.Sink
 	// Asker puts the requests a permission policy decides to ask about to
@@ -100,6 +103,7 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 		Workspace: spec.Workspace,
 		Inputs:    spec.Inputs,
 		Ambient:   r.Ambient,
+		Outer:     r.Outer,
 		Events:    events,
 		Timeout:   r.Timeout,
 		Done:      spec.Done,

@@ -324,6 +324,9 @@ type Env struct {
 	Rule         string `json:"rule"`
 	Names        int    `json:"names"`
 	PolicyStderr string `json:"policy_stderr,omitempty"`
+	// Outer is what each outer policy file decided first (absent without
+	// an outer env policy).
+	Outer []policies.OuterEnvRule `json:"outer,omitempty"`
 }
 
 // Spawned is a child process started, leader of its own process group.

@@ -45,14 +45,18 @@ func TestEachEventIsWrittenAsOneFlatObjectInNameOrder(t *testing.T) {
 			`{` + R + `,` + S + `,"stop_reason":"completed",` + T + `,"type":"turn_end"}`},
 		{"a permission is answered", steps.Permission{PermissionRecord: policies.PermissionRecord{
 			ToolCallID: "c1", Kind: "edit", Title: "<t>", Command: "", Decision: policies.Allow, Outcome: "selected",
-			OptionID: "o", Policy: policies.SourceStep, Rule: "r", Locations: []policies.ToolLocation{{Path: "/a", Line: 3, InWorkspace: true}},
-		}}, `{"command":"","decision":"allow","kind":"edit","locations":[{"in_workspace":true,"line":3,"path":"/a"}],"option_id":"o",` +
+			OptionID: "o", Layer: policies.LayerWorkflow, Policy: policies.SourceStep, Rule: "r", Locations: []policies.ToolLocation{{Path: "/a", Line: 3, InWorkspace: true}},
+		}}, `{"command":"","decision":"allow","kind":"edit","layer":"workflow","locations":[{"in_workspace":true,"line":3,"path":"/a"}],"option_id":"o",` +
 			`"outcome":"selected","policy":"step","reason":"","rule":"r",` + R + `,` + S + `,` + T + `,"title":"\u003ct\u003e","tool_call_id":"c1","type":"permission"}`},
 		{"a permission with no locations", steps.Permission{PermissionRecord: policies.PermissionRecord{Outcome: "cancelled", PolicyStderr: "w"}},
-			`{"command":"","decision":"","kind":"","locations":null,"option_id":"","outcome":"cancelled","policy":"","policy_stderr":"w",` +
+			`{"command":"","decision":"","kind":"","layer":"","locations":null,"option_id":"","outcome":"cancelled","policy":"","policy_stderr":"w",` +
 				`"reason":"","rule":"",` + R + `,` + S + `,` + T + `,"title":"","tool_call_id":"","type":"permission"}`},
 		{"the env policy decides", steps.Env{Policy: "workflow", Rule: "core", Names: 9},
 			`{"kind":"env","names":9,"policy":"workflow","rule":"core",` + R + `,` + S + `,` + T + `,"type":"step_update"}`},
+		{"the env policy decides within an outer policy", steps.Env{Policy: "workflow", Rule: "core", Names: 9,
+			Outer: []policies.OuterEnvRule{{Policy: "/etc/acpflow/policy.yaml", Rule: "rules(1)"}, {Policy: "/o.yaml", Rule: "e.wasm", Stderr: "w"}}},
+			`{"kind":"env","names":9,"outer":[{"policy":"/etc/acpflow/policy.yaml","rule":"rules(1)"},{"policy":"/o.yaml","policy_stderr":"w","rule":"e.wasm"}],` +
+				`"policy":"workflow","rule":"core",` + R + `,` + S + `,` + T + `,"type":"step_update"}`},
 		{"an agent is spawned", steps.Spawned{PID: 42, StartTicks: 7, Cwd: "/ws"},
 			`{"cwd":"/ws","kind":"spawned","pid":42,` + R + `,"start_ticks":7,` + S + `,` + T + `,"type":"step_update"}`},
 		{"an agent says who it is", steps.Initialized{ProtocolVersion: 1, AgentName: &name, AgentVersion: &version},

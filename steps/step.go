@@ -79,6 +79,9 @@ type Invocation struct {
 	// a person; nil when there is no one (no terminal, --json, a batch),
 	// and the policy's ask-fallback decides.
 	Asker policies.Asker
+	// Outer is the outer policy, which the step's policies decide within
+	// (docs/policies.md#the-outer-policy); nil: none.
+	Outer policies.Outer
 
 	// Render expands the ${{ }} templates of a string in the step's scope,
 	// for values a kind reads from outside `with:` (an agent's env).

@@ -17,12 +17,14 @@ import (
 	"time"
 
 	agentrecord "github.com/acpflow/acpflow/internal/testagent/record"
+	"github.com/acpflow/acpflow/workflows"
 )
 
 var (
-	acpflowBin string // the binary under test
-	testAgent  string // internal/testagent
-	binDir     string
+	acpflowBin   string // the binary under test
+	testAgent    string // internal/testagent
+	binDir       string
+	systemPolicy string // the system's outer policy file of acpflowBin (none unless a test writes it)
 )
 
 func TestMain(m *testing.M) {
@@ -37,9 +39,18 @@ func TestMain(m *testing.M) {
 	os.Chmod(binDir, 0o755)
 	// Runs are recorded in a store of the tests' own, never the user's.
 	os.Setenv("ACPFLOW_STATE", filepath.Join(binDir, "state.db"))
+	// No outer policy but the tests' own: the system's file is one under
+	// binDir, in this process and in the binary (-X, as a packager sets
+	// it), and the user's config directory is the tests'.
+	systemPolicy = filepath.Join(binDir, "etc", "acpflow", "policy.yaml")
+	workflows.SystemPolicyFile = systemPolicy
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(binDir, "config"))
+	os.Unsetenv(workflows.PolicyEnv)
 	acpflowBin = filepath.Join(binDir, "acpflow")
 	testAgent = filepath.Join(binDir, "testagent")
-	b := exec.Command("go", "build", "-o", acpflowBin, "github.com/acpflow/acpflow/cmd/acpflow")
+	b := exec.Command("go", "build", "-o", acpflowBin,
+		"-ldflags", "-X github.com/acpflow/acpflow/workflows.SystemPolicyFile="+systemPolicy,
+		"github.com/acpflow/acpflow/cmd/acpflow")
 	b.Stderr = os.Stderr
 	if err := b.Run(); err != nil {
 		panic("building acpflow: " + err.Error())

@@ -36,13 +36,13 @@ func knownStore(t *testing.T) string {
 		StopReason: "completed", Output: "1. parse\n2. test", Attempts: 1, SessionID: "sess-1", StartedAt: at,
 		EndedAt: at.Add(800 * time.Millisecond), DurationMS: 800,
 		Permissions: []store.Permission{{ToolCallID: "call_1", Kind: "read", Title: "README.md", Decision: "allow",
-			Outcome: "selected", OptionID: "allow-once", Policy: "workflow", Rule: "1"}}}))
+			Outcome: "selected", OptionID: "allow-once", Layer: "workflow", Policy: "workflow", Rule: "1"}}}))
 	must(s.SaveStep(ctx, store.Step{RunID: "20261130T090000-aaaa0001", StepID: "review", Ord: 1, Status: "failed",
 		StopReason: "error", Error: "agent claude exited (exit status 3) during session/prompt", Attempts: 2,
 		SessionID: "sess-2", Stderr: "starting\nboom: out of cheese\n", StartedAt: at.Add(time.Second),
 		EndedAt: at.Add(2 * time.Second), DurationMS: 1000,
 		Permissions: []store.Permission{{ToolCallID: "call_2", Kind: "execute", Title: "rm -rf build", Decision: "reject",
-			Outcome: "selected", OptionID: "reject-once", Policy: "step", Rule: "2", Reason: "destructive or networked command"}}}))
+			Outcome: "selected", OptionID: "reject-once", Layer: "outer", Policy: "/etc/acpflow/policy.yaml", Rule: "2", Reason: "destructive or networked command"}}}))
 	must(s.FinishRun(ctx, "20261130T090000-aaaa0001", "failed", "", map[string]any{}, at.Add(2*time.Second)))
 	must(s.CreateRun(ctx, store.Run{ID: "20261130T100000-bbbb0002", Workflow: "hello", WorkflowFile: "/ws/hello.yaml",
 		WorkflowHash: "h2", Workspace: "/ws", Inputs: map[string]any{"who": "Ada"}, StartedAt: at.Add(time.Hour)}))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +16,7 @@ import (
 
 func newPolicyCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "policy", Short: "Work with permission and env policies"}
-	var request, step string
+	var request, step, policy string
 	eval := &cobra.Command{
 		Use:   "eval FILE --request REQ.json",
 		Short: "Evaluate the permission or env policy of a workflow (or a bare policy file) against one request",
@@ -24,7 +25,12 @@ func newPolicyCmd() *cobra.Command {
 FILE is a workflow (its step's policy with --step, else its own, else the
 default) or a bare policy file: YAML with a top-level permission: and/or env:,
 shaped as under policies:. The request's "kind" (permission or env) says which
-policy answers. A policy that fails answers as it would in a run: closed.`,
+policy answers. A policy that fails answers as it would in a run: closed.
+
+The answer is decided within the outer policy, as in a run (--policy,
+$ACPFLOW_POLICY, /etc/acpflow/policy.yaml, the user's file), and says which
+layer decided: "layer" is "outer" (then "policy" is the outer file) or
+"workflow".`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if request == "" {
@@ -32,6 +38,9 @@ policy answers. A policy that fails answers as it would in a run: closed.`,
 			}
 			pol, err := loadPolicies(args[0], step)
 			if err != nil {
+				return err
+			}
+			if pol.outer, err = loadOuter(policy); err != nil {
 				return err
 			}
 			data, err := readRequest(request)
@@ -63,16 +72,19 @@ policy answers. A policy that fails answers as it would in a run: closed.`,
 	}
 	eval.Flags().StringVar(&request, "request", "", "the request, a JSON file (see docs/policies.md)")
 	eval.Flags().StringVar(&step, "step", "", "evaluate this step's policy (a workflow FILE only)")
+	addPolicyFlag(eval, &policy)
 	cmd.AddCommand(eval, newPolicyTestCmd())
 	return cmd
 }
 
-// boundPolicies are the policies that answer, with where they came from.
+// boundPolicies are the policies that answer, with where they came from,
+// and the outer policy they answer within.
 type boundPolicies struct {
 	permission    policies.Permission
 	permissionSrc policies.Source
 	env           policies.Env
 	envSrc        policies.Source
+	outer         policies.Outer
 }
 
 // loadPolicies reads FILE as a workflow if it is one, else as a bare policy file.
@@ -154,9 +166,9 @@ func evalPermission(cmd *cobra.Command, b *boundPolicies, data []byte) (any, err
 	if err != nil {
 		return nil, err
 	}
-	rec := policies.Answer(cmd.Context(), b.permission, b.permissionSrc, req)
+	rec := b.outer.Answer(cmd.Context(), b.permission, b.permissionSrc, req)
 	return map[string]any{
-		"decision": rec.Decision, "reason": rec.Reason, "rule": rec.Rule, "policy": rec.Policy,
+		"decision": rec.Decision, "reason": rec.Reason, "rule": rec.Rule, "policy": rec.Policy, "layer": rec.Layer,
 		"outcome": rec.Outcome, "option_id": rec.OptionID,
 	}, nil
 }
@@ -172,13 +184,25 @@ func evalEnv(cmd *cobra.Command, b *boundPolicies, data []byte) (any, error) {
 	if req.Explicit == nil {
 		req.Explicit = map[string]string{}
 	}
-	dec, err := policies.BuildEnv(cmd.Context(), b.env, &req)
-	if err != nil {
+	dec, err := b.outer.BuildEnv(cmd.Context(), b.env, &req)
+	answer := map[string]any{"policy": b.envSrc, "layer": policies.LayerWorkflow}
+	if dec.Outer != nil {
+		answer["outer"] = dec.Outer
+	}
+	var refused *policies.OuterEnvError
+	switch {
+	case errors.As(err, &refused):
+		answer["deny"], answer["policy"], answer["layer"] = refused.Error(), refused.File, policies.LayerOuter
+		if refused.Rule != "" {
+			answer["rule"] = refused.Rule
+		}
+	case err != nil:
 		// Fail closed, as a run would: the spawn is refused.
-		return map[string]any{"deny": "env policy failed: " + err.Error(), "policy": b.envSrc}, nil
+		answer["deny"] = "env policy failed: " + err.Error()
+	case dec.Deny != "":
+		answer["deny"], answer["rule"] = dec.Deny, dec.Rule
+	default:
+		answer["env"], answer["rule"] = dec.Env, dec.Rule
 	}
-	if dec.Deny != "" {
-		return map[string]any{"deny": dec.Deny, "rule": dec.Rule, "policy": b.envSrc}, nil
-	}
-	return map[string]any{"env": dec.Env, "rule": dec.Rule, "policy": b.envSrc}, nil
+	return answer, nil
 }

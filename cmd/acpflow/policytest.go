@@ -23,6 +23,7 @@ func newPolicyTestCmd() *cobra.Command {
 		files      []string
 		jsonOut    bool
 		state      string
+		policy     string
 	)
 	cmd := &cobra.Command{
 		Use:   "test POLICY (--runs FILTER | --transcripts FILE...)",
@@ -53,6 +54,10 @@ rules). A request acpflow answered itself (after a cancel, for another
 session) is not decided again. A spawn is recorded by variable names only,
 so every value is "[redacted]" to the env policy. See docs/transcripts.md.
 
+Requests are decided within the outer policy, as a run would decide them now
+(--policy, $ACPFLOW_POLICY, /etc/acpflow/policy.yaml, the user's file); an
+answer says which layer gave it.
+
 Exit 1 when any decision or spawn changed, 0 when none did, 2 for bad usage
 or a policy that does not load.`,
 		Args: cobra.MinimumNArgs(1),
@@ -68,6 +73,9 @@ or a policy that does not load.`,
 			}
 			pol, err := loadWhatIfPolicies(args[0])
 			if err != nil {
+				return err
+			}
+			if pol.Outer, err = loadOuter(policy); err != nil {
 				return err
 			}
 			t := whatif.New(pol)
@@ -96,6 +104,7 @@ or a policy that does not load.`,
 		},
 	}
 	addStateFlag(cmd, &state)
+	addPolicyFlag(cmd, &policy)
 	fl := cmd.Flags()
 	fl.StringVar(&runsFilter, "runs", "", "the recorded runs: all, KEY=VALUE[,KEY=VALUE] (workflow, status, batch, limit) or a run or batch id")
 	fl.StringArrayVar(&files, "transcripts", nil, "transcript files (acpflow export); more may follow as arguments")
@@ -304,6 +313,9 @@ func answerLabel(a *whatif.Answer) string {
 	rule := a.Rule
 	if rule != "default" && rule != "shorthand" && !strings.HasSuffix(rule, ".wasm") {
 		rule = "rule " + rule
+	}
+	if a.Layer == policies.LayerOuter {
+		return fmt.Sprintf("%s (outer %s %s)", d, a.Policy, rule)
 	}
 	return fmt.Sprintf("%s (%s %s)", d, a.Policy, rule)
 }

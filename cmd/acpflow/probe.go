@@ -21,6 +21,7 @@ func newProbeCmd() *cobra.Command {
 		auth    string
 		cwd     string
 		timeout time.Duration
+		policy  string
 	)
 	cmd := &cobra.Command{
 		Use:   "probe -- CMD [ARGS...]",
@@ -42,7 +43,11 @@ func newProbeCmd() *cobra.Command {
 			if err != nil {
 				return usageError(err)
 			}
-			res, err := acpsubagent.Probe(cmd.Context(), agent, dir, policies.EnvMap(os.Environ()))
+			outer, err := loadOuter(policy)
+			if err != nil {
+				return err
+			}
+			res, err := acpsubagent.Probe(cmd.Context(), agent, dir, policies.EnvMap(os.Environ()), outer)
 			if res != nil {
 				b, _ := json.MarshalIndent(res, "", "  ")
 				fmt.Fprintln(cmd.OutOrStdout(), terminalJSON(b))
@@ -56,6 +61,7 @@ func newProbeCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&env, "env", nil, "an explicit KEY=VALUE for the agent (repeatable); the ambient env is scrubbed as in a step")
 	cmd.Flags().StringVar(&auth, "auth", "", "call authenticate with this method id after initialize")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's cwd (default: the current directory)")
+	addPolicyFlag(cmd, &policy)
 	durationFlag(cmd.Flags(), &timeout, "timeout", steps.DefaultStartTimeout, "bound on spawn + initialize + session/new (a duration, or seconds)")
 	return cmd
 }

@@ -21,6 +21,10 @@ func newResumeCmd() *cobra.Command {
 		Short: "Finish a run or batch that failed or was interrupted, without redoing succeeded steps",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			outer, err := loadOuter(f.policy)
+			if err != nil {
+				return err
+			}
 			s, err := openStore(f.state)
 			if err != nil {
 				return usageError(err)
@@ -37,7 +41,7 @@ func newResumeCmd() *cobra.Command {
 			defer out.Close()
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			x := newExecutor(s, out, f.timeout)
+			x := newExecutor(s, out, f.timeout, outer)
 			defer x.runner.Close()
 			if kind == store.KindBatch {
 				if f.budget != "" {

@@ -34,6 +34,7 @@ type runFlags struct {
 	json        bool
 	timeout     time.Duration
 	budget      string
+	policy      string // --policy: an outer policy file
 }
 
 func newRunCmd() *cobra.Command {
@@ -61,6 +62,7 @@ func newRunCmd() *cobra.Command {
 func addOutputFlags(cmd *cobra.Command, f *runFlags) {
 	fl := cmd.Flags()
 	addStateFlag(cmd, &f.state)
+	addPolicyFlag(cmd, &f.policy)
 	fl.StringVarP(&f.output, "output", "o", "", "write one JSON result object per run to FILE, one per line")
 	fl.BoolVar(&f.json, "json", false, "print the event stream as JSON lines instead of the human view")
 }
@@ -85,6 +87,10 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	wf, err := runs.LoadWorkflow(file)
 	if err != nil {
 		return usageError(err)
+	}
+	outer, err := loadOuter(f.policy)
+	if err != nil {
+		return err
 	}
 	workspace, err := resolveWorkspace(f.workspace)
 	if err != nil {
@@ -129,7 +135,7 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
-	x := newExecutor(s, out, f.timeout)
+	x := newExecutor(s, out, f.timeout, outer)
 	defer x.runner.Close()
 	if err := x.runner.ResolveReplays(ctx, wf); err != nil {
 		return runError(err)
@@ -166,12 +172,13 @@ type executor struct {
 	view   view
 }
 
-func newExecutor(s *store.Store, out *resultWriter, timeout time.Duration) *executor {
+func newExecutor(s *store.Store, out *resultWriter, timeout time.Duration, outer policies.Outer) *executor {
 	x := &executor{out: out}
 	x.runner = &runs.Runner{
 		Store:   s,
 		Timeout: timeout,
 		Ambient: policies.EnvMap(os.Environ()),
+		Outer:   outer,
 		Result:  out.write,
 		Notice:  func(msg string) { fmt.Fprintln(os.Stderr, "acpflow: "+termtext.Sanitize(msg)) },
 	}

@@ -359,7 +359,8 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 			if p.Outcome != "selected" {
 				opt = "cancelled"
 			}
-			fmt.Fprintf(w, "  permission %s %q: %s -> %s (%s policy, rule %s)", p.Kind, p.Title, p.Decision, opt, p.Policy, p.Rule)
+			fmt.Fprintf(w, "  permission %s %q: %s -> %s (%s, rule %s)", p.Kind, p.Title, p.Decision, opt,
+				policyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
 			if p.Reason != "" {
 				fmt.Fprintf(w, ": %s", p.Reason)
 			}

@@ -189,7 +189,7 @@ func (v *transcriptView) permission(m transcript.Message, arrow string, r *rpc) 
 	if rec.Outcome != "selected" {
 		answer = "cancelled"
 	}
-	by := string(rec.Policy) + " policy"
+	by := policyName(rec.Layer, rec.Policy)
 	if rec.Rule != "" {
 		by += ", rule " + rec.Rule
 	}

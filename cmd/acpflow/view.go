@@ -127,8 +127,8 @@ func plainLine(e steps.Event) string {
 		}
 		return "started"
 	case steps.Permission:
-		return fmt.Sprintf("permission %s %q: %s -> %s (%s policy, rule %s%s)%s", d.Kind, d.Title, d.Decision,
-			outcome(d.PermissionRecord), d.Policy, d.Rule, askSuffix(d.Ask), reasonSuffix(d.Reason))
+		return fmt.Sprintf("permission %s %q: %s -> %s (%s, rule %s%s)%s", d.Kind, d.Title, d.Decision,
+			outcome(d.PermissionRecord), policyName(d.Layer, d.Policy), d.Rule, askSuffix(d.Ask), reasonSuffix(d.Reason))
 	case steps.Asking:
 		return fmt.Sprintf("permission %q: waiting for your answer", d.Title)
 	case steps.Retry:
@@ -204,6 +204,16 @@ func askSuffix(ask string) string {
 		return ", you answered"
 	}
 	return ""
+}
+
+// policyName says which policy made a permission decision: "workflow
+// policy" (or step, default), or "outer policy /etc/acpflow/policy.yaml"
+// when an outer policy file did.
+func policyName(layer policies.Layer, policy policies.Source) string {
+	if layer == policies.LayerOuter {
+		return "outer policy " + string(policy)
+	}
+	return string(policy) + " policy"
 }
 
 func reasonSuffix(r string) string {

@@ -189,4 +189,9 @@ ALTER TABLE batches ADD COLUMN error TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE steps ADD COLUMN value_json TEXT NOT NULL DEFAULT 'null';
 `,
+	// 8: which layer of policy decided a permission (outer or workflow).
+	// Every record before it was the workflow's: there was no outer policy.
+	`
+ALTER TABLE permissions ADD COLUMN layer TEXT NOT NULL DEFAULT 'workflow';
+`,
 }

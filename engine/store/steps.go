@@ -53,7 +53,8 @@ type Permission struct {
 	Decision   string     // allow, allow_always, reject, reject_always, cancel
 	Outcome    string     // selected or cancelled
 	OptionID   string     // empty when cancelled
-	Policy     string     // workflow, step or default
+	Layer      string     // outer or workflow (every record of a store from before layers: workflow)
+	Policy     string     // workflow, step or default; an outer decision's file
 	Rule       string
 	Reason     string
 }
@@ -111,7 +112,7 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)
 			}
 			_, err = ins.ExecContext(ctx,
-				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Command, locations, p.Decision, p.Outcome, p.OptionID, p.Policy, p.Rule, p.Reason)
+				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Command, locations, p.Decision, p.Outcome, p.OptionID, p.Layer, p.Policy, p.Rule, p.Reason)
 			if err != nil {
 				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)
 			}

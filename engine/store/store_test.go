@@ -167,6 +167,7 @@ func TestAStepRecordedBeforeStructuredOutputReadsBackWithNoValue(t *testing.T) {
 	for _, q := range []string{
 		`INSERT INTO runs (id, status, started_at) VALUES ('old', 'succeeded', '2026-12-01T00:00:00.000000000Z')`,
 		`ALTER TABLE steps DROP COLUMN value_json`,
+		`ALTER TABLE permissions DROP COLUMN layer`,
 		`INSERT INTO steps (run_id, step_id, status, output_json, final_json) VALUES ('old', 'a', 'succeeded', '"{\"x\":1}"', '"{\"x\":1}"')`,
 		`PRAGMA user_version = 6`,
 	} {
@@ -186,6 +187,44 @@ func TestAStepRecordedBeforeStructuredOutputReadsBackWithNoValue(t *testing.T) {
 	}
 	if len(d.Steps) != 1 || d.Steps[0].JSON != nil || d.Steps[0].Output != `{"x":1}` {
 		t.Errorf("steps %+v: want the old step, with no value", d.Steps)
+	}
+}
+
+func TestPermissionsRecordedBeforeLayersAreTheWorkflows(t *testing.T) {
+	// A store at schema version 4, as an acpflow without outer policies
+	// left it, with one permission recorded.
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations[:4] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		"PRAGMA user_version = 4",
+		`INSERT INTO runs (id, status, started_at) VALUES ('r', 'succeeded', '2026-12-01T00:00:00.000000000Z')`,
+		`INSERT INTO steps (run_id, step_id, status) VALUES ('r', 's', 'succeeded')`,
+		`INSERT INTO permissions (run_id, step_id, seq, tool_call_id, decision, policy, rule) VALUES ('r', 's', 0, 'c', 'reject', 'workflow', '2')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	db.Close()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d, err := s.GetRun(context.Background(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := d.Steps[0].Permissions; len(p) != 1 || p[0].Layer != "workflow" || p[0].Policy != "workflow" || p[0].Rule != "2" {
+		t.Errorf("permissions after the migration: %+v", p)
 	}
 }
 
@@ -262,9 +301,9 @@ func TestRecordsRoundTrip(t *testing.T) {
 		StartedAt: at(2 * time.Second), EndedAt: at(3 * time.Second), DurationMS: 1000,
 		Permissions: []Permission{
 			{ToolCallID: "call_1", Kind: "execute", Title: "rm -rf /tmp/x", Decision: "reject", Outcome: "selected",
-				OptionID: "r1", Policy: "workflow", Rule: "2", Reason: "no deletes"},
+				OptionID: "r1", Layer: "outer", Policy: "/etc/acpflow/policy.yaml", Rule: "2", Reason: "no deletes"},
 			{ToolCallID: "call_2", Kind: "read", Title: "README", Decision: "cancel", Outcome: "cancelled",
-				Policy: "default", Reason: "the turn was cancelled"},
+				Layer: "workflow", Policy: "default", Reason: "the turn was cancelled"},
 		},
 	}
 	each := Step{

@@ -118,6 +118,15 @@ func ReadFile(path string) (*File, error) {
 	if f.Format != Format {
 		return nil, fmt.Errorf("%s: not a transcript file of this acpflow (format %q, want %q)", path, f.Format, Format)
 	}
+	// A file exported before outer policies names no layer: every record
+	// in it was the workflow's.
+	for i := range f.Steps {
+		for j := range f.Steps[i].Permissions {
+			if p := &f.Steps[i].Permissions[j]; p.Layer == "" {
+				p.Layer = policies.LayerWorkflow
+			}
+		}
+	}
 	return &f, nil
 }
 

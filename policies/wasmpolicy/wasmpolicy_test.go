@@ -508,3 +508,34 @@ func TestWASMEnvRecordsNoSecretValue(t *testing.T) {
 		}
 	})
 }
+
+func TestAWASMOuterEnvPolicyIsACeiling(t *testing.T) {
+	h := wasmHost(t)
+	outer := policies.Outer{{File: "/etc/acpflow/policy.yaml", Env: wasmpolicy.NewEnv(loadModule(t, h, prebuilt+"c.wasm", wasm.Limits{}), "", nil)}}
+	// The workflow's own policy keeps every credential: the module's
+	// answer is still the ceiling.
+	workflow := &policies.EnvRules{Inherit: policies.InheritAll}
+	ambient := map[string]string{"HOME": "/home/u", "PATH": "/usr/bin", "AWS_REGION": "eu-west-1", "GITHUB_TOKEN": "ghp_ambient"}
+
+	d, err := outer.BuildEnv(context.Background(), workflow, envRequest(ambient, map[string]string{"CODEX_API_KEY": "sk-explicit"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"HOME": "/home/u", "PATH": "/usr/bin", "CODEX_API_KEY": "sk-explicit"}
+	if !maps.Equal(d.Env, want) || len(d.Outer) != 1 || d.Outer[0].Rule != "c.wasm" {
+		t.Errorf("BuildEnv = %+v, want env %v after c.wasm", d, want)
+	}
+
+	// An explicit AWS_* the module leaves out refuses the spawn.
+	_, err = outer.BuildEnv(context.Background(), workflow, envRequest(ambient, map[string]string{"AWS_PROFILE": "prod-profile-secret"}))
+	var refused *policies.OuterEnvError
+	if !errors.As(err, &refused) || refused.Var != "AWS_PROFILE" || refused.Rule != "c.wasm" || strings.Contains(err.Error(), "prod-profile-secret") {
+		t.Errorf("error %v, want the outer module refusing AWS_PROFILE", err)
+	}
+
+	// Its deny refuses the spawn, naming the layer.
+	_, err = outer.BuildEnv(context.Background(), workflow, envRequest(map[string]string{"PATH": "/usr/bin"}, nil))
+	if !errors.As(err, &refused) || err.Error() != "outer policy (/etc/acpflow/policy.yaml) refused the spawn (rule c.wasm): no HOME" {
+		t.Errorf("error %v, want the outer module's deny", err)
+	}
+}

@@ -2,11 +2,11 @@
 // other policies: what `acpflow policy test` reports (docs/transcripts.md).
 // It reads transcripts (files, or the run store's), rebuilds every
 // session/request_permission the agent sent as the live ACP client did
-// (policies.FromACP), asks the policy (policies.Answer), and compares the
-// answer with the one recorded; and it asks the env policy again for the
-// environment of every recorded spawn, by name (spawn.go). No agent runs
-// and nothing leaves the process; only a WASM policy runs code, in its
-// sandbox.
+// (policies.FromACP), asks the policy within the outer policy
+// (policies.Outer.Answer), and compares the answer with the one recorded;
+// and it asks the env policy again for the environment of every recorded
+// spawn, by name (spawn.go). No agent runs and nothing leaves the process;
+// only a WASM policy runs code, in its sandbox.
 package whatif
 
 import (
@@ -24,7 +24,8 @@ import (
 
 // Policies is what a what-if decides under: the permission and env
 // policies of every step, and a step's own where it has one (a workflow's
-// step with `policies: {permission: …, env: …}`).
+// step with `policies: {permission: …, env: …}`), the permission policies
+// within the outer policy, as a run decides.
 type Policies struct {
 	// Permission is nil when requests are not to be decided again (a
 	// policy file with only env:): they are then not counted either.
@@ -39,6 +40,7 @@ type Policies struct {
 	// NoSpawns: spawns are not decided again, nor counted (a policy file
 	// with only permission:, which says nothing of the environment).
 	NoSpawns bool
+	Outer      policies.Outer                 // nil: none
 }
 
 func (p *Policies) forStep(id string) (policies.Permission, policies.Source) {
@@ -78,9 +80,13 @@ type Answer struct {
 	Decision policies.Decision `json:"decision"`
 	Outcome  string            `json:"outcome"`   // selected or cancelled
 	OptionID string            `json:"option_id"` // "" when cancelled
-	Policy   policies.Source   `json:"policy,omitempty"`
-	Rule     string            `json:"rule"` // "" for an answer read from the response
-	Reason   string            `json:"reason,omitempty"`
+	// Layer and Policy say which layer decided and where its policy was
+	// configured (an outer answer's Policy is its file); "" for an answer
+	// read from the response.
+	Layer  policies.Layer  `json:"layer,omitempty"`
+	Policy policies.Source `json:"policy,omitempty"`
+	Rule   string          `json:"rule"` // "" for an answer read from the response
+	Reason string          `json:"reason,omitempty"`
 	// From says where an old answer was read: FromRecord or FromResponse
 	// (the decision inferred from the selected option's kind, or cancel).
 	From string `json:"from,omitempty"`
@@ -308,7 +314,7 @@ func (t *Tester) decide(ctx context.Context, run *Run, s *transcript.Step, r *re
 	switch {
 	case rec != nil:
 		res.Old = &Answer{Decision: rec.Decision, Outcome: rec.Outcome, OptionID: rec.OptionID,
-			Policy: rec.Policy, Rule: rec.Rule, Reason: rec.Reason, From: FromRecord}
+			Layer: rec.Layer, Policy: rec.Policy, Rule: rec.Rule, Reason: rec.Reason, From: FromRecord}
 	case r.answer != nil:
 		res.Old = &Answer{Outcome: r.answer.outcome, OptionID: r.answer.optionID, From: FromResponse}
 		if d, ok := inferDecision(r.answer, req.Options); ok {
@@ -332,12 +338,28 @@ func (t *Tester) decide(ctx context.Context, run *Run, s *transcript.Step, r *re
 		return res
 	}
 	perm, src := t.pol.forStep(s.Step)
-	rec2 := policies.Answer(ctx, perm, src, req)
+	rec2 := t.pol.Outer.Answer(ctx, perm, src, req)
 	res.New = &Answer{Decision: rec2.Decision, Outcome: rec2.Outcome, OptionID: rec2.OptionID,
-		Policy: rec2.Policy, Rule: rec2.Rule, Reason: rec2.Reason}
+		Layer: rec2.Layer, Policy: rec2.Policy, Rule: rec2.Rule, Reason: rec2.Reason}
 	res.Changed = Changed(*res.Old, *res.New)
-	res.SameRule = res.Old.From == FromRecord && res.Old.Rule == res.New.Rule
+	res.SameRule = res.Old.From == FromRecord && res.Old.Rule == res.New.Rule && sameLayer(res.Old, res.New)
 	return res
+}
+
+// sameLayer reports whether two answers came from the same layer and file:
+// rule 1 of the outer file is not rule 1 of the workflow's policy. A
+// record from before layers existed says nothing, and was the workflow's.
+func sameLayer(old, new *Answer) bool {
+	layer := func(a *Answer) policies.Layer {
+		if a.Layer == "" {
+			return policies.LayerWorkflow
+		}
+		return a.Layer
+	}
+	if layer(old) != layer(new) {
+		return false
+	}
+	return layer(new) != policies.LayerOuter || old.Policy == new.Policy
 }
 
 // The rules of acpflow's own answers (docs/policies.md "What is recorded").

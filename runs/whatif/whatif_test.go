@@ -243,3 +243,32 @@ func TestAStepThatOpenedNoSessionIsJudgedFromTheRunsWorkspace(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestsAreDecidedWithinTheOuterPolicy(t *testing.T) {
+	outer := policies.Outer{{File: "/etc/acpflow/policy.yaml", Permission: rules(t, "allow",
+		[2]string{`any(commands(tool.command), # startsWith "rm ")`, "reject"})}}
+	pol := &whatif.Policies{Permission: rules(t, "reject", [2]string{`tool.kind == "execute"`, "allow"}), Source: policies.SourceWorkflow, Outer: outer}
+	byOuter := record("c3", "reject", "reject-once", "1")
+	byOuter.Layer, byOuter.Policy = policies.LayerOuter, "/etc/acpflow/policy.yaml"
+	run := &whatif.Run{ID: "r", Steps: []transcript.Step{turn("s", "/ws", []call{
+		{id: "c1", kind: "execute", title: "rm -rf build", answer: "allow-once", record: record("c1", "allow", "allow-once", "1")},
+		{id: "c2", kind: "execute", title: "make", answer: "allow-once", record: record("c2", "allow", "allow-once", "1")},
+		{id: "c3", kind: "execute", title: "rm x", answer: "reject-once", record: byOuter},
+	})}}
+	got, tot := testRun(t, pol, run)
+	if len(got) != 3 {
+		t.Fatalf("%d results", len(got))
+	}
+	if n := got[0].New; !got[0].Changed || n.Decision != "reject" || n.Layer != policies.LayerOuter || n.Policy != "/etc/acpflow/policy.yaml" || n.Rule != "1" || got[0].SameRule {
+		t.Errorf("rm: changed %v, new %+v, same rule %v; want rejected by the outer file's rule 1, not the same rule as the workflow's 1", got[0].Changed, n, got[0].SameRule)
+	}
+	if n := got[1].New; got[1].Changed || n.Decision != "allow" || n.Layer != policies.LayerWorkflow || n.Rule != "1" || !got[1].SameRule {
+		t.Errorf("make: changed %v, new %+v, same rule %v; want allowed by the workflow's rule 1 as recorded", got[1].Changed, n, got[1].SameRule)
+	}
+	if got[2].Changed || !got[2].SameRule || got[2].Old.Layer != policies.LayerOuter {
+		t.Errorf("rm x: %+v → %+v, same rule %v; want the outer file's rule 1 both times", got[2].Old, got[2].New, got[2].SameRule)
+	}
+	if tot.Changed != 1 {
+		t.Errorf("totals %+v", tot)
+	}
+}

@@ -352,8 +352,9 @@ func describeUpdate(u acp.SessionUpdate) (string, any) {
 	return "unknown", nil
 }
 
-// RequestPermission asks the step's permission policy and answers with the
-// option it selects. After a cancel, ACP requires the `cancelled` outcome.
+// RequestPermission asks the step's permission policy, within the outer
+// policy, and answers with the option it selects. After a cancel, ACP
+// requires the `cancelled` outcome.
 func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 	c.mu.Lock()
 	c.answering++
@@ -373,7 +374,7 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 		rec = policies.PermissionRecord{
 			ToolCallID: req.Tool.ID, Kind: req.Tool.Kind, Title: req.Tool.Title,
 			Command: req.Tool.Command, Locations: req.Tool.Locations,
-			Decision: policies.Cancel, Outcome: "cancelled", Policy: c.inv.PermissionSource,
+			Decision: policies.Cancel, Outcome: "cancelled", Layer: policies.LayerWorkflow, Policy: c.inv.PermissionSource,
 			Rule: "turn-cancelled", Reason: "the turn was cancelled",
 		}
 		if !cancelled {
@@ -397,17 +398,18 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	}}, nil
 }
 
-// answer asks the step's policy, and a person when it decides ask: until
+// answer asks the step's policy within the outer policy, and a person
+// when one of them decides ask: until
 // the person answers, the turn is cancelled (a timeout, an interrupt) or
 // the request's own context ends.
 func (c *client) answer(ctx context.Context, req *policies.PermissionRequest) policies.PermissionRecord {
 	if c.inv.Asker == nil || c.turnEnded == nil {
-		return policies.Answer(ctx, c.inv.Permission, c.inv.PermissionSource, req)
+		return c.inv.Outer.Answer(ctx, c.inv.Permission, c.inv.PermissionSource, req)
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	defer context.AfterFunc(c.turnEnded, stop)()
-	return policies.AnswerAsking(ctx, c.inv.Permission, c.inv.PermissionSource, req, stepAsker{c.inv})
+	return c.inv.Outer.AnswerAsking(ctx, c.inv.Permission, c.inv.PermissionSource, req, stepAsker{c.inv})
 }
 
 // stepAsker puts a question to the invocation's asker with the step it

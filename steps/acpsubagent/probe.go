@@ -46,24 +46,29 @@ type initializeAnswer struct {
 	AuthMethods       json.RawMessage `json:"authMethods"`
 }
 
-// Probe spawns an agent with the default env policy, runs the handshake of
-// a step (initialize, authenticate when agent.Auth is set, session/new) in
-// cwd, and tears it down. It returns an error (with what the agent had said
+// Probe spawns an agent with the default env policy, within outer (the
+// outer policy; nil: none), runs the handshake of a step (initialize,
+// authenticate when agent.Auth is set, session/new) in cwd, and tears it
+// down. It returns an error (with what the agent had said
 // so far) when the agent cannot be started, exits or closes its stdout
 // before answering, sends an answer that is not one, or does not answer
 // within agent.StartTimeout. A session/new (or authenticate) that the agent
 // refuses with a JSON-RPC error, as most agents do without credentials, is
 // reported in SessionError, not as an error: the handshake itself worked.
-func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[string]string) (*ProbeResult, error) {
+func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[string]string, outer policies.Outer) (*ProbeResult, error) {
 	path, err := exec.LookPath(agent.Command)
 	if err != nil {
 		return nil, fmt.Errorf("command %q not found in PATH", agent.Command)
 	}
-	dec, err := policies.BuildEnv(ctx, nil, &policies.EnvRequest{
+	dec, err := outer.BuildEnv(ctx, nil, &policies.EnvRequest{
 		Request:  policies.Request{Kind: "env", Agent: agent.Name, Workspace: cwd, Cwd: cwd},
 		Ambient:  ambient,
 		Explicit: agent.Env,
 	})
+	var refused *policies.OuterEnvError
+	if errors.As(err, &refused) && refused.SetBy == policies.SetByExplicit {
+		refused.SetBy = "--env"
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -546,24 +546,28 @@ func (a *attempt) render(s string) (string, error) {
 	return a.inv.Render(s)
 }
 
-// buildEnv asks the env policy for the child's environment, failing closed.
+// buildEnv asks the env policy, within the outer policy, for the child's
+// environment, failing closed.
 func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	explicit := map[string]string{}
+	// setBy says who set each explicit name, for an outer policy's refusal.
+	setBy := map[string]string{}
 	for k, v := range a.agent.Env {
 		r, err := a.render(v)
 		if err != nil {
 			return nil, fmt.Errorf("agents.%s.env.%s: %w", a.agent.Name, k, err)
 		}
-		explicit[k] = r
+		explicit[k], setBy[k] = r, "agent "+a.agent.Name+"'s env"
 	}
+	stepEnv := "step " + a.inv.StepID + "'s env"
 	switch env := a.inv.With["env"].(type) {
 	case map[string]any:
 		for k, v := range env {
-			explicit[k] = fmt.Sprint(v)
+			explicit[k], setBy[k] = fmt.Sprint(v), stepEnv
 		}
 	case map[string]string:
 		for k, v := range env {
-			explicit[k] = v
+			explicit[k], setBy[k] = v, stepEnv
 		}
 	}
 	req := &policies.EnvRequest{
@@ -572,9 +576,21 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 		Ambient:  a.inv.Ambient,
 		Explicit: explicit,
 	}
-	dec, err := policies.BuildEnv(ctx, a.inv.Env, req)
+	dec, err := a.inv.Outer.BuildEnv(ctx, a.inv.Env, req)
+	var refused *policies.OuterEnvError
+	if errors.As(err, &refused) {
+		switch refused.SetBy {
+		case policies.SetByExplicit:
+			refused.SetBy = setBy[refused.Var]
+		case policies.SetByPolicy:
+			refused.SetBy = fmt.Sprintf("the env policy (%s)", a.inv.EnvSource)
+		}
+	}
 	a.recordSpawn(req, dec, err)
-	if err != nil {
+	switch {
+	case refused != nil:
+		return nil, refused
+	case err != nil:
 		return nil, fmt.Errorf("env policy (%s) failed, spawn refused: %w", a.inv.EnvSource, err)
 	}
 	if dec.Deny != "" {
@@ -595,7 +611,7 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	for k := range dec.Env {
 		names = append(names, k)
 	}
-	a.inv.Emit(steps.Env{Policy: string(a.inv.EnvSource), Rule: dec.Rule, Names: len(names), PolicyStderr: dec.Stderr})
+	a.inv.Emit(steps.Env{Policy: string(a.inv.EnvSource), Rule: dec.Rule, Names: len(names), PolicyStderr: dec.Stderr, Outer: dec.Outer})
 	return dec.Env, nil
 }
 

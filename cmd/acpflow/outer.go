@@ -1,0 +1,26 @@
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/workflows"
+)
+
+// addPolicyFlag adds --policy, an outer policy file, to a command that
+// decides permissions or builds environments.
+func addPolicyFlag(cmd *cobra.Command, file *string) {
+	cmd.Flags().StringVar(file, "policy", "", "an outer policy file, decided before the workflow's policies, which cannot loosen it; it stacks on /etc/acpflow/policy.yaml, the user's and $ACPFLOW_POLICY, and can only tighten them (docs/policies.md)")
+}
+
+// loadOuter loads the outer policy (docs/policies.md#the-outer-policy): a
+// file that is named but missing, or that does not load, is bad usage.
+func loadOuter(flag string) (policies.Outer, error) {
+	outer, err := workflows.LoadOuterPolicy(flag, os.Getenv)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return outer, nil
+}
