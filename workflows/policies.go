@@ -12,7 +12,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 )
 
-var policyKeys = []string{"permission", "env"}
+var policyKeys = []string{"permission", "env", "ask-fallback"}
 
 // decodePolicies reads a `policies:` block, at the top of the file or on a
 // step (docs/policies.md); a kind it does not set stays nil.
@@ -32,7 +32,37 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 		d.specErrors(x, "env", err)
 		p.Env = env
 	}
+	if x := f["ask-fallback"]; x != nil && !x.bad {
+		p.Permission = d.askFallback(x, f["permission"], p.Permission)
+	}
 	return p
+}
+
+// askFallback reads an ask-fallback written beside permission: (it may
+// also be written inside the permission's mapping; one place only) and
+// gives it to perm.
+func (d *decoder) askFallback(x, permNode *node, perm policies.Permission) policies.Permission {
+	word, ok := x.str()
+	if !ok {
+		d.at(x.pos, "ask-fallback: want allow, allow_always, reject, reject_always or cancel")
+		return perm
+	}
+	fallback, err := policies.ParseFallback(word)
+	switch {
+	case err != nil:
+		d.at(x.pos, "%v", err)
+	case permNode == nil:
+		d.at(x.pos, "ask-fallback goes with the permission: it falls back for, in the same policies: block")
+	case perm == nil:
+		// permission: did not load; its own errors say why.
+	default:
+		if _, twice := perm.(*policies.AskFallback); twice {
+			d.at(x.pos, "ask-fallback is set twice: here and under permission:")
+			return perm
+		}
+		return &policies.AskFallback{Permission: perm, Fallback: fallback}
+	}
+	return perm
 }
 
 // baseDir is the directory relative `wasm:` paths are resolved against: the
