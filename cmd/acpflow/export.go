@@ -24,15 +24,11 @@ It holds what the run store holds: explicit env values and the values the env po
 dropped were scrubbed before they were stored. See docs/transcripts.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openStore(state)
+			s, id, kind, err := openRecorded(cmd.Context(), state, args[0])
 			if err != nil {
-				return usageError(err)
+				return err
 			}
 			defer s.Close()
-			id, kind, err := s.ResolveID(cmd.Context(), args[0])
-			if err != nil {
-				return usageError(err)
-			}
 			if kind == store.KindBatch {
 				return usageErrorf("%s is a batch: export one of its runs (acpflow show %s lists them)", id, id)
 			}

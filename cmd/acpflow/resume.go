@@ -25,15 +25,11 @@ func newResumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := openStore(f.state)
+			s, id, kind, err := openRecorded(cmd.Context(), f.state, args[0])
 			if err != nil {
-				return usageError(err)
+				return err
 			}
 			defer s.Close()
-			id, kind, err := s.ResolveID(cmd.Context(), args[0])
-			if err != nil {
-				return usageError(err)
-			}
 			out, err := openOutput(f.output)
 			if err != nil {
 				return usageError(err)

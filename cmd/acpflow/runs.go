@@ -171,15 +171,11 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 			if step != "" && !transcripts {
 				return usageErrorf("--step is for --transcript")
 			}
-			s, err := openStore(state)
+			s, id, kind, err := openRecorded(cmd.Context(), state, args[0])
 			if err != nil {
-				return usageError(err)
+				return err
 			}
 			defer s.Close()
-			id, kind, err := s.ResolveID(cmd.Context(), args[0])
-			if err != nil {
-				return usageError(err)
-			}
 			if transcripts {
 				if kind == store.KindBatch {
 					return usageErrorf("%s is a batch: show the transcript of one of its runs (acpflow show %s lists them)", id, id)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine/store"
@@ -20,4 +22,18 @@ func openStore(flag string) (*store.Store, error) {
 		}
 	}
 	return store.Open(path)
+}
+
+// openRecorded opens the run store at flag and resolves ref, a run or
+// batch id or a unique prefix of one (show, export, resume). Its errors
+// are bad usage; on success the caller closes the store.
+func openRecorded(ctx context.Context, flag, ref string) (s *store.Store, id, kind string, err error) {
+	if s, err = openStore(flag); err != nil {
+		return nil, "", "", usageError(err)
+	}
+	if id, kind, err = s.ResolveID(ctx, ref); err != nil {
+		s.Close()
+		return nil, "", "", usageError(err)
+	}
+	return s, id, kind, nil
 }
