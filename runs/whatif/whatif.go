@@ -40,7 +40,7 @@ type Policies struct {
 	// NoSpawns: spawns are not decided again, nor counted (a policy file
 	// with only permission:, which says nothing of the environment).
 	NoSpawns bool
-	Outer      policies.Outer                 // nil: none
+	Outer    policies.Outer // nil: none
 }
 
 func (p *Policies) forStep(id string) (policies.Permission, policies.Source) {
