@@ -65,18 +65,21 @@ type Question struct {
 	Reason  string
 }
 
-// decisionOf is the decision that selecting an option of this kind
-// amounts to.
-func decisionOf(kind string) Decision {
+// DecisionOf is the decision that selecting an option of this kind
+// (allow_once, allow_always, reject_once, reject_always) amounts to; false
+// for a kind ACP does not name.
+func DecisionOf(kind string) (Decision, bool) {
 	switch kind {
 	case "allow_once":
-		return Allow
+		return Allow, true
 	case "allow_always":
-		return AllowAlways
+		return AllowAlways, true
+	case "reject_once":
+		return Reject, true
 	case "reject_always":
-		return RejectAlways
+		return RejectAlways, true
 	}
-	return Reject
+	return "", false
 }
 
 // SelectOption turns a decision into the answer the agent receives: the
@@ -184,7 +187,11 @@ func asked(ctx context.Context, v Verdict, src Source, req *PermissionRequest, a
 		case err == nil:
 			for _, o := range req.Options {
 				if o.ID == id {
-					rec.Decision, rec.Outcome, rec.OptionID, rec.Ask = decisionOf(o.Kind), OutcomeSelected, o.ID, "person"
+					d, ok := DecisionOf(o.Kind)
+					if !ok {
+						d = Reject // an option of no known kind grants nothing
+					}
+					rec.Decision, rec.Outcome, rec.OptionID, rec.Ask = d, OutcomeSelected, o.ID, "person"
 					return rec
 				}
 			}

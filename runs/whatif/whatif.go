@@ -376,18 +376,8 @@ func inferDecision(a *response, options []policies.Option) (policies.Decision, b
 		return policies.Cancel, true
 	}
 	for _, o := range options {
-		if o.ID != a.optionID {
-			continue
-		}
-		switch o.Kind {
-		case "allow_once":
-			return policies.Allow, true
-		case "allow_always":
-			return policies.AllowAlways, true
-		case "reject_once":
-			return policies.Reject, true
-		case "reject_always":
-			return policies.RejectAlways, true
+		if o.ID == a.optionID {
+			return policies.DecisionOf(o.Kind)
 		}
 	}
 	return "", false
