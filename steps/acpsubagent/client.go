@@ -236,10 +236,10 @@ func (c *client) usageUpdated(uu *acp.SessionUsageUpdate) {
 	c.mu.Lock()
 	before := c.usage.Clone()
 	if uu.Used > 0 {
-		used, size := int64(uu.Used), int64(uu.Size)
+		used, size := int64(uu.Used), int64(max(uu.Size, 0))
 		c.usage.ContextTokens, c.usage.ContextSize = &used, &size
 	}
-	if uu.Cost != nil {
+	if uu.Cost != nil && countable(*uu.Cost) {
 		cost := *uu.Cost
 		c.lastCost = &cost
 		own := steps.Cost{Amount: cost.Amount, Currency: cost.Currency}
@@ -264,7 +264,9 @@ func (c *client) turnUsage(u *acp.Usage) {
 	if u == nil {
 		return
 	}
-	n := func(v int) *int64 { x := int64(v); return &x }
+	// A negative count (an agent's bug, or one that wants to slip under a
+	// budget) counts as none.
+	n := func(v int) *int64 { x := int64(max(v, 0)); return &x }
 	opt := func(v *int) *int64 {
 		if v == nil {
 			return nil
@@ -309,6 +311,22 @@ func (c *client) sessionCost() (acp.Cost, bool) {
 		return *c.costBase, true
 	}
 	return acp.Cost{}, false
+}
+
+// countable reports whether an agent's cost can be counted and shown: an
+// amount of at least zero in a currency code of letters and digits (ISO
+// 4217 codes are three letters). Another is no report: its currency
+// string would go to the terminal and into budgets as the agent wrote it.
+func countable(c acp.Cost) bool {
+	if c.Amount < 0 || c.Currency == "" || len(c.Currency) > 16 {
+		return false
+	}
+	for _, r := range c.Currency {
+		if !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func sameUsage(a, b *steps.Usage) bool {
