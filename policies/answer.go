@@ -34,15 +34,6 @@ func ParseDecision(s string) (Decision, error) {
 	return "", fmt.Errorf("decision %q: want allow, allow_always, reject, reject_always, cancel or ask", s)
 }
 
-// ParseFallback reads an ask-fallback: a decision that needs no one, so
-// any but ask.
-func ParseFallback(s string) (Decision, error) {
-	if d := Decision(s); d.Valid() && d != Ask {
-		return d, nil
-	}
-	return "", fmt.Errorf("ask-fallback %q: want allow, allow_always, reject, reject_always or cancel", s)
-}
-
 // Asker puts a permission request to a person (`ask`). Implementations
 // must be safe for concurrent use and put one question at a time.
 type Asker interface {

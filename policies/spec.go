@@ -212,11 +212,35 @@ func (p *specParser) permission(v any, baseDir string, w WASMLoader) Permission 
 	}
 	perm := p.permissionMapping(m, baseDir, w)
 	if x, ok := m["ask-fallback"]; ok && perm != nil {
-		if d, ok := p.word("ask-fallback", x, fallbackWords); ok {
-			return &AskFallback{Permission: perm, Fallback: Decision(d)}
-		}
+		return p.askFallback("ask-fallback", perm, x)
 	}
 	return perm
+}
+
+// WithAskFallback gives perm the ask-fallback v, the decoded YAML value
+// written beside `permission:` in a policies block (the shorthand's one
+// place for it): any decision but ask, and only one per policy. The
+// error, if any, is a SpecErrors at path "".
+func WithAskFallback(perm Permission, v any) (Permission, error) {
+	p := &specParser{}
+	perm = p.askFallback("", perm, v)
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	return perm, nil
+}
+
+// askFallback reads the ask-fallback v at path and wraps perm in it.
+func (p *specParser) askFallback(path string, perm Permission, v any) Permission {
+	d, ok := p.word(path, v, fallbackWords)
+	if !ok {
+		return perm
+	}
+	if _, twice := perm.(*AskFallback); twice {
+		p.fail(path, "ask-fallback is set twice: here and under permission:")
+		return perm
+	}
+	return &AskFallback{Permission: perm, Fallback: Decision(d)}
 }
 
 // permissionMapping is the mapping form of a permission policy but its

@@ -42,25 +42,15 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 // also be written inside the permission's mapping; one place only) and
 // gives it to perm.
 func (d *decoder) askFallback(x, permNode *node, perm policies.Permission) policies.Permission {
-	word, ok := x.str()
-	if !ok {
-		d.at(x.pos, "ask-fallback: want allow, allow_always, reject, reject_always or cancel")
-		return perm
-	}
-	fallback, err := policies.ParseFallback(word)
 	switch {
-	case err != nil:
-		d.at(x.pos, "%v", err)
 	case permNode == nil:
 		d.at(x.pos, "ask-fallback goes with the permission: it falls back for, in the same policies: block")
-	case perm == nil:
-		// permission: did not load; its own errors say why.
-	default:
-		if _, twice := perm.(*policies.AskFallback); twice {
-			d.at(x.pos, "ask-fallback is set twice: here and under permission:")
-			return perm
+	case perm != nil: // else permission: did not load, and its own errors say why
+		withFallback, err := policies.WithAskFallback(perm, x.plain())
+		d.specErrors(x, "ask-fallback", err)
+		if err == nil {
+			return withFallback
 		}
-		return &policies.AskFallback{Permission: perm, Fallback: fallback}
 	}
 	return perm
 }
