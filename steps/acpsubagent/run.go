@@ -624,7 +624,10 @@ func (a *attempt) recordSpawn(req *policies.EnvRequest, dec policies.EnvDecision
 		Policy: a.inv.EnvSource, Rule: dec.Rule, Cwd: a.cwd,
 		Ambient: sortedNames(req.Ambient), Explicit: sortedNames(req.Explicit), Env: sortedNames(dec.Env),
 	}
+	var refused *policies.OuterEnvError
 	switch {
+	case errors.As(err, &refused):
+		sp.Deny = refused.Error() // a refusal, which names its layer, not a failure
 	case err != nil:
 		sp.Deny = "policy error: " + err.Error()
 	case dec.Deny != "":
