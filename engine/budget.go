@@ -228,9 +228,12 @@ func (s usageSink) Emit(e steps.Event) {
 // (5USD, 0.50EUR: an amount greater than 0 and an ISO 4217 code).
 func ParseBudget(s string) (Budget, error) {
 	var b Budget
+	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
 		key, val, ok := strings.Cut(strings.TrimSpace(part), "=")
 		switch {
+		case seen[key]:
+			return b, fmt.Errorf("budget %q: %s given twice: give each limit once", s, key)
 		case !ok:
 			return b, fmt.Errorf("budget %q: want tokens=N and/or cost=AMOUNTCUR (e.g. tokens=100000,cost=5USD)", s)
 		case key == "tokens":
@@ -238,7 +241,7 @@ func ParseBudget(s string) (Budget, error) {
 			if err != nil || n < 1 {
 				return b, fmt.Errorf("budget tokens=%s: want a whole number of at least 1", val)
 			}
-			b.Tokens = n
+			b.Tokens, seen[key] = n, true
 		case key == "cost":
 			i := strings.IndexFunc(val, func(r rune) bool { return r >= 'A' && r <= 'Z' })
 			if i <= 0 || len(val)-i != 3 || strings.ToUpper(val[i:]) != val[i:] {
@@ -248,7 +251,7 @@ func ParseBudget(s string) (Budget, error) {
 			if err != nil || !(x > 0) {
 				return b, fmt.Errorf("budget cost=%s: want an amount greater than 0, e.g. cost=5USD", val)
 			}
-			b.Cost = &steps.Cost{Amount: x, Currency: val[i:]}
+			b.Cost, seen[key] = &steps.Cost{Amount: x, Currency: val[i:]}, true
 		default:
 			return b, fmt.Errorf("budget %q: unknown limit %q: want tokens or cost", s, key)
 		}

@@ -44,7 +44,7 @@ func TestParseBudgetTakesTokensAndCostAndRefusesTheRest(t *testing.T) {
 	if s := b.String(); s != "tokens=100000,cost=0.5EUR" {
 		t.Errorf("String = %q", s)
 	}
-	for _, bad := range []string{"", "tokens", "tokens=0", "tokens=-5", "cost=5", "cost=USD", "cost=0USD", "cost=5usd", "cost=5DOLLARS", "money=5USD"} {
+	for _, bad := range []string{"", "tokens", "tokens=0", "tokens=-5", "cost=5", "cost=USD", "cost=0USD", "cost=5usd", "cost=5DOLLARS", "money=5USD", "tokens=10,tokens=20", "cost=1USD,cost=2USD"} {
 		if _, err := ParseBudget(bad); err == nil {
 			t.Errorf("ParseBudget(%q) took it", bad)
 		}
