@@ -207,13 +207,14 @@ func TestAContinuedStepPicksTheSessionUpOnAFreshAgentAfterResume(t *testing.T) {
 	// advertises (session/resume before session/load). gemini's error
 	// below says it was asked to load.
 	wantVia := map[string]string{"claude": "resumed", "codex": "resumed", "gemini": "loaded"}
-	// What an agent answers instead (measured: gemini 0.61.0), "" where it
-	// picks the session up. The step runs in plan's cwd, where the session
-	// began (claude-agent-acp finds a stored session by it). gemini's
-	// session/load starts recording the session it is asked for before it
-	// reads it, and that record resets the session's messages on disk: it
-	// then finds nothing to load, in any cwd (and the stored conversation
-	// is gone).
+	// What an agent may answer instead (measured: gemini 0.61.0), "" where
+	// it picks the session up. The step runs in plan's cwd, where the
+	// session began (claude-agent-acp finds a stored session by it).
+	// gemini's session/load starts recording the session it is asked for
+	// before it reads it, and that record resets the session's messages on
+	// disk: it then mostly finds nothing to load, in any cwd (and the
+	// stored conversation is gone); now and then it reads first and picks
+	// the session up. Either outcome is checked as what it is.
 	wantErr := map[string]string{"gemini": geminiLoadErr}
 	forEachTurnAgent(t, func(t *testing.T, s *sandbox, ta *turnAgent) {
 		secret := word("PELICAN")
@@ -239,9 +240,8 @@ func TestAContinuedStepPicksTheSessionUpOnAFreshAgentAfterResume(t *testing.T) {
 		// resume checks what acpflow resume did with next: a fresh agent
 		// that picked plan's session up, and a turn that sent the model
 		// plan's conversation.
-		resume := func(what string, args ...string) {
+		resume := func(what string, got flowResult, es []event, r run) {
 			t.Helper()
-			got, es, r := s.flowOne(append([]string{"resume", res.RunID}, args...)...)
 			nx := got.Steps["next"]
 			se := updates(es, "session", "next")
 			t.Logf("%s: exit %d in %s; next %s/%s, session events %v", what, r.code, r.elapsed.Round(time.Millisecond), nx.Status, nx.StopReason, se)
@@ -264,9 +264,8 @@ func TestAContinuedStepPicksTheSessionUpOnAFreshAgentAfterResume(t *testing.T) {
 		}
 
 		// failed checks that resume failed next with want, before its prompt.
-		failed := func(what, want string, args ...string) {
+		failed := func(what, want string, got flowResult, es []event, r run) {
 			t.Helper()
-			got, es, r := s.flowOne(append([]string{"resume", res.RunID}, args...)...)
 			nx := got.Steps["next"]
 			t.Logf("%s: exit %d in %s; next %s/%s: %s", what, r.code, r.elapsed.Round(time.Millisecond), nx.Status, nx.StopReason, firstLine(nx.Error))
 			if r.code != 1 || nx.Status != "failed" || !strings.HasPrefix(nx.Error, want) {
@@ -283,10 +282,11 @@ func TestAContinuedStepPicksTheSessionUpOnAFreshAgentAfterResume(t *testing.T) {
 		// The workflow without the bad mode, resumed with --force since
 		// it changed.
 		s.writeSessionFlow(ta, srv, twoSteps(plan, next, true, ""))
-		if want := wantErr[ta.name]; want == "" {
-			resume("resume", "--force")
+		got, es, r := s.flowOne("resume", res.RunID, "--force")
+		if want := wantErr[ta.name]; want != "" && got.Steps["next"].Status == "failed" {
+			failed("resume", want, got, es, r)
 		} else {
-			failed("resume", want, "--force")
+			resume("resume", got, es, r)
 		}
 	})
 }
