@@ -279,15 +279,20 @@ func (o *outputSchema) check(final string) (any, []string) {
 
 // problems lists what a validation error comes down to (its leaves, as
 // "at '/approved': got string, want boolean"), each at most
-// maxProblemBytes and at most maxSchemaProblems of them.
+// maxProblemBytes and at most maxSchemaProblems of them. The validator
+// visits an object's properties in map order, so the leaves are sorted by
+// where they are in the answer (then by what they say): the same answer
+// gets the same words, and the same problems survive the bound.
 func problems(ve *jsonschema.ValidationError) []string {
-	var all []string
+	type leaf struct {
+		at  []string
+		msg string
+	}
+	var leaves []leaf
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			if msg := cutUTF8(e.Error(), maxProblemBytes); !slices.Contains(all, msg) {
-				all = append(all, msg)
-			}
+			leaves = append(leaves, leaf{e.InstanceLocation, cutUTF8(e.Error(), maxProblemBytes)})
 			return
 		}
 		for _, c := range e.Causes {
@@ -295,6 +300,18 @@ func problems(ve *jsonschema.ValidationError) []string {
 		}
 	}
 	walk(ve)
+	slices.SortFunc(leaves, func(a, b leaf) int {
+		if c := slices.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.msg, b.msg)
+	})
+	var all []string
+	for _, l := range leaves {
+		if !slices.Contains(all, l.msg) {
+			all = append(all, l.msg)
+		}
+	}
 	if len(all) > maxSchemaProblems {
 		more := len(all) - maxSchemaProblems + 1
 		all = append(all[:maxSchemaProblems-1], fmt.Sprintf("… and %d more", more))

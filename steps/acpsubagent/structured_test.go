@@ -80,10 +80,10 @@ func TestAnAnswerIsCheckedAgainstTheSchema(t *testing.T) {
 	}{
 		{"a matching answer is the value, decoded as expressions see JSON", "```json\n{\"approved\": true, \"notes\": [\"ok\"]}\n```",
 			map[string]any{"approved": true, "notes": []any{"ok"}}, nil},
-		{"every mismatch is named by where it is", `{"approved": "yes", "notes": [1], "extra": 2}`, nil, []string{
+		{"every mismatch is named by where it is, sorted by place", `{"approved": "yes", "notes": [1], "extra": 2}`, nil, []string{
+			"at '': additional properties 'extra' not allowed",
 			"at '/approved': got string, want boolean",
 			"at '/notes/0': got number, want string",
-			"at '': additional properties 'extra' not allowed",
 		}},
 		{"a missing property", `{}`, nil, []string{"at '': missing property 'approved'"}},
 		{"prose is not an answer", "Looks good to me.", nil, []string{"the final message is neither JSON nor holds a ```json block"}},
