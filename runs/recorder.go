@@ -108,7 +108,10 @@ func (r *Recorder) RunEnded(res *engine.RunResult) {
 	if res.Usage != nil {
 		r.fail(r.Store.SetRunUsage(ctx, res.RunID, res.Usage))
 	}
-	r.fail(r.Store.FinishRun(ctx, res.RunID, res.Status, res.Error, res.Outputs, time.Now()))
+	// The end is the result's (its start and duration), so that the
+	// record's duration is the one the result says (ResultOf rebuilds it).
+	ended := res.StartedAt.Add(time.Duration(res.DurationMS) * time.Millisecond)
+	r.fail(r.Store.FinishRun(ctx, res.RunID, res.Status, res.Error, res.Outputs, ended))
 }
 
 // Emit implements steps.Sink: every event goes to the store's event log.

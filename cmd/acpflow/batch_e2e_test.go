@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -409,5 +410,116 @@ outputs:
 	t.Logf("peak RSS: %d runs %d MiB, %d runs %d MiB", n, small>>10, 4*n, large>>10)
 	if large >= 2*small {
 		t.Errorf("peak RSS grew from %d MiB for %d runs to %d MiB for %d", small>>10, n, large>>10, 4*n)
+	}
+}
+
+// An acpflow killed after recording a run's end but before writing its
+// --output line leaves a run that resume will not run again: resume writes
+// its line, as it was, and never a line twice.
+func TestResumeWritesTheResultsThatAKilledAcpflowHadRecordedButNotWritten(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.db")
+	out := filepath.Join(dir, "out.jsonl")
+	wf := writeWorkflow(t, dir, `name: lost
+inputs:
+  n: {type: number, required: true}
+agents:
+  demo: {builtin: demo}
+steps:
+  - {id: one, uses: acp-subagent, with: {agent: demo, prompt: "first ${{ inputs.n }}"}}
+  - {id: two, needs: [one], uses: acp-subagent, with: {agent: demo, prompt: "second ${{ inputs.n }}"}}
+outputs:
+  said: ${{ steps.two.final }}
+`)
+	inputs := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(inputs, []byte("{\"n\": 1}\n{\"n\": 2}\n{\"n\": 3}\n"), 0o644)
+	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
+	if r := acpflow(t, dir, "run", wf, "--inputs", inputs, "--state", state, "--output", out); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	byInput := func() (map[float64]string, []string) {
+		t.Helper()
+		data, _ := os.ReadFile(out)
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		got := map[float64]string{}
+		for _, line := range lines {
+			var res struct {
+				Inputs map[string]float64 `json:"inputs"`
+			}
+			if err := json.Unmarshal([]byte(line), &res); err != nil {
+				t.Fatalf("a line that is not a result: %q", line)
+			}
+			if _, twice := got[res.Inputs["n"]]; twice {
+				t.Errorf("input %v has two results", res.Inputs["n"])
+			}
+			got[res.Inputs["n"]] = line
+		}
+		return got, lines
+	}
+	was, lines := byInput()
+	if len(was) != 3 {
+		t.Fatalf("the batch wrote %d results, want 3", len(was))
+	}
+	// The line of input 2 was never written, and the file's last write
+	// lost its newline.
+	var kept []string
+	for _, line := range lines {
+		if line != was[2] {
+			kept = append(kept, line)
+		}
+	}
+	os.WriteFile(out, []byte(strings.Join(kept, "\n")), 0o644)
+
+	var batchID string
+	for _, line := range strings.Split(acpflow(t, dir, "runs", "--json", "--state", state).stdout, "\n") {
+		var run struct {
+			BatchID string `json:"batch_id"`
+		}
+		if json.Unmarshal([]byte(line), &run) == nil && run.BatchID != "" {
+			batchID = run.BatchID
+		}
+	}
+	for i := 0; i < 2; i++ {
+		r := acpflow(t, dir, "resume", batchID, "--state", state, "--output", out)
+		if r.code != 0 {
+			t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+		}
+		now, _ := byInput()
+		if len(now) != 3 {
+			t.Fatalf("after resume %d the file holds %d results, want 3", i+1, len(now))
+		}
+		var restored, had map[string]any
+		json.Unmarshal([]byte(now[2]), &restored)
+		json.Unmarshal([]byte(was[2]), &had)
+		if !reflect.DeepEqual(restored, had) {
+			t.Errorf("the restored line differs from the one that was lost:\n got %s\nwant %s", now[2], was[2])
+		}
+		wrote := strings.Contains(r.stderr, "the results of 1 runs that had ended")
+		if wrote != (i == 0) {
+			t.Errorf("resume %d: said it wrote a lost result: %v\n%s", i+1, wrote, r.stderr)
+		}
+	}
+
+	// A lone run: the same.
+	lone := filepath.Join(dir, "lone.jsonl")
+	r := acpflow(t, dir, "run", wf, "--input", "n=7", "--state", state, "--output", lone, "--json")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	line, _ := os.ReadFile(lone)
+	var res struct {
+		RunID string `json:"run_id"`
+	}
+	json.Unmarshal(line, &res)
+	os.WriteFile(lone, nil, 0o644)
+	if r := acpflow(t, dir, "resume", res.RunID, "--state", state, "--output", lone); r.code != 0 || !strings.Contains(r.stdout, "already succeeded") {
+		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	again, _ := os.ReadFile(lone)
+	var had, restored map[string]any
+	json.Unmarshal(line, &had)
+	json.Unmarshal(again, &restored)
+	if !reflect.DeepEqual(restored, had) {
+		t.Errorf("the lone run's restored line differs:\n got %s\nwant %s", again, line)
 	}
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/runs"
 )
 
 func newResumeCmd() *cobra.Command {
@@ -52,6 +55,9 @@ func newResumeCmd() *cobra.Command {
 					x.reportStoreErrs()
 					return runError(err)
 				}
+				if err := x.deliverEnded(ctx, c, f.output); err != nil {
+					return asFailure(err)
+				}
 				if c.Pending == 0 {
 					fmt.Fprintf(cmd.OutOrStdout(), "batch %s: every line already succeeded: nothing to resume\n", id)
 					return nil
@@ -64,6 +70,9 @@ func newResumeCmd() *cobra.Command {
 			res, err := x.runner.ResumeRun(ctx, id, force)
 			switch {
 			case errors.Is(err, store.ErrSucceeded):
+				if err := x.deliverRun(ctx, id, f.output); err != nil {
+					return asFailure(err)
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "run %s already succeeded: nothing to resume\n", id)
 				return nil
 			case err != nil:
@@ -88,4 +97,42 @@ func asFailure(err error) error {
 		return err
 	}
 	return &codedError{code: exitFailed, err: err}
+}
+
+// deliverEnded writes to --output the results of the batch's runs that
+// succeeded but are not in the file: an acpflow killed between recording a
+// run's end and writing its line leaves them, and resume does not run
+// them again.
+func (x *executor) deliverEnded(ctx context.Context, c *runs.BatchClaim, output string) error {
+	if output == "" {
+		return nil
+	}
+	written, err := x.out.written()
+	if err != nil {
+		return err
+	}
+	n, err := x.runner.DeliverEnded(ctx, c, func(id string) bool { return written[id] })
+	if n > 0 {
+		fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the results of %d runs that had ended before the interruption\n", output, n)
+	}
+	return err
+}
+
+// deliverRun writes a lone run that already succeeded to --output when the
+// file does not hold it (see deliverEnded).
+func (x *executor) deliverRun(ctx context.Context, id, output string) error {
+	if output == "" {
+		return nil
+	}
+	written, err := x.out.written()
+	if err != nil || written[id] {
+		return err
+	}
+	d, err := x.runner.Store.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	x.out.write(runs.ResultOf(d))
+	fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the result of run %s, which had ended before the interruption\n", output, id)
+	return x.out.err()
 }

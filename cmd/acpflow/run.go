@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -275,6 +276,7 @@ func resolveWorkspace(dir string) (string, error) {
 // no crash) ever sees a torn line.
 type resultWriter struct {
 	mu    sync.Mutex
+	path  string
 	f     *os.File
 	first error
 }
@@ -287,7 +289,47 @@ func openOutput(path string) (*resultWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--output: %w", err)
 	}
-	return &resultWriter{f: f}, nil
+	return &resultWriter{path: path, f: f}, nil
+}
+
+// written reads the run ids of the lines already in the --output file, so
+// that resume writes the results a killed acpflow had recorded but not yet
+// written, and none twice. A last line cut short (a full disk) is ended
+// with a newline, so that the next line starts whole. No file: none.
+func (w *resultWriter) written() (map[string]bool, error) {
+	ids := map[string]bool{}
+	if w.f == nil {
+		return ids, nil
+	}
+	f, err := os.Open(w.path)
+	if err != nil {
+		return nil, fmt.Errorf("--output: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadBytes('\n')
+		var res struct {
+			RunID string `json:"run_id"`
+		}
+		if json.Unmarshal(line, &res) == nil && res.RunID != "" {
+			ids[res.RunID] = true
+		}
+		if err == io.EOF {
+			if len(line) > 0 {
+				w.mu.Lock()
+				_, err = w.f.Write([]byte{'\n'})
+				w.mu.Unlock()
+				if err != nil {
+					return nil, fmt.Errorf("--output: %w", err)
+				}
+			}
+			return ids, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--output: %w", err)
+		}
+	}
 }
 
 func (w *resultWriter) write(res *engine.RunResult) {

@@ -1,0 +1,71 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/engine/store"
+)
+
+// ResultOf is a recorded run's result as it was handed to Result when the
+// run ended (the --output line), rebuilt from the store. A resumed run
+// started when it first started, and lasted until its last end.
+func ResultOf(d *store.RunDetail) *engine.RunResult {
+	res := &engine.RunResult{
+		RunID: d.Run.ID, Workflow: d.Run.Workflow, Status: d.Run.Status, Error: d.Run.Error,
+		Workspace: d.Run.Workspace, Inputs: d.Run.Inputs, Outputs: d.Run.Outputs,
+		StartedAt: d.Run.StartedAt, DurationMS: d.Run.DurationMS, Usage: d.Run.Usage,
+		Steps: make(map[string]*engine.StepResult, len(d.Steps)),
+	}
+	if res.Inputs == nil {
+		res.Inputs = map[string]any{}
+	}
+	if res.Outputs == nil {
+		res.Outputs = map[string]any{}
+	}
+	for _, st := range d.Steps {
+		res.Steps[st.StepID] = StepResult(st)
+	}
+	return res
+}
+
+// DeliverEnded hands to Result the result of every run of a claimed batch
+// that succeeded and that delivered says was not handed on: a process
+// killed between recording a run's end and writing its --output line
+// leaves such runs, and resume, which does not run them again, writes
+// them. Runs that did not succeed are not delivered here: resume runs
+// them again and delivers their new result. It returns how many it
+// delivered.
+func (r *Runner) DeliverEnded(ctx context.Context, c *BatchClaim, delivered func(runID string) bool) (int, error) {
+	if r.Result == nil {
+		return 0, nil
+	}
+	n, after := 0, 0
+	for {
+		page, err := r.Store.BatchLines(ctx, c.Batch.ID, after, linesPerWrite)
+		if err != nil || len(page) == 0 {
+			return n, err
+		}
+		latest, err := r.Store.LatestRuns(ctx, c.Batch.ID, page[0].Line, page[len(page)-1].Line)
+		if err != nil {
+			return n, err
+		}
+		for _, l := range page {
+			run, ok := latest[l.Line]
+			if !ok || run.Status != engine.StatusSucceeded || delivered(run.ID) {
+				continue
+			}
+			d, err := r.Store.GetRun(ctx, run.ID)
+			if err != nil {
+				return n, fmt.Errorf("run %s: %w", run.ID, err)
+			}
+			r.Result(ResultOf(d))
+			n++
+		}
+		if len(page) < linesPerWrite {
+			return n, nil
+		}
+		after = page[len(page)-1].Line
+	}
+}
