@@ -173,7 +173,7 @@ steps:
 				after = fmt.Sprintf(" (after %d follow-up prompts)", retries)
 			}
 			want := "the final message does not match with.output-schema" + after +
-				": at '/approved': got string, want boolean; at '': additional properties 'score' not allowed"
+				": at '': additional properties 'score' not allowed; at '/approved': got string, want boolean"
 			if !strings.HasPrefix(fmt.Sprint(review["error"]), want) {
 				t.Errorf("error %q\nwant   %q", review["error"], want)
 			}
