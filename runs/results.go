@@ -34,38 +34,52 @@ func ResultOf(d *store.RunDetail) *engine.RunResult {
 // that succeeded and that delivered says was not handed on: a process
 // killed between recording a run's end and writing its --output line
 // leaves such runs, and resume, which does not run them again, writes
-// them. Runs that did not succeed are not delivered here: resume runs
-// them again and delivers their new result. It returns how many it
-// delivered.
+// them. It does so only when delivered holds a run of the batch: a file
+// that holds none is not the batch's, and gets only the runs resume runs.
+// Runs that did not succeed are not delivered here: resume runs them again
+// and delivers their new result. It returns how many it delivered.
 func (r *Runner) DeliverEnded(ctx context.Context, c *BatchClaim, delivered func(runID string) bool) (int, error) {
 	if r.Result == nil {
 		return 0, nil
 	}
-	n, after := 0, 0
-	for {
+	var missing []string
+	ours := false
+	for after := 0; ; {
 		page, err := r.Store.BatchLines(ctx, c.Batch.ID, after, linesPerWrite)
-		if err != nil || len(page) == 0 {
-			return n, err
+		if err != nil {
+			return 0, err
+		}
+		if len(page) == 0 {
+			break
 		}
 		latest, err := r.Store.LatestRuns(ctx, c.Batch.ID, page[0].Line, page[len(page)-1].Line)
 		if err != nil {
-			return n, err
+			return 0, err
 		}
 		for _, l := range page {
 			run, ok := latest[l.Line]
-			if !ok || run.Status != engine.StatusSucceeded || delivered(run.ID) {
-				continue
+			switch {
+			case !ok:
+			case delivered(run.ID):
+				ours = true
+			case run.Status == engine.StatusSucceeded:
+				missing = append(missing, run.ID)
 			}
-			d, err := r.Store.GetRun(ctx, run.ID)
-			if err != nil {
-				return n, fmt.Errorf("run %s: %w", run.ID, err)
-			}
-			r.Result(ResultOf(d))
-			n++
 		}
 		if len(page) < linesPerWrite {
-			return n, nil
+			break
 		}
 		after = page[len(page)-1].Line
 	}
+	if !ours {
+		return 0, nil
+	}
+	for i, id := range missing {
+		d, err := r.Store.GetRun(ctx, id)
+		if err != nil {
+			return i, fmt.Errorf("run %s: %w", id, err)
+		}
+		r.Result(ResultOf(d))
+	}
+	return len(missing), nil
 }
