@@ -235,28 +235,39 @@ func (r *run) needsSettled(st *Step) bool {
 	return true
 }
 
-// skipReason says why a step whose needs settled does not run, or "". An
-// `if:` that errors or does not give a boolean is an error: the step fails
-// with it, and is never skipped in silence.
+// skipReason says why a step whose needs settled does not run, or "" (see
+// SkipReason).
 func (r *run) skipReason(ctx context.Context, st *Step) (string, error) {
 	if ctx.Err() != nil {
 		return "not started: " + context.Cause(ctx).Error(), nil
 	}
 	r.mu.Lock()
+	results := make(map[string]*StepResult, len(st.Needs))
 	for _, n := range st.Needs {
-		res := r.results[n]
+		results[n] = r.results[n]
+	}
+	r.mu.Unlock()
+	return r.wf.SkipReason(st, results, func() *Scope { return r.scope(nil) })
+}
+
+// SkipReason says why a step whose needs have settled (their results in
+// results) does not run, or "": a need that failed (without
+// continue-on-error), was skipped or cancelled, or an `if:` that is false.
+// An `if:` that errors or does not give a boolean is an error: the step
+// fails with it, and is never skipped in silence. scope is called only
+// when the `if:` is evaluated.
+func (wf *Workflow) SkipReason(st *Step, results map[string]*StepResult, scope func() *Scope) (string, error) {
+	for _, n := range st.Needs {
+		res := results[n]
 		switch {
-		case res.Status == StatusFailed && !r.wf.Steps[r.index[n]].ContinueOnError:
-			r.mu.Unlock()
+		case res.Status == StatusFailed && !wf.step(n).ContinueOnError:
 			return fmt.Sprintf("needs %s, which failed", n), nil
 		case res.Status == StatusSkipped || res.Status == StatusCancelled:
-			r.mu.Unlock()
 			return fmt.Sprintf("needs %s, which was %s", n, res.Status), nil
 		}
 	}
-	r.mu.Unlock()
 	if st.If != nil {
-		ok, err := st.If.Bool(r.scope(nil))
+		ok, err := st.If.Bool(scope())
 		if err != nil {
 			return "", fmt.Errorf("step %s: if: %w", st.ID, err)
 		}
@@ -265,6 +276,16 @@ func (r *run) skipReason(ctx context.Context, st *Step) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// step is the step with the id, nil if none.
+func (wf *Workflow) step(id string) *Step {
+	for _, st := range wf.Steps {
+		if st.ID == id {
+			return st
+		}
+	}
+	return nil
 }
 
 // ord is a step's position in the file, which the store orders steps by.
@@ -309,35 +330,56 @@ func continuers(wf *Workflow) map[string][]string {
 
 // scope is what expressions see: inputs, env, the settled steps, run,
 // workflow, and for a for-each element its item and index.
-func (r *run) scope(el *element) *Scope {
+func (r *run) scope(el *Element) *Scope {
 	r.mu.Lock()
-	stepsScope := make(map[string]any, len(r.results))
+	results := make(map[string]*StepResult, len(r.results))
 	for id, res := range r.results {
-		i, ok := r.index[id]
-		stepsScope[id] = res.scopeValue(ok && r.wf.Steps[i].Structured())
+		results[id] = res
 	}
 	r.mu.Unlock()
-	env := make(map[string]any, len(r.opt.Ambient))
-	for k, v := range r.opt.Ambient {
+	return r.wf.Scope(ScopeOf{RunID: r.opt.RunID, Workspace: r.opt.Workspace, Inputs: r.opt.Inputs, Env: r.opt.Ambient, Results: results}, el)
+}
+
+// ScopeOf is what a run's expressions are evaluated from: the run, its
+// inputs, the environment they may read as env, and the steps settled so
+// far.
+type ScopeOf struct {
+	RunID, Workspace string
+	Inputs           map[string]any
+	Env              map[string]string
+	Results          map[string]*StepResult
+}
+
+// Scope is the scope of expressions of a run (and, for a for-each
+// element, el's item and index; nil: none).
+func (wf *Workflow) Scope(of ScopeOf, el *Element) *Scope {
+	stepsScope := make(map[string]any, len(of.Results))
+	for id, res := range of.Results {
+		st := wf.step(id)
+		stepsScope[id] = res.scopeValue(st != nil && st.Structured())
+	}
+	env := make(map[string]any, len(of.Env))
+	for k, v := range of.Env {
 		env[k] = v
 	}
 	s := &Scope{
-		Inputs:   r.opt.Inputs,
+		Inputs:   of.Inputs,
 		Env:      env,
 		Steps:    stepsScope,
-		Run:      map[string]any{"id": r.opt.RunID, "workspace": r.opt.Workspace},
-		Workflow: map[string]any{"name": r.wf.Name},
+		Run:      map[string]any{"id": of.RunID, "workspace": of.Workspace},
+		Workflow: map[string]any{"name": wf.Name},
 	}
 	if el != nil {
-		s.Item, s.Index = el.item, el.index
+		s.Item, s.Index = el.Item, el.Index
 	}
 	return s
 }
 
-// element is one element of a for-each.
-type element struct {
-	item  any
-	index int
+// Element is one element of a for-each: its item and its index in the
+// list.
+type Element struct {
+	Item  any
+	Index int
 }
 
 // finish computes the run's status and outputs and emits run_end.
@@ -371,15 +413,9 @@ func (r *run) finish(parent, runCtx context.Context) {
 		}
 	}
 	if status == StatusSucceeded {
-		scope := r.scope(nil)
-		for _, o := range r.wf.Outputs {
-			v, err := o.Value.Render(scope)
-			if err != nil {
-				status = StatusFailed
-				r.res.Error = fmt.Sprintf("outputs.%s: %v", o.Name, err)
-				break
-			}
-			r.res.Outputs[o.Name] = v
+		if err := r.wf.RenderOutputs(r.scope(nil), r.res.Outputs); err != nil {
+			status = StatusFailed
+			r.res.Error = err.Error()
 		}
 	}
 	r.res.Usage = r.usage()
@@ -395,12 +431,29 @@ func (r *run) finish(parent, runCtx context.Context) {
 	}
 }
 
+// RenderOutputs renders the workflow's outputs into out, in file order;
+// the first that fails is the error (`outputs.NAME: …`).
+func (wf *Workflow) RenderOutputs(scope *Scope, out map[string]any) error {
+	for _, o := range wf.Outputs {
+		v, err := o.Value.Render(scope)
+		if err != nil {
+			return fmt.Errorf("outputs.%s: %v", o.Name, err)
+		}
+		out[o.Name] = v
+	}
+	return nil
+}
+
 // usage sums the steps' usage, in file order (nil: none reported).
-func (r *run) usage() *RunUsage {
-	us := make([]*steps.Usage, 0, len(r.wf.Steps))
-	ran := make([]bool, 0, len(r.wf.Steps))
-	for _, st := range r.wf.Steps {
-		if res := r.res.Steps[st.ID]; res != nil {
+func (r *run) usage() *RunUsage { return r.wf.Usage(r.res.Steps) }
+
+// Usage sums the usage of the steps' results, in file order (nil: none
+// reported).
+func (wf *Workflow) Usage(results map[string]*StepResult) *RunUsage {
+	us := make([]*steps.Usage, 0, len(wf.Steps))
+	ran := make([]bool, 0, len(wf.Steps))
+	for _, st := range wf.Steps {
+		if res := results[st.ID]; res != nil {
 			us = append(us, res.Usage)
 			ran = append(ran, res.Attempts > 0)
 		}

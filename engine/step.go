@@ -31,14 +31,14 @@ func (r *run) runStep(ctx context.Context, st *Step, linger *sync.WaitGroup) *St
 
 // attempts runs one step (or one for-each element) until it succeeds or
 // its retries are spent.
-func (r *run) attempts(ctx context.Context, st *Step, el *element, linger *sync.WaitGroup) *StepResult {
+func (r *run) attempts(ctx context.Context, st *Step, el *Element, linger *sync.WaitGroup) *StepResult {
 	res := &StepResult{Permissions: []policies.PermissionRecord{}}
 	backoff := r.opt.RetryBackoff
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
 		start := steps.StepStart{Attempt: attempt}
 		if el != nil {
-			index := el.index
+			index := el.Index
 			start.Index = &index
 		}
 		if r.opt.Recorder != nil {
@@ -49,29 +49,12 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element, linger *sync.
 		if t := out.Transcript; t != nil && r.opt.Recorder != nil {
 			t.Step, t.Attempt = st.ID, attempt
 			if el != nil {
-				index := el.index
+				index := el.Index
 				t.Index = &index
 			}
 			r.opt.Recorder.StepTranscript(r.opt.RunID, t)
 		}
-		res.StopReason = string(out.StopReason)
-		res.Output = out.Output
-		res.Final = out.Final
-		res.JSON = out.JSON
-		res.SessionID = out.SessionID
-		res.Stderr = out.Stderr
-		res.Permissions = append(res.Permissions, out.Permissions...)
-		if out.Usage != nil {
-			// Every attempt's turn was spent.
-			if res.Usage == nil {
-				res.Usage = &steps.Usage{}
-			}
-			res.Usage.Add(out.Usage)
-		}
-		res.Error = ""
-		if out.Err != nil {
-			res.Error = out.Err.Error()
-		}
+		res.took(out)
 		switch {
 		case out.StopReason == steps.Completed:
 			res.Status = StatusSucceeded
@@ -99,7 +82,7 @@ func (r *run) attempts(ctx context.Context, st *Step, el *element, linger *sync.
 }
 
 // attempt runs the step kind once, under the step's timeout.
-func (r *run) attempt(ctx context.Context, st *Step, n int, el *element, linger *sync.WaitGroup) steps.Result {
+func (r *run) attempt(ctx context.Context, st *Step, n int, el *Element, linger *sync.WaitGroup) steps.Result {
 	scope := r.scope(el)
 	rendered, err := renderValue(st.With, scope)
 	if err != nil {
@@ -172,14 +155,9 @@ func (r *run) envPolicy(st *Step) (policies.Env, policies.Source) {
 // yields, at most ForEachMaxParallel at once; the output is the list of
 // outputs in element order. It succeeds when every element succeeded.
 func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) *StepResult {
-	scope := r.scope(nil)
-	v, err := st.ForEach.Eval(scope)
+	items, err := st.Items(r.scope(nil))
 	if err != nil {
-		return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: "for-each: " + err.Error(), Permissions: []policies.PermissionRecord{}}
-	}
-	items, err := forEachItems(v)
-	if err != nil {
-		return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: scope.scrub(fmt.Errorf("for-each: %s: %w", st.ForEach.Source, err)).Error(), Permissions: []policies.PermissionRecord{}}
+		return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: err.Error(), Permissions: []policies.PermissionRecord{}}
 	}
 	limit := st.ForEachMaxParallel
 	if limit <= 0 {
@@ -196,7 +174,7 @@ func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) 
 			// The slot is free once this element's agent is gone, so
 			// max-parallel bounds live agents, not only turns.
 			var el sync.WaitGroup
-			each[i] = r.attempts(ctx, st, &element{item: item, index: i}, &el)
+			each[i] = r.attempts(ctx, st, &Element{Item: item, Index: i}, &el)
 			linger.Go(func() {
 				el.Wait()
 				<-slots
@@ -204,11 +182,32 @@ func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) 
 		}()
 	}
 	wg.Wait()
+	return st.Combine(each)
+}
 
+// Items evaluates the step's for-each: the list of its elements, or an
+// error that says what is wrong (`for-each: …`).
+func (st *Step) Items(scope *Scope) ([]any, error) {
+	v, err := st.ForEach.Eval(scope)
+	if err != nil {
+		return nil, fmt.Errorf("for-each: %w", err)
+	}
+	items, err := forEachItems(v)
+	if err != nil {
+		return nil, scope.scrub(fmt.Errorf("for-each: %s: %w", st.ForEach.Source, err))
+	}
+	return items, nil
+}
+
+// Combine is a for-each step's result from its elements' results, in
+// element order: outputs, finals (and values) as lists, the most attempts
+// any element took, every permission record, and the first element that
+// did not succeed as the step's status and error.
+func (st *Step) Combine(each []*StepResult) *StepResult {
 	res := &StepResult{Status: StatusSucceeded, StopReason: string(steps.Completed), Permissions: []policies.PermissionRecord{}}
-	outputs := make([]any, len(items))
-	finals := make([]any, len(items))
-	values := make([]any, len(items))
+	outputs := make([]any, len(each))
+	finals := make([]any, len(each))
+	values := make([]any, len(each))
 	for i, e := range each {
 		outputs[i] = e.Output
 		finals[i] = e.Final
