@@ -31,6 +31,10 @@ type Workflow struct {
 	Outputs     []*Output
 	// Budget is what one run may spend (`budget:`); zero: no limit.
 	Budget Budget
+	// Modules are the WASM modules the policies load, as the file names
+	// them (relative to its directory, or absolute), in file order: what
+	// a worker on another machine needs beside the file.
+	Modules []string
 }
 
 // Input is a declared workflow input.

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,11 +24,13 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 		return p
 	}
 	if x := f["permission"]; x != nil && !x.bad {
+		d.noteModule(x.plain())
 		perm, err := policies.ParsePermission(x.plain(), d.baseDir())
 		d.specErrors(x, "permission", err)
 		p.Permission = perm
 	}
 	if x := f["env"]; x != nil && !x.bad {
+		d.noteModule(x.plain())
 		env, err := policies.ParseEnv(x.plain(), d.baseDir())
 		d.specErrors(x, "env", err)
 		p.Env = env
@@ -53,6 +56,16 @@ func (d *decoder) askFallback(x, permNode *node, perm policies.Permission) polic
 		}
 	}
 	return perm
+}
+
+// noteModule adds the WASM module a policy's `wasm:` names (as written)
+// to the workflow's Modules, once each.
+func (d *decoder) noteModule(v any) {
+	m, _ := v.(map[string]any)
+	path, _ := m["wasm"].(string)
+	if path != "" && !slices.Contains(d.wf.Modules, path) {
+		d.wf.Modules = append(d.wf.Modules, path)
+	}
 }
 
 // baseDir is the directory relative `wasm:` paths are resolved against: the
