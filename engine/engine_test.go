@@ -242,6 +242,26 @@ steps:
 	}
 }
 
+// A step's status compares equal to its name: `steps.a.status ==
+// "succeeded"` was false while the status was a named string type.
+func TestAnIfOnAStepsStatusComparesItAsAString(t *testing.T) {
+	res, _ := run(t, `
+name: cond
+agents:
+  ok: {command: AGENT}
+  bad: {command: AGENT, args: ["-stop", "refusal"]}
+steps:
+  - {id: first, uses: acp-subagent, with: {agent: ok, prompt: x}}
+  - {id: worse, uses: acp-subagent, continue-on-error: true, with: {agent: bad, prompt: x}}
+  - {id: after, needs: [first], if: 'steps.first.status == "succeeded"', uses: acp-subagent, with: {agent: ok, prompt: y}}
+  - {id: mend, needs: [worse], if: 'steps.worse.status == "failed"', uses: acp-subagent, with: {agent: ok, prompt: y}}
+  - {id: never, needs: [first], if: 'steps.first.status != "succeeded"', uses: acp-subagent, with: {agent: ok, prompt: y}}
+`, engine.Options{})
+	if got := statuses(res); got != "after=succeeded first=succeeded mend=succeeded never=skipped worse=failed" {
+		t.Errorf("statuses = %s", got)
+	}
+}
+
 func TestRetriesCountInAttempts(t *testing.T) {
 	res, s := run(t, `
 name: retry

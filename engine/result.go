@@ -76,7 +76,7 @@ func (s *StepResult) scopeValue(structured bool) map[string]any {
 		"output":      s.Output,
 		"final":       s.Final,
 		"stop_reason": s.StopReason,
-		"status":      s.Status,
+		"status":      string(s.Status), // a plain string: expr compares a named string type to "succeeded" as unequal
 		"json":        value,
 	}
 }
