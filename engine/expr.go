@@ -43,7 +43,7 @@ type templatePart struct {
 // Ref is a reference an expression makes to an input or a step
 // (`inputs.task`, `steps.plan.output`), for validation.
 type Ref struct {
-	Root  string // "inputs" or "steps"
+	Root  string // "inputs", "steps" or "env"
 	Name  string
 	Field string // for steps: output, final, stop_reason, status, json; "" if not accessed
 }
@@ -142,7 +142,8 @@ func (s *Scope) scrub(err error) error {
 	return err
 }
 
-// Refs lists the inputs and steps the expression refers to.
+// Refs lists the inputs, steps and environment variables the expression
+// refers to by name.
 func (e *Expr) Refs() []Ref {
 	var v refCollector
 	node := e.program.Node()
@@ -152,7 +153,7 @@ func (e *Expr) Refs() []Ref {
 
 type refCollector struct{ refs []Ref }
 
-// Visit finds `inputs.x`, `steps.x` and `steps.x.field` (dot or bracket
+// Visit finds `inputs.x`, `env.X`, `steps.x` and `steps.x.field` (dot or bracket
 // form with a constant key). ast.Walk visits children first, so the
 // outermost member node of a chain comes last and may refine a shorter ref.
 func (v *refCollector) Visit(node *ast.Node) {
@@ -166,7 +167,7 @@ func (v *refCollector) Visit(node *ast.Node) {
 	}
 	switch base := m.Node.(type) {
 	case *ast.IdentifierNode:
-		if base.Value == "inputs" || base.Value == "steps" {
+		if base.Value == "inputs" || base.Value == "steps" || base.Value == "env" {
 			v.refs = append(v.refs, Ref{Root: base.Value, Name: name.Value})
 		}
 	case *ast.MemberNode:
