@@ -1,0 +1,93 @@
+// Package client submits acpflow runs to Temporal and waits for their
+// results: a re-submitted run (the same id) does not redo what succeeded.
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/temporal/flow"
+)
+
+// Submitter starts runs on a task queue.
+type Submitter struct {
+	Client    client.Client
+	TaskQueue string
+	Blobs     flow.Blobs
+}
+
+// WorkflowID is the Temporal workflow id of an acpflow run id.
+func WorkflowID(runID string) string { return "acpflow-" + runID }
+
+// RunID derives a run's id from what it is: the workflow file's hash, the
+// workspace, the batch line (0 for a lone run) and the inputs. Submitting
+// the same run again finds the same workflow execution, so that what
+// succeeded is not done again; --id names runs instead.
+func RunID(wf *engine.Workflow, workspace string, line int, inputs map[string]any) string {
+	in, _ := json.Marshal(inputs) // map keys in order: one encoding per value
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%d\n", wf.Hash, workspace, line)
+	h.Write(in)
+	return "t" + hex.EncodeToString(h.Sum(nil))[:20]
+}
+
+// Run runs req to its end on Temporal, or takes up its earlier execution:
+// one still running is waited for; one that ended succeeded is its result,
+// nothing is run again; one that ended otherwise is started again with the
+// steps that succeeded in it done.
+func (s *Submitter) Run(ctx context.Context, req flow.Request) (*flow.Outcome, error) {
+	id := WorkflowID(req.RunID)
+	desc, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case errors.As(err, &notFound):
+	case err != nil:
+		return nil, err
+	case desc.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return s.wait(ctx, s.Client.GetWorkflow(ctx, id, ""))
+	case desc.WorkflowExecutionInfo.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		var was flow.Outcome
+		if err := s.Client.GetWorkflow(ctx, id, "").Get(ctx, &was); err != nil {
+			return nil, err
+		}
+		if was.Status == engine.StatusSucceeded {
+			return &was, nil
+		}
+		req.Done = map[string]flow.Stored{}
+		for stepID, st := range was.Steps {
+			res, err := s.Blobs.Load(st)
+			if err != nil {
+				return nil, err
+			}
+			if res.Status == engine.StatusSucceeded {
+				req.Done[stepID] = st
+			}
+		}
+	}
+	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: s.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, flow.WorkflowName, req)
+	if err != nil {
+		return nil, err
+	}
+	return s.wait(ctx, run)
+}
+
+func (s *Submitter) wait(ctx context.Context, run client.WorkflowRun) (*flow.Outcome, error) {
+	var out flow.Outcome
+	if err := run.Get(ctx, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

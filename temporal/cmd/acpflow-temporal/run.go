@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/temporal/client"
+	"github.com/acpflow/acpflow/temporal/flow"
+	"github.com/acpflow/acpflow/workflows"
+)
+
+type runFlags struct {
+	inputs      []string
+	inputsFile  string
+	concurrency int
+	workspace   string
+	output      string
+	json        bool
+	timeout     time.Duration
+	id          string
+	// Flags of acpflow run that mean nothing here, refused with why.
+	state, budget, policy string
+}
+
+func newRunCmd(conn *connFlags) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a workflow on Temporal, once or once per input line, and wait for the results",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runOnTemporal(cmd, conn, args[0], &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.inputs, "input", "i", nil, "one workflow input, KEY=VALUE (repeatable)")
+	fl.StringVar(&f.inputsFile, "inputs", "", "batch: one run per line of a JSONL file of input objects (- for stdin)")
+	fl.IntVarP(&f.concurrency, "concurrency", "c", 64, "runs submitted and awaited at once (the workers' --concurrency bounds agents)")
+	fl.StringVarP(&f.workspace, "workspace", "w", "", "the run's workspace, a path every worker sees (default: the current directory)")
+	fl.StringVarP(&f.output, "output", "o", "", "write one JSON result object per run to FILE, one per line")
+	fl.BoolVar(&f.json, "json", false, "print each run's step_end and run_end events as JSON lines when it ends")
+	fl.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m)")
+	fl.StringVar(&f.id, "id", "", "the run's id (a batch's runs get ID-LINE); default: derived from the file, workspace and inputs, so the same run submitted again is taken up")
+	fl.StringVar(&f.state, "state", "", "not on Temporal: Temporal keeps the runs")
+	fl.StringVar(&f.budget, "budget", "", "not on Temporal yet")
+	fl.StringVar(&f.policy, "policy", "", "not on the client: the outer policy is the workers' (acpflow-temporal worker --policy)")
+	return cmd
+}
+
+func usage(format string, a ...any) error {
+	return &codedError{exitUsage, fmt.Errorf(format, a...)}
+}
+
+func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags) error {
+	switch {
+	case f.state != "":
+		return usage("--state: on Temporal the runs are Temporal's workflow executions; there is no run store to name")
+	case f.budget != "":
+		return usage("--budget is not supported on Temporal yet; a workflow's own budget: applies to each run")
+	case f.policy != "":
+		return usage("--policy: the outer policy is the workers' own (acpflow-temporal worker --policy FILE)")
+	case f.concurrency < 1:
+		return usage("--concurrency must be at least 1, got %d", f.concurrency)
+	case f.inputsFile != "" && len(f.inputs) > 0:
+		return usage("--input and --inputs do not go together: put every input in the JSONL lines")
+	}
+	wf, err := runs.LoadWorkflow(file)
+	if err != nil {
+		return &codedError{exitUsage, err}
+	}
+	workspace, err := filepath.Abs(orDot(f.workspace))
+	if err != nil {
+		return usage("--workspace: %v", err)
+	}
+	if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
+		return usage("--workspace %s is not a directory", workspace)
+	}
+	blobs := flow.Blobs{Dir: conn.blobs}
+	bundle, err := flow.NewBundle(blobs, file, wf)
+	if err != nil {
+		return &codedError{exitUsage, err}
+	}
+	var jobs []job
+	if f.inputsFile == "" {
+		given, err := workflows.ParseInputFlags(wf, f.inputs)
+		if err == nil {
+			var inputs map[string]any
+			if inputs, err = workflows.ResolveInputs(wf, given); err == nil {
+				jobs = append(jobs, job{inputs: inputs})
+			}
+		}
+		if err != nil {
+			return &codedError{exitUsage, err}
+		}
+	} else if jobs, err = readJobs(wf, f.inputsFile); err != nil {
+		return &codedError{exitUsage, err}
+	}
+
+	var out resultWriter
+	if f.output != "" {
+		fh, err := os.OpenFile(f.output, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return usage("--output: %v", err)
+		}
+		defer fh.Close()
+		out.w = fh
+	}
+	cl, err := conn.dial()
+	if err != nil {
+		return &codedError{exitFailed, err}
+	}
+	defer cl.Close()
+	ctx, stop := interruptible()
+	defer stop()
+	sub := &client.Submitter{Client: cl, TaskQueue: conn.taskQueue, Blobs: blobs}
+	base := flow.Request{
+		Bundle: bundle, Plan: flow.PlanOf(wf), Workspace: workspace,
+		Env: flow.EnvFor(wf, policies.EnvMap(os.Environ())), Timeout: f.timeout,
+	}
+	if len(jobs) > 1 || f.inputsFile != "" {
+		fmt.Fprintf(os.Stderr, "acpflow-temporal: %d runs on task queue %s (the same command again takes them up)\n", len(jobs), conn.taskQueue)
+	}
+	var (
+		mu           sync.Mutex
+		failed, done int
+		firstErr     error
+		printMu      sync.Mutex
+		slots        = make(chan struct{}, f.concurrency)
+		wg           sync.WaitGroup
+		stdout       = cmd.OutOrStdout()
+	)
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			req := base
+			req.Inputs = j.inputs
+			req.RunID = j.runID(wf, workspace, f.id)
+			res, err := resultOf(ctx, sub, blobs, req, j)
+			if err == nil {
+				err = out.write(res)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			done++
+			if err != nil {
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			if res.Status != engine.StatusSucceeded {
+				failed++
+			}
+			report(stdout, &printMu, f.json, wf, res)
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		fmt.Fprintln(os.Stderr, "acpflow-temporal:", firstErr)
+	}
+	if len(jobs) > 1 && !f.json {
+		fmt.Fprintf(stdout, "%d runs: %d succeeded, %d failed\n", done, done-failed, failed)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return &codedError{130, errors.New("interrupted: the runs go on on Temporal; the same command takes them up")}
+	case failed > 0:
+		return &codedError{exitFailed, nil}
+	}
+	return nil
+}
+
+// job is one run to submit: a lone run's inputs, or a batch line's.
+type job struct {
+	line    int // 0 for a lone run
+	inputs  map[string]any
+	invalid error // the line's inputs do not fit the workflow
+}
+
+func (j job) runID(wf *engine.Workflow, workspace, id string) string {
+	switch {
+	case id != "" && j.line == 0:
+		return id
+	case id != "":
+		return fmt.Sprintf("%s-%d", id, j.line)
+	}
+	return client.RunID(wf, workspace, j.line, j.inputs)
+}
+
+// resultOf runs one job, or fails it as acpflow run fails a bad line.
+func resultOf(ctx context.Context, sub *client.Submitter, blobs flow.Blobs, req flow.Request, j job) (*engine.RunResult, error) {
+	if j.invalid != nil {
+		return &engine.RunResult{
+			RunID: req.RunID, Workflow: req.Plan.Name, Status: engine.StatusFailed, Error: j.invalid.Error(),
+			Workspace: req.Workspace, Inputs: map[string]any{}, Outputs: map[string]any{}, StartedAt: time.Now().UTC(),
+			Steps: map[string]*engine.StepResult{},
+		}, nil
+	}
+	outcome, err := sub.Run(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", req.RunID, err)
+	}
+	return outcome.Result(blobs, req.Workspace)
+}
+
+// readJobs reads a batch's lines, as acpflow run --inputs does.
+func readJobs(wf *engine.Workflow, path string) ([]job, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		fh, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("--inputs: %w", err)
+		}
+		defer fh.Close()
+		r = fh
+	}
+	lines := runs.NewLineReader(r, path)
+	var jobs []job
+	for {
+		l, err := lines.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		j := job{line: l.Line, inputs: l.Inputs}
+		if l.Error != "" {
+			j.invalid = fmt.Errorf("%s:%d: %s", path, l.Line, l.Error)
+		} else if j.inputs, err = workflows.ResolveInputs(wf, l.Inputs); err != nil {
+			j.invalid = fmt.Errorf("%s:%d: %w", path, l.Line, err)
+		}
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("--inputs %s: no input lines", path)
+	}
+	return jobs, nil
+}
+
+// report tells a run's end: its events with --json, else a line.
+func report(w io.Writer, mu *sync.Mutex, asJSON bool, wf *engine.Workflow, res *engine.RunResult) {
+	if asJSON {
+		events(w, mu, wf, res)
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	line := fmt.Sprintf("run %s %s in %s", res.RunID, res.Status, time.Duration(res.DurationMS)*time.Millisecond)
+	if res.Error != "" {
+		line += ": " + res.Error
+	}
+	fmt.Fprintln(w, line)
+	for _, st := range wf.Steps {
+		if sr := res.Steps[st.ID]; sr != nil && sr.Status != engine.StatusSucceeded && sr.Error != "" {
+			fmt.Fprintf(w, "  [%s] %s: %s\n", st.ID, sr.Status, sr.Error)
+		}
+	}
+}
+
+func orDot(s string) string {
+	if s == "" {
+		return "."
+	}
+	return s
+}

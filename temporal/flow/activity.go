@@ -1,0 +1,126 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/policies"
+)
+
+// badTask is the error type of a task no worker can run (its bundle does
+// not load, its step does not exist): Temporal does not retry it.
+const badTask = "acpflow.bad-task"
+
+// Task is one attempt of one step (or for-each element) of a run, as an
+// activity's input.
+type Task struct {
+	RunID     string
+	Bundle    Bundle
+	Step      string
+	Element   *engine.Element `json:",omitempty"`
+	Attempt   int
+	Workspace string
+	Inputs    map[string]any
+	// Settled are the results of the steps the step needs, directly or
+	// not: what its templates may read.
+	Settled map[string]Stored `json:",omitempty"`
+}
+
+// Activities runs attempts on a worker: the policies and env policies
+// decide here, with the worker's environment, so that the workflow's
+// history never holds a secret.
+type Activities struct {
+	Blobs Blobs
+	// Cache is where bundles are unpacked (a directory per bundle).
+	Cache string
+	// Ambient is the worker's environment: `env` in templates, and what
+	// the env policies pass to agents.
+	Ambient map[string]string
+	// Outer is the worker's outer policy (its --policy and config files).
+	Outer policies.Outer
+
+	mu     sync.Mutex
+	loaded map[string]*engine.Workflow
+}
+
+// Attempt runs one attempt to its end and tears the agent down, as the
+// CLI does. It heartbeats while the agent runs; when Temporal cancels the
+// attempt (the run was cancelled, or the heartbeat timed out) its context
+// ends and the agent's process group is torn down before it returns.
+func (a *Activities) Attempt(ctx context.Context, t Task) (Stored, error) {
+	wf, err := a.workflow(t.Bundle)
+	if err != nil {
+		return Stored{}, temporal.NewNonRetryableApplicationError(err.Error(), badTask, nil)
+	}
+	settled := make(map[string]*engine.StepResult, len(t.Settled))
+	for id, st := range t.Settled {
+		if settled[id], err = a.Blobs.Load(st); err != nil {
+			return Stored{}, err
+		}
+	}
+	stop := heartbeat(ctx)
+	res, err := engine.RunAttempt(ctx, wf, t.Step, engine.AttemptOptions{
+		RunID: t.RunID, Workspace: t.Workspace, Inputs: t.Inputs, Ambient: a.Ambient, Outer: a.Outer,
+		Results: settled, Element: t.Element, Attempt: t.Attempt,
+	})
+	stop()
+	if err != nil {
+		return Stored{}, temporal.NewNonRetryableApplicationError(err.Error(), badTask, nil)
+	}
+	// Cancelled or not, the agent is gone: the result says what became of
+	// the step (cancelled, with what it had said), as on the CLI.
+	return a.Blobs.store(res)
+}
+
+// heartbeat beats at a quarter of the attempt's heartbeat timeout until
+// stopped.
+func heartbeat(ctx context.Context) (stop func()) {
+	every := DefaultHeartbeat / 4
+	if info := activity.GetInfo(ctx); info.HeartbeatTimeout > 0 {
+		every = info.HeartbeatTimeout / 4
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx)
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// workflow is the bundle's workflow, unpacked and loaded once per worker.
+func (a *Activities) workflow(b Bundle) (*engine.Workflow, error) {
+	key := b.key()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if wf := a.loaded[key]; wf != nil {
+		return wf, nil
+	}
+	wf, err := b.unpack(a.Blobs, a.Cache)
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: %w", b.Name, err)
+	}
+	if a.loaded == nil {
+		a.loaded = map[string]*engine.Workflow{}
+	}
+	a.loaded[key] = wf
+	return wf, nil
+}

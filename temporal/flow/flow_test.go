@@ -1,0 +1,285 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/acpflow/acpflow/engine"
+	agentrecord "github.com/acpflow/acpflow/internal/testagent/record"
+	"github.com/acpflow/acpflow/policies"
+	_ "github.com/acpflow/acpflow/policies/wasmpolicy"
+	_ "github.com/acpflow/acpflow/steps/acpsubagent"
+	"github.com/acpflow/acpflow/temporal/builtin"
+	"github.com/acpflow/acpflow/workflows"
+)
+
+var testAgent string // internal/testagent, built for the tests
+
+func TestMain(m *testing.M) {
+	// The demo agent is this binary started again (builtin: demo).
+	if served, code := builtin.Serve(os.Args[1:]); served {
+		os.Exit(code)
+	}
+	dir, err := os.MkdirTemp("", "acpflow-temporal-")
+	if err != nil {
+		panic(err)
+	}
+	testAgent = filepath.Join(dir, "testagent")
+	if err := agentrecord.Build(testAgent); err != nil {
+		panic("building the test agent: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// fixture is one workflow file, loaded, with what both engines need.
+type fixture struct {
+	dir    string
+	path   string
+	wf     *engine.Workflow
+	blobs  Blobs
+	inputs map[string]any
+	// attempts counts the activities in flight: the in-memory Temporal may
+	// complete a cancelled workflow before its activities return.
+	attempts sync.WaitGroup
+}
+
+// settle waits until every activity has returned: then the agents they
+// started must be gone.
+func (f *fixture) settle(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { f.attempts.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("an activity did not return within a minute")
+	}
+}
+
+func newFixture(t *testing.T, src string, given map[string]any) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "wf.yaml")
+	src = strings.ReplaceAll(src, "TESTAGENT", testAgent)
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wf, err := workflows.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs, err := workflows.ResolveInputs(wf, given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{dir: dir, path: path, wf: wf, blobs: Blobs{Dir: filepath.Join(dir, "blobs")}, inputs: inputs}
+}
+
+func (f *fixture) request(t *testing.T, runID string) Request {
+	t.Helper()
+	b, err := NewBundle(f.blobs, f.path, f.wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Request{RunID: runID, Bundle: b, Plan: PlanOf(f.wf), Workspace: f.dir, Inputs: f.inputs, Env: EnvFor(f.wf, policies.EnvMap(os.Environ()))}
+}
+
+// environment is an in-memory Temporal with the workflow and the real
+// activity registered: the activity spawns real agents.
+func (f *fixture) environment(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	in := &Interpreter{Blobs: f.blobs}
+	env.RegisterWorkflowWithOptions(in.Interpret, workflow.RegisterOptions{Name: WorkflowName})
+	acts := &Activities{Blobs: f.blobs, Cache: filepath.Join(f.dir, "cache"), Ambient: policies.EnvMap(os.Environ())}
+	attempt := func(ctx context.Context, task Task) (Stored, error) {
+		f.attempts.Add(1)
+		defer f.attempts.Done()
+		return acts.Attempt(ctx, task)
+	}
+	env.RegisterActivityWithOptions(attempt, activity.RegisterOptions{Name: ActivityName})
+	env.SetTestTimeout(2 * time.Minute)
+	return env
+}
+
+// onTemporal runs the fixture's workflow in the in-memory Temporal.
+func (f *fixture) onTemporal(t *testing.T) *engine.RunResult {
+	t.Helper()
+	env := f.environment(t)
+	env.ExecuteWorkflow(WorkflowName, f.request(t, "r1"))
+	return f.result(t, env)
+}
+
+func (f *fixture) result(t *testing.T, env *testsuite.TestWorkflowEnvironment) *engine.RunResult {
+	t.Helper()
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	var out Outcome
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	res, err := out.Result(f.blobs, f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// onCLI runs the same workflow with the CLI's engine.
+func (f *fixture) onCLI(t *testing.T) *engine.RunResult {
+	t.Helper()
+	return engine.Run(context.Background(), f.wf, engine.Options{
+		RunID: "r1", Workspace: f.dir, Inputs: f.inputs, Ambient: policies.EnvMap(os.Environ()),
+		RetryBackoff: time.Millisecond,
+	})
+}
+
+// comparable is what must be equal between the CLI and Temporal: status,
+// error, outputs and each step's status, stop reason, output, final,
+// value, error, attempts and permission decisions (not its timing nor
+// session id).
+func comparable(res *engine.RunResult) map[string]any {
+	stepsOf := map[string]any{}
+	for id, st := range res.Steps {
+		var decisions []string
+		for _, p := range st.Permissions {
+			decisions = append(decisions, string(p.Decision)+" "+p.Title)
+		}
+		stepsOf[id] = []any{st.Status, st.StopReason, st.Output, st.Final, st.JSON, st.Error, st.Attempts, decisions}
+	}
+	outputs, _ := json.Marshal(res.Outputs)
+	return map[string]any{"status": res.Status, "error": res.Error, "outputs": string(outputs), "steps": stepsOf}
+}
+
+func sameAsCLI(t *testing.T, f *fixture) *engine.RunResult {
+	t.Helper()
+	cli := f.onCLI(t)
+	tmp := f.onTemporal(t)
+	if got, want := comparable(tmp), comparable(cli); !reflect.DeepEqual(got, want) {
+		g, _ := json.MarshalIndent(got, "", "  ")
+		w, _ := json.MarshalIndent(want, "", "  ")
+		t.Fatalf("on Temporal:\n%s\non the CLI:\n%s", g, w)
+	}
+	return tmp
+}
+
+func TestADAGWithIfAndForEachEndsOnTemporalAsOnTheCLI(t *testing.T) {
+	f := newFixture(t, `name: dag
+inputs:
+  topic: {type: string, default: tests}
+agents:
+  demo: {builtin: demo}
+max-parallel: 2
+steps:
+  - {id: plan, uses: acp-subagent, with: {agent: demo, prompt: "plan ${{ inputs.topic }}"}}
+  - id: yes
+    needs: [plan]
+    if: steps.plan.status == "succeeded"
+    uses: acp-subagent
+    with: {agent: demo, prompt: "after ${{ steps.plan.final }}"}
+  - id: no
+    needs: [plan]
+    if: inputs.topic == "never"
+    uses: acp-subagent
+    with: {agent: demo, prompt: "never"}
+  - id: after_no
+    needs: [no]
+    uses: acp-subagent
+    with: {agent: demo, prompt: "never either"}
+  - id: each
+    needs: [yes]
+    for-each: '["a", "b", "c"]'
+    max-parallel: 2
+    uses: acp-subagent
+    with: {agent: demo, prompt: "item ${{ item }} at ${{ index }}"}
+outputs:
+  first: ${{ steps.plan.final }}
+  items: ${{ steps.each.final }}
+`, nil)
+	res := sameAsCLI(t, f)
+	if res.Status != engine.StatusSucceeded || res.Steps["no"].Status != engine.StatusSkipped || res.Steps["after_no"].Status != engine.StatusSkipped {
+		t.Errorf("status %s, no %s, after_no %s", res.Status, res.Steps["no"].Status, res.Steps["after_no"].Status)
+	}
+	if items, _ := res.Steps["each"].Final.([]any); len(items) != 3 || !strings.Contains(fmt.Sprint(items[2]), "item c at 2") {
+		t.Errorf("each: %v", res.Steps["each"].Final)
+	}
+}
+
+func TestAFailedStepIsRetriedAndCancelsTheRunAsOnTheCLI(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "record.jsonl")
+	f := newFixture(t, `name: retries
+agents:
+  refuses: {command: TESTAGENT, args: [-stop, refusal, -record, `+rec+`]}
+  slow: {command: TESTAGENT, args: [-prompt-delay, 30s, -record, `+rec+`]}
+  demo: {builtin: demo}
+max-parallel: 4
+steps:
+  - {id: flaky, uses: acp-subagent, retries: 2, with: {agent: refuses, prompt: "try"}}
+  - {id: slow, uses: acp-subagent, with: {agent: slow, prompt: "wait"}}
+  - {id: later, needs: [flaky], uses: acp-subagent, with: {agent: demo, prompt: "never"}}
+  - {id: tolerant, uses: acp-subagent, continue-on-error: true, with: {agent: refuses, prompt: "fails alone"}}
+`, nil)
+	res := sameAsCLI(t, f)
+	if st := res.Steps["flaky"]; st.Status != engine.StatusFailed || st.Attempts != 3 {
+		t.Errorf("flaky: %s after %d attempts, want failed after 3", st.Status, st.Attempts)
+	}
+	if st := res.Steps["slow"]; st.Status != engine.StatusCancelled {
+		t.Errorf("slow: %s %q, want cancelled by the failed step", st.Status, st.Error)
+	}
+	f.settle(t)
+	agentrecord.AssertGone(t, rec)
+}
+
+func TestCancellingARunTearsItsAgentDown(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "record.jsonl")
+	f := newFixture(t, `name: cancel
+agents:
+  hangs: {command: TESTAGENT, args: [-prompt-hang, -record, `+rec+`]}
+steps:
+  - {id: hang, uses: acp-subagent, with: {agent: hangs, prompt: "forever"}}
+`, nil)
+	env := f.environment(t)
+	env.RegisterDelayedCallback(func() {
+		waitForPrompt(t, rec)
+		env.CancelWorkflow()
+	}, time.Second)
+	req := f.request(t, "r1")
+	req.Heartbeat = 2 * time.Second
+	env.ExecuteWorkflow(WorkflowName, req)
+	res := f.result(t, env)
+	if res.Status != engine.StatusCancelled || res.Steps["hang"].Status != engine.StatusCancelled {
+		t.Errorf("run %s, step %s (%s): want both cancelled", res.Status, res.Steps["hang"].Status, res.Steps["hang"].Error)
+	}
+	f.settle(t)
+	agentrecord.AssertGone(t, rec)
+}
+
+// waitForPrompt waits until the test agent has been sent a prompt.
+func waitForPrompt(t *testing.T, rec string) {
+	deadline := time.Now().Add(30 * time.Second)
+	for len(agentrecord.Named(rec, "prompt")) == 0 {
+		if time.Now().After(deadline) {
+			t.Errorf("the agent was never prompted")
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

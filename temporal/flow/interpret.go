@@ -1,0 +1,401 @@
+package flow
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// Names under which the workflow and the activity are registered.
+const (
+	WorkflowName = "acpflow.run"
+	ActivityName = "acpflow.attempt"
+)
+
+// Request is one acpflow run, as the workflow's input. It holds no secret:
+// Env holds only the variables the plan's expressions name (see EnvFor).
+type Request struct {
+	RunID     string
+	Bundle    Bundle
+	Plan      Plan
+	Workspace string
+	Inputs    map[string]any
+	Env       map[string]string `json:",omitempty"`
+	// Done holds the steps that succeeded in an earlier execution of the
+	// run (a re-submitted run): they are not run again.
+	Done    map[string]Stored `json:",omitempty"`
+	Timeout time.Duration     `json:",omitempty"` // the whole run; 0: none
+	// Heartbeat is how long a worker may go without a heartbeat before its
+	// attempt is given to another worker; 0: DefaultHeartbeat.
+	Heartbeat time.Duration `json:",omitempty"`
+}
+
+// DefaultHeartbeat is the heartbeat timeout of an attempt: a worker that
+// dies is noticed this long after its last heartbeat (it beats at a
+// quarter of it).
+const DefaultHeartbeat = 20 * time.Second
+
+// workerRetries is how often an attempt is given to a worker again when
+// the worker, not the step, failed (it died, lost the server): a step's
+// own failure is a result, retried only by its `retries:`.
+const workerRetries = 5
+
+// Outcome is a run's end, as the workflow's result: the CLI's result
+// (engine.RunResult) with each step's result stored.
+type Outcome struct {
+	RunID      string
+	Workflow   string
+	Status     engine.Status
+	Error      string `json:",omitempty"`
+	Inputs     map[string]any
+	Outputs    map[string]any
+	StartedAt  time.Time
+	DurationMS int64
+	Usage      *engine.RunUsage `json:",omitempty"`
+	Steps      map[string]Stored
+}
+
+// Interpreter is the generic Temporal workflow: it runs any acpflow
+// workflow's Plan.
+type Interpreter struct{ Blobs Blobs }
+
+// Interpret runs one acpflow run to its end. It returns an error only for
+// what Temporal must retry; a run that fails is an Outcome that says so.
+func (in *Interpreter) Interpret(ctx workflow.Context, req Request) (*Outcome, error) {
+	out := &Outcome{
+		RunID: req.RunID, Workflow: req.Plan.Name, StartedAt: workflow.Now(ctx),
+		Inputs: req.Inputs, Outputs: map[string]any{}, Steps: map[string]Stored{},
+	}
+	wf, err := req.Plan.workflow()
+	if err != nil {
+		out.Status, out.Error = engine.StatusFailed, err.Error()
+		return out, nil
+	}
+	s := &scheduler{in: in, req: req, wf: wf, results: map[string]*engine.StepResult{}, stored: out.Steps}
+	for id, st := range req.Done {
+		res, err := in.Blobs.Load(st)
+		if err != nil {
+			return nil, err
+		}
+		s.results[id], s.stored[id] = res, st
+	}
+	s.run(ctx)
+	// The end is computed as the CLI computes it, after a cancellation
+	// too: on a context the cancellation does not reach.
+	end, _ := workflow.NewDisconnectedContext(ctx)
+	out.Status = engine.StatusSucceeded
+	for _, st := range wf.Steps {
+		if res := s.results[st.ID]; res.Status == engine.StatusFailed && !st.ContinueOnError {
+			out.Status = engine.StatusFailed
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		out.Status, out.Error = engine.StatusCancelled, "cancelled"
+	case s.timedOut:
+		out.Status, out.Error = engine.StatusFailed, fmt.Sprintf("run timed out after %s", req.Timeout)
+	}
+	if out.Status == engine.StatusSucceeded {
+		if err := wf.RenderOutputs(s.scope(nil), out.Outputs); err != nil {
+			out.Status, out.Error = engine.StatusFailed, err.Error()
+		}
+	}
+	out.Usage = wf.Usage(s.results)
+	out.DurationMS = workflow.Now(end).Sub(out.StartedAt).Milliseconds()
+	return out, nil
+}
+
+// scheduler is one run's state in the workflow.
+type scheduler struct {
+	in       *Interpreter
+	req      Request
+	wf       *engine.Workflow
+	results  map[string]*engine.StepResult // settled steps, loaded
+	stored   map[string]Stored             // the same, as payloads
+	cause    string                        // why the run stopped starting steps; "": it did not
+	timedOut bool
+}
+
+// settled is a step's end, sent by the coroutine that ran it.
+type settled struct {
+	id  string
+	res *engine.StepResult
+	err error
+}
+
+// run starts each step once its needs have settled, at most MaxParallel
+// at once, until every step has settled. A step that fails (without
+// continue-on-error) cancels the others, as on the CLI.
+func (s *scheduler) run(ctx workflow.Context) {
+	runCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	if s.req.Timeout > 0 {
+		workflow.Go(runCtx, func(c workflow.Context) {
+			if workflow.NewTimer(c, s.req.Timeout).Get(c, nil) == nil {
+				s.timedOut, s.cause = true, fmt.Sprintf("run timed out after %s", s.req.Timeout)
+				cancel()
+			}
+		})
+	}
+	recv, _ := workflow.NewDisconnectedContext(ctx)
+	ch := workflow.NewChannel(recv)
+	started := map[string]bool{}
+	for id := range s.results {
+		started[id] = true
+	}
+	running := 0
+	for {
+		for progress := true; progress; {
+			progress = false
+			for _, st := range s.wf.Steps {
+				if started[st.ID] || !s.needsSettled(st) || running >= s.wf.MaxParallel {
+					continue
+				}
+				started[st.ID], progress = true, true
+				if runCtx.Err() != nil {
+					cause := s.cause
+					if cause == "" {
+						cause = "cancelled"
+					}
+					s.settle(st, &engine.StepResult{Status: engine.StatusSkipped, Error: "not started: " + cause, Permissions: []policies.PermissionRecord{}})
+					continue
+				}
+				reason, err := s.wf.SkipReason(st, s.results, func() *engine.Scope { return s.scope(nil) })
+				switch {
+				case err != nil:
+					// A condition that cannot be decided fails its step.
+					s.settle(st, &engine.StepResult{Status: engine.StatusFailed, StopReason: string(steps.Error), Error: err.Error(), Permissions: []policies.PermissionRecord{}})
+					s.failed(st, cancel)
+					continue
+				case reason != "":
+					s.settle(st, &engine.StepResult{Status: engine.StatusSkipped, Error: reason, Permissions: []policies.PermissionRecord{}})
+					continue
+				}
+				running++
+				workflow.Go(runCtx, func(c workflow.Context) {
+					res, err := s.runStep(c, st)
+					ch.Send(recv, settled{id: st.ID, res: res, err: err})
+				})
+			}
+		}
+		if running == 0 {
+			return
+		}
+		var d settled
+		ch.Receive(recv, &d)
+		running--
+		st := s.step(d.id)
+		if d.err != nil {
+			d.res = &engine.StepResult{Status: engine.StatusFailed, StopReason: string(steps.Error), Error: d.err.Error(), Permissions: []policies.PermissionRecord{}}
+		}
+		s.settle(st, d.res)
+		if d.res.Status == engine.StatusFailed {
+			s.failed(st, cancel)
+		}
+	}
+}
+
+// failed stops the run from starting steps, and cancels those running,
+// when st may not fail alone.
+func (s *scheduler) failed(st *engine.Step, cancel workflow.CancelFunc) {
+	if st.ContinueOnError {
+		return
+	}
+	if s.cause == "" {
+		s.cause = "cancelled: another step failed"
+	}
+	cancel()
+}
+
+func (s *scheduler) step(id string) *engine.Step {
+	for _, st := range s.wf.Steps {
+		if st.ID == id {
+			return st
+		}
+	}
+	return nil
+}
+
+func (s *scheduler) needsSettled(st *engine.Step) bool {
+	for _, n := range st.Needs {
+		if s.results[n] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// settle keeps a step's result, inline or by reference.
+func (s *scheduler) settle(st *engine.Step, res *engine.StepResult) {
+	stored, err := s.in.Blobs.store(res)
+	if err != nil {
+		// The result cannot be kept by reference: keep it inline, and let
+		// Temporal say if it is too large.
+		stored = Stored{Result: res}
+	}
+	s.results[st.ID], s.stored[st.ID] = res, stored
+}
+
+// scope is what the run's expressions see, as on the CLI; env holds only
+// what the request carries.
+func (s *scheduler) scope(el *engine.Element) *engine.Scope {
+	return s.wf.Scope(engine.ScopeOf{
+		RunID: s.req.RunID, Workspace: s.req.Workspace, Inputs: s.req.Inputs, Env: s.req.Env, Results: s.results,
+	}, el)
+}
+
+// runStep runs a step with its retries, or its for-each elements.
+func (s *scheduler) runStep(ctx workflow.Context, st *engine.Step) (*engine.StepResult, error) {
+	begin := workflow.Now(ctx)
+	var res *engine.StepResult
+	if st.ForEach == nil {
+		var err error
+		if res, err = s.attempts(ctx, st, nil); err != nil {
+			return nil, err
+		}
+	} else {
+		items, err := st.Items(s.scope(nil))
+		if err != nil {
+			return &engine.StepResult{Status: engine.StatusFailed, StopReason: string(steps.Error), Error: err.Error(), Permissions: []policies.PermissionRecord{}}, nil
+		}
+		limit := st.ForEachMaxParallel
+		if limit <= 0 {
+			limit = len(items)
+		}
+		each := make([]*engine.StepResult, len(items))
+		errs := make([]error, len(items))
+		slots := workflow.NewBufferedChannel(ctx, max(limit, 1))
+		wg := workflow.NewWaitGroup(ctx)
+		for i, item := range items {
+			wg.Add(1)
+			workflow.Go(ctx, func(c workflow.Context) {
+				defer wg.Done()
+				slots.Send(c, true)
+				defer slots.Receive(c, nil)
+				each[i], errs[i] = s.attempts(c, st, &engine.Element{Item: item, Index: i})
+			})
+		}
+		wg.Wait(ctx)
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
+		res = st.Combine(each)
+	}
+	res.DurationMS = workflow.Now(ctx).Sub(begin).Milliseconds()
+	return res, nil
+}
+
+// maxBackoff caps the wait between a step's attempts, as on the CLI,
+// which waits a second, then twice as long each time.
+const maxBackoff = 30 * time.Second
+
+// attempts runs one step (or element) until it succeeds or its retries
+// are spent: each attempt is an activity.
+func (s *scheduler) attempts(ctx workflow.Context, st *engine.Step, el *engine.Element) (*engine.StepResult, error) {
+	total := &engine.StepResult{Permissions: []policies.PermissionRecord{}}
+	backoff := time.Second
+	for attempt := 1; ; attempt++ {
+		res, err := s.attempt(ctx, st, el, attempt)
+		if err != nil {
+			return nil, err
+		}
+		merge(total, res)
+		total.Attempts = attempt
+		switch {
+		case res.Status == engine.StatusSucceeded || res.Status == engine.StatusCancelled:
+			return total, nil
+		case ctx.Err() != nil:
+			total.Status = engine.StatusCancelled
+			return total, nil
+		case attempt > st.Retries:
+			total.Status = engine.StatusFailed
+			return total, nil
+		}
+		if workflow.Sleep(ctx, backoff) != nil {
+			total.Status = engine.StatusCancelled
+			return total, nil
+		}
+		backoff = min(backoff*2, maxBackoff)
+	}
+}
+
+// merge puts one attempt's result into the step's: what the last attempt
+// said, every attempt's permission records and usage.
+func merge(total, res *engine.StepResult) {
+	perms, usage := total.Permissions, total.Usage
+	*total = *res
+	total.Permissions = append(perms, res.Permissions...)
+	total.Usage = usage
+	if res.Usage != nil {
+		if total.Usage == nil {
+			total.Usage = &steps.Usage{}
+		}
+		total.Usage.Add(res.Usage)
+	}
+}
+
+// attempt runs one attempt as an activity. A step timeout is the step's
+// own (the attempt fails with it, as on the CLI); the activity's limit is
+// that plus time to tear down, and a worker that stops heartbeating has
+// its attempt given to another.
+func (s *scheduler) attempt(ctx workflow.Context, st *engine.Step, el *engine.Element, n int) (*engine.StepResult, error) {
+	heartbeat := s.req.Heartbeat
+	if heartbeat <= 0 {
+		heartbeat = DefaultHeartbeat
+	}
+	limit := 24 * time.Hour
+	if st.Timeout > 0 {
+		limit = st.Timeout + time.Minute
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: limit,
+		HeartbeatTimeout:    heartbeat,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+			MaximumAttempts: workerRetries, NonRetryableErrorTypes: []string{badTask},
+		},
+	})
+	task := Task{
+		RunID: s.req.RunID, Bundle: s.req.Bundle, Step: st.ID, Element: el, Attempt: n,
+		Workspace: s.req.Workspace, Inputs: s.req.Inputs, Settled: s.ancestors(st),
+	}
+	var stored Stored
+	err := workflow.ExecuteActivity(actx, ActivityName, task).Get(actx, &stored)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		cause := s.cause
+		if cause == "" {
+			cause = "cancelled"
+		}
+		return &engine.StepResult{Status: engine.StatusCancelled, StopReason: string(steps.Aborted), Output: "", Final: "", Error: cause, Permissions: []policies.PermissionRecord{}}, nil
+	case err != nil:
+		return &engine.StepResult{Status: engine.StatusFailed, StopReason: string(steps.Error), Error: "the worker failed the attempt: " + err.Error(), Permissions: []policies.PermissionRecord{}}, nil
+	}
+	return s.in.Blobs.Load(stored)
+}
+
+// ancestors are the settled results a step's templates may read: those of
+// the steps it needs, directly or not.
+func (s *scheduler) ancestors(st *engine.Step) map[string]Stored {
+	out := map[string]Stored{}
+	var walk func(st *engine.Step)
+	walk = func(st *engine.Step) {
+		for _, n := range st.Needs {
+			if _, seen := out[n]; !seen {
+				out[n] = s.stored[n]
+				walk(s.step(n))
+			}
+		}
+	}
+	walk(st)
+	return out
+}
