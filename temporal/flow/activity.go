@@ -74,7 +74,12 @@ func (a *Activities) Attempt(ctx context.Context, t Task) (Stored, error) {
 		return Stored{}, temporal.NewNonRetryableApplicationError(err.Error(), badTask, nil)
 	}
 	// Cancelled or not, the agent is gone: the result says what became of
-	// the step (cancelled, with what it had said), as on the CLI.
+	// the step (cancelled, with what it had said), as on the CLI. Why it
+	// was cancelled is the workflow's to say: here it is only Temporal's
+	// "canceled".
+	if res.Status == engine.StatusCancelled && ctx.Err() != nil && res.Error == context.Cause(ctx).Error() {
+		res.Error = ""
+	}
 	return a.Blobs.store(res)
 }
 

@@ -95,7 +95,9 @@ func (f *fixture) request(t *testing.T, runID string) Request {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Request{RunID: runID, Bundle: b, Plan: PlanOf(f.wf), Workspace: f.dir, Inputs: f.inputs, Env: EnvFor(f.wf, policies.EnvMap(os.Environ()))}
+	// A short heartbeat: the in-memory Temporal tells an activity it is
+	// cancelled only when it beats.
+	return Request{RunID: runID, Bundle: b, Plan: PlanOf(f.wf), Workspace: f.dir, Inputs: f.inputs, Env: EnvFor(f.wf, policies.EnvMap(os.Environ())), Heartbeat: 2 * time.Second}
 }
 
 // environment is an in-memory Temporal with the workflow and the real
@@ -181,8 +183,9 @@ func sameAsCLI(t *testing.T, f *fixture) *engine.RunResult {
 	return tmp
 }
 
-func TestADAGWithIfAndForEachEndsOnTemporalAsOnTheCLI(t *testing.T) {
-	f := newFixture(t, `name: dag
+// dagWorkflow has needs, an if: true and false, a skip that spreads, a
+// for-each with its own max-parallel, and outputs.
+const dagWorkflow = `name: dag
 inputs:
   topic: {type: string, default: tests}
 agents:
@@ -213,7 +216,27 @@ steps:
 outputs:
   first: ${{ steps.plan.final }}
   items: ${{ steps.each.final }}
-`, nil)
+`
+
+// retriesWorkflow has a step that fails after its retries and cancels
+// the run, a step cancelled by it, one never started, and one that fails
+// alone (continue-on-error). TESTAGENT and REC are the test agent and its
+// record file.
+const retriesWorkflow = `name: retries
+agents:
+  refuses: {command: TESTAGENT, args: [-stop, refusal, -record, REC]}
+  slow: {command: TESTAGENT, args: [-prompt-delay, 30s, -record, REC]}
+  demo: {builtin: demo}
+max-parallel: 4
+steps:
+  - {id: flaky, uses: acp-subagent, retries: 2, with: {agent: refuses, prompt: "try"}}
+  - {id: slow, uses: acp-subagent, with: {agent: slow, prompt: "wait"}}
+  - {id: later, needs: [flaky], uses: acp-subagent, with: {agent: demo, prompt: "never"}}
+  - {id: tolerant, uses: acp-subagent, continue-on-error: true, with: {agent: refuses, prompt: "fails alone"}}
+`
+
+func TestADAGWithIfAndForEachEndsOnTemporalAsOnTheCLI(t *testing.T) {
+	f := newFixture(t, dagWorkflow, nil)
 	res := sameAsCLI(t, f)
 	if res.Status != engine.StatusSucceeded || res.Steps["no"].Status != engine.StatusSkipped || res.Steps["after_no"].Status != engine.StatusSkipped {
 		t.Errorf("status %s, no %s, after_no %s", res.Status, res.Steps["no"].Status, res.Steps["after_no"].Status)
@@ -225,18 +248,7 @@ outputs:
 
 func TestAFailedStepIsRetriedAndCancelsTheRunAsOnTheCLI(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "record.jsonl")
-	f := newFixture(t, `name: retries
-agents:
-  refuses: {command: TESTAGENT, args: [-stop, refusal, -record, `+rec+`]}
-  slow: {command: TESTAGENT, args: [-prompt-delay, 30s, -record, `+rec+`]}
-  demo: {builtin: demo}
-max-parallel: 4
-steps:
-  - {id: flaky, uses: acp-subagent, retries: 2, with: {agent: refuses, prompt: "try"}}
-  - {id: slow, uses: acp-subagent, with: {agent: slow, prompt: "wait"}}
-  - {id: later, needs: [flaky], uses: acp-subagent, with: {agent: demo, prompt: "never"}}
-  - {id: tolerant, uses: acp-subagent, continue-on-error: true, with: {agent: refuses, prompt: "fails alone"}}
-`, nil)
+	f := newFixture(t, strings.ReplaceAll(retriesWorkflow, "REC", rec), nil)
 	res := sameAsCLI(t, f)
 	if st := res.Steps["flaky"]; st.Status != engine.StatusFailed || st.Attempts != 3 {
 		t.Errorf("flaky: %s after %d attempts, want failed after 3", st.Status, st.Attempts)
@@ -262,7 +274,6 @@ steps:
 		env.CancelWorkflow()
 	}, time.Second)
 	req := f.request(t, "r1")
-	req.Heartbeat = 2 * time.Second
 	env.ExecuteWorkflow(WorkflowName, req)
 	res := f.result(t, env)
 	if res.Status != engine.StatusCancelled || res.Steps["hang"].Status != engine.StatusCancelled {

@@ -380,7 +380,14 @@ func (s *scheduler) attempt(ctx workflow.Context, st *engine.Step, el *engine.El
 	case err != nil:
 		return &engine.StepResult{Status: engine.StatusFailed, StopReason: string(steps.Error), Error: "the worker failed the attempt: " + err.Error(), Permissions: []policies.PermissionRecord{}}, nil
 	}
-	return s.in.Blobs.Load(stored)
+	res, err := s.in.Blobs.Load(stored)
+	if err == nil && res.Status == engine.StatusCancelled && res.Error == "" {
+		res.Error = s.cause
+		if res.Error == "" {
+			res.Error = "cancelled"
+		}
+	}
+	return res, err
 }
 
 // ancestors are the settled results a step's templates may read: those of

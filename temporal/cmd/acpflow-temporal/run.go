@@ -28,6 +28,7 @@ type runFlags struct {
 	output      string
 	json        bool
 	timeout     time.Duration
+	heartbeat   time.Duration
 	id          string
 	// Flags of acpflow run that mean nothing here, refused with why.
 	state, budget, policy string
@@ -51,6 +52,7 @@ func newRunCmd(conn *connFlags) *cobra.Command {
 	fl.StringVarP(&f.output, "output", "o", "", "write one JSON result object per run to FILE, one per line")
 	fl.BoolVar(&f.json, "json", false, "print each run's step_end and run_end events as JSON lines when it ends")
 	fl.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m)")
+	fl.DurationVar(&f.heartbeat, "heartbeat", flow.DefaultHeartbeat, "how long a worker may go silent before its steps move to another worker")
 	fl.StringVar(&f.id, "id", "", "the run's id (a batch's runs get ID-LINE); default: derived from the file, workspace and inputs, so the same run submitted again is taken up")
 	fl.StringVar(&f.state, "state", "", "not on Temporal: Temporal keeps the runs")
 	fl.StringVar(&f.budget, "budget", "", "not on Temporal yet")
@@ -70,6 +72,8 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		return usage("--budget is not supported on Temporal yet; a workflow's own budget: applies to each run")
 	case f.policy != "":
 		return usage("--policy: the outer policy is the workers' own (acpflow-temporal worker --policy FILE)")
+	case f.heartbeat < time.Second:
+		return usage("--heartbeat must be at least 1s, got %s", f.heartbeat)
 	case f.concurrency < 1:
 		return usage("--concurrency must be at least 1, got %d", f.concurrency)
 	case f.inputsFile != "" && len(f.inputs) > 0:
@@ -126,7 +130,7 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	sub := &client.Submitter{Client: cl, TaskQueue: conn.taskQueue, Blobs: blobs}
 	base := flow.Request{
 		Bundle: bundle, Plan: flow.PlanOf(wf), Workspace: workspace,
-		Env: flow.EnvFor(wf, policies.EnvMap(os.Environ())), Timeout: f.timeout,
+		Env: flow.EnvFor(wf, policies.EnvMap(os.Environ())), Timeout: f.timeout, Heartbeat: f.heartbeat,
 	}
 	if len(jobs) > 1 || f.inputsFile != "" {
 		fmt.Fprintf(os.Stderr, "acpflow-temporal: %d runs on task queue %s (the same command again takes them up)\n", len(jobs), conn.taskQueue)
