@@ -101,7 +101,7 @@ func run(ip string, port int, db, namespace string) error {
 	conf.PublicClient.HostPort = frontend
 
 	dyn := dynamicconfig.StaticClient{
-		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                8096,
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 8096,
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 	}
 	logger := tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: "error", Format: "console"}))
