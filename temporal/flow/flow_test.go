@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -292,5 +293,99 @@ func waitForPrompt(t *testing.T, rec string) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An output larger than a Temporal payload may hold travels by reference
+// to a blob, and reads the same in the next step's prompt and the run's
+// outputs.
+func TestALargeOutputTravelsByReference(t *testing.T) {
+	f := newFixture(t, `name: large
+agents:
+  big: {command: TESTAGENT, args: [-flood, "300", -flood-size, "1024", -no-chunks]}
+  demo: {builtin: demo}
+steps:
+  - {id: big, uses: acp-subagent, with: {agent: big, prompt: "talk", max-output: 1MiB}}
+  - {id: size, needs: [big], uses: acp-subagent, with: {agent: demo, prompt: "${{ len(steps.big.output) }}"}}
+outputs:
+  size: ${{ len(steps.big.output) }}
+`, nil)
+	res := sameAsCLI(t, f)
+	if res.Outputs["size"] != "307200" {
+		t.Errorf("outputs.size = %v, want 307200", res.Outputs["size"])
+	}
+	ents, _ := os.ReadDir(f.blobs.Dir)
+	refs := 0
+	for _, e := range ents {
+		if fi, _ := e.Info(); fi.Size() > inlineMax {
+			refs++
+		}
+	}
+	if refs == 0 {
+		t.Error("no step result went to the blob store")
+	}
+}
+
+// A worker that fails an attempt (it died, lost the server) is not the
+// step failing: the attempt is given to a worker again, and the step
+// succeeds with one attempt of its own.
+func TestAWorkersFailureIsRetriedWithoutCountingAsAStepsAttempt(t *testing.T) {
+	f := newFixture(t, `name: lost
+agents:
+  demo: {builtin: demo}
+steps:
+  - {id: once, uses: acp-subagent, with: {agent: demo, prompt: "hi"}}
+`, nil)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	in := &Interpreter{Blobs: f.blobs}
+	env.RegisterWorkflowWithOptions(in.Interpret, workflow.RegisterOptions{Name: WorkflowName})
+	acts := &Activities{Blobs: f.blobs, Cache: filepath.Join(f.dir, "cache"), Ambient: policies.EnvMap(os.Environ())}
+	calls := 0
+	env.RegisterActivityWithOptions(func(ctx context.Context, task Task) (Stored, error) {
+		calls++
+		if calls == 1 {
+			return Stored{}, errors.New("worker lost")
+		}
+		return acts.Attempt(ctx, task)
+	}, activity.RegisterOptions{Name: ActivityName})
+	env.ExecuteWorkflow(WorkflowName, f.request(t, "r1"))
+	res := f.result(t, env)
+	if st := res.Steps["once"]; res.Status != engine.StatusSucceeded || st.Attempts != 1 || calls != 2 {
+		t.Errorf("run %s, step attempts %d, activity calls %d: want succeeded, 1, 2", res.Status, st.Attempts, calls)
+	}
+}
+
+// A step that continues an earlier step's session (session:) runs on a
+// fresh agent on whatever worker takes it: it continues through the
+// agent's session/load, as the CLI does after a resume.
+func TestASessionIsContinuedOnAFreshAgent(t *testing.T) {
+	f := newFixture(t, `name: session
+agents:
+  demo: {builtin: demo}
+steps:
+  - {id: plan, uses: acp-subagent, with: {agent: demo, prompt: "remember the plan"}}
+  - {id: build, needs: [plan], uses: acp-subagent, with: {agent: demo, prompt: "build it", session: plan}}
+`, nil)
+	res := f.onTemporal(t)
+	plan, build := res.Steps["plan"], res.Steps["build"]
+	if res.Status != engine.StatusSucceeded || build.SessionID != plan.SessionID {
+		t.Fatalf("run %s (%s); plan session %q, build session %q (%s)", res.Status, res.Error, plan.SessionID, build.SessionID, build.Error)
+	}
+	if !strings.Contains(fmt.Sprint(build.Final), "remembers 1 earlier prompt: remember the plan") {
+		t.Errorf("build did not continue plan's conversation: %v", build.Final)
+	}
+}
+
+func TestABudgetIsRefusedAtSubmit(t *testing.T) {
+	f := newFixture(t, `name: spend
+budget: {tokens: 1000}
+agents:
+  demo: {builtin: demo}
+steps:
+  - {id: one, uses: acp-subagent, with: {agent: demo, prompt: "hi"}}
+`, nil)
+	if err := Supported(f.wf); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Errorf("Supported = %v, want an error naming budget:", err)
 	}
 }

@@ -64,6 +64,16 @@ func PlanOf(wf *engine.Workflow) Plan {
 	return p
 }
 
+// Supported says what of wf this version cannot run on Temporal, nil if
+// nothing: a budget (its meter lives in one process; on Temporal the
+// attempts of a run are on many).
+func Supported(wf *engine.Workflow) error {
+	if !wf.Budget.IsZero() {
+		return fmt.Errorf("%s: budget: is not enforced on Temporal yet; run it with acpflow run, or remove the budget", wf.File)
+	}
+	return nil
+}
+
 // workflow compiles the plan into the engine's form, so that the engine's
 // own SkipReason, Scope, Items, Combine and RenderOutputs decide.
 func (p Plan) workflow() (*engine.Workflow, error) {

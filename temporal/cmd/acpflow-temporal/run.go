@@ -83,6 +83,9 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	if err != nil {
 		return &codedError{exitUsage, err}
 	}
+	if err := flow.Supported(wf); err != nil {
+		return &codedError{exitUsage, err}
+	}
 	workspace, err := filepath.Abs(orDot(f.workspace))
 	if err != nil {
 		return usage("--workspace: %v", err)
