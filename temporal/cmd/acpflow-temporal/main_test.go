@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "acpflow-temporal-cmd-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "acpflow-temporal")
+	b := exec.Command("go", "build", "-o", bin, ".")
+	b.Stderr = os.Stderr
+	if err := b.Run(); err != nil {
+		panic("building acpflow-temporal: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// What run refuses, it refuses before it reaches a server (there is none
+// here), with exit 2 and words that say where and what.
+func TestRunRefusesWhatItCannotDoBeforeItDials(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(src), 0o644)
+		return p
+	}
+	ok := write("ok.yaml", "name: ok\nagents:\n  demo: {builtin: demo}\nsteps:\n  - {id: s, uses: acp-subagent, with: {agent: demo, prompt: hi}}\n")
+	broken := write("broken.yaml", "name: broken\nsteps:\n  - {id: s, uses: acp-subagent, with: {agent: nobody, prompt: hi}}\n")
+	budget := write("budget.yaml", "name: spend\nbudget: {tokens: 10}\nagents:\n  demo: {builtin: demo}\nsteps:\n  - {id: s, uses: acp-subagent, with: {agent: demo, prompt: hi}}\n")
+	empty := write("empty.jsonl", "")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", broken}, "broken.yaml:3:"},
+		{[]string{"run", budget}, "budget: is not enforced on Temporal yet"},
+		{[]string{"run", ok, "--state", "x.db"}, "--state: on Temporal"},
+		{[]string{"run", ok, "--policy", "p.yaml"}, "acpflow-temporal worker --policy"},
+		{[]string{"run", ok, "--input", "x=1", "--inputs", empty}, "do not go together"},
+		{[]string{"run", ok, "--inputs", empty}, "no input lines"},
+		{[]string{"run", ok, "--input", "nope=1"}, "nope"},
+		{[]string{"run", ok, "--heartbeat", "10ms"}, "--heartbeat must be at least 1s"},
+		{[]string{"worker", "--concurrency", "0"}, "--concurrency must be at least 1"},
+	} {
+		t.Run(strings.Join(c.args[:1], " ")+" "+c.want, func(t *testing.T) {
+			cmd := exec.Command(bin, append(c.args, "--address", "127.0.0.1:1", "--blobs", filepath.Join(dir, "blobs"))...)
+			cmd.Dir = dir
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			start := time.Now()
+			cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), c.want)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("took %s: it dialled?", d)
+			}
+		})
+	}
+}
+
+// The builtin agents answer as acpflow's do: a worker's builtin: demo is
+// this binary started again.
+func TestTheBinaryServesTheDemoAgent(t *testing.T) {
+	cmd := exec.Command(bin, "agent", "demo")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	in.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n"))
+	line, err := bufio.NewReader(out).ReadString('\n')
+	in.Close()
+	if werr := cmd.Wait(); err != nil || werr != nil || !strings.Contains(line, `"protocolVersion"`) {
+		t.Errorf("agent demo: %v, %v, %q", err, werr, line)
+	}
+}
