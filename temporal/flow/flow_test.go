@@ -389,3 +389,32 @@ steps:
 		t.Errorf("Supported = %v, want an error naming budget:", err)
 	}
 }
+
+// Many results, each small enough to go inline, do not make one payload
+// too large together: the largest go by reference.
+func TestManyResultsTogetherStayWithinAPayload(t *testing.T) {
+	b := Blobs{Dir: t.TempDir()}
+	m := map[string]Stored{}
+	for i := 0; i < 12; i++ {
+		m[fmt.Sprintf("s%02d", i)] = Stored{Result: &engine.StepResult{Output: strings.Repeat("x", 200<<10)}}
+	}
+	m["small"] = Stored{Result: &engine.StepResult{Output: "ok"}}
+	if err := b.shrink(m); err != nil {
+		t.Fatal(err)
+	}
+	inline, total := 0, 0
+	for id, st := range m {
+		if st.Result != nil {
+			inline++
+			data, _ := json.Marshal(st.Result)
+			total += len(data)
+		}
+		res, err := b.Load(st)
+		if err != nil || (id != "small" && len(res.Output.(string)) != 200<<10) {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	if total > payloadMax || m["small"].Result == nil {
+		t.Errorf("%d inline results of %d bytes; want at most %d, the small one inline", inline, total, payloadMax)
+	}
+}

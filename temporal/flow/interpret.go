@@ -107,6 +107,9 @@ func (in *Interpreter) Interpret(ctx workflow.Context, req Request) (*Outcome, e
 		}
 	}
 	out.Usage = wf.Usage(s.results)
+	if err := in.Blobs.shrink(out.Steps); err != nil {
+		return nil, err
+	}
 	out.DurationMS = workflow.Now(end).Sub(out.StartedAt).Milliseconds()
 	return out, nil
 }
@@ -367,6 +370,9 @@ func (s *scheduler) attempt(ctx workflow.Context, st *engine.Step, el *engine.El
 	task := Task{
 		RunID: s.req.RunID, Bundle: s.req.Bundle, Step: st.ID, Element: el, Attempt: n,
 		Workspace: s.req.Workspace, Inputs: s.req.Inputs, Settled: s.ancestors(st),
+	}
+	if err := s.in.Blobs.shrink(task.Settled); err != nil {
+		return nil, err
 	}
 	var stored Stored
 	err := workflow.ExecuteActivity(actx, ActivityName, task).Get(actx, &stored)

@@ -3,6 +3,8 @@ package flow
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/acpflow/acpflow/engine"
 )
@@ -54,4 +56,51 @@ func (b Blobs) Load(s Stored) (*engine.StepResult, error) {
 		return nil, fmt.Errorf("blob %s: %w", s.Ref, err)
 	}
 	return &res, nil
+}
+
+// payloadMax is what a workflow's result or an activity's input may hold
+// of step results inline: half of Temporal's 2 MiB limit, for the rest.
+const payloadMax = 1 << 20
+
+// shrink moves the largest inline results of m to Blobs until what stays
+// inline is at most payloadMax: a run of many steps, each under inlineMax,
+// would otherwise outgrow one payload. It is deterministic (largest
+// first, then by id), as workflow code must be.
+func (b Blobs) shrink(m map[string]Stored) error {
+	type entry struct {
+		id   string
+		size int
+	}
+	var inline []entry
+	total := 0
+	for id, st := range m {
+		if st.Result == nil {
+			continue
+		}
+		data, err := json.Marshal(st.Result)
+		if err != nil {
+			return err
+		}
+		inline = append(inline, entry{id, len(data)})
+		total += len(data)
+	}
+	slices.SortFunc(inline, func(a, b entry) int {
+		if a.size != b.size {
+			return b.size - a.size
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	for _, e := range inline {
+		if total <= payloadMax {
+			break
+		}
+		data, _ := json.Marshal(m[e.id].Result)
+		ref, err := b.Put(data)
+		if err != nil {
+			return err
+		}
+		m[e.id] = Stored{Ref: ref}
+		total -= e.size
+	}
+	return nil
 }
