@@ -73,7 +73,21 @@ func (f *fixture) settle(t *testing.T) {
 
 func newFixture(t *testing.T, src string, given map[string]any) *fixture {
 	t.Helper()
-	dir := t.TempDir()
+	return newFixtureIn(t, t.TempDir(), src, nil, given)
+}
+
+// newFixtureIn writes the workflow file in dir, and files beside it (by
+// paths relative to dir).
+func newFixtureIn(t *testing.T, dir, src string, files map[string][]byte, given map[string]any) *fixture {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(dir, 0o755)
 	path := filepath.Join(dir, "wf.yaml")
 	src = strings.ReplaceAll(src, "TESTAGENT", testAgent)
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
@@ -416,5 +430,37 @@ func TestManyResultsTogetherStayWithinAPayload(t *testing.T) {
 	}
 	if total > payloadMax || m["small"].Result == nil {
 		t.Errorf("%d inline results of %d bytes; want at most %d, the small one inline", inline, total, payloadMax)
+	}
+}
+
+// A WASM policy travels to the worker by content hash, placed where the
+// file names it (here up one directory), and decides there as on the CLI.
+func TestAWASMPolicyTravelsToTheWorkerByHash(t *testing.T) {
+	module, err := os.ReadFile(filepath.Join("..", "..", "wasm", "examples", "prebuilt", "c.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixtureIn(t, filepath.Join(t.TempDir(), "flows"), `name: strict
+agents:
+  a: {command: TESTAGENT, args: [-no-chunks, -permission, "read:/etc/hosts", -permission, "execute:make && rm -rf x"]}
+policies:
+  permission: {wasm: ../policies/c.wasm}
+steps:
+  - {id: s, uses: acp-subagent, with: {agent: a, prompt: hi}}
+`, map[string][]byte{"../policies/c.wasm": module}, nil)
+	req := f.request(t, "r1")
+	if len(req.Bundle.Modules) != 1 || req.Bundle.Modules["../policies/c.wasm"] == "" {
+		t.Fatalf("bundle modules %v", req.Bundle.Modules)
+	}
+	res := sameAsCLI(t, f)
+	var got []string
+	for _, p := range res.Steps["s"].Permissions {
+		got = append(got, string(p.Decision)+" by "+p.Rule)
+	}
+	if strings.Join(got, ", ") != "allow by c.wasm, reject by c.wasm" {
+		t.Errorf("decisions %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "cache")); err != nil {
+		t.Errorf("the worker unpacked nothing: %v", err)
 	}
 }
