@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -23,6 +24,12 @@ type Submitter struct {
 	Client    client.Client
 	TaskQueue string
 	Blobs     flow.Blobs
+	// Events, when set, receives each run's events (flow.EventsQuery),
+	// polled every Poll while the run is waited for (0: only once it
+	// ended, one query per run, as a batch wants), the last ones once it
+	// ended. It is called from one goroutine per run.
+	Events func(line []byte)
+	Poll   time.Duration
 }
 
 // WorkflowID is the Temporal workflow id of an acpflow run id.
@@ -60,6 +67,10 @@ func (s *Submitter) Run(ctx context.Context, req flow.Request) (*flow.Outcome, e
 			return nil, err
 		}
 		if was.Status == engine.StatusSucceeded {
+			if s.Events != nil {
+				seen := 0
+				s.events(ctx, s.Client.GetWorkflow(ctx, id, ""), &seen)
+			}
 			return &was, nil
 		}
 		req.Done = map[string]flow.Stored{}
@@ -86,8 +97,48 @@ func (s *Submitter) Run(ctx context.Context, req flow.Request) (*flow.Outcome, e
 
 func (s *Submitter) wait(ctx context.Context, run client.WorkflowRun) (*flow.Outcome, error) {
 	var out flow.Outcome
-	if err := run.Get(ctx, &out); err != nil {
-		return nil, err
+	if s.Events == nil {
+		if err := run.Get(ctx, &out); err != nil {
+			return nil, err
+		}
+		return &out, nil
 	}
-	return &out, nil
+	done := make(chan error, 1)
+	go func() { done <- run.Get(ctx, &out) }()
+	var tick <-chan time.Time
+	if s.Poll > 0 {
+		t := time.NewTicker(s.Poll)
+		defer t.Stop()
+		tick = t.C
+	}
+	seen := 0
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return nil, err
+			}
+			s.events(ctx, run, &seen)
+			return &out, nil
+		case <-tick:
+			s.events(ctx, run, &seen)
+		}
+	}
+}
+
+// events hands on the run's events from *seen on. A query that fails (no
+// worker to answer it yet) is tried again at the next poll.
+func (s *Submitter) events(ctx context.Context, run client.WorkflowRun, seen *int) {
+	v, err := s.Client.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), flow.EventsQuery, *seen)
+	if err != nil {
+		return
+	}
+	var lines []json.RawMessage
+	if v.Get(&lines) != nil {
+		return
+	}
+	for _, l := range lines {
+		s.Events(l)
+	}
+	*seen += len(lines)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	agentrecord "github.com/acpflow/acpflow/internal/testagent/record"
 	"github.com/acpflow/acpflow/policies"
 	_ "github.com/acpflow/acpflow/policies/wasmpolicy"
+	"github.com/acpflow/acpflow/steps"
 	_ "github.com/acpflow/acpflow/steps/acpsubagent"
 	"github.com/acpflow/acpflow/temporal/builtin"
 	"github.com/acpflow/acpflow/workflows"
@@ -463,4 +465,89 @@ steps:
 	if _, err := os.Stat(filepath.Join(f.dir, "cache")); err != nil {
 		t.Errorf("the worker unpacked nothing: %v", err)
 	}
+}
+
+// The run's events (EventsQuery) are the CLI's run_start, step_start,
+// step_update retry, step_end and run_end: the same ones, for the same
+// steps.
+func TestTheRunsEventsAreTheCLIs(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "record.jsonl")
+	for name, src := range map[string]string{"dag": dagWorkflow, "retries": strings.ReplaceAll(retriesWorkflow, "REC", rec)} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, src, nil)
+			var sink collect
+			engine.Run(context.Background(), f.wf, engine.Options{
+				RunID: "r1", Workspace: f.dir, Inputs: f.inputs, Events: &sink, RetryBackoff: time.Millisecond,
+			})
+			var cli []string
+			for _, e := range sink.events {
+				line, _ := json.Marshal(e)
+				if k := eventKey(line); k != "" {
+					cli = append(cli, k)
+				}
+			}
+			env := f.environment(t)
+			env.ExecuteWorkflow(WorkflowName, f.request(t, "r1"))
+			f.result(t, env)
+			v, err := env.QueryWorkflow(EventsQuery, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lines []json.RawMessage
+			if err := v.Get(&lines); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range lines {
+				got = append(got, eventKey(l))
+			}
+			if got[0] != "run_start " || got[len(got)-1] != "run_end  succeeded" && got[len(got)-1] != "run_end  failed" {
+				t.Errorf("events begin with %q and end with %q", got[0], got[len(got)-1])
+			}
+			slices.Sort(got)
+			slices.Sort(cli)
+			if !slices.Equal(got, cli) {
+				t.Errorf("on Temporal:\n%s\non the CLI:\n%s", strings.Join(got, "\n"), strings.Join(cli, "\n"))
+			}
+			f.settle(t)
+		})
+	}
+	agentrecord.AssertGone(t, rec)
+}
+
+// collect is a steps.Sink that keeps every event.
+type collect struct {
+	mu     sync.Mutex
+	events []steps.Event
+}
+
+func (c *collect) Emit(e steps.Event) {
+	c.mu.Lock()
+	c.events = append(c.events, e)
+	c.mu.Unlock()
+}
+
+// eventKey is what must agree of an event: its type, step, attempt and
+// status; "" for the events that happen inside a turn.
+func eventKey(line []byte) string {
+	var e struct {
+		Type, Step, Status, Kind string
+		Attempt                  int
+	}
+	json.Unmarshal(line, &e)
+	if e.Type == "step_update" && e.Kind == "retry" {
+		e.Type = "retry"
+	}
+	switch e.Type {
+	case "run_start", "step_start", "retry", "step_end", "run_end":
+		k := e.Type + " " + e.Step
+		if e.Attempt > 0 {
+			k += fmt.Sprintf(" attempt %d", e.Attempt)
+		}
+		if e.Status != "" {
+			k += " " + e.Status
+		}
+		return k
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -12,10 +13,16 @@ import (
 	"github.com/acpflow/acpflow/steps"
 )
 
-// Names under which the workflow and the activity are registered.
+// Names under which the workflow, the activity and the workflow's query
+// are registered.
 const (
 	WorkflowName = "acpflow.run"
 	ActivityName = "acpflow.attempt"
+	// EventsQuery answers a run's events from an index on (an int): each
+	// a JSON line as `acpflow run --json` prints it (run_start,
+	// step_start, step_update of kind retry, step_end, run_end). What
+	// happens inside a turn (messages, tool calls) stays on the worker.
+	EventsQuery = "acpflow.events"
 )
 
 // Request is one acpflow run, as the workflow's input. It holds no secret:
@@ -77,7 +84,15 @@ func (in *Interpreter) Interpret(ctx workflow.Context, req Request) (*Outcome, e
 		out.Status, out.Error = engine.StatusFailed, err.Error()
 		return out, nil
 	}
-	s := &scheduler{in: in, req: req, wf: wf, results: map[string]*engine.StepResult{}, stored: out.Steps}
+	s := &scheduler{in: in, req: req, wf: wf, results: map[string]*engine.StepResult{}, stored: out.Steps, root: ctx}
+	if err := workflow.SetQueryHandler(ctx, EventsQuery, s.eventsFrom); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(wf.Steps))
+	for i, st := range wf.Steps {
+		ids[i] = st.ID
+	}
+	s.emit("", steps.RunStart{Workflow: wf.Name, Workspace: req.Workspace, Steps: ids})
 	for id, st := range req.Done {
 		res, err := in.Blobs.Load(st)
 		if err != nil {
@@ -111,6 +126,11 @@ func (in *Interpreter) Interpret(ctx workflow.Context, req Request) (*Outcome, e
 		return nil, err
 	}
 	out.DurationMS = workflow.Now(end).Sub(out.StartedAt).Milliseconds()
+	runEnd := steps.RunEnd{Status: string(out.Status), DurationMS: out.DurationMS, Error: out.Error}
+	if out.Usage != nil {
+		runEnd.Usage = &out.Usage.Usage
+	}
+	s.emit("", runEnd)
 	return out, nil
 }
 
@@ -123,6 +143,28 @@ type scheduler struct {
 	stored   map[string]Stored             // the same, as payloads
 	cause    string                        // why the run stopped starting steps; "": it did not
 	timedOut bool
+	root     workflow.Context
+	events   [][]byte // as EventsQuery answers them
+}
+
+// emit keeps an event of the run for EventsQuery.
+func (s *scheduler) emit(step string, d steps.EventData) {
+	line, err := json.Marshal(steps.Event{RunID: s.req.RunID, Step: step, Time: workflow.Now(s.root), Data: d})
+	if err == nil {
+		s.events = append(s.events, line)
+	}
+}
+
+// eventsFrom answers EventsQuery: the events from index from on.
+func (s *scheduler) eventsFrom(from int) ([]json.RawMessage, error) {
+	if from < 0 || from > len(s.events) {
+		return nil, fmt.Errorf("no event %d: the run has %d", from, len(s.events))
+	}
+	out := make([]json.RawMessage, 0, len(s.events)-from)
+	for _, e := range s.events[from:] {
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // settled is a step's end, sent by the coroutine that ran it.
@@ -243,6 +285,7 @@ func (s *scheduler) settle(st *engine.Step, res *engine.StepResult) {
 		stored = Stored{Result: res}
 	}
 	s.results[st.ID], s.stored[st.ID] = res, stored
+	s.emit(st.ID, steps.StepEnd{Status: string(res.Status), StopReason: res.StopReason, Attempts: res.Attempts, DurationMS: res.DurationMS, Error: res.Error, Usage: res.Usage})
 }
 
 // scope is what the run's expressions see, as on the CLI; env holds only
@@ -306,6 +349,12 @@ func (s *scheduler) attempts(ctx workflow.Context, st *engine.Step, el *engine.E
 	total := &engine.StepResult{Permissions: []policies.PermissionRecord{}}
 	backoff := time.Second
 	for attempt := 1; ; attempt++ {
+		start := steps.StepStart{Attempt: attempt}
+		if el != nil {
+			index := el.Index
+			start.Index = &index
+		}
+		s.emit(st.ID, start)
 		res, err := s.attempt(ctx, st, el, attempt)
 		if err != nil {
 			return nil, err
@@ -322,6 +371,7 @@ func (s *scheduler) attempts(ctx workflow.Context, st *engine.Step, el *engine.E
 			total.Status = engine.StatusFailed
 			return total, nil
 		}
+		s.emit(st.ID, steps.Retry{AfterMS: backoff.Milliseconds(), Error: res.Error})
 		if workflow.Sleep(ctx, backoff) != nil {
 			total.Status = engine.StatusCancelled
 			return total, nil

@@ -23,8 +23,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	_ "github.com/acpflow/acpflow/policies/wasmpolicy" // registers the `wasm:` policy form
-	"github.com/acpflow/acpflow/steps"
-	_ "github.com/acpflow/acpflow/steps/acpsubagent" // registers the acp-subagent step kind
+	_ "github.com/acpflow/acpflow/steps/acpsubagent"   // registers the acp-subagent step kind
 	"github.com/acpflow/acpflow/temporal/builtin"
 )
 
@@ -136,28 +135,66 @@ func (w *resultWriter) write(res *engine.RunResult) error {
 	return err
 }
 
-// events prints a run's end as acpflow run --json prints events: each
-// step's step_end, then run_end. Temporal holds the run while it runs;
-// its events are told when it ends.
-func events(out io.Writer, mu *sync.Mutex, wf *engine.Workflow, res *engine.RunResult) {
-	mu.Lock()
-	defer mu.Unlock()
-	enc := json.NewEncoder(out)
-	now := time.Now()
-	for _, st := range wf.Steps {
-		sr := res.Steps[st.ID]
-		if sr == nil {
-			continue
+// eventView prints the events of runs (flow.EventsQuery): with --json
+// each line as acpflow run --json prints it, else a line per step's start
+// and end and the run's end, as acpflow run's plain view.
+type eventView struct {
+	out  io.Writer
+	mu   *sync.Mutex
+	json bool
+}
+
+func (v *eventView) line(line []byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.json {
+		v.out.Write(append(append([]byte(nil), line...), '\n'))
+		return
+	}
+	var e struct {
+		Type       string `json:"type"`
+		RunID      string `json:"run_id"`
+		Step       string `json:"step"`
+		Status     string `json:"status"`
+		StopReason string `json:"stop_reason"`
+		DurationMS int64  `json:"duration_ms"`
+		Error      string `json:"error"`
+		Attempt    int    `json:"attempt"`
+		AfterMS    int64  `json:"after_ms"`
+		Kind       string `json:"kind"`
+	}
+	if json.Unmarshal(line, &e) != nil {
+		return
+	}
+	took := time.Duration(e.DurationMS) * time.Millisecond
+	switch e.Type {
+	case "step_start":
+		if e.Attempt > 1 {
+			fmt.Fprintf(v.out, "[%s] attempt %d\n", e.Step, e.Attempt)
+		} else {
+			fmt.Fprintf(v.out, "[%s] started\n", e.Step)
 		}
-		enc.Encode(steps.Event{RunID: res.RunID, Step: st.ID, Time: now, Data: steps.StepEnd{
-			Status: string(sr.Status), StopReason: sr.StopReason, Attempts: sr.Attempts, DurationMS: sr.DurationMS, Error: sr.Error, Usage: sr.Usage,
-		}})
+	case "step_update":
+		if e.Kind != "retry" {
+			return
+		}
+		fmt.Fprintf(v.out, "[%s] retrying in %s: %s\n", e.Step, time.Duration(e.AfterMS)*time.Millisecond, e.Error)
+	case "step_end":
+		switch {
+		case e.Status == "skipped":
+			fmt.Fprintf(v.out, "[%s] skipped: %s\n", e.Step, e.Error)
+		case e.Error != "":
+			fmt.Fprintf(v.out, "[%s] %s in %s (%s): %s\n", e.Step, e.Status, took, e.StopReason, e.Error)
+		default:
+			fmt.Fprintf(v.out, "[%s] %s in %s (%s)\n", e.Step, e.Status, took, e.StopReason)
+		}
+	case "run_end":
+		if e.Error != "" {
+			fmt.Fprintf(v.out, "run %s %s in %s: %s\n", e.RunID, e.Status, took, e.Error)
+		} else {
+			fmt.Fprintf(v.out, "run %s %s in %s\n", e.RunID, e.Status, took)
+		}
 	}
-	end := steps.RunEnd{Status: string(res.Status), DurationMS: res.DurationMS, Error: res.Error}
-	if res.Usage != nil {
-		end.Usage = &res.Usage.Usage
-	}
-	enc.Encode(steps.Event{RunID: res.RunID, Time: now, Data: end})
 }
 
 // quietLogger is the SDK's logger: warnings and errors only, on stderr.

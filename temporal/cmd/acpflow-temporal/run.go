@@ -50,7 +50,7 @@ func newRunCmd(conn *connFlags) *cobra.Command {
 	fl.IntVarP(&f.concurrency, "concurrency", "c", 64, "runs submitted and awaited at once (the workers' --concurrency bounds agents)")
 	fl.StringVarP(&f.workspace, "workspace", "w", "", "the run's workspace, a path every worker sees (default: the current directory)")
 	fl.StringVarP(&f.output, "output", "o", "", "write one JSON result object per run to FILE, one per line")
-	fl.BoolVar(&f.json, "json", false, "print each run's step_end and run_end events as JSON lines when it ends")
+	fl.BoolVar(&f.json, "json", false, "print the event stream as JSON lines (run_start, step_start, step_update retry, step_end, run_end; a batch's, run by run as each ends)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", flow.DefaultHeartbeat, "how long a worker may go silent before its steps move to another worker")
 	fl.StringVar(&f.id, "id", "", "the run's id (a batch's runs get ID-LINE); default: derived from the file, workspace and inputs, so the same run submitted again is taken up")
@@ -131,6 +131,18 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	ctx, stop := interruptible()
 	defer stop()
 	sub := &client.Submitter{Client: cl, TaskQueue: conn.taskQueue, Blobs: blobs}
+	var printMu sync.Mutex
+	stdout := cmd.OutOrStdout()
+	lone := f.inputsFile == ""
+	// Events as they happen for a lone run; for a batch, each run's when
+	// it ends (one query per run, not a poll of thousands).
+	if f.json || lone {
+		view := &eventView{out: stdout, mu: &printMu, json: f.json}
+		sub.Events = view.line
+		if lone {
+			sub.Poll = 250 * time.Millisecond
+		}
+	}
 	base := flow.Request{
 		Bundle: bundle, Plan: flow.PlanOf(wf), Workspace: workspace,
 		Env: flow.EnvFor(wf, policies.EnvMap(os.Environ())), Timeout: f.timeout, Heartbeat: f.heartbeat,
@@ -142,10 +154,8 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		mu           sync.Mutex
 		failed, done int
 		firstErr     error
-		printMu      sync.Mutex
 		slots        = make(chan struct{}, f.concurrency)
 		wg           sync.WaitGroup
-		stdout       = cmd.OutOrStdout()
 	)
 	for _, j := range jobs {
 		if ctx.Err() != nil {
@@ -175,7 +185,9 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 			if res.Status != engine.StatusSucceeded {
 				failed++
 			}
-			report(stdout, &printMu, f.json, wf, res)
+			if !f.json && !lone {
+				report(stdout, &printMu, wf, res)
+			}
 		}()
 	}
 	wg.Wait()
@@ -262,12 +274,9 @@ func readJobs(wf *engine.Workflow, path string) ([]job, error) {
 	return jobs, nil
 }
 
-// report tells a run's end: its events with --json, else a line.
-func report(w io.Writer, mu *sync.Mutex, asJSON bool, wf *engine.Workflow, res *engine.RunResult) {
-	if asJSON {
-		events(w, mu, wf, res)
-		return
-	}
+// report tells a batch run's end in a line, and each step that did not
+// succeed.
+func report(w io.Writer, mu *sync.Mutex, wf *engine.Workflow, res *engine.RunResult) {
 	mu.Lock()
 	defer mu.Unlock()
 	line := fmt.Sprintf("run %s %s in %s", res.RunID, res.Status, time.Duration(res.DurationMS)*time.Millisecond)
