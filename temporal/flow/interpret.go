@@ -106,7 +106,7 @@ func (in *Interpreter) Interpret(ctx workflow.Context, req Request) (*Outcome, e
 	end, _ := workflow.NewDisconnectedContext(ctx)
 	out.Status = engine.StatusSucceeded
 	for _, st := range wf.Steps {
-		if res := s.results[st.ID]; res.Status == engine.StatusFailed && !st.ContinueOnError {
+		if res := s.results[st.ID]; res != nil && res.Status == engine.StatusFailed && !st.ContinueOnError {
 			out.Status = engine.StatusFailed
 		}
 	}

@@ -78,6 +78,9 @@ func Supported(wf *engine.Workflow) error {
 // own SkipReason, Scope, Items, Combine and RenderOutputs decide.
 func (p Plan) workflow() (*engine.Workflow, error) {
 	wf := &engine.Workflow{Name: p.Name, MaxParallel: p.MaxParallel}
+	if wf.MaxParallel <= 0 { // a plan not made by PlanOf
+		wf.MaxParallel = max(len(p.Steps), 1)
+	}
 	for _, ps := range p.Steps {
 		st := &engine.Step{
 			ID: ps.ID, Needs: ps.Needs, Retries: ps.Retries, Timeout: ps.Timeout,

@@ -393,3 +393,71 @@ func countLines(path string) int {
 	data, _ := os.ReadFile(path)
 	return strings.Count(string(data), "\n")
 }
+
+// The same command submitted again takes its run up: after a failure it
+// runs only what did not succeed (the step that had succeeded is not
+// prompted again), and after a success it runs nothing.
+func TestAResubmittedRunDoesNotRedoWhatSucceeded(t *testing.T) {
+	s := startServer(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "acpflow-temporal")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/acpflow-temporal").CombinedOutput(); err != nil {
+		t.Fatalf("building acpflow-temporal: %v\n%s", err, out)
+	}
+	rec := filepath.Join(dir, "record.jsonl")
+	wfPath := filepath.Join(dir, "again.yaml")
+	// Step two's stop reason is the worker's environment: refusal on the
+	// first worker, end_turn on the second.
+	os.WriteFile(wfPath, []byte(strings.NewReplacer("TESTAGENT", testAgent, "REC", rec).Replace(`name: again
+agents:
+  first: {command: TESTAGENT, args: [-record, REC]}
+  second: {command: TESTAGENT, args: [-record, REC, -stop, "${{ env.SECOND_STOP }}"]}
+steps:
+  - {id: one, uses: acp-subagent, with: {agent: first, prompt: "one"}}
+  - {id: two, needs: [one], uses: acp-subagent, with: {agent: second, prompt: "two"}}
+`)), 0o644)
+	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.addr, "ACPFLOW_TEMPORAL_BLOBS="+filepath.Join(dir, "blobs"))
+	worker := func(stop string) *exec.Cmd {
+		cmd := exec.Command(bin, "worker")
+		cmd.Dir, cmd.Env, cmd.Stderr = dir, append(env, "SECOND_STOP="+stop), os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+		return cmd
+	}
+	submit := func() (int, string) {
+		cmd := exec.Command(bin, "run", wfPath, "--json")
+		cmd.Dir, cmd.Env, cmd.Stderr = dir, env, os.Stderr
+		out, _ := cmd.Output()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	prompts := func() map[string]int {
+		n := map[string]int{}
+		for _, e := range agentrecord.Named(rec, "prompt") {
+			n[agentrecord.PromptText(e)]++
+		}
+		return n
+	}
+	w := worker("refusal")
+	if code, out := submit(); code != 1 || !strings.Contains(out, `"status":"failed"`) {
+		t.Fatalf("first submit: exit %d\n%s", code, out)
+	}
+	syscall.Kill(-w.Process.Pid, syscall.SIGTERM)
+	w.Wait()
+	worker("end_turn")
+	if code, out := submit(); code != 0 || !strings.Contains(out, `"type":"run_end"`) || !strings.Contains(out, `"status":"succeeded"`) {
+		t.Fatalf("second submit: exit %d\n%s", code, out)
+	}
+	if got := prompts(); got["one"] != 1 || got["two"] != 2 {
+		t.Errorf("prompts %v: want one once (it had succeeded), two twice", got)
+	}
+	if code, _ := submit(); code != 0 {
+		t.Fatalf("third submit: exit %d", code)
+	}
+	if got := prompts(); got["one"] != 1 || got["two"] != 2 {
+		t.Errorf("after a run that succeeded, prompts %v: want nothing run again", got)
+	}
+	agentrecord.AssertGone(t, rec)
+}
