@@ -155,6 +155,49 @@ func TestRecordHistories(t *testing.T) {
 	agentrecord.AssertGone(t, rec)
 }
 
+// cluster is a real server, the acpflow-temporal binary and the
+// environment its processes share (the server's address, a blob
+// directory), in a directory of the test's.
+type cluster struct {
+	t   *testing.T
+	dir string
+	bin string
+	env []string
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	s := startServer(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "acpflow-temporal")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/acpflow-temporal").CombinedOutput(); err != nil {
+		t.Fatalf("building acpflow-temporal: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.addr, "ACPFLOW_TEMPORAL_BLOBS="+filepath.Join(dir, "blobs"))
+	return &cluster{t: t, dir: dir, bin: bin, env: env}
+}
+
+// start starts acpflow-temporal with args (and extra environment) in its
+// own process group, killed with the test.
+func (c *cluster) start(extraEnv []string, args ...string) *exec.Cmd {
+	c.t.Helper()
+	cmd := exec.Command(c.bin, args...)
+	cmd.Dir, cmd.Env, cmd.Stderr = c.dir, append(c.env, extraEnv...), os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	return cmd
+}
+
+// command is acpflow-temporal with args, not started.
+func (c *cluster) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(c.bin, args...)
+	cmd.Dir, cmd.Env, cmd.Stderr = c.dir, c.env, os.Stderr
+	return cmd
+}
+
 // killedWorkflow's first step takes long enough for a worker to be
 // killed under it; each run's agents record to a file of their own.
 const killedWorkflow = `name: killed
@@ -176,15 +219,10 @@ outputs:
 // ended before the kill was prompted once per step, and any step prompted
 // twice had its first agent under the killed worker.
 func TestAKilledWorkersStepsFinishOnTheOtherWorker(t *testing.T) {
-	s := startServer(t)
-	dir := t.TempDir()
+	c := newCluster(t)
+	dir := c.dir
 	rec := filepath.Join(dir, "rec")
 	os.Mkdir(rec, 0o755)
-	bin := filepath.Join(dir, "acpflow-temporal")
-	b := exec.Command("go", "build", "-o", bin, "../cmd/acpflow-temporal")
-	if out, err := b.CombinedOutput(); err != nil {
-		t.Fatalf("building acpflow-temporal: %v\n%s", err, out)
-	}
 	wfPath := filepath.Join(dir, "killed.yaml")
 	os.WriteFile(wfPath, []byte(strings.NewReplacer("TESTAGENT", testAgent, "REC", rec).Replace(killedWorkflow)), 0o644)
 	const runsN = 16
@@ -194,25 +232,13 @@ func TestAKilledWorkersStepsFinishOnTheOtherWorker(t *testing.T) {
 	}
 	inputs := filepath.Join(dir, "inputs.jsonl")
 	os.WriteFile(inputs, []byte(lines.String()), 0o644)
-	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.addr, "ACPFLOW_TEMPORAL_BLOBS="+filepath.Join(dir, "blobs"))
-	start := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(bin, args...)
-		cmd.Dir, cmd.Env, cmd.Stderr = dir, env, os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-		return cmd
-	}
-	doomed := start("worker", "--concurrency", "3")
-	survivor := start("worker", "--concurrency", "3")
+	doomed := c.start(nil, "worker", "--concurrency", "3")
+	survivor := c.start(nil, "worker", "--concurrency", "3")
 	out := filepath.Join(dir, "results.jsonl")
 	// A short heartbeat, so that the killed worker's attempts move soon.
-	submit := exec.Command(bin, "run", wfPath, "--inputs", inputs, "--output", out, "--heartbeat", "4s")
-	submit.Dir, submit.Env = dir, env
+	submit := c.command("run", wfPath, "--inputs", inputs, "--output", out, "--heartbeat", "4s")
 	var stdout strings.Builder
-	submit.Stdout, submit.Stderr = &stdout, os.Stderr
+	submit.Stdout = &stdout
 	if err := submit.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -282,32 +308,14 @@ func TestAKilledWorkersStepsFinishOnTheOtherWorker(t *testing.T) {
 // is no longer its own, and it tears the agent's group down at once
 // rather than finishing a turn whose result no one takes.
 func TestAStalledWorkerTearsItsAgentDownWhenItsHeartbeatTimedOut(t *testing.T) {
-	s := startServer(t)
-	dir := t.TempDir()
-	rec := filepath.Join(dir, "rec")
+	c := newCluster(t)
+	rec := filepath.Join(c.dir, "rec")
 	os.Mkdir(rec, 0o755)
-	bin := filepath.Join(dir, "acpflow-temporal")
-	b := exec.Command("go", "build", "-o", bin, "../cmd/acpflow-temporal")
-	if out, err := b.CombinedOutput(); err != nil {
-		t.Fatalf("building acpflow-temporal: %v\n%s", err, out)
-	}
-	wfPath := filepath.Join(dir, "stall.yaml")
+	wfPath := filepath.Join(c.dir, "stall.yaml")
 	src := strings.NewReplacer("TESTAGENT", testAgent, "REC", rec, "1500ms", "12s").Replace(killedWorkflow)
 	os.WriteFile(wfPath, []byte(src), 0o644)
-	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.addr, "ACPFLOW_TEMPORAL_BLOBS="+filepath.Join(dir, "blobs"))
-	start := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(bin, args...)
-		cmd.Dir, cmd.Env, cmd.Stderr = dir, env, os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-		return cmd
-	}
-	stalled := start("worker")
-	submit := exec.Command(bin, "run", wfPath, "--input", "n=1", "--heartbeat", "3s", "--json")
-	submit.Dir, submit.Env, submit.Stderr = dir, env, os.Stderr
+	stalled := c.start(nil, "worker")
+	submit := c.command("run", wfPath, "--input", "n=1", "--heartbeat", "3s", "--json")
 	var stdout strings.Builder
 	submit.Stdout = &stdout
 	if err := submit.Start(); err != nil {
@@ -317,7 +325,7 @@ func TestAStalledWorkerTearsItsAgentDownWhenItsHeartbeatTimedOut(t *testing.T) {
 	waitFor(t, file, "prompt", 1)
 	agents := agentrecord.Named(file, "start")
 	syscall.Kill(stalled.Process.Pid, syscall.SIGSTOP)
-	start("worker")
+	c.start(nil, "worker")
 	// The attempt moves once the stalled worker's heartbeat times out.
 	waitFor(t, file, "prompt", 2)
 	woke := time.Now()
@@ -398,12 +406,8 @@ func countLines(path string) int {
 // runs only what did not succeed (the step that had succeeded is not
 // prompted again), and after a success it runs nothing.
 func TestAResubmittedRunDoesNotRedoWhatSucceeded(t *testing.T) {
-	s := startServer(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "acpflow-temporal")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/acpflow-temporal").CombinedOutput(); err != nil {
-		t.Fatalf("building acpflow-temporal: %v\n%s", err, out)
-	}
+	c := newCluster(t)
+	dir := c.dir
 	rec := filepath.Join(dir, "record.jsonl")
 	wfPath := filepath.Join(dir, "again.yaml")
 	// Step two's stop reason is the worker's environment: refusal on the
@@ -416,20 +420,9 @@ steps:
   - {id: one, uses: acp-subagent, with: {agent: first, prompt: "one"}}
   - {id: two, needs: [one], uses: acp-subagent, with: {agent: second, prompt: "two"}}
 `)), 0o644)
-	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.addr, "ACPFLOW_TEMPORAL_BLOBS="+filepath.Join(dir, "blobs"))
-	worker := func(stop string) *exec.Cmd {
-		cmd := exec.Command(bin, "worker")
-		cmd.Dir, cmd.Env, cmd.Stderr = dir, append(env, "SECOND_STOP="+stop), os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-		return cmd
-	}
+	worker := func(stop string) *exec.Cmd { return c.start([]string{"SECOND_STOP=" + stop}, "worker") }
 	submit := func() (int, string) {
-		cmd := exec.Command(bin, "run", wfPath, "--json")
-		cmd.Dir, cmd.Env, cmd.Stderr = dir, env, os.Stderr
+		cmd := c.command("run", wfPath, "--json")
 		out, _ := cmd.Output()
 		return cmd.ProcessState.ExitCode(), string(out)
 	}
