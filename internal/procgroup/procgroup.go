@@ -251,7 +251,7 @@ func (c *Child) teardown(l Ladder) Report {
 	if !c.waitGone(0) {
 		r.Tier = "eof"
 		c.stdin.Close()
-		if !c.waitEOF(l.EOFGrace, l.EOFIdle) {
+		if !c.waitEOF(l.EOFGrace, l.EOFIdle, procs) {
 			r.Tier = "term"
 			syscall.Kill(-c.pid, syscall.SIGTERM)
 			for _, p := range c.escaped() {
@@ -395,12 +395,14 @@ func (c *Child) groupGone(lastScan *time.Time) bool {
 
 // waitEOF waits, after stdin closed, until the group is gone (true), d has
 // passed, or the group has been idle for idle (false): see Ladder.EOFIdle.
-func (c *Child) waitEOF(d, idle time.Duration) bool {
+// procs is the process table as teardown read it, the group's first
+// look: an agent that exits at EOF costs no other read of the table.
+func (c *Child) waitEOF(d, idle time.Duration, procs []procInfo) bool {
 	if idle <= 0 || idle >= d {
 		return c.waitGone(d)
 	}
 	deadline := time.Now().Add(d)
-	busy := c.groupCPU()
+	busy := c.groupCPU(procs)
 	quietSince := time.Now()
 	for {
 		step := min(idle/2, time.Until(deadline))
@@ -410,7 +412,7 @@ func (c *Child) waitEOF(d, idle time.Duration) bool {
 		if !time.Now().Before(deadline) {
 			return false
 		}
-		cpu := c.groupCPU()
+		cpu := c.groupCPU(table.read())
 		if cpu.ticks != busy.ticks || cpu.members != busy.members || cpu.running {
 			quietSince = time.Now()
 		}
@@ -421,15 +423,16 @@ func (c *Child) waitEOF(d, idle time.Duration) bool {
 	}
 }
 
-// groupCPU reads the group afresh from the process table, so a member the
+// groupCPU finds the group's members in procs, a read of the process
+// table (every process there now, a new one read afresh), so a member the
 // descendant watcher has not seen yet (a pipeline's cat that is flushing
-// its EOF right now) counts: it sums their CPU time, says whether any is
-// running or in disk sleep, and fingerprints who they are, since a member
-// exiting or starting is activity too.
-func (c *Child) groupCPU() cpuUse {
+// its EOF right now) counts: it sums their CPU time and says whether any
+// is running or in disk sleep, both read afresh, and fingerprints who
+// they are, since a member exiting or starting is activity too.
+func (c *Child) groupCPU(procs []procInfo) cpuUse {
 	var pids []int
 	var members uint64
-	for _, p := range snapshot() {
+	for _, p := range procs {
 		if p.pgid != c.pid {
 			continue
 		}
