@@ -16,6 +16,7 @@ type writeStmts struct {
 	insertEvent, insertEvents                       *sql.Stmt // one row; eventsPerInsert rows
 	insertRun, insertChild, endChild                *sql.Stmt // once or twice a run: a batch does thousands
 	runStarted, finishRun                           *sql.Stmt
+	saveTranscript                                  *sql.Stmt
 }
 
 // eventsPerInsert is how many events one INSERT writes.
@@ -40,10 +41,11 @@ const (
 		(id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,
 		 status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insertChildSQL = `INSERT INTO children (run_id, step_id, pid, pgid, start_ticks, started_at) VALUES (?, ?, ?, ?, ?, ?)`
-	endChildSQL    = `UPDATE children SET ended_at = ? WHERE run_id = ? AND step_id = ? AND pid = ? AND ended_at IS NULL`
-	runStartedSQL  = `SELECT started_at FROM runs WHERE id = ?`
-	finishRunSQL   = `UPDATE runs SET status = ?, error = ?, outputs_json = ?, ended_at = ?, duration_ms = ? WHERE id = ?`
+	insertChildSQL    = `INSERT INTO children (run_id, step_id, pid, pgid, start_ticks, started_at) VALUES (?, ?, ?, ?, ?, ?)`
+	endChildSQL       = `UPDATE children SET ended_at = ? WHERE run_id = ? AND step_id = ? AND pid = ? AND ended_at IS NULL`
+	runStartedSQL     = `SELECT started_at FROM runs WHERE id = ?`
+	finishRunSQL      = `UPDATE runs SET status = ?, error = ?, outputs_json = ?, ended_at = ?, duration_ms = ? WHERE id = ?`
+	saveTranscriptSQL = `INSERT OR REPLACE INTO transcripts (run_id, step_id, item, attempt, agent, truncated, messages_json, spawn_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 var insertEventsSQL = insertEventSQL + strings.Repeat(`, (?, ?, ?, ?, ?)`, eventsPerInsert-1)
@@ -64,6 +66,7 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 		{&ws.endChild, endChildSQL},
 		{&ws.runStarted, runStartedSQL},
 		{&ws.finishRun, finishRunSQL},
+		{&ws.saveTranscript, saveTranscriptSQL},
 	} {
 		var err error
 		if *p.stmt, err = db.PrepareContext(ctx, p.sql); err != nil {
@@ -77,7 +80,7 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 func (ws *writeStmts) close() error {
 	var errs []error
 	for _, s := range []*sql.Stmt{ws.upsertStep, ws.deletePermissions, ws.insertPermission, ws.insertEvent, ws.insertEvents,
-		ws.insertRun, ws.insertChild, ws.endChild, ws.runStarted, ws.finishRun} {
+		ws.insertRun, ws.insertChild, ws.endChild, ws.runStarted, ws.finishRun, ws.saveTranscript} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}

@@ -37,14 +37,11 @@ func (s *Store) SaveTranscript(ctx context.Context, runID string, t *transcript.
 		}
 		spawn = sql.NullString{String: string(b), Valid: true}
 	}
-	return s.writeTx(durable(ctx), func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO transcripts (run_id, step_id, item, attempt, agent, truncated, messages_json, spawn_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			runID, t.Step, item, t.Attempt, t.Agent, truncated, string(body), spawn)
-		if err != nil {
-			return fmt.Errorf("store: save the transcript of step %s of run %s: %w", t.Step, runID, err)
-		}
-		return nil
-	})
+	// One statement, prepared: it is written for every step of every run.
+	if _, err := s.exec(durable(ctx), s.stmts.saveTranscript, runID, t.Step, item, t.Attempt, t.Agent, truncated, string(body), spawn); err != nil {
+		return fmt.Errorf("store: save the transcript of step %s of run %s: %w", t.Step, runID, err)
+	}
+	return nil
 }
 
 // Transcripts reads a run's transcripts, in the order of its steps (file
