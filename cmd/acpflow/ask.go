@@ -42,11 +42,39 @@ func newTermAsker(in *os.File, out io.Writer) *termAsker {
 // only reader, so a question given up (its turn cancelled) leaves no read
 // behind to swallow the next answer.
 func (a *termAsker) read(in io.Reader) {
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		a.lines <- sc.Text()
+	defer close(a.lines)
+	r := bufio.NewReader(in)
+	for {
+		line, err := readAnswer(r)
+		if err != nil && line == "" {
+			return
+		}
+		a.lines <- line
+		if err != nil {
+			return
+		}
 	}
-	close(a.lines)
+}
+
+// maxAnswer bounds what is kept of a line typed at the terminal: an answer
+// is a number, and a longer line (a paste gone wrong) is no answer, not
+// the end of the terminal.
+const maxAnswer = 1 << 10
+
+// readAnswer reads one line, to its end however long, and returns at most
+// maxAnswer bytes of it, without its newline.
+func readAnswer(r *bufio.Reader) (string, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line) < maxAnswer {
+			line = append(line, chunk[:min(len(chunk), maxAnswer-len(line))]...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return strings.TrimRight(string(line), "\r\n"), err
+	}
 }
 
 // Ask implements policies.Asker.
