@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	sdkclient "go.temporal.io/sdk/client"
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
@@ -130,6 +132,7 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	defer cl.Close()
 	ctx, stop := interruptible()
 	defer stop()
+	warnWithoutWorkers(ctx, cl, conn.taskQueue)
 	sub := &client.Submitter{Client: cl, TaskQueue: conn.taskQueue, Blobs: blobs}
 	var printMu sync.Mutex
 	stdout := cmd.OutOrStdout()
@@ -191,7 +194,7 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		}()
 	}
 	wg.Wait()
-	if firstErr != nil {
+	if firstErr != nil && (ctx.Err() == nil || !errors.Is(firstErr, context.Canceled)) {
 		fmt.Fprintln(os.Stderr, "acpflow-temporal:", firstErr)
 	}
 	if len(jobs) > 1 && !f.json {
@@ -204,6 +207,15 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		return &codedError{exitFailed, nil}
 	}
 	return nil
+}
+
+// warnWithoutWorkers says so when no worker polls the task queue: the
+// runs would wait, silently, until one does.
+func warnWithoutWorkers(ctx context.Context, cl sdkclient.Client, queue string) {
+	d, err := cl.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_ACTIVITY)
+	if err == nil && len(d.GetPollers()) == 0 {
+		fmt.Fprintf(os.Stderr, "acpflow-temporal: warning: no worker polls task queue %s: the runs wait until one does (acpflow-temporal worker --task-queue %s)\n", queue, queue)
+	}
 }
 
 // job is one run to submit: a lone run's inputs, or a batch line's.
