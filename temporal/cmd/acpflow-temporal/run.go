@@ -194,7 +194,7 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		}()
 	}
 	wg.Wait()
-	if firstErr != nil && (ctx.Err() == nil || !errors.Is(firstErr, context.Canceled)) {
+	if firstErr != nil && ctx.Err() == nil { // interrupted: the error is the interrupt
 		fmt.Fprintln(os.Stderr, "acpflow-temporal:", firstErr)
 	}
 	if len(jobs) > 1 && !f.json {
