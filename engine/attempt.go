@@ -45,6 +45,10 @@ type AttemptOptions struct {
 	Element *Element
 	Attempt int // from 1
 	Events  steps.Sink
+	// Spent is what the run's other steps spent so far (a scheduler's
+	// sum): the attempt is cancelled, as a run's steps are, once it and
+	// they together are over the workflow's budget.
+	Spent *steps.Usage
 }
 
 // RunAttempt runs one attempt of one step (or of one for-each element) of
@@ -52,8 +56,9 @@ type AttemptOptions struct {
 // as its own task, and its scheduler decides retries, skips and the run's
 // end (with SkipReason, Items, Combine and RenderOutputs, as Run does).
 // It returns when the step's agents are gone. The result is succeeded when
-// the turn completed, cancelled when ctx ended it, failed otherwise; its
-// Attempts is opt.Attempt.
+// the turn completed, cancelled when ctx ended it (or the budget, as
+// AttemptOptions.Spent says), failed otherwise; its Attempts is
+// opt.Attempt.
 func RunAttempt(ctx context.Context, wf *Workflow, stepID string, opt AttemptOptions) (*StepResult, error) {
 	st := wf.step(stepID)
 	if st == nil {
@@ -81,7 +86,10 @@ func RunAttempt(ctx context.Context, wf *Workflow, stepID string, opt AttemptOpt
 	}
 	r.kept, r.batch, r.ownBatch = steps.NewScope(1), steps.NewScope(1), true
 	r.continuedBy = map[string][]string{}
-	r.meter = newMeter(wf.Budget, func(error) {}, nil)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.meter = newMeter(wf.Budget, cancel, nil)
+	r.meter.addSettled(opt.Spent)
 	var linger sync.WaitGroup
 	out := r.attempt(ctx, st, opt.Attempt, opt.Element, &linger)
 	r.kept.End()

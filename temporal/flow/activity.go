@@ -11,6 +11,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
 )
 
 // badTask is the error type of a task no worker can run (its bundle does
@@ -30,6 +31,9 @@ type Task struct {
 	// Settled are the results of the steps the step needs, directly or
 	// not: what its templates may read.
 	Settled map[string]Stored `json:",omitempty"`
+	// Spent is what the run's settled steps spent: the attempt is
+	// cancelled once it and they are over the workflow's budget.
+	Spent *steps.Usage `json:",omitempty"`
 }
 
 // Activities runs attempts on a worker: the policies and env policies
@@ -67,7 +71,7 @@ func (a *Activities) Attempt(ctx context.Context, t Task) (Stored, error) {
 	stop := heartbeat(ctx)
 	res, err := engine.RunAttempt(ctx, wf, t.Step, engine.AttemptOptions{
 		RunID: t.RunID, Workspace: t.Workspace, Inputs: t.Inputs, Ambient: a.Ambient, Outer: a.Outer,
-		Results: settled, Element: t.Element, Attempt: t.Attempt,
+		Results: settled, Element: t.Element, Attempt: t.Attempt, Spent: t.Spent,
 	})
 	stop()
 	if err != nil {

@@ -393,17 +393,33 @@ steps:
 	}
 }
 
-func TestABudgetIsRefusedAtSubmit(t *testing.T) {
-	f := newFixture(t, `name: spend
-budget: {tokens: 1000}
+// A run's budget: — its settled steps' usage summed, and each attempt's
+// own live usage against what the others spent — stops the run on
+// Temporal as on the CLI: the step in flight cancelled with the budget's
+// words, the next not started, the run failed.
+func TestABudgetStopsTheRunAsOnTheCLI(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "record.jsonl")
+	f := newFixture(t, strings.NewReplacer("TESTAGENT", testAgent, "REC", rec).Replace(`name: spend
+budget: {tokens: 1500}
 agents:
-  demo: {builtin: demo}
+  spends: {command: TESTAGENT, args: [-usage-tokens, "1000", -record, REC]}
+  slow: {command: TESTAGENT, args: [-prompt-delay, 30s, -record, REC]}
+max-parallel: 4
 steps:
-  - {id: one, uses: acp-subagent, with: {agent: demo, prompt: "hi"}}
-`, nil)
-	if err := Supported(f.wf); err == nil || !strings.Contains(err.Error(), "budget") {
-		t.Errorf("Supported = %v, want an error naming budget:", err)
+  - {id: first, uses: acp-subagent, with: {agent: spends, prompt: "one"}}
+  - {id: second, needs: [first], uses: acp-subagent, with: {agent: spends, prompt: "two"}}
+  - {id: third, needs: [second], uses: acp-subagent, with: {agent: spends, prompt: "three"}}
+  - {id: slow, uses: acp-subagent, with: {agent: slow, prompt: "wait"}}
+`), nil)
+	res := sameAsCLI(t, f)
+	if res.Status != engine.StatusFailed || !strings.Contains(res.Error, "budget exceeded: 2,000 tokens of 1,500") {
+		t.Errorf("run %s %q, want failed over its budget", res.Status, res.Error)
 	}
+	if st := res.Steps["slow"]; st.Status != engine.StatusCancelled || !strings.Contains(st.Error, "budget exceeded") {
+		t.Errorf("slow: %s %q", st.Status, st.Error)
+	}
+	f.settle(t)
+	agentrecord.AssertGone(t, rec)
 }
 
 // Many results, each small enough to go inline, do not make one payload

@@ -115,6 +115,8 @@ func (in *Interpreter) Interpret(ctx workflow.Context, req Request) (*Outcome, e
 		out.Status, out.Error = engine.StatusCancelled, "cancelled"
 	case s.timedOut:
 		out.Status, out.Error = engine.StatusFailed, fmt.Sprintf("run timed out after %s", req.Timeout)
+	case s.overBudget != nil:
+		out.Status, out.Error = engine.StatusFailed, s.overBudget.Error()
 	}
 	if out.Status == engine.StatusSucceeded {
 		if err := wf.RenderOutputs(s.scope(nil), out.Outputs); err != nil {
@@ -136,15 +138,16 @@ func (in *Interpreter) Interpret(ctx workflow.Context, req Request) (*Outcome, e
 
 // scheduler is one run's state in the workflow.
 type scheduler struct {
-	in       *Interpreter
-	req      Request
-	wf       *engine.Workflow
-	results  map[string]*engine.StepResult // settled steps, loaded
-	stored   map[string]Stored             // the same, as payloads
-	cause    string                        // why the run stopped starting steps; "": it did not
-	timedOut bool
-	root     workflow.Context
-	events   [][]byte // as EventsQuery answers them
+	in         *Interpreter
+	req        Request
+	wf         *engine.Workflow
+	results    map[string]*engine.StepResult // settled steps, loaded
+	stored     map[string]Stored             // the same, as payloads
+	cause      string                        // why the run stopped starting steps; "": it did not
+	timedOut   bool
+	overBudget error // the budget's error, once the settled steps spent more
+	root       workflow.Context
+	events     [][]byte // as EventsQuery answers them
 }
 
 // emit keeps an event of the run for EventsQuery.
@@ -242,6 +245,11 @@ func (s *scheduler) run(ctx workflow.Context) {
 		s.settle(st, d.res)
 		if d.res.Status == engine.StatusFailed {
 			s.failed(st, cancel)
+		}
+		if err := s.wf.Budget.Check("", s.spent()); err != nil && s.overBudget == nil {
+			// As on the CLI: what runs is cancelled, nothing new starts.
+			s.overBudget, s.cause = err, err.Error()
+			cancel()
 		}
 	}
 }
@@ -421,6 +429,9 @@ func (s *scheduler) attempt(ctx workflow.Context, st *engine.Step, el *engine.El
 		RunID: s.req.RunID, Bundle: s.req.Bundle, Step: st.ID, Element: el, Attempt: n,
 		Workspace: s.req.Workspace, Inputs: s.req.Inputs, Settled: s.ancestors(st),
 	}
+	if !s.wf.Budget.IsZero() {
+		task.Spent = s.spent()
+	}
 	if err := s.in.Blobs.shrink(task.Settled); err != nil {
 		return nil, err
 	}
@@ -444,6 +455,18 @@ func (s *scheduler) attempt(ctx workflow.Context, st *engine.Step, el *engine.El
 		}
 	}
 	return res, err
+}
+
+// spent is what the settled steps spent, as a budget counts it (nil:
+// nothing reported).
+func (s *scheduler) spent() *steps.Usage {
+	u := s.wf.Usage(s.results)
+	if u == nil {
+		return nil
+	}
+	t := u.Usage.Clone()
+	t.ContextTokens, t.ContextSize = nil, nil
+	return t
 }
 
 // ancestors are the settled results a step's templates may read: those of

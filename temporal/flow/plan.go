@@ -19,6 +19,8 @@ type Plan struct {
 	MaxParallel int // resolved: never 0
 	Steps       []PlanStep
 	Outputs     []PlanOutput
+	// Budget is what one run may spend (budget:); zero: no limit.
+	Budget engine.Budget `json:",omitempty"`
 }
 
 // PlanStep is one step's scheduling.
@@ -41,7 +43,7 @@ type PlanOutput struct{ Name, Template string }
 // PlanOf is the plan of a loaded workflow. A max-parallel of 0 (the
 // number of CPUs on the CLI) becomes the submitting machine's.
 func PlanOf(wf *engine.Workflow) Plan {
-	p := Plan{Name: wf.Name, MaxParallel: wf.MaxParallel}
+	p := Plan{Name: wf.Name, MaxParallel: wf.MaxParallel, Budget: wf.Budget}
 	if p.MaxParallel <= 0 {
 		p.MaxParallel = runtime.NumCPU()
 	}
@@ -64,20 +66,10 @@ func PlanOf(wf *engine.Workflow) Plan {
 	return p
 }
 
-// Supported says what of wf this version cannot run on Temporal, nil if
-// nothing: a budget (its meter lives in one process; on Temporal the
-// attempts of a run are on many).
-func Supported(wf *engine.Workflow) error {
-	if !wf.Budget.IsZero() {
-		return fmt.Errorf("%s: budget: is not enforced on Temporal yet; run it with acpflow run, or remove the budget", wf.File)
-	}
-	return nil
-}
-
 // workflow compiles the plan into the engine's form, so that the engine's
 // own SkipReason, Scope, Items, Combine and RenderOutputs decide.
 func (p Plan) workflow() (*engine.Workflow, error) {
-	wf := &engine.Workflow{Name: p.Name, MaxParallel: p.MaxParallel}
+	wf := &engine.Workflow{Name: p.Name, MaxParallel: p.MaxParallel, Budget: p.Budget}
 	if wf.MaxParallel <= 0 { // a plan not made by PlanOf
 		wf.MaxParallel = max(len(p.Steps), 1)
 	}

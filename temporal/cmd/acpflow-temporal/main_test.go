@@ -40,14 +40,13 @@ func TestRunRefusesWhatItCannotDoBeforeItDials(t *testing.T) {
 	}
 	ok := write("ok.yaml", "name: ok\nagents:\n  demo: {builtin: demo}\nsteps:\n  - {id: s, uses: acp-subagent, with: {agent: demo, prompt: hi}}\n")
 	broken := write("broken.yaml", "name: broken\nsteps:\n  - {id: s, uses: acp-subagent, with: {agent: nobody, prompt: hi}}\n")
-	budget := write("budget.yaml", "name: spend\nbudget: {tokens: 10}\nagents:\n  demo: {builtin: demo}\nsteps:\n  - {id: s, uses: acp-subagent, with: {agent: demo, prompt: hi}}\n")
 	empty := write("empty.jsonl", "")
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"run", broken}, "broken.yaml:3:"},
-		{[]string{"run", budget}, "budget: is not enforced on Temporal yet"},
+		{[]string{"run", ok, "--budget", "tokens=10"}, "--budget (a batch's) is not supported on Temporal yet"},
 		{[]string{"run", ok, "--state", "x.db"}, "--state: on Temporal"},
 		{[]string{"run", ok, "--policy", "p.yaml"}, "acpflow-temporal worker --policy"},
 		{[]string{"run", ok, "--input", "x=1", "--inputs", empty}, "do not go together"},

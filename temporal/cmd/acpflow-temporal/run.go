@@ -71,7 +71,7 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	case f.state != "":
 		return usage("--state: on Temporal the runs are Temporal's workflow executions; there is no run store to name")
 	case f.budget != "":
-		return usage("--budget is not supported on Temporal yet; a workflow's own budget: applies to each run")
+		return usage("--budget (a batch's) is not supported on Temporal yet; a workflow's own budget: applies to each run")
 	case f.policy != "":
 		return usage("--policy: the outer policy is the workers' own (acpflow-temporal worker --policy FILE)")
 	case f.heartbeat < time.Second:
@@ -83,9 +83,6 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	}
 	wf, err := runs.LoadWorkflow(file)
 	if err != nil {
-		return &codedError{exitUsage, err}
-	}
-	if err := flow.Supported(wf); err != nil {
 		return &codedError{exitUsage, err}
 	}
 	workspace, err := filepath.Abs(orDot(f.workspace))
