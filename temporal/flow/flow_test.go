@@ -393,13 +393,9 @@ steps:
 	}
 }
 
-// A run's budget: — its settled steps' usage summed, and each attempt's
-// own live usage against what the others spent — stops the run on
-// Temporal as on the CLI: the step in flight cancelled with the budget's
-// words, the next not started, the run failed.
-func TestABudgetStopsTheRunAsOnTheCLI(t *testing.T) {
-	rec := filepath.Join(t.TempDir(), "record.jsonl")
-	f := newFixture(t, strings.NewReplacer("TESTAGENT", testAgent, "REC", rec).Replace(`name: spend
+// budgetWorkflow spends 1,000 tokens a step against a budget of 1,500,
+// with a slow step beside; TESTAGENT and REC as in retriesWorkflow.
+const budgetWorkflow = `name: spend
 budget: {tokens: 1500}
 agents:
   spends: {command: TESTAGENT, args: [-usage-tokens, "1000", -record, REC]}
@@ -410,7 +406,15 @@ steps:
   - {id: second, needs: [first], uses: acp-subagent, with: {agent: spends, prompt: "two"}}
   - {id: third, needs: [second], uses: acp-subagent, with: {agent: spends, prompt: "three"}}
   - {id: slow, uses: acp-subagent, with: {agent: slow, prompt: "wait"}}
-`), nil)
+`
+
+// A run's budget: — its settled steps' usage summed, and each attempt's
+// own live usage against what the others spent — stops the run on
+// Temporal as on the CLI: the step in flight cancelled with the budget's
+// words, the next not started, the run failed.
+func TestABudgetStopsTheRunAsOnTheCLI(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "record.jsonl")
+	f := newFixture(t, strings.NewReplacer("TESTAGENT", testAgent, "REC", rec).Replace(budgetWorkflow), nil)
 	res := sameAsCLI(t, f)
 	if res.Status != engine.StatusFailed || !strings.Contains(res.Error, "budget exceeded: 2,000 tokens of 1,500") {
 		t.Errorf("run %s %q, want failed over its budget", res.Status, res.Error)

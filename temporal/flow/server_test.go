@@ -101,7 +101,12 @@ func TestRecordHistories(t *testing.T) {
 	s := startServer(t)
 	c := s.client(t)
 	rec := filepath.Join(t.TempDir(), "record.jsonl")
-	for name, src := range map[string]string{"dag": dagWorkflow, "retries": strings.ReplaceAll(retriesWorkflow, "REC", rec)} {
+	fixtures := map[string]string{
+		"dag":     dagWorkflow,
+		"retries": strings.ReplaceAll(retriesWorkflow, "REC", rec),
+		"budget":  strings.NewReplacer("TESTAGENT", testAgent, "REC", rec).Replace(budgetWorkflow),
+	}
+	for name, src := range fixtures {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, src, nil)
 			queue := "record-" + name
