@@ -9,27 +9,54 @@ import (
 	"github.com/acpflow/acpflow/steps"
 )
 
-// took puts one attempt's outcome into the step's result: what the last
-// attempt said, every attempt's permission records and usage.
-func (res *StepResult) took(out steps.Result) {
-	res.StopReason = string(out.StopReason)
-	res.Output = out.Output
-	res.Final = out.Final
-	res.JSON = out.JSON
-	res.SessionID = out.SessionID
-	res.Stderr = out.Stderr
-	res.Permissions = append(res.Permissions, out.Permissions...)
-	if out.Usage != nil {
-		// Every attempt's turn was spent.
-		if res.Usage == nil {
-			res.Usage = &steps.Usage{}
-		}
-		res.Usage.Add(out.Usage)
+// attemptResult is one attempt's outcome as a step's result, its status
+// not yet decided (see ended).
+func attemptResult(out steps.Result) *StepResult {
+	res := &StepResult{
+		StopReason: string(out.StopReason), Output: out.Output, Final: out.Final, JSON: out.JSON,
+		SessionID: out.SessionID, Stderr: out.Stderr, Usage: out.Usage,
+		Permissions: append([]policies.PermissionRecord{}, out.Permissions...),
 	}
-	res.Error = ""
 	if out.Err != nil {
 		res.Error = out.Err.Error()
 	}
+	return res
+}
+
+// AddAttempt puts one attempt's result into the step's: what the last
+// attempt said, every attempt's permission records and usage (every
+// attempt's turn was spent). The caller sets Attempts.
+func (res *StepResult) AddAttempt(a *StepResult) {
+	perms, usage := res.Permissions, res.Usage
+	*res = *a
+	res.Permissions = append(perms, a.Permissions...)
+	res.Usage = usage
+	if a.Usage != nil {
+		if res.Usage == nil {
+			res.Usage = &steps.Usage{}
+		}
+		res.Usage.Add(a.Usage)
+	}
+}
+
+// ended decides res's status when the attempt out ends the step: its
+// turn completed (succeeded), or ctx cut it (cancelled: the run is being
+// interrupted, a sibling failed, a timeout or a budget; the error is the
+// cause unless the step gave one). A failure it leaves to the caller,
+// whose retries decide.
+func ended(ctx context.Context, res *StepResult, out steps.Result) bool {
+	switch {
+	case out.StopReason == steps.Completed:
+		res.Status = StatusSucceeded
+	case ctx.Err() != nil:
+		res.Status = StatusCancelled
+		if res.Error == "" {
+			res.Error = context.Cause(ctx).Error()
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // AttemptOptions say which attempt RunAttempt runs, and what it sees.
@@ -60,7 +87,7 @@ type AttemptOptions struct {
 // AttemptOptions.Spent says), failed otherwise; its Attempts is
 // opt.Attempt.
 func RunAttempt(ctx context.Context, wf *Workflow, stepID string, opt AttemptOptions) (*StepResult, error) {
-	st := wf.step(stepID)
+	st := wf.Step(stepID)
 	if st == nil {
 		return nil, fmt.Errorf("workflow %s has no step %q", wf.Name, stepID)
 	}
@@ -95,17 +122,9 @@ func RunAttempt(ctx context.Context, wf *Workflow, stepID string, opt AttemptOpt
 	r.kept.End()
 	r.batch.End()
 	linger.Wait()
-	res := &StepResult{Attempts: opt.Attempt, Permissions: []policies.PermissionRecord{}}
-	res.took(out)
-	switch {
-	case out.StopReason == steps.Completed:
-		res.Status = StatusSucceeded
-	case ctx.Err() != nil:
-		res.Status = StatusCancelled
-		if res.Error == "" {
-			res.Error = context.Cause(ctx).Error()
-		}
-	default:
+	res := attemptResult(out)
+	res.Attempts = opt.Attempt
+	if !ended(ctx, res, out) {
 		res.Status = StatusFailed
 	}
 	return res, nil

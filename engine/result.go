@@ -63,6 +63,18 @@ type StepResult struct {
 	Stderr string `json:"-"`
 }
 
+// Skipped is the result of a step that did not run, saying why.
+func Skipped(why string) *StepResult {
+	return &StepResult{Status: StatusSkipped, Error: why, Permissions: []policies.PermissionRecord{}}
+}
+
+// Errored is the result of a step that failed without a turn of its
+// agent (an if: that cannot be decided, a for-each value that is no
+// list): stop reason error, saying why.
+func Errored(why string) *StepResult {
+	return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: why, Permissions: []policies.PermissionRecord{}}
+}
+
 // scopeValue is the step as expressions see it: steps.<id>.{output,
 // final, stop_reason, status, json}. A structured step's json is its
 // checked value (nil unless it succeeded); any other step's is its output

@@ -100,7 +100,7 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		opt.Events = steps.Discard{}
 	}
 	if opt.RetryBackoff == 0 {
-		opt.RetryBackoff = time.Second
+		opt.RetryBackoff = FirstBackoff
 	}
 	r := &run{
 		wf: wf, opt: opt, sink: opt.Events, index: make(map[string]int, len(wf.Steps)),
@@ -184,18 +184,11 @@ func (r *run) schedule(ctx context.Context, failRun context.CancelCauseFunc) {
 				}
 				started[st.ID] = true
 				progress = true
-				reason, err := r.skipReason(ctx, st)
-				if err != nil {
-					// A condition that cannot be decided fails its step
-					// (fail closed): skipping could pass over a guard.
-					r.settle(st, &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: err.Error(), Permissions: []policies.PermissionRecord{}})
-					if !st.ContinueOnError {
+				if res := r.unrun(ctx, st); res != nil {
+					r.settle(st, res)
+					if res.Status == StatusFailed && !st.ContinueOnError {
 						failRun(errRunFailing)
 					}
-					continue
-				}
-				if reason != "" {
-					r.settle(st, &StepResult{Status: StatusSkipped, Error: reason, Permissions: []policies.PermissionRecord{}})
 					continue
 				}
 				running++
@@ -235,11 +228,12 @@ func (r *run) needsSettled(st *Step) bool {
 	return true
 }
 
-// skipReason says why a step whose needs settled does not run, or "" (see
-// SkipReason).
-func (r *run) skipReason(ctx context.Context, st *Step) (string, error) {
+// unrun is the result of a step whose needs settled and that does not
+// run, nil when it runs (see Unrun).
+func (r *run) unrun(ctx context.Context, st *Step) *StepResult {
+	stopping := ""
 	if ctx.Err() != nil {
-		return "not started: " + context.Cause(ctx).Error(), nil
+		stopping = context.Cause(ctx).Error()
 	}
 	r.mu.Lock()
 	results := make(map[string]*StepResult, len(st.Needs))
@@ -247,39 +241,43 @@ func (r *run) skipReason(ctx context.Context, st *Step) (string, error) {
 		results[n] = r.results[n]
 	}
 	r.mu.Unlock()
-	return r.wf.SkipReason(st, results, func() *Scope { return r.scope(nil) })
+	return r.wf.Unrun(st, results, func() *Scope { return r.scope(nil) }, stopping)
 }
 
-// SkipReason says why a step whose needs have settled (their results in
-// results) does not run, or "": a need that failed (without
-// continue-on-error), was skipped or cancelled, or an `if:` that is false.
-// An `if:` that errors or does not give a boolean is an error: the step
-// fails with it, and is never skipped in silence. scope is called only
-// when the `if:` is evaluated.
-func (wf *Workflow) SkipReason(st *Step, results map[string]*StepResult, scope func() *Scope) (string, error) {
+// Unrun is the result of a step whose needs have settled (their results
+// in results) when it does not run, nil when it runs: skipped, "not
+// started: STOPPING" when the run is stopping (stopping says why; "": it
+// is not); skipped when a need failed (without continue-on-error), was
+// skipped or cancelled, or its `if:` is false; failed when its `if:`
+// errors or gives no boolean (fail closed: skipping could pass over a
+// guard). scope is called only when the `if:` is evaluated.
+func (wf *Workflow) Unrun(st *Step, results map[string]*StepResult, scope func() *Scope, stopping string) *StepResult {
+	if stopping != "" {
+		return Skipped("not started: " + stopping)
+	}
 	for _, n := range st.Needs {
 		res := results[n]
 		switch {
-		case res.Status == StatusFailed && !wf.step(n).ContinueOnError:
-			return fmt.Sprintf("needs %s, which failed", n), nil
+		case res.Status == StatusFailed && !wf.Step(n).ContinueOnError:
+			return Skipped(fmt.Sprintf("needs %s, which failed", n))
 		case res.Status == StatusSkipped || res.Status == StatusCancelled:
-			return fmt.Sprintf("needs %s, which was %s", n, res.Status), nil
+			return Skipped(fmt.Sprintf("needs %s, which was %s", n, res.Status))
 		}
 	}
 	if st.If != nil {
 		ok, err := st.If.Bool(scope())
 		if err != nil {
-			return "", fmt.Errorf("step %s: if: %w", st.ID, err)
+			return Errored(fmt.Sprintf("step %s: if: %v", st.ID, err))
 		}
 		if !ok {
-			return "if: " + st.If.Source + " is false", nil
+			return Skipped("if: " + st.If.Source + " is false")
 		}
 	}
-	return "", nil
+	return nil
 }
 
-// step is the step with the id, nil if none.
-func (wf *Workflow) step(id string) *Step {
+// Step is the step with the id, nil if none.
+func (wf *Workflow) Step(id string) *Step {
 	for _, st := range wf.Steps {
 		if st.ID == id {
 			return st
@@ -354,9 +352,17 @@ type ScopeOf struct {
 // element, el's item and index; nil: none).
 func (wf *Workflow) Scope(of ScopeOf, el *Element) *Scope {
 	stepsScope := make(map[string]any, len(of.Results))
-	for id, res := range of.Results {
-		st := wf.step(id)
-		stepsScope[id] = res.scopeValue(st != nil && st.Structured())
+	for _, st := range wf.Steps {
+		if res := of.Results[st.ID]; res != nil {
+			stepsScope[st.ID] = res.scopeValue(st.Structured())
+		}
+	}
+	if len(stepsScope) < len(of.Results) { // results of steps the workflow no longer has
+		for id, res := range of.Results {
+			if _, ok := stepsScope[id]; !ok {
+				stepsScope[id] = res.scopeValue(false)
+			}
+		}
 	}
 	env := make(map[string]any, len(of.Env))
 	for k, v := range of.Env {

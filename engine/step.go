@@ -12,8 +12,16 @@ import (
 	"github.com/acpflow/acpflow/steps"
 )
 
-// maxBackoff caps the wait between retries.
-const maxBackoff = 30 * time.Second
+// The wait between a step's attempts: FirstBackoff (unless
+// Options.RetryBackoff says otherwise), doubled each time, at most
+// MaxBackoff. A scheduler elsewhere (a scale-out workflow) waits the same.
+const (
+	FirstBackoff = time.Second
+	MaxBackoff   = 30 * time.Second
+)
+
+// NextBackoff is the wait after backoff.
+func NextBackoff(backoff time.Duration) time.Duration { return min(backoff*2, MaxBackoff) }
 
 // runStep runs a step with its retries, or its for-each elements. What the
 // step hands on past its settling (agents' teardowns) joins linger.
@@ -54,17 +62,10 @@ func (r *run) attempts(ctx context.Context, st *Step, el *Element, linger *sync.
 			}
 			r.opt.Recorder.StepTranscript(r.opt.RunID, t)
 		}
-		res.took(out)
+		res.AddAttempt(attemptResult(out))
+		res.Attempts = attempt
 		switch {
-		case out.StopReason == steps.Completed:
-			res.Status = StatusSucceeded
-			return res
-		case ctx.Err() != nil:
-			// The run is being cancelled (interrupt, failed sibling, run timeout).
-			res.Status = StatusCancelled
-			if res.Error == "" {
-				res.Error = context.Cause(ctx).Error()
-			}
+		case ended(ctx, res, out):
 			return res
 		case attempt > st.Retries:
 			res.Status = StatusFailed
@@ -77,7 +78,7 @@ func (r *run) attempts(ctx context.Context, st *Step, el *Element, linger *sync.
 			return res
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, maxBackoff)
+		backoff = NextBackoff(backoff)
 	}
 }
 
@@ -157,7 +158,7 @@ func (r *run) envPolicy(st *Step) (policies.Env, policies.Source) {
 func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) *StepResult {
 	items, err := st.Items(r.scope(nil))
 	if err != nil {
-		return &StepResult{Status: StatusFailed, StopReason: string(steps.Error), Error: err.Error(), Permissions: []policies.PermissionRecord{}}
+		return Errored(err.Error())
 	}
 	limit := st.ForEachMaxParallel
 	if limit <= 0 {

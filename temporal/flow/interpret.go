@@ -206,23 +206,11 @@ func (s *scheduler) run(ctx workflow.Context) {
 					continue
 				}
 				started[st.ID], progress = true, true
-				if runCtx.Err() != nil {
-					cause := s.cause
-					if cause == "" {
-						cause = "cancelled"
+				if res := s.wf.Unrun(st, s.results, func() *engine.Scope { return s.scope(nil) }, s.stopping(runCtx)); res != nil {
+					s.settle(st, res)
+					if res.Status == engine.StatusFailed {
+						s.failed(st, cancel)
 					}
-					s.settle(st, &engine.StepResult{Status: engine.StatusSkipped, Error: "not started: " + cause, Permissions: []policies.PermissionRecord{}})
-					continue
-				}
-				reason, err := s.wf.SkipReason(st, s.results, func() *engine.Scope { return s.scope(nil) })
-				switch {
-				case err != nil:
-					// A condition that cannot be decided fails its step.
-					s.settle(st, &engine.StepResult{Status: engine.StatusFailed, StopReason: string(steps.Error), Error: err.Error(), Permissions: []policies.PermissionRecord{}})
-					s.failed(st, cancel)
-					continue
-				case reason != "":
-					s.settle(st, &engine.StepResult{Status: engine.StatusSkipped, Error: reason, Permissions: []policies.PermissionRecord{}})
 					continue
 				}
 				running++
@@ -238,9 +226,9 @@ func (s *scheduler) run(ctx workflow.Context) {
 		var d settled
 		ch.Receive(recv, &d)
 		running--
-		st := s.step(d.id)
+		st := s.wf.Step(d.id)
 		if d.err != nil {
-			d.res = &engine.StepResult{Status: engine.StatusFailed, StopReason: string(steps.Error), Error: d.err.Error(), Permissions: []policies.PermissionRecord{}}
+			d.res = engine.Errored(d.err.Error())
 		}
 		s.settle(st, d.res)
 		if d.res.Status == engine.StatusFailed {
@@ -266,13 +254,15 @@ func (s *scheduler) failed(st *engine.Step, cancel workflow.CancelFunc) {
 	cancel()
 }
 
-func (s *scheduler) step(id string) *engine.Step {
-	for _, st := range s.wf.Steps {
-		if st.ID == id {
-			return st
-		}
+// stopping is why the run starts no more steps, "" while it goes on.
+func (s *scheduler) stopping(runCtx workflow.Context) string {
+	switch {
+	case runCtx.Err() == nil:
+		return ""
+	case s.cause != "":
+		return s.cause
 	}
-	return nil
+	return "cancelled"
 }
 
 func (s *scheduler) needsSettled(st *engine.Step) bool {
@@ -316,7 +306,7 @@ func (s *scheduler) runStep(ctx workflow.Context, st *engine.Step) (*engine.Step
 	} else {
 		items, err := st.Items(s.scope(nil))
 		if err != nil {
-			return &engine.StepResult{Status: engine.StatusFailed, StopReason: string(steps.Error), Error: err.Error(), Permissions: []policies.PermissionRecord{}}, nil
+			return engine.Errored(err.Error()), nil
 		}
 		limit := st.ForEachMaxParallel
 		if limit <= 0 {
@@ -347,15 +337,12 @@ func (s *scheduler) runStep(ctx workflow.Context, st *engine.Step) (*engine.Step
 	return res, nil
 }
 
-// maxBackoff caps the wait between a step's attempts, as on the CLI,
-// which waits a second, then twice as long each time.
-const maxBackoff = 30 * time.Second
-
 // attempts runs one step (or element) until it succeeds or its retries
-// are spent: each attempt is an activity.
+// are spent: each attempt is an activity, and the waits between them are
+// the CLI's.
 func (s *scheduler) attempts(ctx workflow.Context, st *engine.Step, el *engine.Element) (*engine.StepResult, error) {
 	total := &engine.StepResult{Permissions: []policies.PermissionRecord{}}
-	backoff := time.Second
+	backoff := engine.FirstBackoff
 	for attempt := 1; ; attempt++ {
 		start := steps.StepStart{Attempt: attempt}
 		if el != nil {
@@ -367,7 +354,7 @@ func (s *scheduler) attempts(ctx workflow.Context, st *engine.Step, el *engine.E
 		if err != nil {
 			return nil, err
 		}
-		merge(total, res)
+		total.AddAttempt(res)
 		total.Attempts = attempt
 		switch {
 		case res.Status == engine.StatusSucceeded || res.Status == engine.StatusCancelled:
@@ -384,22 +371,7 @@ func (s *scheduler) attempts(ctx workflow.Context, st *engine.Step, el *engine.E
 			total.Status = engine.StatusCancelled
 			return total, nil
 		}
-		backoff = min(backoff*2, maxBackoff)
-	}
-}
-
-// merge puts one attempt's result into the step's: what the last attempt
-// said, every attempt's permission records and usage.
-func merge(total, res *engine.StepResult) {
-	perms, usage := total.Permissions, total.Usage
-	*total = *res
-	total.Permissions = append(perms, res.Permissions...)
-	total.Usage = usage
-	if res.Usage != nil {
-		if total.Usage == nil {
-			total.Usage = &steps.Usage{}
-		}
-		total.Usage.Add(res.Usage)
+		backoff = engine.NextBackoff(backoff)
 	}
 }
 
@@ -445,7 +417,7 @@ func (s *scheduler) attempt(ctx workflow.Context, st *engine.Step, el *engine.El
 		}
 		return &engine.StepResult{Status: engine.StatusCancelled, StopReason: string(steps.Aborted), Output: "", Final: "", Error: cause, Permissions: []policies.PermissionRecord{}}, nil
 	case err != nil:
-		return &engine.StepResult{Status: engine.StatusFailed, StopReason: string(steps.Error), Error: "the worker failed the attempt: " + err.Error(), Permissions: []policies.PermissionRecord{}}, nil
+		return engine.Errored("the worker failed the attempt: " + err.Error()), nil
 	}
 	res, err := s.in.Blobs.Load(stored)
 	if err == nil && res.Status == engine.StatusCancelled && res.Error == "" {
@@ -478,7 +450,7 @@ func (s *scheduler) ancestors(st *engine.Step) map[string]Stored {
 		for _, n := range st.Needs {
 			if _, seen := out[n]; !seen {
 				out[n] = s.stored[n]
-				walk(s.step(n))
+				walk(s.wf.Step(n))
 			}
 		}
 	}
