@@ -83,3 +83,18 @@ func (r *Runner) DeliverEnded(ctx context.Context, c *BatchClaim, delivered func
 	}
 	return len(missing), nil
 }
+
+// DeliverRun hands to Result the result of run id, which already
+// succeeded, when delivered says it was not handed on (see DeliverEnded).
+// It says whether it did.
+func (r *Runner) DeliverRun(ctx context.Context, id string, delivered func(runID string) bool) (bool, error) {
+	if r.Result == nil || delivered(id) {
+		return false, nil
+	}
+	d, err := r.Store.GetRun(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	r.Result(ResultOf(d))
+	return true, nil
+}

@@ -115,7 +115,10 @@ func (x *executor) deliverEnded(ctx context.Context, c *runs.BatchClaim, output 
 	if n > 0 {
 		fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the results of %d runs that had ended before the interruption\n", output, n)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return x.out.err()
 }
 
 // deliverRun writes a lone run that already succeeded to --output when the
@@ -125,14 +128,15 @@ func (x *executor) deliverRun(ctx context.Context, id, output string) error {
 		return nil
 	}
 	written, err := x.out.written()
-	if err != nil || written[id] {
-		return err
-	}
-	d, err := x.runner.Store.GetRun(ctx, id)
 	if err != nil {
 		return err
 	}
-	x.out.write(runs.ResultOf(d))
-	fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the result of run %s, which had ended before the interruption\n", output, id)
+	wrote, err := x.runner.DeliverRun(ctx, id, func(id string) bool { return written[id] })
+	if wrote {
+		fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the result of run %s, which had ended before the interruption\n", output, id)
+	}
+	if err != nil {
+		return err
+	}
 	return x.out.err()
 }
