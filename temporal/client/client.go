@@ -141,4 +141,7 @@ func (s *Submitter) events(ctx context.Context, run client.WorkflowRun, seen *in
 		s.Events(l)
 	}
 	*seen += len(lines)
+	if len(lines) == flow.MaxEventsPerQuery { // there may be more
+		s.events(ctx, run, seen)
+	}
 }

@@ -69,6 +69,9 @@ func (bd Bundle) key() string {
 // A module that goes up (../policies/x.wasm) puts the file as many
 // directories down.
 func (bd Bundle) unpack(b Blobs, dir string) (*engine.Workflow, error) {
+	if bd.Name == "" || bd.Name != filepath.Base(bd.Name) || bd.Name == ".." || bd.Name == "." {
+		return nil, fmt.Errorf("bundle: %q is not a file name", bd.Name)
+	}
 	root := filepath.Join(dir, bd.key())
 	depth := 0
 	for m := range bd.Modules {

@@ -571,3 +571,69 @@ func eventKey(line []byte) string {
 	}
 	return ""
 }
+
+// EventsQuery answers at most MaxEventsPerQuery events at a time, from
+// where the caller is, and refuses an index past the end.
+func TestTheEventsQueryAnswersInPages(t *testing.T) {
+	s := &scheduler{}
+	for i := 0; i < 2*MaxEventsPerQuery+7; i++ {
+		s.events = append(s.events, []byte(fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	var sizes []int
+	for from := 0; ; {
+		page, err := s.eventsFrom(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(page))
+		if len(page) > 0 && string(page[0]) != fmt.Sprintf(`{"n":%d}`, from) {
+			t.Fatalf("the page from %d begins with %s", from, page[0])
+		}
+		from += len(page)
+		if len(page) < MaxEventsPerQuery {
+			break
+		}
+	}
+	if fmt.Sprint(sizes) != fmt.Sprint([]int{MaxEventsPerQuery, MaxEventsPerQuery, 7}) {
+		t.Errorf("pages of %v", sizes)
+	}
+	if _, err := s.eventsFrom(len(s.events) + 1); err == nil {
+		t.Error("an index past the end was answered")
+	}
+}
+
+// A run that would make more attempts than its history can hold fails
+// the attempt past the bound, saying so, and the run goes on to its end.
+func TestAttemptsPastTheBoundFailSayingSo(t *testing.T) {
+	saved := maxAttempts
+	maxAttempts = 2
+	t.Cleanup(func() { maxAttempts = saved })
+	f := newFixture(t, `name: many
+agents:
+  demo: {builtin: demo}
+steps:
+  - id: each
+    for-each: '[1, 2, 3]'
+    max-parallel: 1
+    uses: acp-subagent
+    with: {agent: demo, prompt: "item ${{ item }}"}
+`, nil)
+	res := f.onTemporal(t)
+	st := res.Steps["each"]
+	if res.Status != engine.StatusFailed || !strings.Contains(st.Error, "item 2: the run has made 2 attempts") {
+		t.Errorf("run %s, each %s: %q", res.Status, st.Status, st.Error)
+	}
+	f.settle(t)
+}
+
+// A bundle whose file name is a path (from a client that is not ours) is
+// refused before anything is written.
+func TestABundleWithAPathForAFileNameIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"../../escape.yaml", "a/b.yaml", "..", ""} {
+		_, err := Bundle{Name: name, Source: "sha256:" + strings.Repeat("0", 64)}.unpack(Blobs{Dir: dir}, filepath.Join(dir, "cache"))
+		if err == nil || !strings.Contains(err.Error(), "is not a file name") {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+}

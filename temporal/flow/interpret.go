@@ -146,6 +146,7 @@ type scheduler struct {
 	cause      string                        // why the run stopped starting steps; "": it did not
 	timedOut   bool
 	overBudget error // the budget's error, once the settled steps spent more
+	scheduled  int   // attempts scheduled as activities, against maxAttempts
 	root       workflow.Context
 	events     [][]byte // as EventsQuery answers them
 }
@@ -158,13 +159,20 @@ func (s *scheduler) emit(step string, d steps.EventData) {
 	}
 }
 
-// eventsFrom answers EventsQuery: the events from index from on.
+// MaxEventsPerQuery bounds one answer of EventsQuery, so that a run of
+// thousands of attempts does not answer one query past gRPC's message
+// limit: ask again from where the answer ended.
+const MaxEventsPerQuery = 500
+
+// eventsFrom answers EventsQuery: the events from index from on, at most
+// MaxEventsPerQuery of them.
 func (s *scheduler) eventsFrom(from int) ([]json.RawMessage, error) {
 	if from < 0 || from > len(s.events) {
 		return nil, fmt.Errorf("no event %d: the run has %d", from, len(s.events))
 	}
-	out := make([]json.RawMessage, 0, len(s.events)-from)
-	for _, e := range s.events[from:] {
+	to := min(len(s.events), from+MaxEventsPerQuery)
+	out := make([]json.RawMessage, 0, to-from)
+	for _, e := range s.events[from:to] {
 		out = append(out, e)
 	}
 	return out, nil
@@ -375,6 +383,12 @@ func (s *scheduler) attempts(ctx workflow.Context, st *engine.Step, el *engine.E
 	}
 }
 
+// maxAttempts bounds the attempts of one run on Temporal: each is three
+// events or more of its history, which Temporal ends at 51,200 events. An
+// attempt past it fails, saying so, rather than the whole run being
+// terminated by Temporal; a larger job is a batch (--inputs) of runs.
+var maxAttempts = 10_000
+
 // attempt runs one attempt as an activity. A step timeout is the step's
 // own (the attempt fails with it, as on the CLI); the activity's limit is
 // that plus time to tear down, and a worker that stops heartbeating has
@@ -404,6 +418,10 @@ func (s *scheduler) attempt(ctx workflow.Context, st *engine.Step, el *engine.El
 	if !s.wf.Budget.IsZero() {
 		task.Spent = s.spent()
 	}
+	if s.scheduled >= maxAttempts {
+		return engine.Errored(fmt.Sprintf("the run has made %d attempts, as many as a run on Temporal may (its history would outgrow Temporal's limit): split the work into runs of a batch (--inputs)", maxAttempts)), nil
+	}
+	s.scheduled++
 	if err := s.in.Blobs.shrink(task.Settled); err != nil {
 		return nil, err
 	}

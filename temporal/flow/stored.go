@@ -11,10 +11,10 @@ import (
 
 // inlineMax is the largest step result carried in a Temporal payload as
 // is; a larger one goes to Blobs and travels by hash. Temporal refuses a
-// payload over 2 MiB and a history over 50 MiB; a quarter of a MiB keeps
-// many steps' results, and the task that carries a step's ancestors, far
-// below both.
-const inlineMax = 256 << 10
+// payload over 2 MiB and ends a history at 50 MiB, and every attempt's
+// result stays in the history: at 16 KiB, over 3,000 attempts with large
+// outputs fit (most agents' answers are a few KiB, and stay inline).
+const inlineMax = 16 << 10
 
 // Stored is a step result as Temporal carries it: inline, or by the hash
 // of its JSON in Blobs.

@@ -53,6 +53,8 @@ func TestRunRefusesWhatItCannotDoBeforeItDials(t *testing.T) {
 		{[]string{"run", ok, "--inputs", empty}, "no input lines"},
 		{[]string{"run", ok, "--input", "nope=1"}, "nope"},
 		{[]string{"run", ok, "--heartbeat", "10ms"}, "--heartbeat must be at least 1s"},
+		{[]string{"run", ok, "--id", "a b\x1b[31m"}, "--id"},
+		{[]string{"run", ok, "--id", strings.Repeat("x", 201)}, "want 1 to 200 letters"},
 		{[]string{"worker", "--concurrency", "0"}, "--concurrency must be at least 1"},
 	} {
 		t.Run(strings.Join(c.args[:1], " ")+" "+c.want, func(t *testing.T) {

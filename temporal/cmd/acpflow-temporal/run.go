@@ -74,6 +74,8 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		return usage("--budget (a batch's) is not supported on Temporal yet; a workflow's own budget: applies to each run")
 	case f.policy != "":
 		return usage("--policy: the outer policy is the workers' own (acpflow-temporal worker --policy FILE)")
+	case f.id != "" && !validID(f.id):
+		return usage("--id %q: want 1 to %d letters, digits, '.', '_' or '-'", f.id, maxIDLen)
 	case f.heartbeat < time.Second:
 		return usage("--heartbeat must be at least 1s, got %s", f.heartbeat)
 	case f.concurrency < 1:
@@ -213,6 +215,24 @@ func warnWithoutWorkers(ctx context.Context, cl sdkclient.Client, queue string) 
 	if err == nil && len(d.GetPollers()) == 0 {
 		fmt.Fprintf(os.Stderr, "acpflow-temporal: warning: no worker polls task queue %s: the runs wait until one does (acpflow-temporal worker --task-queue %s)\n", queue, queue)
 	}
+}
+
+// maxIDLen bounds --id: a batch's run ids add a line number, and
+// Temporal's workflow ids add a prefix.
+const maxIDLen = 200
+
+// validID says whether id names runs: plain characters only, so that it
+// reads the same in a workflow id, a file name and a terminal.
+func validID(id string) bool {
+	if len(id) > maxIDLen {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return id != ""
 }
 
 // job is one run to submit: a lone run's inputs, or a batch line's.
