@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/acpflow/acpflow/runs"
 	"os"
 	"strings"
 	"time"
@@ -39,7 +40,7 @@ func newProbeCmd() *cobra.Command {
 				}
 				agent.Env[k] = v
 			}
-			dir, err := resolveWorkspace(cwd)
+			dir, err := runs.ResolveWorkspace(cwd)
 			if err != nil {
 				return usageError(err)
 			}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -93,7 +92,7 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	workspace, err := resolveWorkspace(f.workspace)
+	workspace, err := runs.ResolveWorkspace(f.workspace)
 	if err != nil {
 		return usageError(err)
 	}
@@ -248,28 +247,6 @@ func (x *executor) exit(ctx context.Context, results []*engine.RunResult) error 
 	return nil
 }
 
-// resolveWorkspace makes the workspace absolute and checks it is a directory.
-func resolveWorkspace(dir string) (string, error) {
-	if dir == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return "", fmt.Errorf("cannot tell the current directory: %w", err)
-		}
-		dir = wd
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("--workspace %s: %w", abs, errors.Unwrap(err))
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("--workspace %s is not a directory", abs)
-	}
-	return abs, nil
-}
 
 // resultWriter writes `--output`: one JSON object per run, one line each,
 // in completion order, each line in a single write so that no reader (and

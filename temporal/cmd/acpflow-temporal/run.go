@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -87,12 +86,9 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	if err != nil {
 		return &codedError{exitUsage, err}
 	}
-	workspace, err := filepath.Abs(orDot(f.workspace))
+	workspace, err := runs.ResolveWorkspace(f.workspace)
 	if err != nil {
-		return usage("--workspace: %v", err)
-	}
-	if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
-		return usage("--workspace %s is not a directory", workspace)
+		return &codedError{exitUsage, err}
 	}
 	blobs := flow.Blobs{Dir: conn.blobs}
 	bundle, err := flow.NewBundle(blobs, file, wf)
@@ -100,7 +96,8 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		return &codedError{exitUsage, err}
 	}
 	var jobs []job
-	if f.inputsFile == "" {
+	lone := f.inputsFile == ""
+	if lone {
 		given, err := workflows.ParseInputFlags(wf, f.inputs)
 		if err == nil {
 			var inputs map[string]any
@@ -135,7 +132,6 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	sub := &client.Submitter{Client: cl, TaskQueue: conn.taskQueue, Blobs: blobs}
 	var printMu sync.Mutex
 	stdout := cmd.OutOrStdout()
-	lone := f.inputsFile == ""
 	// Events as they happen for a lone run; for a batch, each run's when
 	// it ends (one query per run, not a poll of thousands).
 	if f.json || lone {
@@ -149,7 +145,7 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		Bundle: bundle, Plan: flow.PlanOf(wf), Workspace: workspace,
 		Env: flow.EnvFor(wf, policies.EnvMap(os.Environ())), Timeout: f.timeout, Heartbeat: f.heartbeat,
 	}
-	if len(jobs) > 1 || f.inputsFile != "" {
+	if !lone {
 		fmt.Fprintf(os.Stderr, "acpflow-temporal: %d runs on task queue %s (the same command again takes them up)\n", len(jobs), conn.taskQueue)
 	}
 	var (
@@ -318,11 +314,4 @@ func report(w io.Writer, mu *sync.Mutex, wf *engine.Workflow, res *engine.RunRes
 			fmt.Fprintf(w, "  [%s] %s: %s\n", st.ID, sr.Status, sr.Error)
 		}
 	}
-}
-
-func orDot(s string) string {
-	if s == "" {
-		return "."
-	}
-	return s
 }
