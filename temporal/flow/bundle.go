@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/internal/regularfile"
+	"github.com/acpflow/acpflow/wasm"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -38,7 +40,8 @@ func NewBundle(b Blobs, path string, wf *engine.Workflow) (Bundle, error) {
 		if filepath.IsAbs(m) {
 			return Bundle{}, fmt.Errorf("%s: the WASM module %s is named by an absolute path; name it relative to the workflow file, so that a worker can be given it", path, m)
 		}
-		data, err := os.ReadFile(filepath.Join(filepath.Dir(path), m))
+		// Read as the WASM loader read it: a regular file, bounded.
+		data, err := regularfile.Read(filepath.Join(filepath.Dir(path), m), wasm.MaxModuleSize)
 		if err != nil {
 			return Bundle{}, err
 		}

@@ -69,7 +69,7 @@ const payloadMax = 1 << 20
 func (b Blobs) shrink(m map[string]Stored) error {
 	type entry struct {
 		id   string
-		size int
+		data []byte
 	}
 	var inline []entry
 	total := 0
@@ -81,12 +81,12 @@ func (b Blobs) shrink(m map[string]Stored) error {
 		if err != nil {
 			return err
 		}
-		inline = append(inline, entry{id, len(data)})
+		inline = append(inline, entry{id, data})
 		total += len(data)
 	}
 	slices.SortFunc(inline, func(a, b entry) int {
-		if a.size != b.size {
-			return b.size - a.size
+		if len(a.data) != len(b.data) {
+			return len(b.data) - len(a.data)
 		}
 		return strings.Compare(a.id, b.id)
 	})
@@ -94,13 +94,12 @@ func (b Blobs) shrink(m map[string]Stored) error {
 		if total <= payloadMax {
 			break
 		}
-		data, _ := json.Marshal(m[e.id].Result)
-		ref, err := b.Put(data)
+		ref, err := b.Put(e.data)
 		if err != nil {
 			return err
 		}
 		m[e.id] = Stored{Ref: ref}
-		total -= e.size
+		total -= len(e.data)
 	}
 	return nil
 }
