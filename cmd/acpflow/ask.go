@@ -64,16 +64,23 @@ const maxAnswer = 1 << 10
 // readAnswer reads one line, to its end however long, and returns at most
 // maxAnswer bytes of it, without its newline.
 func readAnswer(r *bufio.Reader) (string, error) {
+	line, err := readLineHead(r, maxAnswer)
+	return strings.TrimRight(string(line), "\r\n"), err
+}
+
+// readLineHead reads one line, to its end however long, and returns at
+// most its first max bytes (with its newline when they hold it): what a
+// reader of lines it does not control keeps of each.
+func readLineHead(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line) < maxAnswer {
-			line = append(line, chunk[:min(len(chunk), maxAnswer-len(line))]...)
+		if len(line) < max {
+			line = append(line, chunk[:min(len(chunk), max-len(line))]...)
 		}
-		if err == bufio.ErrBufferFull {
-			continue
+		if err != bufio.ErrBufferFull {
+			return line, err
 		}
-		return strings.TrimRight(string(line), "\r\n"), err
 	}
 }
 

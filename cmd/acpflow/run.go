@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -247,7 +248,6 @@ func (x *executor) exit(ctx context.Context, results []*engine.RunResult) error 
 	return nil
 }
 
-
 // resultWriter writes `--output`: one JSON object per run, one line each,
 // in completion order, each line in a single write so that no reader (and
 // no crash) ever sees a torn line.
@@ -285,12 +285,14 @@ func (w *resultWriter) written() (map[string]bool, error) {
 	defer f.Close()
 	r := bufio.NewReader(f)
 	for {
-		line, err := r.ReadBytes('\n')
-		var res struct {
-			RunID string `json:"run_id"`
-		}
-		if json.Unmarshal(line, &res) == nil && res.RunID != "" {
-			ids[res.RunID] = true
+		// A result line may be megabytes; its run id comes first. A line
+		// without its newline is the last write, perhaps cut short: it
+		// holds its run's result only if it is whole JSON.
+		const head = 4 << 10
+		line, err := readLineHead(r, head)
+		whole := err == nil || len(line) < head && json.Valid(line)
+		if id := leadingRunID(line); id != "" && whole {
+			ids[id] = true
 		}
 		if err == io.EOF {
 			if len(line) > 0 {
@@ -307,6 +309,21 @@ func (w *resultWriter) written() (map[string]bool, error) {
 			return nil, fmt.Errorf("--output: %w", err)
 		}
 	}
+}
+
+// leadingRunID is the run id a result line begins with ({"run_id":"…",
+// as RunResult encodes), read from the line's head alone; "" if none.
+func leadingRunID(head []byte) string {
+	d := json.NewDecoder(bytes.NewReader(head))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	if t, err := d.Token(); err != nil || t != "run_id" {
+		return ""
+	}
+	id, _ := d.Token()
+	s, _ := id.(string)
+	return s
 }
 
 func (w *resultWriter) write(res *engine.RunResult) {
