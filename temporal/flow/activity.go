@@ -51,7 +51,12 @@ type Activities struct {
 
 	mu     sync.Mutex
 	loaded map[string]*engine.Workflow
+	order  []string // the keys of loaded, oldest first
 }
+
+// maxLoaded bounds the workflows a worker keeps loaded: a worker that
+// lives for months sees every edit of every file as a new bundle.
+const maxLoaded = 32
 
 // Attempt runs one attempt to its end and tears the agent down, as the
 // CLI does. It heartbeats while the agent runs; when Temporal cancels the
@@ -115,7 +120,8 @@ func heartbeat(ctx context.Context) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// workflow is the bundle's workflow, unpacked and loaded once per worker.
+// workflow is the bundle's workflow, unpacked and loaded once per worker
+// (while it is among the maxLoaded last loaded).
 func (a *Activities) workflow(b Bundle) (*engine.Workflow, error) {
 	key := b.key()
 	a.mu.Lock()
@@ -130,6 +136,11 @@ func (a *Activities) workflow(b Bundle) (*engine.Workflow, error) {
 	if a.loaded == nil {
 		a.loaded = map[string]*engine.Workflow{}
 	}
+	if len(a.order) == maxLoaded {
+		delete(a.loaded, a.order[0])
+		a.order = a.order[1:]
+	}
 	a.loaded[key] = wf
+	a.order = append(a.order, key)
 	return wf, nil
 }

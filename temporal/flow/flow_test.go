@@ -637,3 +637,31 @@ func TestABundleWithAPathForAFileNameIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A worker keeps at most maxLoaded workflows loaded, the oldest going
+// first, and loads one again when it comes back.
+func TestAWorkerKeepsABoundedNumberOfWorkflowsLoaded(t *testing.T) {
+	dir := t.TempDir()
+	blobs := Blobs{Dir: filepath.Join(dir, "blobs")}
+	acts := &Activities{Blobs: blobs, Cache: filepath.Join(dir, "cache")}
+	var first Bundle
+	for i := 0; i <= maxLoaded; i++ {
+		f := newFixture(t, fmt.Sprintf("name: w%d\nagents:\n  demo: {builtin: demo}\nsteps:\n  - {id: s, uses: acp-subagent, with: {agent: demo, prompt: hi}}\n", i), nil)
+		b, err := NewBundle(blobs, f.path, f.wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b
+		}
+		if _, err := acts.workflow(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(acts.loaded) != maxLoaded || acts.loaded[first.key()] != nil {
+		t.Errorf("%d loaded, the first still among them: %v", len(acts.loaded), acts.loaded[first.key()] != nil)
+	}
+	if wf, err := acts.workflow(first); err != nil || wf.Name != "w0" {
+		t.Errorf("the first again: %v, %v", wf, err)
+	}
+}
