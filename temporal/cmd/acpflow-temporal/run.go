@@ -95,21 +95,24 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	if err != nil {
 		return &codedError{exitUsage, err}
 	}
-	var jobs []job
 	lone := f.inputsFile == ""
+	var src *jobSource
 	if lone {
 		given, err := workflows.ParseInputFlags(wf, f.inputs)
 		if err == nil {
 			var inputs map[string]any
 			if inputs, err = workflows.ResolveInputs(wf, given); err == nil {
-				jobs = append(jobs, job{inputs: inputs})
+				src = &jobSource{ahead: &job{inputs: inputs}}
 			}
 		}
 		if err != nil {
 			return &codedError{exitUsage, err}
 		}
-	} else if jobs, err = readJobs(wf, f.inputsFile); err != nil {
-		return &codedError{exitUsage, err}
+	} else {
+		if src, err = openJobs(wf, f.inputsFile); err != nil {
+			return &codedError{exitUsage, err}
+		}
+		defer src.Close()
 	}
 
 	var out resultWriter
@@ -146,7 +149,7 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		Env: flow.EnvFor(wf, policies.EnvMap(os.Environ())), Timeout: f.timeout, Heartbeat: f.heartbeat,
 	}
 	if !lone {
-		fmt.Fprintf(os.Stderr, "acpflow-temporal: %d runs on task queue %s (the same command again takes them up)\n", len(jobs), conn.taskQueue)
+		fmt.Fprintf(os.Stderr, "acpflow-temporal: a run per line of %s on task queue %s (the same command again takes them up)\n", f.inputsFile, conn.taskQueue)
 	}
 	var (
 		mu           sync.Mutex
@@ -155,8 +158,11 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		slots        = make(chan struct{}, f.concurrency)
 		wg           sync.WaitGroup
 	)
-	for _, j := range jobs {
-		if ctx.Err() != nil {
+	var readErr error
+	for ctx.Err() == nil {
+		j, ok, err := src.Next()
+		if err != nil || !ok {
+			readErr = err
 			break
 		}
 		slots <- struct{}{}
@@ -192,10 +198,12 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	if firstErr != nil && ctx.Err() == nil { // interrupted: the error is the interrupt
 		fmt.Fprintln(os.Stderr, "acpflow-temporal:", firstErr)
 	}
-	if len(jobs) > 1 && !f.json {
+	if !lone && !f.json {
 		fmt.Fprintf(stdout, "%d runs: %d succeeded, %d failed\n", done, done-failed, failed)
 	}
 	switch {
+	case readErr != nil:
+		return &codedError{exitFailed, fmt.Errorf("stopped reading the inputs: %w", readErr)}
 	case ctx.Err() != nil:
 		return &codedError{130, errors.New("interrupted: the runs go on on Temporal; the same command takes them up")}
 	case failed > 0:
@@ -264,39 +272,82 @@ func resultOf(ctx context.Context, sub *client.Submitter, blobs flow.Blobs, req 
 	return outcome.Result(blobs, req.Workspace)
 }
 
-// readJobs reads a batch's lines, as acpflow run --inputs does.
-func readJobs(wf *engine.Workflow, path string) ([]job, error) {
+// jobSource yields the runs to submit one at a time: a lone run's, or a
+// batch's lines as they are read, so that a batch of any size holds only
+// the runs in flight.
+type jobSource struct {
+	wf    *engine.Workflow
+	path  string
+	lines *runs.LineReader // nil: a lone run
+	file  *os.File         // nil: stdin or a lone run
+	ahead *job             // read before anything was submitted
+}
+
+// openJobs opens a batch's inputs (- for stdin) and reads its first line,
+// so that an input with no line at all is bad usage before anything
+// starts, as acpflow run --inputs does.
+func openJobs(wf *engine.Workflow, path string) (*jobSource, error) {
+	src := &jobSource{wf: wf, path: path}
 	var r io.Reader = os.Stdin
 	if path != "-" {
 		fh, err := os.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("--inputs: %w", err)
 		}
-		defer fh.Close()
-		r = fh
+		src.file, r = fh, fh
 	}
-	lines := runs.NewLineReader(r, path)
-	var jobs []job
-	for {
-		l, err := lines.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		j := job{line: l.Line, inputs: l.Inputs}
-		if l.Error != "" {
-			j.invalid = fmt.Errorf("%s:%d: %s", path, l.Line, l.Error)
-		} else if j.inputs, err = workflows.ResolveInputs(wf, l.Inputs); err != nil {
-			j.invalid = fmt.Errorf("%s:%d: %w", path, l.Line, err)
-		}
-		jobs = append(jobs, j)
-	}
-	if len(jobs) == 0 {
+	src.lines = runs.NewLineReader(r, path)
+	first, ok, err := src.read()
+	switch {
+	case err != nil:
+		src.Close()
+		return nil, err
+	case !ok:
+		src.Close()
 		return nil, fmt.Errorf("--inputs %s: no input lines", path)
 	}
-	return jobs, nil
+	src.ahead = &first
+	return src, nil
+}
+
+// Next is the next run to submit; false when there is none left.
+func (s *jobSource) Next() (job, bool, error) {
+	if s.ahead != nil {
+		j := *s.ahead
+		s.ahead = nil
+		return j, true, nil
+	}
+	if s.lines == nil {
+		return job{}, false, nil
+	}
+	return s.read()
+}
+
+// read reads a batch's next line: a line that is not an object of inputs
+// that fit the workflow is a job that fails alone, with its line number.
+func (s *jobSource) read() (job, bool, error) {
+	l, err := s.lines.Next()
+	if errors.Is(err, io.EOF) {
+		return job{}, false, nil
+	}
+	if err != nil {
+		return job{}, false, err
+	}
+	j := job{line: l.Line, inputs: l.Inputs}
+	if l.Error != "" {
+		j.invalid = fmt.Errorf("%s:%d: %s", s.path, l.Line, l.Error)
+	} else if j.inputs, err = workflows.ResolveInputs(s.wf, l.Inputs); err != nil {
+		j.invalid = fmt.Errorf("%s:%d: %w", s.path, l.Line, err)
+	}
+	return j, true, nil
+}
+
+// Close closes the inputs file, if any.
+func (s *jobSource) Close() error {
+	if s.file == nil {
+		return nil
+	}
+	return s.file.Close()
 }
 
 // report tells a batch run's end in a line, and each step that did not
