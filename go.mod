@@ -3,7 +3,7 @@ module github.com/acpflow/acpflow
 go 1.26.0
 
 require (
-	github.com/coder/acp-go-sdk v0.13.0
+	github.com/coder/acp-go-sdk v0.13.5
 	github.com/expr-lang/expr v1.17.8
 	github.com/goccy/go-json v0.12.0
 	github.com/goccy/go-yaml v1.19.2

@@ -175,6 +175,11 @@ func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.Auth
 	return acp.AuthenticateResponse{}, nil
 }
 
+// Logout implements acp.Agent: the demo agent has no login to end.
+func (a *agent) Logout(context.Context, acp.LogoutRequest) (acp.LogoutResponse, error) {
+	return acp.LogoutResponse{}, nil
+}
+
 // NewSession remembers the session's cwd, against which relative paths of tool lines resolve,
 // and saves the session at once, so that a fresh process can continue it even when its first
 // turn did not complete.
