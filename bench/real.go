@@ -90,8 +90,8 @@ func realAgentsSection(b *bench) *section {
 	defer srv.Close()
 
 	loadBefore := loadAverage()
-	series := make([]*realSeries, len(agentsetup.Names))
-	for i, name := range agentsetup.Names {
+	series := make([]*realSeries, len(agentsetup.Names()))
+	for i, name := range agentsetup.Names() {
 		p, ok := steps.LookupPreset(name)
 		if !ok {
 			check(fmt.Errorf("no preset %q", name))

@@ -114,12 +114,11 @@ func (s *sandbox) turnAgentYAML(ta *turnAgent, srv *modelserver.Server, agentYAM
 		env[k] = v
 	}
 	envJSON, _ := json.Marshal(env)
-	argsJSON, _ := json.Marshal(a.Args)
-	if a.Args == nil {
-		argsJSON = []byte("[]")
-	}
-	return fmt.Sprintf("  a:\n    command: %q\n    args: %s\n    env: %s\n%s\n%s",
-		a.Command, argsJSON, envJSON, indent(a.YAML(), "    "), indent(agentYAML, "    "))
+	// As a user writes it: the preset, with the local install as its
+	// command. The preset keeps its own args, env, files, _meta and mode
+	// (no mode: here), which is what is under test.
+	return fmt.Sprintf("  a:\n    preset: %s\n    command: %q\n    env: %s\n%s\n%s",
+		a.Name, a.Command, envJSON, indent(a.YAML(), "    "), indent(agentYAML, "    "))
 }
 
 // writeWorkflowFile writes wf as the sandbox's workflow file and returns

@@ -31,7 +31,7 @@ func TestSetup(t *testing.T) {
 		files           map[string]string // under HOME: a substring each must hold
 	}{
 		{"claude", "claude-agent-acp", "", []string{"ANTHROPIC_BASE_URL=" + url, "IS_SANDBOX=1"}, nil},
-		{"codex", "codex-acp", "codex-api-key", []string{"CODEX_API_KEY=sk-acpflow-dummy"},
+		{"codex", "codex-acp", "api-key", []string{"CODEX_API_KEY=sk-acpflow-dummy"},
 			map[string]string{".codex/config.toml": `base_url = "` + url + `/v1"`, ".codex/rules/acpflow.rules": `decision = "prompt"`}},
 		{"gemini", "gemini", "gemini-api-key", []string{"GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_API_KEY=acpflow-dummy"},
 			map[string]string{".gemini/settings.json": `"selectedType": "gemini-api-key"`, ".gemini/policies/acpflow.toml": `decision = "ask_user"`}},

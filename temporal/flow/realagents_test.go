@@ -28,7 +28,7 @@ func TestRealAgentsEndOnTemporalAsOnTheCLI(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(nodeModules, ".bin")); err != nil {
 		t.Fatalf("the real agents are not installed (bash realagents/install.sh): %v", err)
 	}
-	for _, name := range agentsetup.Names {
+	for _, name := range agentsetup.Names() {
 		for _, policy := range []string{"allow", "reject"} {
 			t.Run(name+"/"+policy, func(t *testing.T) { realTurn(t, nodeModules, name, policy) })
 		}
