@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Outcomes of a permission answer, as ACP names them.
@@ -73,14 +74,17 @@ func DecisionOf(kind string) (Decision, bool) {
 	return "", false
 }
 
-// SelectOption turns a decision into the answer the agent receives: the
-// outcome ("selected" or "cancelled") and, when selected, the option id.
+// SelectOption turns a decision on a call of toolKind into the answer the
+// agent receives: the outcome ("selected" or "cancelled") and, when
+// selected, the option id.
 //
 // Allow selects the first allow_once option, and only such an option.
 // AllowAlways selects the first allow_always, else the first allow_once.
 // Reject selects the first reject_once, else the first reject_always;
 // RejectAlways the reverse. The first option in the agent's order wins
-// within a kind, so the agent's own ordering is respected.
+// within a kind, so the agent's own ordering is respected. Neither allow
+// ever selects an option that widens (Widens): one that switches the
+// session's mode or stops the agent asking for the rest of the session.
 //
 // # Notes
 //
@@ -91,7 +95,7 @@ func DecisionOf(kind string) (Decision, bool) {
 // family would invert the policy's intent. Cancel and any unknown decision
 // also answer "cancelled"; Answer makes sure an unknown decision never gets
 // this far.
-func SelectOption(d Decision, options []Option) (outcome string, optionID string) {
+func SelectOption(d Decision, toolKind string, options []Option) (outcome string, optionID string) {
 	var kinds []string
 	switch d {
 	case Allow:
@@ -105,14 +109,48 @@ func SelectOption(d Decision, options []Option) (outcome string, optionID string
 	default:
 		return OutcomeCancelled, ""
 	}
+	allow := d == Allow || d == AllowAlways
 	for _, kind := range kinds {
 		for _, o := range options {
-			if o.Kind == kind {
+			if o.Kind == kind && !(allow && Widens(toolKind, o)) {
 				return OutcomeSelected, o.ID
 			}
 		}
 	}
 	return OutcomeCancelled, ""
+}
+
+// widening are words of an option's id or name that say selecting it
+// grants more than the one call: a mode in which the agent decides alone,
+// or no more questions for a while. Matched lowercase, with "-" and "_"
+// read as spaces.
+var widening = []string{
+	"auto mode", "use auto", "bypass", "yolo", "all edits", "accept edits", "acceptedits",
+	"don't ask", "dont ask", "do not ask", "without asking", "stop asking", "never ask",
+	"full access", "skip permission", "dangerously", "during this session", "for this session",
+	"for the session", "rest of the session", "all tools", "any tool",
+}
+
+// Widens reports whether selecting o, offered for a call of toolKind,
+// would grant more than that call: an "always" option of a switch_mode
+// call (claude-agent-acp's ExitPlanMode offers "Yes, and use auto mode" and
+// "… bypass permissions" as allow_always), or an option whose id or name
+// says it switches the session's mode or stops the agent asking
+// (claude-agent-acp's "Yes, allow all edits during this session", after
+// which every later edit and command ran unasked). Such an option is never
+// selected by allow or allow_always; the mode guard catches a switch that
+// no name announced.
+func Widens(toolKind string, o Option) bool {
+	if toolKind == "switch_mode" && (o.Kind == "allow_always" || o.Kind == "reject_always") {
+		return true
+	}
+	text := strings.NewReplacer("-", " ", "_", " ").Replace(strings.ToLower(o.ID + " " + o.Name))
+	for _, w := range widening {
+		if strings.Contains(text, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Answer asks p for a verdict on req and turns it into the answer and its
@@ -162,7 +200,7 @@ func AnswerAsking(ctx context.Context, p Permission, src Source, req *Permission
 		return asked(ctx, v, src, req, asker)
 	}
 	rec := record(req, src, v)
-	rec.Outcome, rec.OptionID = SelectOption(v.Decision, req.Options)
+	rec.Outcome, rec.OptionID = SelectOption(v.Decision, req.Tool.Kind, req.Options)
 	if rec.Outcome == OutcomeCancelled && v.Decision != Cancel && rec.Reason == "" {
 		rec.Reason = reasonNoOption
 	}
@@ -201,7 +239,7 @@ func asked(ctx context.Context, v Verdict, src Source, req *PermissionRequest, a
 		fallback = Reject
 	}
 	rec.Decision, rec.Ask = fallback, "fallback"
-	rec.Outcome, rec.OptionID = SelectOption(fallback, req.Options)
+	rec.Outcome, rec.OptionID = SelectOption(fallback, req.Tool.Kind, req.Options)
 	if rec.Reason == v.Reason {
 		rec.Reason = joinReason("no one to ask: ask-fallback "+string(fallback), v.Reason)
 	}

@@ -47,7 +47,7 @@ func TestSelectOption(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			outcome, id := SelectOption(tt.decision, tt.options)
+			outcome, id := SelectOption(tt.decision, "execute", tt.options)
 			if outcome != tt.wantOutcome || id != tt.wantID {
 				t.Errorf("SelectOption(%q) = %q, %q; want %q, %q", tt.decision, outcome, id, tt.wantOutcome, tt.wantID)
 			}
@@ -283,4 +283,55 @@ func TestAnswerRecordsWhatThePolicySaw(t *testing.T) {
 			t.Errorf("record JSON %s lacks the command and an empty locations list", b)
 		}
 	})
+}
+
+// Options that grant more than the one call, as today's adapters offer
+// them (claude-agent-acp 0.101: Write's "allow all edits during this
+// session", ExitPlanMode's auto and bypass exits), are never selected by
+// an allow decision: the class is "an option whose id or name says it
+// switches the mode or stops asking, and any always option of a
+// switch_mode call".
+func TestAllowNeverSelectsAnOptionThatWidensTheSession(t *testing.T) {
+	write := []Option{
+		{ID: "allow-with-updates", Name: "Yes, allow all edits during this session", Kind: "allow_always"},
+		{ID: "allow", Name: "Yes", Kind: "allow_once"},
+		{ID: "reject", Name: "No", Kind: "reject_once"},
+	}
+	exitPlan := []Option{
+		{ID: "exit-plan-auto", Name: "Yes, and use auto mode", Kind: "allow_always"},
+		{ID: "exit-plan-bypass", Name: "Yes, and bypass permissions", Kind: "allow_always"},
+		{ID: "exit-plan-default", Name: "Yes, and manually approve edits", Kind: "allow_once"},
+		{ID: "plan", Name: "No, keep planning", Kind: "reject_once"},
+	}
+	onlyWidening := []Option{
+		{ID: "yolo", Name: "Allow everything", Kind: "allow_always"},
+		{ID: "no", Name: "No", Kind: "reject_once"},
+	}
+	codex := []Option{
+		{ID: "approved-for-session", Name: "Always", Kind: "allow_always"},
+		{ID: "approved", Name: "Yes", Kind: "allow_once"},
+		{ID: "cancel", Name: "No", Kind: "reject_once"},
+	}
+	for _, tt := range []struct {
+		name     string
+		decision Decision
+		toolKind string
+		options  []Option
+		want     string // option id, "" for cancelled
+	}{
+		{"allow_always on a write skips 'all edits during this session'", AllowAlways, "edit", write, "allow"},
+		{"allow on a write selects the once option", Allow, "edit", write, "allow"},
+		{"allow_always on ExitPlanMode exits to the manual mode", AllowAlways, "switch_mode", exitPlan, "exit-plan-default"},
+		{"allow on ExitPlanMode exits to the manual mode", Allow, "switch_mode", exitPlan, "exit-plan-default"},
+		{"reject on ExitPlanMode keeps planning", Reject, "switch_mode", exitPlan, "plan"},
+		{"an allow with only a widening option is cancelled", AllowAlways, "execute", onlyWidening, ""},
+		{"an always option that names no widening is kept for allow_always", AllowAlways, "execute", codex, "approved-for-session"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			outcome, id := SelectOption(tt.decision, tt.toolKind, tt.options)
+			if id != tt.want || (tt.want == "") != (outcome == OutcomeCancelled) {
+				t.Errorf("SelectOption(%s, %s) = %s %q, want %q", tt.decision, tt.toolKind, outcome, id, tt.want)
+			}
+		})
+	}
 }

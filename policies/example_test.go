@@ -25,8 +25,8 @@ func ExampleSelectOption() {
 		{ID: "always", Kind: "allow_always"},
 		{ID: "once", Kind: "allow_once"},
 	}
-	fmt.Println(policies.SelectOption(policies.Allow, options))
-	fmt.Println(policies.SelectOption(policies.Reject, options))
+	fmt.Println(policies.SelectOption(policies.Allow, "execute", options))
+	fmt.Println(policies.SelectOption(policies.Reject, "execute", options))
 	// Output:
 	// selected once
 	// cancelled

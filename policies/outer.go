@@ -91,7 +91,7 @@ func (o Outer) AnswerAsking(ctx context.Context, p Permission, src Source, req *
 	rec := AnswerAsking(ctx, p, src, req, asker)
 	if rec.Decision == AllowAlways && cappedBy != "" {
 		rec.Decision = Allow
-		rec.Outcome, rec.OptionID = SelectOption(Allow, req.Options)
+		rec.Outcome, rec.OptionID = SelectOption(Allow, req.Tool.Kind, req.Options)
 		reasons := []string{}
 		if rec.Reason != "" {
 			reasons = append(reasons, rec.Reason)

@@ -77,7 +77,7 @@ func TestOuterAnswerEachOuterDecisionAgainstEachWorkflowDecision(t *testing.T) {
 					if rec.Reason != reason {
 						t.Errorf("reason %q, want %q", rec.Reason, reason)
 					}
-					if outcome, option := SelectOption(want, allOptions); rec.Outcome != outcome || rec.OptionID != option {
+					if outcome, option := SelectOption(want, "execute", allOptions); rec.Outcome != outcome || rec.OptionID != option {
 						t.Errorf("answered %s %s, want %s %s", rec.Outcome, rec.OptionID, outcome, option)
 					}
 				}
