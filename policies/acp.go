@@ -22,7 +22,35 @@ import (
 // as they are then.
 func FromACP(where Request, p acp.RequestPermissionRequest) *PermissionRequest {
 	tc := p.ToolCall
-	tool := Tool{ID: string(tc.ToolCallId), RawInput: tc.RawInput}
+	tool := ToolFromACP(where, ToolCallFields{ID: string(tc.ToolCallId), Kind: tc.Kind, Title: tc.Title, Status: tc.Status, RawInput: tc.RawInput, Locations: tc.Locations})
+	opts := make([]Option, 0, len(p.Options))
+	for _, o := range p.Options {
+		opts = append(opts, Option{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
+	}
+	where.Kind = KindPermission
+	return &PermissionRequest{Request: where, Tool: tool, Options: opts, Config: map[string]any{}}
+}
+
+// ToolCallFields are the fields of an ACP tool call as a policy reads
+// them, from a permission request or from the tool_call and
+// tool_call_update notifications that announce and report it (merged:
+// a nil field is one no message set).
+type ToolCallFields struct {
+	ID        string
+	Kind      *acp.ToolKind
+	Title     *string
+	Status    *acp.ToolCallStatus
+	RawInput  any
+	Locations []acp.ToolCallLocation
+}
+
+// ToolFromACP flattens a tool call for a policy: its command derived and
+// its raw input defaulted (Tool.Normalize), each location judged against
+// where.Workspace and where.Cwd. The unasked-call check judges a call
+// that ran without a request through it, so that it sees the call as a
+// request for it would have shown it.
+func ToolFromACP(where Request, tc ToolCallFields) Tool {
+	tool := Tool{ID: tc.ID, RawInput: tc.RawInput}
 	if tc.Kind != nil {
 		tool.Kind = string(*tc.Kind)
 	}
@@ -41,10 +69,5 @@ func FromACP(where Request, p acp.RequestPermissionRequest) *PermissionRequest {
 		tool.Locations = append(tool.Locations, loc)
 	}
 	tool.Normalize()
-	opts := make([]Option, 0, len(p.Options))
-	for _, o := range p.Options {
-		opts = append(opts, Option{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
-	}
-	where.Kind = KindPermission
-	return &PermissionRequest{Request: where, Tool: tool, Options: opts, Config: map[string]any{}}
+	return tool
 }

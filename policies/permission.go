@@ -81,8 +81,11 @@ type PermissionRecord struct {
 	Command   string         `json:"command"`
 	Locations []ToolLocation `json:"locations"`
 	Decision  Decision       `json:"decision"`
-	Outcome   string         `json:"outcome"`   // "selected" or "cancelled"
-	OptionID  string         `json:"option_id"` // empty when cancelled
+	// Would is, for a call that ran without asking (Decision
+	// DecisionUnasked), what the policy decides for it; else "".
+	Would    Decision `json:"would,omitempty"`
+	Outcome  string   `json:"outcome"`   // "selected" or "cancelled"; "" for an unasked call
+	OptionID string   `json:"option_id"` // empty when cancelled
 	// Layer is which layer decided: LayerOuter (an outer policy file,
 	// named by Policy) or LayerWorkflow.
 	Layer Layer `json:"layer"`

@@ -113,7 +113,7 @@ func (es SpecErrors) Unwrap() []error {
 
 // Keys each form accepts, in the order they are checked and suggested.
 var (
-	permissionSpecKeys     = []string{"rules", "default", "ask-fallback", "wasm", "config", "limits"}
+	permissionSpecKeys     = []string{"rules", "default", "ask-fallback", "unasked", "wasm", "config", "limits"}
 	permissionRuleSpecKeys = []string{"if", "then", "reason"}
 	envSpecKeys            = []string{"inherit", "scrub-credentials", "rules", "wasm", "config", "limits"}
 	envRuleSpecKeys        = []string{"if", "then"}
@@ -212,9 +212,38 @@ func (p *specParser) permission(v any, baseDir string, w WASMLoader) Permission 
 	}
 	perm := p.permissionMapping(m, baseDir, w)
 	if x, ok := m["ask-fallback"]; ok && perm != nil {
-		return p.askFallback("ask-fallback", perm, x)
+		perm = p.askFallback("ask-fallback", perm, x)
+	}
+	if x, ok := m["unasked"]; ok && perm != nil {
+		perm = p.unasked("unasked", perm, x)
 	}
 	return perm
+}
+
+// WithUnaskedSetting gives perm the `unasked:` setting v, the decoded YAML
+// value written beside `permission:` in a policies block (the shorthand's
+// one place for it): fail or record, once per policy. The error, if any,
+// is a SpecErrors at path "".
+func WithUnaskedSetting(perm Permission, v any) (Permission, error) {
+	p := &specParser{}
+	perm = p.unasked("", perm, v)
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	return perm, nil
+}
+
+// unasked reads the unasked: setting v at path and wraps perm in it.
+func (p *specParser) unasked(path string, perm Permission, v any) Permission {
+	s, ok := p.word(path, v, unaskedWords)
+	if !ok {
+		return perm
+	}
+	if _, twice := perm.(*WithUnasked); twice {
+		p.fail(path, "unasked is set twice: here and under permission:")
+		return perm
+	}
+	return &WithUnasked{Permission: perm, Unasked: Unasked(s)}
 }
 
 // WithAskFallback gives perm the ask-fallback v, the decoded YAML value

@@ -2,10 +2,58 @@ package steps
 
 import "time"
 
+// geminiAskPolicy is the policy file the gemini preset writes for each spawn
+// and gives to gemini with --admin-policy: every shell command, file write
+// and edit asks the ACP client, so that each one reaches acpflow's
+// permission policy.
+//
+// Measured on gemini-cli 0.61.0 (and read in its bundle, policy/config.ts
+// and policy-engine.ts):
+//
+//   - Without it, in mode default, gemini runs shell commands it judges
+//     safe (echo, ls, cat, grep, pwd, … each part of a compound line)
+//     without asking: its shell heuristics turn its own ask_user into
+//     allow. A rule with an argsPattern skips those heuristics (compound
+//     lines are checked part by part, each again matching this rule).
+//   - Rules are ranked by tier + priority/1000: default policies 1.x,
+//     workspace 3.x (and the session's "allow for this session" rules,
+//     3.x), user 4.x (~/.gemini/policies, --policy, settings'
+//     tools.allowed at 4.3), admin 5.x (/etc/gemini-cli/policies,
+//     --admin-policy). At 5.999 this rule outranks yolo's allow-all
+//     (1.998), autoEdit's write allows (1.015), anything the user's
+//     ~/.gemini/settings.json or policies allow, and the session's
+//     "always" rules.
+//   - --admin-policy keeps the user's own policies (--policy would replace
+//     ~/.gemini/policies), and unlike GEMINI_CLI_SYSTEM_SETTINGS_PATH it
+//     needs no root-owned file: gemini skips a system settings file not
+//     owned by root or under a world-writable directory (/tmp).
+//   - Plan mode is left out: its own rules deny shell and writes other
+//     than Markdown plans, which this rule would turn into questions.
+//
+// gemini ignores --admin-policy (with a warning on stderr) when
+// /etc/gemini-cli/policies holds a .toml file: an administrator's
+// policies then rule alone.
+const geminiAskPolicy = `# Written by acpflow for one gemini spawn: every shell command, write and
+# edit asks the ACP client, whose permission policy decides.
+[[rule]]
+toolName = ["run_shell_command", "write_file", "replace"]
+argsPattern = ".*"
+decision = "ask_user"
+priority = 999
+modes = ["default", "autoEdit", "yolo"]
+`
+
 // gemini: Gemini CLI in ACP mode (npm @google/gemini-cli).
 var _ = registerPreset(Preset{
-	Name: "gemini", Command: "gemini", Args: []string{"--acp"},
-	Env: []string{"GEMINI_API_KEY"}, Auth: []string{"gemini-api-key", "oauth-personal"},
+	Name: "gemini", Command: "gemini",
+	// --approval-mode default: a session starts in mode default whatever
+	// general.defaultApprovalMode the user's settings.json holds
+	// (auto_edit starts it in autoEdit otherwise; the flag wins over
+	// settings). --admin-policy: geminiAskPolicy, from the spawn's
+	// private directory.
+	Args:  []string{"--acp", "--approval-mode", "default", "--admin-policy", PresetDirVar + "/acpflow.toml"},
+	Files: map[string]string{"acpflow.toml": geminiAskPolicy},
+	Env:   []string{"GEMINI_API_KEY"}, Auth: []string{"gemini-api-key", "oauth-personal"},
 	// Without it gemini re-launches itself as a child (to raise node's
 	// heap limit), costing ~0.6 s of start, and the parent ignores
 	// SIGTERM.
@@ -18,5 +66,13 @@ var _ = registerPreset(Preset{
 	Description: "Gemini CLI in ACP mode (npm @google/gemini-cli)",
 	Notes:       "needs auth: gemini-api-key with GEMINI_API_KEY passed explicitly",
 	Version:     "0.61.0",
-	AutoModes:   []string{"yolo", "autoEdit", "auto_edit"},
+	// Its ACP modes are default, autoEdit, yolo and plan (ids exactly so;
+	// "auto_edit" is only the --approval-mode spelling, and session/set_mode
+	// refuses it). autoEdit writes and yolo runs everything without asking
+	// but for geminiAskPolicy; other tools (web_fetch, MCP tools, skills,
+	// subagents) still go unasked there.
+	Mode:      "default",
+	AutoModes: []string{"autoEdit", "yolo"},
+	Unasked: "read-only tools (read_file, list_directory, glob, grep_search, google_web_search, web_fetch after approval); " +
+		"in mode plan, writes of Markdown plan files; tool calls of a subagent (invoke_agent) never reach the client",
 })

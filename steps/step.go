@@ -218,7 +218,12 @@ type Result struct {
 // Agent is a named agent of the workflow file (docs/workflow.md `agents:`).
 type Agent struct {
 	Name    string
-	Builtin string   // "demo" or "replay": acpflow's own agents
+	Builtin string // "demo" or "replay": acpflow's own agents
+	// Preset is the preset the agent names ("" for none): the runner
+	// reads what the preset knows of the agent beyond the keys it fills
+	// in (its private files, session _meta, the modes in which it decides
+	// alone, its old auth ids).
+	Preset  string
 	Command string   // looked up on PATH at run time
 	Args    []string // may contain ${{ }}
 	Env     map[string]string

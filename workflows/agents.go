@@ -28,7 +28,7 @@ func (d *decoder) decodeAgents(n *node) {
 		// A broken agent is still declared, so that the steps naming it
 		// are not reported as well.
 		a := d.decodeAgent(name, k, n.vals[i])
-		d.agents[name] = a
+		d.agents[name], d.agentNodes[name] = a, n.vals[i]
 		d.wf.Agents[name] = a
 	}
 }
@@ -192,6 +192,7 @@ func fileSets(f map[string]*node) func(key string) bool {
 // unless the file gives args as well. A zero preset timing or an empty mode
 // keeps what a already has.
 func presetDefaults(a *steps.Agent, p steps.Preset, set func(key string) bool) {
+	a.Preset = p.Name
 	switch {
 	case !set("command") && !set("args"):
 		a.Command, a.Args = p.Command, p.Argv()

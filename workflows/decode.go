@@ -37,8 +37,10 @@ type decoder struct {
 
 	inputs map[string]*engine.Input
 	agents map[string]*steps.Agent
-	steps  []*stepInfo
-	byID   map[string]*stepInfo
+	// agentNodes are the agents' mappings, for errors found after decoding.
+	agentNodes map[string]*node
+	steps      []*stepInfo
+	byID       map[string]*stepInfo
 
 	// exprs are the compiled expressions whose references are checked once
 	// every step is known.
@@ -49,12 +51,13 @@ type decoder struct {
 
 func newDecoder(errs *errorList) *decoder {
 	return &decoder{
-		errorList: errs,
-		wf:        &engine.Workflow{},
-		inputs:    map[string]*engine.Input{},
-		agents:    map[string]*steps.Agent{},
-		byID:      map[string]*stepInfo{},
-		compiled:  newCompileCache(),
+		errorList:  errs,
+		wf:         &engine.Workflow{},
+		inputs:     map[string]*engine.Input{},
+		agents:     map[string]*steps.Agent{},
+		agentNodes: map[string]*node{},
+		byID:       map[string]*stepInfo{},
+		compiled:   newCompileCache(),
 	}
 }
 

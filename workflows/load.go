@@ -52,6 +52,7 @@ func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
 	d.prepare()
 	d.checkTypes()
 	d.checkSessions(g)
+	d.checkModes()
 	if err := errs.result(); err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 )
 
-var policyKeys = []string{"permission", "env", "ask-fallback"}
+var policyKeys = []string{"permission", "env", "ask-fallback", "unasked"}
 
 // decodePolicies reads a `policies:` block, at the top of the file or on a
 // step (docs/policies.md); a kind it does not set stays nil.
@@ -38,7 +38,27 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 	if x := f["ask-fallback"]; x != nil && !x.bad {
 		p.Permission = d.askFallback(x, f["permission"], p.Permission)
 	}
+	if x := f["unasked"]; x != nil && !x.bad {
+		p.Permission = d.unasked(x, f["permission"], p.Permission)
+	}
 	return p
+}
+
+// unasked reads an unasked: written beside permission: (it may also be
+// written inside the permission's mapping; one place only) and gives it
+// to perm.
+func (d *decoder) unasked(x, permNode *node, perm policies.Permission) policies.Permission {
+	switch {
+	case permNode == nil:
+		d.at(x.pos, "unasked goes with the permission: it applies to, in the same policies: block")
+	case perm != nil:
+		withUnasked, err := policies.WithUnaskedSetting(perm, x.plain())
+		d.specErrors(x, "unasked", err)
+		if err == nil {
+			return withUnasked
+		}
+	}
+	return perm
 }
 
 // askFallback reads an ask-fallback written beside permission: (it may
