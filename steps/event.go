@@ -317,6 +317,30 @@ func (p Permission) MarshalJSON() ([]byte, error) {
 	return json.Marshal(v)
 }
 
+// Unasked is a tool call that ran without a permission request, judged
+// by the policy as if it had asked (docs/results.md#unasked): its record
+// has Decision "unasked" and Would.
+type Unasked struct {
+	policies.PermissionRecord
+}
+
+// MarshalJSON writes the record as Permission does.
+func (u Unasked) MarshalJSON() ([]byte, error) { return Permission(u).MarshalJSON() }
+
+// ModeRestored is the mode guard setting a session back from a mode in
+// which the agent decides alone.
+type ModeRestored struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Warning is something the step did that the user should know of although
+// it did not fail: an old auth id mapped to today's, a preset setting the
+// agent ignores.
+type Warning struct {
+	Message string `json:"message"`
+}
+
 // Env is the env policy's decision for a spawn: how many variables the
 // child got, never their names or values.
 type Env struct {
@@ -427,6 +451,9 @@ func (StepStart) EventType() string         { return "step_start" }
 func (StepEnd) EventType() string           { return "step_end" }
 func (TurnEnd) EventType() string           { return "turn_end" }
 func (Permission) EventType() string        { return "permission" }
+func (Unasked) EventType() string           { return "unasked" }
+func (ModeRestored) EventType() string      { return "step_update" }
+func (Warning) EventType() string           { return "step_update" }
 func (Retry) EventType() string             { return "step_update" }
 func (Env) EventType() string               { return "step_update" }
 func (Spawned) EventType() string           { return "step_update" }
@@ -456,6 +483,8 @@ func (Asking) UpdateKind() string            { return "asking" }
 func (SchemaRetry) UpdateKind() string       { return "schema_retry" }
 func (Descendant) UpdateKind() string        { return "descendant" }
 func (Teardown) UpdateKind() string          { return "teardown" }
+func (ModeRestored) UpdateKind() string      { return "mode_restored" }
+func (Warning) UpdateKind() string           { return "warning" }
 
 // Emit sends one of the step's events, stamped with the invocation's run
 // and step and the time.

@@ -36,8 +36,8 @@ type Preset struct {
 	TermGrace time.Duration
 	// SetEnv are variables the preset sets in the agent's explicit env (the
 	// workflow's env: wins), for settings that only an env var carries.
-	// PresetDirVar in a value names the spawn's private config directory
-	// (Files).
+	// PresetDirVar in a value (or in Args) names the spawn's private
+	// config directory (Files).
 	SetEnv map[string]string
 	// Files are written, for each spawn, into a private directory of the
 	// step's (removed at teardown): settings that an agent reads only from

@@ -90,6 +90,10 @@ func (v *liveView) Emit(e steps.Event) {
 		if s.state == "asking you" {
 			s.state = "prompting"
 		}
+	case steps.Unasked:
+		s.last = termtext.Sanitize(fmt.Sprintf("unasked %s %q: would %s", d.Kind, unaskedWhat(d.PermissionRecord), d.Would))
+	case steps.Warning:
+		s.last = termtext.Sanitize("warning: " + d.Message)
 	case steps.StepEnd:
 		s.state, s.ended = d.Status, e.Time
 		if d.Attempts > 0 {

@@ -351,6 +351,19 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 			fmt.Fprintf(w, "  error: %s\n", indentLines(st.Error, "    "))
 		}
 		for _, p := range st.Permissions {
+			if p.Decision == string(policies.DecisionUnasked) {
+				what := p.Command
+				if what == "" {
+					what = p.Title
+				}
+				fmt.Fprintf(w, "  unasked %s %q: ran without asking; the policy would %s (%s, rule %s)", p.Kind, what, p.Would,
+					policyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+				if p.Reason != "" {
+					fmt.Fprintf(w, ": %s", p.Reason)
+				}
+				fmt.Fprintln(w)
+				continue
+			}
 			opt := p.OptionID
 			if p.Outcome != "selected" {
 				opt = "cancelled"

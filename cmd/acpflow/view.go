@@ -131,6 +131,13 @@ func plainLine(e steps.Event) string {
 			outcome(d.PermissionRecord), policyName(d.Layer, d.Policy), d.Rule, askSuffix(d.Ask), reasonSuffix(d.Reason))
 	case steps.Asking:
 		return fmt.Sprintf("permission %q: waiting for your answer", d.Title)
+	case steps.Unasked:
+		return fmt.Sprintf("unasked %s %q: ran without asking; the policy would %s (%s, rule %s)%s", d.Kind, unaskedWhat(d.PermissionRecord),
+			d.Would, policyName(d.Layer, d.Policy), d.Rule, reasonSuffix(d.Reason))
+	case steps.ModeRestored:
+		return fmt.Sprintf("mode %q lets the agent decide alone: set back to %q", d.From, d.To)
+	case steps.Warning:
+		return "warning: " + d.Message
 	case steps.Retry:
 		return fmt.Sprintf("retrying in %d ms: %s", d.AfterMS, d.Error)
 	case steps.CancelSent:
@@ -234,4 +241,12 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
+}
+
+// unaskedWhat is what an unasked call ran: its command, else its title.
+func unaskedWhat(r policies.PermissionRecord) string {
+	if r.Command != "" {
+		return r.Command
+	}
+	return r.Title
 }

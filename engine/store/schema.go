@@ -194,4 +194,9 @@ ALTER TABLE steps ADD COLUMN value_json TEXT NOT NULL DEFAULT 'null';
 	`
 ALTER TABLE permissions ADD COLUMN layer TEXT NOT NULL DEFAULT 'workflow';
 `,
+	// 9: for a tool call that ran without asking (decision 'unasked'),
+	// what the policy would have decided; '' for every other record.
+	`
+ALTER TABLE permissions ADD COLUMN would TEXT NOT NULL DEFAULT '';
+`,
 }

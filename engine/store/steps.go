@@ -50,8 +50,9 @@ type Permission struct {
 	Title      string
 	Command    string     // the command line the policy saw
 	Locations  []Location // the files the policy saw
-	Decision   string     // allow, allow_always, reject, reject_always, cancel
-	Outcome    string     // selected or cancelled
+	Decision   string     // allow, allow_always, reject, reject_always, cancel; unasked
+	Would      string     // an unasked call's: what the policy would have decided
+	Outcome    string     // selected or cancelled; "" for an unasked call
 	OptionID   string     // empty when cancelled
 	Layer      string     // outer or workflow (every record of a store from before layers: workflow)
 	Policy     string     // workflow, step or default; an outer decision's file
@@ -112,7 +113,7 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)
 			}
 			_, err = ins.ExecContext(ctx,
-				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Command, locations, p.Decision, p.Outcome, p.OptionID, p.Layer, p.Policy, p.Rule, p.Reason)
+				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Command, locations, p.Decision, p.Would, p.Outcome, p.OptionID, p.Layer, p.Policy, p.Rule, p.Reason)
 			if err != nil {
 				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)
 			}

@@ -34,8 +34,8 @@ const (
 		started_at = excluded.started_at, ended_at = excluded.ended_at, duration_ms = excluded.duration_ms, usage_json = excluded.usage_json`
 	deletePermissionsSQL = `DELETE FROM permissions WHERE run_id = ? AND step_id = ?`
 	insertPermissionSQL  = `INSERT INTO permissions
-	(run_id, step_id, seq, tool_call_id, kind, title, command, locations_json, decision, outcome, option_id, layer, policy, rule, reason)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	(run_id, step_id, seq, tool_call_id, kind, title, command, locations_json, decision, would, outcome, option_id, layer, policy, rule, reason)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertEventSQL = `INSERT INTO events (run_id, step_id, type, time, fields_json) VALUES (?, ?, ?, ?, ?)`
 	insertRunSQL   = `INSERT INTO runs
 		(id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,

@@ -168,6 +168,7 @@ func TestAStepRecordedBeforeStructuredOutputReadsBackWithNoValue(t *testing.T) {
 		`INSERT INTO runs (id, status, started_at) VALUES ('old', 'succeeded', '2026-12-01T00:00:00.000000000Z')`,
 		`ALTER TABLE steps DROP COLUMN value_json`,
 		`ALTER TABLE permissions DROP COLUMN layer`,
+		`ALTER TABLE permissions DROP COLUMN would`,
 		`INSERT INTO steps (run_id, step_id, status, output_json, final_json) VALUES ('old', 'a', 'succeeded', '"{\"x\":1}"', '"{\"x\":1}"')`,
 		`PRAGMA user_version = 6`,
 	} {

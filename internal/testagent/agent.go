@@ -27,6 +27,8 @@ type agent struct {
 	turns         map[*turn]struct{} // prompts in flight
 	costTurns     map[string]int     // per session, the turns that reported a cost (-usage-cost)
 	prompts       int                // session/prompt requests received
+	// modeSet hears of each session/set_mode (-switch-mode waits for one).
+	modeSet chan struct{}
 }
 
 // turn is one session/prompt in flight.
@@ -51,7 +53,7 @@ func (t *turn) isCancelled() bool {
 }
 
 func newAgent(cfg *config, rec *recorder, stdout io.Writer) *agent {
-	return &agent{cfg: cfg, rec: rec, wire: newWire(stdout, cfg.garbage, rec), turns: make(map[*turn]struct{})}
+	return &agent{cfg: cfg, rec: rec, wire: newWire(stdout, cfg.garbage, rec), turns: make(map[*turn]struct{}), modeSet: make(chan struct{}, 1)}
 }
 
 // serve handles stdin until EOF. Requests are answered on the reader goroutine, except prompts,
@@ -86,7 +88,17 @@ func (a *agent) request(m message) {
 		a.newSession(m)
 	case "session/set_mode", "session/set_config_option":
 		a.rec.event(strings.TrimPrefix(m.Method, "session/"), map[string]any{"params": m.Params})
+		if m.Method == "session/set_mode" && a.cfg.refuseSetMode {
+			a.wire.fail(m.ID, -32602, "this agent keeps its mode", nil)
+			return
+		}
 		a.wire.result(m.ID, map[string]any{})
+		if m.Method == "session/set_mode" {
+			select {
+			case a.modeSet <- struct{}{}:
+			default:
+			}
+		}
 	case "session/prompt":
 		a.rec.event("prompt", map[string]any{"params": m.Params})
 		// The turn is registered before the next message is read, so that a session/cancel
@@ -242,8 +254,36 @@ func (a *agent) prompt(t *turn) {
 		fmt.Fprintln(os.Stderr, "testagent: exiting mid-prompt")
 		os.Exit(1)
 	}
+	if a.cfg.switchMode != "" {
+		a.update(t.sessionID, map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": a.cfg.switchMode})
+		select {
+		case <-a.modeSet:
+			a.chunk(t.sessionID, "mode set back\n")
+		case <-time.After(2 * time.Second):
+		case <-t.cancelled:
+			a.endTurn(t, "cancelled")
+			return
+		}
+	}
+	for i, tool := range a.cfg.unasked {
+		id := fmt.Sprintf("unasked_%d", i+1)
+		call := map[string]any{"sessionUpdate": "tool_call", "toolCallId": id, "kind": tool.kind, "title": tool.title,
+			"status": "pending", "rawInput": map[string]any{"command": tool.title}}
+		a.update(t.sessionID, call)
+		a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
+		a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed"})
+		a.chunk(t.sessionID, fmt.Sprintf("ran %s %s unasked\n", tool.kind, tool.title))
+	}
 	for i, tool := range a.cfg.permissions {
+		if a.cfg.announceFirst {
+			// As codex-acp announces a patch: in progress before it asks.
+			a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call", "toolCallId": fmt.Sprintf("call_%d", i+1),
+				"kind": tool.kind, "title": tool.title, "status": "in_progress", "rawInput": map[string]any{"command": tool.title}})
+		}
 		outcome, ok := a.askPermission(t, i+1, tool)
+		if ok && a.cfg.announceFirst {
+			a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": fmt.Sprintf("call_%d", i+1), "status": "completed"})
+		}
 		if !ok {
 			a.endTurn(t, "cancelled")
 			return
@@ -276,7 +316,18 @@ func (a *agent) prompt(t *turn) {
 			a.endTurn(t, "cancelled")
 			return
 		}
+		if i < len(a.cfg.messageIDs) {
+			a.update(t.sessionID, map[string]any{"sessionUpdate": "agent_message_chunk", "messageId": a.cfg.messageIDs[i],
+				"content": map[string]any{"type": "text", "text": text}})
+			continue
+		}
 		a.chunk(t.sessionID, text)
+	}
+	if a.cfg.systemError != "" {
+		// As codex-acp reports a failed model call: text, then the thread's status.
+		a.chunk(t.sessionID, a.cfg.systemError)
+		a.update(t.sessionID, map[string]any{"sessionUpdate": "session_info_update",
+			"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "systemError"}}}})
 	}
 	if a.cfg.noise {
 		a.noise(t.sessionID, len(a.cfg.chunks))

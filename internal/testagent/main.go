@@ -66,6 +66,18 @@
 //	                         (repeatable, in order) and add "permission KIND TITLE: OUTCOME\n"
 //	                         to the output, OUTCOME being the option id chosen, "cancelled",
 //	                         or "error CODE"
+//	-unasked KIND:TITLE      during the prompt, run this tool call without asking: a tool_call
+//	                         (pending), tool_call_updates in_progress and completed, and the
+//	                         line "ran KIND TITLE unasked" in the output (repeatable)
+//	-announce-first          announce each -permission call as in_progress before asking, and
+//	                         complete it after the answer (codex-acp's patches)
+//	-switch-mode MODE        at the start of a turn, send current_mode_update MODE, then wait up
+//	                         to 2 s for a session/set_mode ("mode set back" in the output)
+//	-refuse-set-mode         answer session/set_mode with an error
+//	-system-error TEXT       after the chunks, report a failed model call as codex-acp does: the
+//	                         chunk TEXT, then session_info_update with _meta.codex.threadStatus
+//	                         {type: systemError}
+//	-message-ids A,B,…       the messageId of each chunk, in order
 //	-perm-options K,K,…      the option kinds offered (default allow_once,allow_always,
 //	                         reject_once,reject_always; ids "opt-allow-once" …; "" = none)
 //	-ask-client METHOD       during the prompt, send a request the client should not serve
@@ -144,6 +156,12 @@ type config struct {
 	usageCurrency string
 	permissions   []toolRequest
 	permOptions   []string
+	unasked       []toolRequest
+	announceFirst bool
+	switchMode    string
+	refuseSetMode bool
+	systemError   string
+	messageIDs    []string
 	askClient     []string
 
 	exitAfterSessionNew bool
@@ -175,7 +193,8 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
-	var chunk, hangOn, permission, askClient, answer listFlag
+	var chunk, hangOn, permission, askClient, answer, unasked listFlag
+	var messageIDs string
 	var chunks, permOptions, capabilities, mcpCaps, promptCaps string
 	var stderrText listFlag
 
@@ -213,6 +232,12 @@ func parseFlags(args []string) (*config, error) {
 	fs.Float64Var(&cfg.usageCost, "usage-cost", 0, "cost per turn that a usage_update reports, cumulatively")
 	fs.StringVar(&cfg.usageCurrency, "usage-currency", "USD", "the currency of -usage-cost")
 	fs.Var(&permission, "permission", "KIND:TITLE of a tool call to ask permission for (repeatable)")
+	fs.Var(&unasked, "unasked", "KIND:TITLE of a tool call run without asking (repeatable)")
+	fs.BoolVar(&cfg.announceFirst, "announce-first", false, "announce each -permission call in_progress before asking")
+	fs.StringVar(&cfg.switchMode, "switch-mode", "", "switch to this mode at the start of a turn")
+	fs.BoolVar(&cfg.refuseSetMode, "refuse-set-mode", false, "answer session/set_mode with an error")
+	fs.StringVar(&cfg.systemError, "system-error", "", "report a failed model call with this text, as codex-acp does")
+	fs.StringVar(&messageIDs, "message-ids", "", "comma-separated messageId of each chunk, in order")
 	fs.StringVar(&permOptions, "perm-options", "allow_once,allow_always,reject_once,reject_always", "option kinds offered")
 	fs.Var(&askClient, "ask-client", "a client method to call during the prompt (repeatable)")
 	fs.BoolVar(&cfg.exitAfterSessionNew, "exit-after-session-new", false, "exit 0 after answering session/new")
@@ -265,6 +290,16 @@ func parseFlags(args []string) (*config, error) {
 	cfg.answers = answer
 	cfg.hangOn = hangOn
 	cfg.askClient = askClient
+	if messageIDs != "" {
+		cfg.messageIDs = strings.Split(messageIDs, ",")
+	}
+	for _, p := range unasked {
+		kind, title, ok := strings.Cut(p, ":")
+		if !ok {
+			return nil, fmt.Errorf("-unasked %q: want KIND:TITLE", p)
+		}
+		cfg.unasked = append(cfg.unasked, toolRequest{kind: kind, title: title})
+	}
 	for _, p := range permission {
 		kind, title, ok := strings.Cut(p, ":")
 		if !ok {

@@ -45,6 +45,19 @@ type client struct {
 	// overflow is closed when the output passed its limit.
 	overflow     chan struct{}
 	overflowOnce sync.Once
+
+	// tools are the turn's tool calls by id, for the unasked check
+	// (watch.go); guard, when set, keeps the session out of the modes in
+	// which the agent decides alone, and mode is the session's current one.
+	tools map[string]*toolState
+	guard *modeGuard
+	mode  string
+	// failed is closed, with failErr set, when something the client saw
+	// fails the turn (failTurn): an unasked call, a mode that could not be
+	// set back, a failed model call.
+	failed   chan struct{}
+	failOnce sync.Once
+	failErr  error
 }
 
 // transcriptText is the agent's answer: every message, in order, a blank
@@ -202,6 +215,11 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		if t := u.AgentMessageChunk.Content.Text; t != nil {
 			text = t.Text
 		}
+		if mode, ok := modeUpdateText(text); ok {
+			c.modeChanged(mode)
+			c.inv.Emit(steps.AgentUpdate{Kind: "current_mode_update", Update: map[string]string{"currentModeId": mode, "via": "agent_message_chunk"}})
+			return nil
+		}
 		c.mu.Lock()
 		wasFull := c.output.full
 		kept := c.output.write(text)
@@ -222,10 +240,77 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 	}
 	kind, body := describeUpdate(u)
 	c.inv.Emit(steps.AgentUpdate{Kind: kind, Update: body})
-	if u.UsageUpdate != nil {
+	switch {
+	case u.UsageUpdate != nil:
 		c.usageUpdated(u.UsageUpdate)
+	case u.ToolCall != nil:
+		tc := u.ToolCall
+		c.toolSeen(string(tc.ToolCallId), func(f *policies.ToolCallFields) {
+			if tc.Kind != "" {
+				f.Kind = &tc.Kind
+			}
+			f.Title = &tc.Title
+			if tc.Status != "" {
+				f.Status = &tc.Status
+			}
+			if tc.RawInput != nil {
+				f.RawInput = tc.RawInput
+			}
+			if len(tc.Locations) > 0 {
+				f.Locations = tc.Locations
+			}
+		}, true)
+	case u.ToolCallUpdate != nil:
+		tc := u.ToolCallUpdate
+		c.toolSeen(string(tc.ToolCallId), func(f *policies.ToolCallFields) {
+			if tc.Kind != nil {
+				f.Kind = tc.Kind
+			}
+			if tc.Title != nil {
+				f.Title = tc.Title
+			}
+			if tc.Status != nil {
+				f.Status = tc.Status
+			}
+			if tc.RawInput != nil {
+				f.RawInput = tc.RawInput
+			}
+			if len(tc.Locations) > 0 {
+				f.Locations = tc.Locations
+			}
+		}, false)
+	case u.CurrentModeUpdate != nil:
+		c.modeChanged(string(u.CurrentModeUpdate.CurrentModeId))
+	case u.ConfigOptionUpdate != nil:
+		if id, ok := modeOption(u.ConfigOptionUpdate.ConfigOptions); ok {
+			c.modeChanged(id)
+		}
+	case u.SessionInfoUpdate != nil:
+		c.sessionInfo(u.SessionInfoUpdate.Meta)
 	}
 	return nil
+}
+
+// modeUpdateText reads the message chunk by which gemini-cli announces a
+// mode change ("[MODE_UPDATE] yolo"; it sends no current_mode_update): a
+// bookkeeping line, not the agent's answer.
+func modeUpdateText(text string) (string, bool) {
+	mode, ok := strings.CutPrefix(strings.TrimSpace(text), "[MODE_UPDATE] ")
+	if !ok || mode == "" || len(mode) > 64 || strings.ContainsAny(mode, " \t\n") {
+		return "", false
+	}
+	return mode, true
+}
+
+// modeOption is the current value of a config option of category mode,
+// where the agent keeps its mode as a config option.
+func modeOption(options []acp.SessionConfigOption) (string, bool) {
+	for _, o := range options {
+		if o.Select != nil && o.Select.Category != nil && *o.Select.Category == acp.SessionConfigOptionCategoryMode {
+			return string(o.Select.CurrentValue), true
+		}
+	}
+	return "", false
 }
 
 // usageUpdated keeps a usage_update: the session's cumulative cost, made
@@ -382,6 +467,7 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 		c.answering--
 		c.mu.Unlock()
 	}()
+	c.asked(string(p.ToolCall.ToolCallId))
 	req := c.permissionRequest(p)
 	c.mu.Lock()
 	cancelled := c.cancelled

@@ -86,7 +86,7 @@ func (a *attempt) continueSession(ctx, startCtx context.Context) error {
 	switch {
 	case sc.Resume != nil:
 		resp, err := acp.SendRequest[acp.ResumeSessionResponse](a.p.conn, startCtx, acp.AgentMethodSessionResume,
-			acp.ResumeSessionRequest{SessionId: sid, Cwd: a.cwd, McpServers: nonNil(a.mcp)})
+			acp.ResumeSessionRequest{SessionId: sid, Cwd: a.cwd, McpServers: nonNil(a.mcp), Meta: presetMeta(a.agent)})
 		if err != nil {
 			return a.startError(startCtx, acp.AgentMethodSessionResume, err)
 		}
@@ -97,7 +97,7 @@ func (a *attempt) continueSession(ctx, startCtx context.Context) error {
 		// The agent replays the session's history as updates before it
 		// answers; no client owns the session yet, so they are dropped.
 		resp, err := acp.SendRequest[acp.LoadSessionResponse](a.p.conn, startCtx, acp.AgentMethodSessionLoad,
-			acp.LoadSessionRequest{SessionId: sid, Cwd: a.cwd, McpServers: nonNil(a.mcp)})
+			acp.LoadSessionRequest{SessionId: sid, Cwd: a.cwd, McpServers: nonNil(a.mcp), Meta: presetMeta(a.agent)})
 		if err != nil {
 			return a.startError(startCtx, acp.AgentMethodSessionLoad, err)
 		}
@@ -124,7 +124,7 @@ func (a *attempt) forkSession(ctx context.Context, sid acp.SessionId, live bool)
 		return err
 	}
 	resp, err := acp.SendRequest[acp.UnstableForkSessionResponse](a.p.conn, ctx, acp.AgentMethodSessionFork,
-		acp.UnstableForkSessionRequest{SessionId: sid, Cwd: a.cwd, McpServers: unstableServers(a.mcp)})
+		acp.UnstableForkSessionRequest{SessionId: sid, Cwd: a.cwd, McpServers: unstableServers(a.mcp), Meta: presetMeta(a.agent)})
 	if err != nil {
 		return a.startError(ctx, acp.AgentMethodSessionFork, err)
 	}

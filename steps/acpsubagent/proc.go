@@ -3,6 +3,7 @@ package acpsubagent
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -48,6 +49,10 @@ type proc struct {
 	pool    *pool
 	poolKey string
 	gone    bool // torn down (or being torn down)
+
+	// presetDir is the process's private config directory (presetdir.go),
+	// removed once it is gone; "" for none.
+	presetDir string
 
 	// secrets are the values the process's env policy kept from it or the
 	// workflow gave it explicitly: what no transcript may hold.
@@ -283,6 +288,9 @@ func (p *proc) teardown() {
 	// stdout flow, so an agent blocked writing can see its EOF.
 	p.gate.close()
 	rep := p.child.Teardown(ladder(p.agent))
+	if p.presetDir != "" {
+		os.RemoveAll(p.presetDir)
+	}
 	p.spawner.ProcessEnded(p.child.Pid(), rep.Descendants)
 	td := steps.Teardown{
 		PID: p.child.Pid(), Tier: rep.Tier, Exit: rep.Exit, DurationMS: rep.Duration.Milliseconds(),

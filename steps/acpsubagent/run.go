@@ -85,6 +85,8 @@ type attempt struct {
 	kept     *kept
 	unlock   func()
 	prompted bool // session/prompt was sent: the turn has an end to report
+	// outputLimit is the step's max-output, in bytes.
+	outputLimit int64
 	// mcp are the MCP servers of a new session; files the attachments of
 	// the prompt.
 	mcp   []acp.McpServer
@@ -198,8 +200,7 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
 	a.cwd = cwd
-	maxOutput, err := a.maxOutput()
-	if err != nil {
+	if a.outputLimit, err = a.maxOutput(); err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
 	// A missing file or a broken server fails the step before anything
@@ -237,7 +238,6 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
 	cancelStart()
-	a.client.output.limit = maxOutput
 
 	res := a.prompt(ctx)
 	res.SessionID = string(a.sessionID)
@@ -254,7 +254,7 @@ func (a *attempt) openSession(ctx, startCtx context.Context) error {
 	if err := a.obtain(ctx, startCtx); err != nil {
 		return err
 	}
-	sess, err := a.p.newSession(startCtx, a.cwd, a.mcp)
+	sess, err := a.p.newSession(startCtx, a.cwd, a.mcp, presetMeta(a.agent))
 	if err != nil {
 		return a.requestFailed(startCtx, err)
 	}
@@ -271,7 +271,11 @@ func (a *attempt) openSession(ctx, startCtx context.Context) error {
 func (a *attempt) opened(id acp.SessionId, via string) {
 	a.sessionID = id
 	a.scribe.follow(string(id))
-	a.client = &client{inv: a.inv, cwd: a.cwd, gate: a.p.gate, overflow: make(chan struct{})}
+	a.client = &client{inv: a.inv, cwd: a.cwd, gate: a.p.gate, overflow: make(chan struct{}),
+		tools: map[string]*toolState{}, failed: make(chan struct{})}
+	// From the first update on: an agent may speak while the session is
+	// configured (gemini answers session/set_mode with a message).
+	a.client.output.limit = a.outputLimit
 	a.client.turnEnded, a.client.endTurn = context.WithCancel(context.Background())
 	a.client.setSession(string(id))
 	a.p.route(id, a.client)
@@ -311,11 +315,20 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 			}
 		}
 	}
+	// After the pool's key: the directory is each process's own.
+	dir, err := presetDir(a.agent, env, args)
+	if err != nil {
+		return err
+	}
 	ac, err := spawn(procgroup.Spec{Path: path, Args: args, Env: policies.EnvList(env), Dir: a.cwd, OnDescendant: a.descendantSeen})
 	if err != nil {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 		return fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)
 	}
 	a.p = newProc(ac, a.agent, a.inv)
+	a.p.presetDir = dir
 	a.p.pool, a.p.poolKey, a.p.secrets = pl, key, a.secrets
 	a.p.listen(a.scribe)
 	ac.connectTapped(a.p.handle, a.p.tapLine)
@@ -323,7 +336,12 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	// resume can find the agent's group.
 	a.inv.ProcessStarted(ac.child.Pid(), ac.child.StartTicks())
 	a.inv.Emit(steps.Spawned{PID: ac.child.Pid(), StartTicks: ac.child.StartTicks(), Cwd: a.cwd})
-	if err := a.p.hello(startCtx, a.agent.Auth, a.initialized); err != nil {
+	var aliases map[string]string
+	if p, ok := steps.LookupPreset(a.agent.Preset); ok {
+		aliases = p.AuthAliases
+	}
+	warn := func(msg string) { a.inv.Emit(steps.Warning{Message: "agent " + a.agent.Name + ": " + msg}) }
+	if err := a.p.hello(startCtx, a.agent.Auth, aliases, warn, a.initialized); err != nil {
 		return a.requestFailed(startCtx, err)
 	}
 	return a.checkMCP()
@@ -342,7 +360,7 @@ func (a *attempt) requestFailed(ctx context.Context, err error) error {
 	if errors.As(err, &re) {
 		return a.startError(ctx, re.method, re.err)
 	}
-	return err
+	return fmt.Errorf("agent %s: %w", a.agent.Name, err)
 }
 
 // initialized reads the agent's initialize answer as the SDK's typed
@@ -437,11 +455,17 @@ func (a *attempt) turn(ctx context.Context, blocks []acp.ContentBlock) steps.Res
 
 	select {
 	case ans := <-done:
+		if err := a.client.turnFailure(); err != nil {
+			return steps.Result{StopReason: steps.Error, Err: err}
+		}
 		if ans.err != nil {
 			return steps.Result{StopReason: steps.Error, Err: a.promptError(ans.err)}
 		}
 		a.client.turnUsage(ans.resp.Usage)
 		return settle(ans.resp.StopReason)
+	case <-a.client.failed:
+		a.cancel()
+		return steps.Result{StopReason: steps.Error, Err: a.client.turnFailure()}
 	case <-a.client.overflowed():
 		a.cancel()
 		limit := a.client.output.limit

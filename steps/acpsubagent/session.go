@@ -133,6 +133,63 @@ func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered,
 	if st.mode != "" || len(st.config) > 0 {
 		a.inv.Emit(steps.SessionConfigured{Mode: st.mode, Config: st.config})
 	}
+	return a.guardMode(ctx, sid, off, st)
+}
+
+// guardMode sets up the mode guard (watch.go) for the session, unless the
+// permission policy, with the outer one, is allow: the session's current
+// mode, once configured, must be one in which the agent asks, and it is
+// watched for the rest of the turn. A session that is in a mode in which
+// the agent decides alone is set back to the step's mode (its agent's,
+// its preset's) now, before anything is prompted; when that fails, or
+// there is no mode to set back to, the step fails naming the mode.
+func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered, st sessionSettings) error {
+	if a.inv.Outer.AllowsAll(a.inv.Permission) {
+		return nil
+	}
+	safe := st.mode
+	if safe == "" && a.agent.Mode != "" {
+		if m, err := a.render(a.agent.Mode); err == nil {
+			safe = m
+		}
+	}
+	g := &modeGuard{preset: a.agent.Preset, safe: safe}
+	current := ""
+	optionID := ""
+	for _, o := range off.options {
+		if o.Select != nil && o.Select.Category != nil && *o.Select.Category == acp.SessionConfigOptionCategoryMode {
+			optionID, current = string(o.Select.Id), string(o.Select.CurrentValue)
+			if v, set := st.config[optionID]; set {
+				current = v
+			}
+		}
+	}
+	if off.modes != nil {
+		g.modes = off.modes.AvailableModes
+		current = string(off.modes.CurrentModeId)
+	}
+	if st.mode != "" {
+		current = st.mode
+	}
+	g.setMode = func(ctx context.Context, id string) error {
+		if off.modes == nil && optionID != "" {
+			_, err := acp.SendRequest[acp.SetSessionConfigOptionResponse](a.p.conn, ctx, acp.AgentMethodSessionSetConfigOption,
+				acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: acp.SessionConfigId(optionID), Value: acp.SessionConfigValueId(id)}})
+			return err
+		}
+		_, err := acp.SendRequest[acp.SetSessionModeResponse](a.p.conn, ctx, acp.AgentMethodSessionSetMode, acp.SetSessionModeRequest{SessionId: sid, ModeId: acp.SessionModeId(id)})
+		return err
+	}
+	if current != "" && g.decidesAlone(current) {
+		if err := g.restore(current); err != nil {
+			return fmt.Errorf("agent %s: %w", a.agent.Name, err)
+		}
+		a.inv.Emit(steps.ModeRestored{From: current, To: g.safe})
+		current = g.safe
+	}
+	a.client.mu.Lock()
+	a.client.guard, a.client.mode = g, current
+	a.client.mu.Unlock()
 	return nil
 }
 

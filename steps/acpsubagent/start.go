@@ -3,8 +3,10 @@ package acpsubagent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -85,17 +87,18 @@ func (e *requestError) Unwrap() error { return e.err }
 // handshake runs hello and session/new in cwd, bounded by ctx: the whole
 // start of a one-off agent (probe).
 func (c *agentConn) handshake(ctx context.Context, cwd, auth string, initialized func(json.RawMessage) error) (acp.NewSessionResponse, error) {
-	if err := c.hello(ctx, auth, initialized); err != nil {
+	if err := c.hello(ctx, auth, nil, nil, initialized); err != nil {
 		return acp.NewSessionResponse{}, err
 	}
-	return c.newSession(ctx, cwd, nil)
+	return c.newSession(ctx, cwd, nil, nil)
 }
 
-// hello runs initialize and authenticate (when auth is set), bounded by
-// ctx. initialized sees the agent's initialize result as sent, before
+// hello runs initialize and authenticate (when auth is set, checked
+// against the agent's authMethods, an old name in aliases mapped to
+// today's with a warning), bounded by ctx. initialized sees the agent's initialize result as sent, before
 // anything else is asked; its error ends the handshake. A failure is a
 // *requestError naming the request.
-func (c *agentConn) hello(ctx context.Context, auth string, initialized func(json.RawMessage) error) error {
+func (c *agentConn) hello(ctx context.Context, auth string, aliases map[string]string, warn func(string), initialized func(json.RawMessage) error) error {
 	raw, err := acp.SendRequest[json.RawMessage](c.conn, ctx, acp.AgentMethodInitialize, acp.InitializeRequest{
 		ProtocolVersion:    acp.ProtocolVersionNumber,
 		ClientCapabilities: acp.ClientCapabilities{},
@@ -108,20 +111,55 @@ func (c *agentConn) hello(ctx context.Context, auth string, initialized func(jso
 		return &requestError{"initialize", err}
 	}
 	if auth != "" {
-		if _, err := acp.SendRequest[acp.AuthenticateResponse](c.conn, ctx, acp.AgentMethodAuthenticate, acp.AuthenticateRequest{MethodId: auth}); err != nil {
+		method, err := authMethod(raw, auth, aliases)
+		if err != nil {
+			return err
+		}
+		if method != auth && warn != nil {
+			warn(fmt.Sprintf("auth %q is the adapter's old name for %q: authenticating with %q (write auth: %s)", auth, method, method, method))
+		}
+		if _, err := acp.SendRequest[acp.AuthenticateResponse](c.conn, ctx, acp.AgentMethodAuthenticate, acp.AuthenticateRequest{MethodId: method}); err != nil {
 			return &requestError{"authenticate", err}
 		}
 	}
 	return nil
 }
 
+// authMethod checks the auth: method against the authMethods the agent
+// advertised in its initialize answer, before authenticate is called: a
+// method it does not offer, or one of its older names (aliases, a
+// preset's), would fail inside the agent with words such as "Invalid
+// params". An old name maps to today's when the agent offers that.
+func authMethod(initialize json.RawMessage, auth string, aliases map[string]string) (string, error) {
+	var init struct {
+		AuthMethods []struct {
+			ID string `json:"id"`
+		} `json:"authMethods"`
+	}
+	_ = json.Unmarshal(initialize, &init) // an answer that does not decode offers nothing
+	var offered []string
+	for _, m := range init.AuthMethods {
+		offered = append(offered, m.ID)
+	}
+	switch {
+	case slices.Contains(offered, auth):
+		return auth, nil
+	case aliases[auth] != "" && slices.Contains(offered, aliases[auth]):
+		return aliases[auth], nil
+	case len(offered) == 0:
+		return "", fmt.Errorf("the agent offers no authentication methods, so auth %q cannot be used: remove auth: (the agent reads its credentials itself, e.g. from its env)", auth)
+	}
+	return "", fmt.Errorf("auth %q is not a method the agent offers (offered: %s)", auth, offeredList(offered))
+}
+
 // newSession runs session/new in cwd with the given MCP servers (never
-// null: ACP requires the list). A failure is a *requestError.
-func (c *agentConn) newSession(ctx context.Context, cwd string, mcp []acp.McpServer) (acp.NewSessionResponse, error) {
+// null: ACP requires the list) and _meta (a preset's settings, nil for
+// none). A failure is a *requestError.
+func (c *agentConn) newSession(ctx context.Context, cwd string, mcp []acp.McpServer, meta map[string]any) (acp.NewSessionResponse, error) {
 	if mcp == nil {
 		mcp = []acp.McpServer{}
 	}
-	sess, err := acp.SendRequest[acp.NewSessionResponse](c.conn, ctx, acp.AgentMethodSessionNew, acp.NewSessionRequest{Cwd: cwd, McpServers: mcp})
+	sess, err := acp.SendRequest[acp.NewSessionResponse](c.conn, ctx, acp.AgentMethodSessionNew, acp.NewSessionRequest{Cwd: cwd, McpServers: mcp, Meta: meta})
 	if err != nil {
 		return acp.NewSessionResponse{}, &requestError{"session/new", err}
 	}

@@ -1,0 +1,60 @@
+package acpsubagent
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/acpflow/acpflow/steps"
+)
+
+// presetDir writes a preset's private files (steps.Preset.Files) into a
+// new directory for one spawn and puts its path where the env names
+// steps.PresetDirVar, and where the args do. It returns the directory ("" when the preset has no
+// files), which the process's teardown removes.
+//
+// # Notes
+//
+// This is how a preset gives an agent settings that it reads only from a
+// file (gemini's policies, a config file) without writing the user's own
+// files under $HOME: the agent is pointed at the directory through an
+// environment variable the preset sets. The directory is private (0700)
+// and new for each process, so two steps never share one.
+func presetDir(agent *steps.Agent, env map[string]string, args []string) (string, error) {
+	p, ok := steps.LookupPreset(agent.Preset)
+	if !ok || len(p.Files) == 0 {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp("", "acpflow-preset-"+p.Name+"-")
+	if err != nil {
+		return "", fmt.Errorf("agent %s: preset %s: cannot make its config directory: %w", agent.Name, p.Name, err)
+	}
+	for name, content := range p.Files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+			err = os.WriteFile(path, []byte(strings.ReplaceAll(content, steps.PresetDirVar, dir)), 0o600)
+		}
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("agent %s: preset %s: cannot write %s: %w", agent.Name, p.Name, name, err)
+		}
+	}
+	for k, v := range env {
+		if strings.Contains(v, steps.PresetDirVar) {
+			env[k] = strings.ReplaceAll(v, steps.PresetDirVar, dir)
+		}
+	}
+	for i, arg := range args {
+		args[i] = strings.ReplaceAll(arg, steps.PresetDirVar, dir)
+	}
+	return dir, nil
+}
+
+// presetMeta is the `_meta` a preset sends with session/new, nil for none.
+func presetMeta(agent *steps.Agent) map[string]any {
+	if p, ok := steps.LookupPreset(agent.Preset); ok {
+		return p.Meta
+	}
+	return nil
+}

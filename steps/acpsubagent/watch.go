@@ -1,0 +1,239 @@
+package acpsubagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// What the client watches for while a turn runs, besides the answer
+// (docs/acp-subagent.md#agents-that-decide-alone): tool calls that run
+// without asking, a switch to a mode in which the agent decides alone, and
+// a failed model call reported as text. Each can fail the turn
+// (client.failTurn), which the turn then cancels.
+
+// maxTracked bounds the tool calls a turn remembers: an agent that
+// announces calls without end must not grow acpflow's memory. Past it, a
+// new call is judged by what its first message says.
+const maxTracked = 4096
+
+// toolState is what the client knows of one tool call: its fields as the
+// tool_call and tool_call_update messages set them, and whether a
+// permission request for it came (asked) or it was judged as unasked.
+type toolState struct {
+	fields policies.ToolCallFields
+	asked  bool
+	judged bool
+}
+
+// toolSeen keeps a tool_call or tool_call_update and judges the call when
+// it ran without asking. announced is true for the tool_call that first
+// announces a call: its status says what the agent intends, not what ran
+// (codex-acp announces a patch as in_progress before it asks), so only a
+// completed or failed announcement counts as having run.
+func (c *client) toolSeen(id string, merge func(f *policies.ToolCallFields), announced bool) {
+	c.mu.Lock()
+	st := c.tools[id]
+	if st == nil {
+		if len(c.tools) >= maxTracked {
+			clear(c.tools)
+		}
+		st = &toolState{fields: policies.ToolCallFields{ID: id}}
+		c.tools[id] = st
+	}
+	merge(&st.fields)
+	ran := false
+	if s := st.fields.Status; s != nil {
+		switch *s {
+		case acp.ToolCallStatusCompleted, acp.ToolCallStatusFailed:
+			ran = true
+		case acp.ToolCallStatusInProgress:
+			ran = !announced
+		}
+	}
+	judge := ran && !st.asked && !st.judged && mustAsk(st.fields.Kind)
+	if judge {
+		st.judged = true
+	}
+	fields := st.fields
+	c.mu.Unlock()
+	if judge {
+		c.judgeUnasked(fields)
+	}
+}
+
+// mustAsk reports whether a call of this kind must have asked.
+func mustAsk(kind *acp.ToolKind) bool {
+	return kind != nil && slices.Contains(policies.UnaskedKinds, string(*kind))
+}
+
+// asked notes that a permission request came for the tool call id: it is
+// not judged as unasked, whatever its status says later.
+func (c *client) asked(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.tools[id]; st != nil {
+		st.asked = true
+		return
+	}
+	if len(c.tools) >= maxTracked {
+		clear(c.tools)
+	}
+	c.tools[id] = &toolState{fields: policies.ToolCallFields{ID: id}, asked: true}
+}
+
+// judgeUnasked judges a call that ran without asking as the policy would
+// have answered a request for it, records it with the step's permissions
+// and as an `unasked` event, and fails the turn when the setting in force
+// says so and the policy would not have allowed it.
+func (c *client) judgeUnasked(f policies.ToolCallFields) {
+	where := policies.Request{Workflow: c.inv.Workflow, RunID: c.inv.RunID, Step: c.inv.StepID,
+		Agent: agentName(c.inv), Workspace: c.inv.Workspace, Cwd: c.cwd, Kind: policies.KindPermission}
+	req := &policies.PermissionRequest{Request: where, Tool: policies.ToolFromACP(where, f), Options: []policies.Option{}, Config: map[string]any{}}
+	ctx, cancel := context.WithTimeout(context.Background(), unaskedJudgeLimit)
+	defer cancel()
+	rec, fail := c.inv.Outer.JudgeUnasked(ctx, c.inv.Permission, c.inv.PermissionSource, req)
+	c.mu.Lock()
+	c.permissions = append(c.permissions, rec)
+	c.mu.Unlock()
+	c.inv.Emit(steps.Unasked{PermissionRecord: rec})
+	if fail {
+		what := rec.Command
+		if what == "" {
+			what = rec.Title
+		}
+		c.failTurn(fmt.Errorf("agent %s ran a %s call without asking, which the permission policy would not have allowed: %q (would %s, %s rule %s%s); the turn was cancelled (unasked: fail)",
+			agentName(c.inv), rec.Kind, termtext.Sanitize(cutUTF8(what, 200)), rec.Would, rec.Policy, rec.Rule, reasonNote(rec.Reason)))
+	}
+}
+
+// unaskedJudgeLimit bounds a policy's verdict on an unasked call, as a
+// WASM module's own limit bounds it on a request.
+const unaskedJudgeLimit = 5 * time.Second
+
+func reasonNote(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + termtext.Sanitize(cutUTF8(reason, 200))
+}
+
+// failTurn ends the turn with err (the first one wins): the turn cancels
+// and the step fails with it.
+func (c *client) failTurn(err error) {
+	c.failOnce.Do(func() {
+		c.mu.Lock()
+		c.failErr = err
+		c.mu.Unlock()
+		close(c.failed)
+	})
+}
+
+// turnFailure is the error that failed the turn, nil for none.
+func (c *client) turnFailure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failErr
+}
+
+// modeGuard keeps a session out of the modes in which the agent decides
+// alone, under every permission policy but allow (docs/acp-subagent.md#the-mode-guard).
+type modeGuard struct {
+	preset string
+	// safe is the mode to set back to: the preset's or the agent's mode:
+	// ("" when neither is set: a switch then fails the turn).
+	safe string
+	// modes are the session's modes as offered, for their names.
+	modes []acp.SessionMode
+	// setMode sets the session's mode (session/set_mode, or the config
+	// option of category mode: restore).
+	setMode func(ctx context.Context, id string) error
+}
+
+// decidesAlone reports whether mode id is one in which the agent decides alone.
+func (g *modeGuard) decidesAlone(id string) bool {
+	name, desc := "", ""
+	for _, m := range g.modes {
+		if string(m.Id) == id {
+			name = m.Name
+			if m.Description != nil {
+				desc = *m.Description
+			}
+		}
+	}
+	return steps.DecidesAlone(g.preset, id, name, desc)
+}
+
+// restoreLimit bounds setting a mode back.
+const restoreLimit = 5 * time.Second
+
+// modeChanged is a current_mode_update (or a mode config option's new
+// value) during a turn: a mode in which the agent decides alone is set
+// back at once, off the notification path (the agent's answer comes on
+// the connection whose notifications wait for this one); a failure fails
+// the turn, naming the mode.
+func (c *client) modeChanged(id string) {
+	c.mu.Lock()
+	g := c.guard
+	c.mode = id
+	c.mu.Unlock()
+	if g == nil || !g.decidesAlone(id) {
+		return
+	}
+	go func() {
+		err := g.restore(id)
+		if err != nil {
+			c.failTurn(err)
+			return
+		}
+		c.mu.Lock()
+		c.mode = g.safe
+		c.mu.Unlock()
+		c.inv.Emit(steps.ModeRestored{From: id, To: g.safe})
+	}()
+}
+
+// restore sets the session back from mode id to the safe mode.
+func (g *modeGuard) restore(id string) error {
+	shown := termtext.Sanitize(cutUTF8(id, 80))
+	if g.safe == "" {
+		return fmt.Errorf("the agent switched to mode %q, in which it decides alone, and acpflow has no mode to set it back to: set mode: to one in which it asks", shown)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restoreLimit)
+	defer cancel()
+	if err := g.setMode(ctx, g.safe); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s", restoreLimit)
+		}
+		return fmt.Errorf("the agent switched to mode %q, in which it decides alone, and setting it back to %q failed: %s", shown, g.safe, describeRPCError(err))
+	}
+	return nil
+}
+
+// sessionInfo reads a session_info_update for a failed model call that
+// the agent reports as text (codex-acp: _meta.codex.threadStatus.type
+// "systemError", the error's words in the agent's message): the turn
+// fails with the message.
+func (c *client) sessionInfo(meta map[string]any) {
+	codex, _ := meta["codex"].(map[string]any)
+	status, _ := codex["threadStatus"].(map[string]any)
+	if t, _ := status["type"].(string); t != "systemError" {
+		return
+	}
+	msg, _ := status["message"].(string)
+	if msg == "" {
+		msg = c.final()
+	}
+	if msg == "" {
+		msg = "no message"
+	}
+	c.failTurn(fmt.Errorf("agent %s reported a failed model call: %s", agentName(c.inv), termtext.Sanitize(cutUTF8(msg, 2000))))
+}
