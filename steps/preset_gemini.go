@@ -27,6 +27,10 @@ import "time"
 //     ~/.gemini/policies), and unlike GEMINI_CLI_SYSTEM_SETTINGS_PATH it
 //     needs no root-owned file: gemini skips a system settings file not
 //     owned by root or under a world-writable directory (/tmp).
+//   - The task tracker's tools (tracker_create_task, tracker_update_task,
+//     tracker_add_dependency; off unless experimental.taskTracker) are of
+//     kind edit and allowed by gemini's own read-only policy: they ask too,
+//     so that no call of kind edit runs unasked.
 //   - Plan mode is left out: its own rules deny shell and writes other
 //     than Markdown plans, which this rule would turn into questions.
 //
@@ -36,7 +40,7 @@ import "time"
 const geminiAskPolicy = `# Written by acpflow for one gemini spawn: every shell command, write and
 # edit asks the ACP client, whose permission policy decides.
 [[rule]]
-toolName = ["run_shell_command", "write_file", "replace"]
+toolName = ["run_shell_command", "write_file", "replace", "tracker_create_task", "tracker_update_task", "tracker_add_dependency"]
 argsPattern = ".*"
 decision = "ask_user"
 priority = 999
@@ -60,8 +64,9 @@ var _ = registerPreset(Preset{
 	SetEnv: map[string]string{"GEMINI_CLI_NO_RELAUNCH": "1"},
 	// It exits on EOF by itself: ~40 ms after a turn without a tool
 	// call, ~360 ms after one with a tool call (V8 finishing a GC on
-	// its worker threads); SIGTERM to the group runs the same cleanup.
-	// It does not advertise session/close.
+	// its worker threads), 0.7–1.4 s so with the admin policy on a 2-CPU
+	// machine at load 7 (three runs); SIGTERM to the group runs the same
+	// cleanup. It does not advertise session/close.
 	EOFGrace: 2 * time.Second, TermGrace: time.Second,
 	Description: "Gemini CLI in ACP mode (npm @google/gemini-cli)",
 	Notes:       "needs auth: gemini-api-key with GEMINI_API_KEY passed explicitly",
@@ -70,9 +75,15 @@ var _ = registerPreset(Preset{
 	// "auto_edit" is only the --approval-mode spelling, and session/set_mode
 	// refuses it). autoEdit writes and yolo runs everything without asking
 	// but for geminiAskPolicy; other tools (web_fetch, MCP tools, skills,
-	// subagents) still go unasked there.
+	// subagents) still go unasked there. In a folder the user has not
+	// trusted (~/.gemini/trustedFolders.json) gemini starts in default
+	// whatever was asked and refuses session/set_mode to autoEdit or yolo
+	// ("Cannot enable privileged approval modes in an untrusted folder",
+	// -32603).
 	Mode:      "default",
 	AutoModes: []string{"autoEdit", "yolo"},
-	Unasked: "read-only tools (read_file, list_directory, glob, grep_search, google_web_search, web_fetch after approval); " +
-		"in mode plan, writes of Markdown plan files; tool calls of a subagent (invoke_agent) never reach the client",
+	Unasked: "in mode plan, its writes of Markdown plan files (plan mode denies shell and other writes itself); " +
+		"not measured: a subagent's (invoke_agent) shell and write calls, which gemini cannot forward to the client; " +
+		"where /etc/gemini-cli/policies holds a .toml file gemini ignores --admin-policy (warning on stderr) " +
+		"and runs the shell commands it judges safe (echo, ls, cat, …) unasked",
 })
