@@ -69,12 +69,27 @@ type transcriptText struct {
 	limit     int64
 	broken    bool // an update other than a message chunk came since the last chunk
 	full      bool // the limit was reached: nothing more is kept
+	// messageID is the id of the message being streamed, where the agent
+	// sends one (ACP's messageId): chunks of one id are one message
+	// whatever came between them, and a new id is a new message even with
+	// nothing between.
+	messageID string
 }
 
-// write adds a message chunk; false once the limit is reached.
-func (t *transcriptText) write(text string) bool {
+// write adds a message chunk with its message id ("" when the agent sends
+// none); false once the limit is reached.
+func (t *transcriptText) write(text, messageID string) bool {
 	if t.full {
 		return false
+	}
+	switch {
+	case messageID == "":
+	case t.messageID == "":
+		t.messageID = messageID
+	case messageID == t.messageID:
+		t.broken = false // the same message goes on
+	default:
+		t.messageID, t.broken = messageID, true
 	}
 	sep := ""
 	if t.broken && t.all.Len() > 0 {
@@ -108,6 +123,7 @@ func (t *transcriptText) interrupt() {
 func (t *transcriptText) newTurn() {
 	t.interrupt()
 	t.last.Reset()
+	t.messageID = ""
 }
 
 // cutUTF8 is s cut to at most n bytes, not inside a character.
@@ -222,7 +238,11 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		}
 		c.mu.Lock()
 		wasFull := c.output.full
-		kept := c.output.write(text)
+		id := ""
+		if m := u.AgentMessageChunk.MessageId; m != nil {
+			id = *m
+		}
+		kept := c.output.write(text, id)
 		c.mu.Unlock()
 		if wasFull {
 			return nil // past max-output: neither kept nor logged

@@ -435,6 +435,11 @@ func TestMessagesSeparatedByToolCallsAreKeptApartAndTheLastIsFinal(t *testing.T)
 		{"one message streamed in chunks is one message", []string{"-chunks", "Hel,lo"}, "Hello", "Hello"},
 		{"a tool call between chunks starts a new message", []string{"-noise", "-chunks", "Step 1.,FINAL"}, "Step 1.\n\nFINAL", "FINAL"},
 		{"no message at all", []string{"-no-chunks"}, "", ""},
+		// With ACP's messageId, the id says what one message is: the
+		// class is "chunks of one id joined whatever came between, a new
+		// id a new message even with nothing between".
+		{"chunks of one message id are one message across a tool call", []string{"-noise", "-chunks", "Hel,lo", "-message-ids", "m1,m1"}, "Hello", "Hello"},
+		{"a new message id starts a new message", []string{"-chunks", "Step 1.,FINAL", "-message-ids", "m1,m2"}, "Step 1.\n\nFINAL", "FINAL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := newHarness(t, tc.flags...).run(context.Background())
