@@ -55,20 +55,46 @@ with stop reason refusal, saying so on stderr and as the turn's last message
 func newAgentsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "agents",
-		Short: "List the agent presets and the command each runs",
+		Short: "List the agent presets: the command each runs, its mode, what it needs, what it still runs unasked",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "PRESET\tCOMMAND\tENV\tAUTH\tNOTES")
-			fmt.Fprintln(w, "demo\t(builtin: demo) acpflow agent demo\t-\t-\toffline, deterministic")
-			fmt.Fprintln(w, "replay\t(builtin: replay, from: FILE) acpflow agent replay FILE STEP\t-\t-\tplays a recorded transcript back")
+			out := cmd.OutOrStdout()
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "PRESET\tMODE\tMEASURED\tCOMMAND\tENV\tAUTH")
+			fmt.Fprintln(w, "demo\t-\t-\t(builtin: demo) acpflow agent demo\t-\t-")
+			fmt.Fprintln(w, "replay\t-\t-\t(builtin: replay) acpflow agent replay FILE STEP\t-\t-")
 			for _, p := range steps.Presets() {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", p.Name, strings.Join(append([]string{p.Command}, p.Argv()...), " "),
-					orDash(strings.Join(p.Env, " ")), orDash(strings.Join(p.Auth, " ")), orDash(p.Notes))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Mode), orDash(p.Version),
+					strings.Join(append([]string{p.Command}, p.Argv()...), " "),
+					orDash(strings.Join(p.Env, " ")), orDash(strings.Join(p.Auth, " ")))
 			}
 			w.Flush()
+			fmt.Fprintln(out)
+			for _, p := range steps.Presets() {
+				fmt.Fprintf(out, "%s: %s.", p.Name, p.Description)
+				if p.Notes != "" {
+					fmt.Fprintf(out, " %s.", sentence(p.Notes))
+				}
+				switch {
+				case p.Version == "":
+					fmt.Fprint(out, " Not measured: which tool calls it runs without asking is unknown; a call that runs unasked is judged by the policy (unasked:).")
+				case p.Unasked != "":
+					fmt.Fprintf(out, " Still runs without asking: %s.", p.Unasked)
+				default:
+					fmt.Fprint(out, " Asks before every command, write, delete and move.")
+				}
+				fmt.Fprintln(out)
+			}
 		},
 	}
+}
+
+// sentence is s with its first letter upper case.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func orDash(s string) string {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/acpflow/acpflow/steps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,6 +146,24 @@ func TestVersionAgentsAndProbe(t *testing.T) {
 	for _, p := range []string{"claude", "codex", "gemini", "goose", "opencode", "qwen", "demo"} {
 		if !strings.Contains(r.stdout, p) {
 			t.Errorf("agents does not list %s:\n%s", p, r.stdout)
+		}
+	}
+	// Each preset's row shows the mode it starts its agent in, and what
+	// was measured, from the preset itself.
+	for _, p := range steps.Presets() {
+		row := ""
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(line, p.Name+" ") {
+				row = line
+				break
+			}
+		}
+		f := strings.Fields(row)
+		if len(f) < 3 || f[1] != orDash(p.Mode) || f[2] != orDash(p.Version) {
+			t.Errorf("agents: the row of %s is %q; want its mode %q and version %q", p.Name, row, p.Mode, p.Version)
+		}
+		if !strings.Contains(r.stdout, "\n"+p.Name+": ") {
+			t.Errorf("agents: no coverage line for %s", p.Name)
 		}
 	}
 	r = acpflow(t, dir, "probe", "--", testAgent, "-session-id", "probe-1")
