@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/acpflow/acpflow/steps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	agentrecord "github.com/acpflow/acpflow/internal/testagent/record"
+	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/workflows"
 )
 
