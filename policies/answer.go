@@ -129,7 +129,7 @@ var widening = []string{
 	"don't ask", "dont ask", "do not ask", "without asking", "stop asking", "never ask",
 	"full access", "skip permission", "dangerously", "during this session", "for this session",
 	"for the session", "rest of the session", "all tools", "any tool",
-	"future sessions", "and save", "permanently",
+	"future sessions", "and save", "permanently", "and switch", "switch to",
 }
 
 // Widens reports whether selecting o, offered for a call of toolKind,

@@ -82,7 +82,7 @@ func (a aloneRun) eventsOf(typ, kind string) []map[string]any {
 
 // A tool call that runs without asking is judged as if it had asked: the
 // class is "an execute, edit, delete or move call whose tool_call_update
-// says in_progress or completed with no request for its id".
+// reports completed with no permission request for its id".
 func TestAToolCallThatRanUnaskedIsJudgedAsIfItHadAsked(t *testing.T) {
 	t.Run("under reject it fails the step, naming the call", func(t *testing.T) {
 		a := runAlone(t, "", "permission: reject", "-unasked", "execute:rm -rf build")
@@ -209,6 +209,16 @@ func TestTheModeGuardSetsADecideAloneModeBackOrFailsTheStep(t *testing.T) {
 		a := runAlone(t, "", "permission: allow", "-modes", "yolo,default", "-switch-mode", "yolo", "-prompt-delay", "10ms")
 		if a.r.code != 0 || countRecorded(t, a.record, "set_mode") != 0 {
 			t.Fatalf("exit %d, %d set_mode", a.r.code, countRecorded(t, a.record, "set_mode"))
+		}
+	})
+	t.Run("an agent whose mode is a config option gets mode: through it", func(t *testing.T) {
+		a := runAlone(t, "mode: plan", "permission: reject", "-config-option", "mode=build|plan")
+		if a.r.code != 0 {
+			t.Fatalf("exit %d: %v\n%s", a.r.code, a.step["error"], a.r.stderr)
+		}
+		sets := agentrecord.Named(a.record, "set_config_option")
+		if len(sets) != 1 || !strings.Contains(fmt.Sprint(sets[0]["params"]), "plan") {
+			t.Errorf("set_config_option %v; want one, to plan", sets)
 		}
 	})
 	t.Run("naming such a mode under reject is invalid", func(t *testing.T) {

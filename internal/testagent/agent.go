@@ -206,9 +206,13 @@ func (a *agent) newSession(m message) {
 		for _, v := range strings.Split(values, "|") {
 			opts = append(opts, map[string]any{"value": v, "name": v})
 		}
-		res["configOptions"] = append(asList(res["configOptions"]), map[string]any{
+		opt := map[string]any{
 			"type": "select", "id": optID, "name": optID, "currentValue": strings.Split(values, "|")[0], "options": opts,
-		})
+		}
+		if optID == "mode" {
+			opt["category"] = "mode" // as opencode keeps its mode
+		}
+		res["configOptions"] = append(asList(res["configOptions"]), opt)
 	}
 	a.wire.result(m.ID, res)
 	if a.cfg.exitAfterSessionNew {

@@ -26,7 +26,8 @@
 //	-modes A,B               session/new offers these modes (the first current); session/set_mode
 //	                         to one of them is recorded and answered {}
 //	-config-option ID=V1|V2  session/new offers a select config option ID with these values
-//	                         (repeatable); session/set_config_option is recorded and answered {}
+//	                         (repeatable; ID "mode" is of category mode, as opencode's);
+//	                         session/set_config_option is recorded and answered {}
 //	-record FILE             append one JSON line per event to FILE (see below)
 //	-session-id ID           the session id session/new answers (default random "ta-…")
 //	-no-session-id           session/new answers {} (no sessionId)

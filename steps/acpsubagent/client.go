@@ -279,7 +279,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 			if len(tc.Locations) > 0 {
 				f.Locations = tc.Locations
 			}
-		}, true)
+		})
 	case u.ToolCallUpdate != nil:
 		tc := u.ToolCallUpdate
 		c.toolSeen(string(tc.ToolCallId), func(f *policies.ToolCallFields) {
@@ -298,7 +298,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 			if len(tc.Locations) > 0 {
 				f.Locations = tc.Locations
 			}
-		}, false)
+		})
 	case u.CurrentModeUpdate != nil:
 		c.modeChanged(string(u.CurrentModeUpdate.CurrentModeId))
 	case u.ConfigOptionUpdate != nil:

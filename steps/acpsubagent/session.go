@@ -86,6 +86,16 @@ type offered struct {
 	options []acp.SessionConfigOption
 }
 
+// modeOption is the id of the config option of category mode, "" for none.
+func (off offered) modeOption() string {
+	for _, o := range off.options {
+		if o.Select != nil && o.Select.Category != nil && *o.Select.Category == acp.SessionConfigOptionCategoryMode {
+			return string(o.Select.Id)
+		}
+	}
+	return ""
+}
+
 // forkOffered reads a fork's answer, whose config options are the SDK's
 // unstable type of the same JSON.
 func forkOffered(r acp.UnstableForkSessionResponse) offered {
@@ -102,6 +112,16 @@ func forkOffered(r acp.UnstableForkSessionResponse) offered {
 // against what the agent offered in session/new, so a typo names the
 // values that exist instead of failing somewhere inside the agent.
 func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered, st sessionSettings) error {
+	mode := st.mode
+	if id := off.modeOption(); st.mode != "" && off.modes == nil && id != "" {
+		// The agent keeps its mode as a config option of category mode
+		// (opencode: its primary agents): the mode is that option's value.
+		if _, set := st.config[id]; !set {
+			st.config = maps.Clone(st.config)
+			st.config[id] = st.mode
+		}
+		st.mode = ""
+	}
 	if st.mode != "" {
 		var offered []string
 		if off.modes != nil {
@@ -133,7 +153,7 @@ func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered,
 	if st.mode != "" || len(st.config) > 0 {
 		a.inv.Emit(steps.SessionConfigured{Mode: st.mode, Config: st.config})
 	}
-	return a.guardMode(ctx, sid, off, st)
+	return a.guardMode(ctx, sid, off, st, mode)
 }
 
 // guardMode sets up the mode guard (watch.go) for the session, unless the
@@ -143,11 +163,11 @@ func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered,
 // the agent decides alone is set back to the step's mode (its agent's,
 // its preset's) now, before anything is prompted; when that fails, or
 // there is no mode to set back to, the step fails naming the mode.
-func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered, st sessionSettings) error {
+func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered, st sessionSettings, mode string) error {
 	if a.inv.Outer.AllowsAll(a.inv.Permission) {
 		return nil
 	}
-	safe := st.mode
+	safe := mode
 	if safe == "" && a.agent.Mode != "" {
 		if m, err := a.render(a.agent.Mode); err == nil {
 			safe = m
@@ -155,10 +175,10 @@ func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered,
 	}
 	g := &modeGuard{preset: a.agent.Preset, safe: safe}
 	current := ""
-	optionID := ""
+	optionID := off.modeOption()
 	for _, o := range off.options {
-		if o.Select != nil && o.Select.Category != nil && *o.Select.Category == acp.SessionConfigOptionCategoryMode {
-			optionID, current = string(o.Select.Id), string(o.Select.CurrentValue)
+		if o.Select != nil && string(o.Select.Id) == optionID {
+			current = string(o.Select.CurrentValue)
 			if v, set := st.config[optionID]; set {
 				current = v
 			}
@@ -168,8 +188,8 @@ func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered,
 		g.modes = off.modes.AvailableModes
 		current = string(off.modes.CurrentModeId)
 	}
-	if st.mode != "" {
-		current = st.mode
+	if mode != "" {
+		current = mode
 	}
 	g.setMode = func(ctx context.Context, id string) error {
 		if off.modes == nil && optionID != "" {

@@ -35,11 +35,19 @@ type toolState struct {
 }
 
 // toolSeen keeps a tool_call or tool_call_update and judges the call when
-// it ran without asking. announced is true for the tool_call that first
-// announces a call: its status says what the agent intends, not what ran
-// (codex-acp announces a patch as in_progress before it asks), so only a
-// completed or failed announcement counts as having run.
-func (c *client) toolSeen(id string, merge func(f *policies.ToolCallFields), announced bool) {
+// it ran without asking: when the agent reports it completed with no
+// permission request for its id.
+//
+// # Notes
+//
+// "in_progress" is no proof that a call runs: codex-acp announces a patch,
+// and opencode every call, as in progress before it asks (opencode 0.3–0.8
+// s before). "failed" is none either: gemini reports a write it refused
+// itself, without asking and without running it, as failed. Only a
+// completed call has run; judging it then costs the early warning, not
+// the verdict, since the call has run by the time any report of it
+// arrives.
+func (c *client) toolSeen(id string, merge func(f *policies.ToolCallFields)) {
 	c.mu.Lock()
 	st := c.tools[id]
 	if st == nil {
@@ -50,15 +58,7 @@ func (c *client) toolSeen(id string, merge func(f *policies.ToolCallFields), ann
 		c.tools[id] = st
 	}
 	merge(&st.fields)
-	ran := false
-	if s := st.fields.Status; s != nil {
-		switch *s {
-		case acp.ToolCallStatusCompleted, acp.ToolCallStatusFailed:
-			ran = true
-		case acp.ToolCallStatusInProgress:
-			ran = !announced
-		}
-	}
+	ran := st.fields.Status != nil && *st.fields.Status == acp.ToolCallStatusCompleted
 	judge := ran && !st.asked && !st.judged && mustAsk(st.fields.Kind)
 	if judge {
 		st.judged = true

@@ -15,7 +15,6 @@ import (
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/realagents/agentsetup"
 	"github.com/acpflow/acpflow/realagents/modelserver"
-	"github.com/acpflow/acpflow/steps"
 )
 
 // The real agents (claude-agent-acp, codex-acp, gemini-cli, installed by
@@ -51,13 +50,6 @@ func realTurn(t *testing.T, nodeModules, name, policy string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	preset, _ := steps.LookupPreset(name)
-	if name == "codex" {
-		a.Args = preset.Args
-	}
-	for _, k := range slices.Sorted(maps.Keys(preset.SetEnv)) {
-		a.Env = append(a.Env, k+"="+preset.SetEnv[k])
-	}
 	mark := fmt.Sprintf("ACPFLOW_TEMPORAL_TEST_MARK=%s-%d", name, os.Getpid())
 	env := map[string]string{}
 	for _, kv := range append(a.Env, mark) {
@@ -65,12 +57,13 @@ func realTurn(t *testing.T, nodeModules, name, policy string) {
 		env[k] = v
 	}
 	envJSON, _ := json.Marshal(env)
-	argsJSON, _ := json.Marshal(append([]string{}, a.Args...))
+	// As a user writes it: the preset, with the local install as its
+	// command, so that the preset's own args, env, files and mode apply.
 	f := newFixture(t, fmt.Sprintf(`name: real
 agents:
   a:
+    preset: %s
     command: %q
-    args: %s
     env: %s
     %s
   demo: {builtin: demo}
@@ -81,7 +74,7 @@ steps:
   - {id: after, needs: [s], if: 'steps.s.status == "succeeded"', uses: acp-subagent, with: {agent: demo, prompt: "${{ steps.s.final }}"}}
 outputs:
   final: ${{ steps.s.final }}
-`, a.Command, argsJSON, envJSON, a.YAML(), policy), nil)
+`, name, a.Command, envJSON, a.YAML(), policy), nil)
 	cliDir := filepath.Join(f.dir, "cli")
 	os.Mkdir(cliDir, 0o755)
 	cli := engine.Run(t.Context(), f.wf, engine.Options{RunID: "r1", Workspace: cliDir, Inputs: f.inputs})
