@@ -25,7 +25,7 @@ type Server struct {
 // Request is one request the server received, for assertions and for
 // debugging an agent that does not do what the script expects.
 type Request struct {
-	API   string // "anthropic", "openai" or "gemini"
+	API   string // "anthropic", "openai", "chat" or "gemini"
 	Path  string
 	Body  []byte
 	Reply int // the index of the Script entry that answered it, -1 for a side request
@@ -59,6 +59,7 @@ func StartCued(script Script, cues ...Cue) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.anthropic)
 	mux.HandleFunc("POST /v1/responses", s.openai)
+	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	mux.HandleFunc("POST /", s.gemini) // /v1beta/models/{model}:{method}
 	mux.HandleFunc("/", s.notFound)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
