@@ -7,24 +7,40 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/acpflow/acpflow/realagents/agentsetup"
 	"github.com/acpflow/acpflow/realagents/modelserver"
-	"github.com/acpflow/acpflow/steps"
 )
 
-// codex-acp: its config file (the model server as a custom provider) and
-// prompt rule are agentsetup's; the approval settings are the preset's args.
+// codex-acp 2.6.0: its config file (the model server as a custom provider,
+// model gpt-5.5) is agentsetup's; what makes it ask (INITIAL_AGENT_MODE
+// read-only, and that mode set after session/new) is the preset's, applied
+// by `preset: codex` as for a user.
 func init() {
-	preset, _ := steps.LookupPreset("codex")
 	turnAgents["codex"] = &turnAgent{
 		name: "codex",
-		// The preset's own args (its approval settings), as `preset: codex`
-		// with a local command keeps them: what is tested is what users get.
-		adjust: func(a *agentsetup.Agent) { a.Args = preset.Args },
-		// Selecting its reject option ("No, and tell Codex what to do
+		// Its reject option (id "cancel", "No, and tell Codex what to do
 		// differently") ends the turn with stopReason cancelled.
 		endsTurnOnReject: true,
+	}
+}
+
+// codexPermissions logs the step's permission records and returns them
+// keyed by kind, in order.
+func codexPermissions(t *testing.T, step turnResult) (kinds []string) {
+	t.Helper()
+	for _, p := range step.Permissions {
+		t.Logf("permission: kind %v command %q locations %v → %v/%v option %v rule %v (%v)",
+			p["kind"], p["command"], p["locations"], p["decision"], p["outcome"], p["option_id"], p["rule"], p["reason"])
+		kinds = append(kinds, p["kind"].(string))
+	}
+	return kinds
+}
+
+func fileIs(t *testing.T, path, want string) {
+	t.Helper()
+	if b, err := os.ReadFile(path); err != nil || string(b) != want {
+		t.Errorf("%s: %q, %v; want %q", filepath.Base(path), b, err, want)
 	}
 }
 
@@ -37,19 +53,17 @@ func TestCodexCompletesAWholeTurn(t *testing.T) {
 		{Say: "Step 2: Write.", Write: &modelserver.Write{Path: "written.txt", Content: "made by apply_patch\n"}},
 		{Say: "FINAL done"},
 	}
-	res, _, r, reqs := s.turn(ta, script, "Create two files.", "permission: allow", "")
-	t.Logf("exit %d in %s; step %s/%s in %d ms; output %q", r.code, r.elapsed.Round(1e6), res.Status, res.StopReason, res.DurationMS, res.Output)
+	begin := time.Now()
+	res, es, r, reqs := s.turn(ta, script, "Create two files.", "permission: allow", "")
+	t.Logf("exit %d in %s; step %s/%s in %d ms; output %q", r.code, r.elapsed.Round(time.Millisecond), res.Status, res.StopReason, res.DurationMS, res.Output)
 	if r.code != 0 || res.Status != "succeeded" || res.StopReason != "completed" {
 		t.Errorf("exit %d, step %s/%s; want 0, succeeded/completed\nerror: %s\nstderr:\n%s", r.code, res.Status, res.StopReason, res.Error, r.stderr)
 	}
 	if !strings.Contains(res.Output, "FINAL done") {
 		t.Errorf("output %q does not end the script", res.Output)
 	}
-	for name, want := range map[string]string{"shell.txt": "made-by-shell\n", "written.txt": "made by apply_patch\n"} {
-		if b, err := os.ReadFile(filepath.Join(s.dir, name)); err != nil || string(b) != want {
-			t.Errorf("%s: %q, %v; want %q", name, b, err, want)
-		}
-	}
+	fileIs(t, filepath.Join(s.dir, "shell.txt"), "made-by-shell\n")
+	fileIs(t, filepath.Join(s.dir, "written.txt"), "made by apply_patch\n")
 
 	served := map[int]bool{}
 	for _, q := range reqs {
@@ -61,21 +75,161 @@ func TestCodexCompletesAWholeTurn(t *testing.T) {
 			t.Errorf("the model server never served reply %d", i)
 		}
 	}
-
-	// Both tool calls reached acpflow's policy, and allow chose "once".
-	kinds := map[string]bool{}
-	for _, p := range res.Permissions {
-		t.Logf("permission: %v %q → %v %v %v", p["kind"], p["title"], p["decision"], p["outcome"], p["option_id"])
-		kinds[p["kind"].(string)] = true
-		if p["decision"] != "allow" || p["outcome"] != "selected" || p["option_id"] != "approved" {
-			t.Errorf("permission %v: want allow, selected, approved (allow once)", p)
+	for _, e := range es {
+		if e["type"] == "teardown" {
+			t.Logf("teardown: %v", e)
 		}
 	}
-	if len(res.Permissions) != 2 || !kinds["execute"] || !kinds["edit"] {
-		t.Errorf("permissions asked: %v; want one execute and one edit", res.Permissions)
+	t.Logf("run took %s in all", time.Since(begin).Round(time.Millisecond))
+
+	// Both tool calls reached acpflow's policy, and allow chose "once".
+	if kinds := codexPermissions(t, res); strings.Join(kinds, ",") != "execute,edit" {
+		t.Errorf("permissions asked for %v; want execute, then edit", kinds)
 	}
-	// An allow_always answer would have added codex's own rule.
-	if _, err := os.Stat(filepath.Join(s.home, ".codex", "rules", "default.rules")); err == nil {
-		t.Error("codex saved an always rule in $HOME/.codex/rules/default.rules")
+	for _, p := range res.Permissions {
+		if p["decision"] != "allow" || p["outcome"] != "selected" || p["option_id"] != "allow_once" {
+			t.Errorf("permission %v: want allow, selected, allow_once", p)
+		}
+	}
+	if len(res.Permissions) == 2 {
+		if c := res.Permissions[0]["command"]; c != "echo made-by-shell > shell.txt" {
+			t.Errorf("the execute record's command = %q, want the model's command line", c)
+		}
+	}
+}
+
+// Under the README's rules a command and a patch inside the workspace are
+// allowed and really run (the command outside codex's sandbox), and rm
+// -rf build reaches the policy and is rejected: codex ends the turn there
+// (its reject option cancels the turn), so build/ is still there.
+func TestCodexREADMERuleRunsTheAllowedAndStopsRm(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	ta := needTurnAgent(t, "codex")
+	mustWrite(t, filepath.Join(s.dir, "build", "keep.txt"), "precious\n")
+	script := modelserver.Script{
+		{Say: "A command.", Shell: "echo ok > ok.txt"},
+		{Say: "A patch.", Write: &modelserver.Write{Path: "patched.txt", Content: "patched\n"}},
+		{Say: "Cleaning.", Shell: "rm -rf build"},
+		{Say: "FINAL done"},
+	}
+	res, _, r, _ := s.turn(ta, script, "Run the script.", readmeRules, "")
+	t.Logf("exit %d in %s; step %s/%s: %s", r.code, r.elapsed.Round(time.Millisecond), res.Status, res.StopReason, firstLine(res.Error))
+	fileIs(t, filepath.Join(s.dir, "ok.txt"), "ok\n")
+	fileIs(t, filepath.Join(s.dir, "patched.txt"), "patched\n")
+	fileIs(t, filepath.Join(s.dir, "build", "keep.txt"), "precious\n")
+	if kinds := codexPermissions(t, res); strings.Join(kinds, ",") != "execute,edit,execute" {
+		t.Fatalf("permissions asked for %v; want execute, edit, execute", kinds)
+	}
+	want := []struct{ decision, option, rule string }{{"allow", "allow_once", "4"}, {"allow", "allow_once", "3"}, {"reject", "cancel", "2"}}
+	for i, w := range want {
+		p := res.Permissions[i]
+		if p["decision"] != w.decision || p["option_id"] != w.option || p["rule"] != w.rule {
+			t.Errorf("permission %d: %v; want %s by rule %s, option %s", i, p, w.decision, w.rule, w.option)
+		}
+	}
+	if res.Permissions[2]["command"] != "rm -rf build" {
+		t.Errorf("the rm record's command = %q", res.Permissions[2]["command"])
+	}
+	if res.Status == "succeeded" || res.StopReason != "aborted" {
+		t.Errorf("step %s/%s; want it not to succeed, aborted: codex ended the turn on the rejection", res.Status, res.StopReason)
+	}
+}
+
+// Under permission: reject a patch reaches the policy and is not applied.
+func TestCodexRejectStopsAPatch(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	ta := needTurnAgent(t, "codex")
+	script := modelserver.Script{
+		{Say: "A patch.", Write: &modelserver.Write{Path: "patched.txt", Content: "patched\n"}},
+		{Say: "FINAL done"},
+	}
+	res, _, r, _ := s.turn(ta, script, "Run the script.", "permission: reject", "")
+	t.Logf("exit %d in %s; step %s/%s: %s", r.code, r.elapsed.Round(time.Millisecond), res.Status, res.StopReason, firstLine(res.Error))
+	if _, err := os.Stat(filepath.Join(s.dir, "patched.txt")); err == nil {
+		t.Error("the rejected patch was applied")
+	}
+	if kinds := codexPermissions(t, res); strings.Join(kinds, ",") != "edit" {
+		t.Fatalf("permissions asked for %v; want one edit", kinds)
+	}
+	if p := res.Permissions[0]; p["decision"] != "reject" || p["option_id"] != "cancel" {
+		t.Errorf("permission %v: want reject, option cancel", p)
+	}
+}
+
+// allow_always never selects codex's "always" options: both say "don't ask
+// again" (for a command, a prefix_rule codex would append to
+// $HOME/.codex/rules/default.rules for good; for a patch, the files for the
+// session), so it answers allow_once and codex writes no rule.
+func TestCodexAllowAlwaysWritesNoRule(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	ta := needTurnAgent(t, "codex")
+	script := modelserver.Script{
+		{Say: "A command.", Shell: "echo a > a.txt"},
+		{Say: "A patch.", Write: &modelserver.Write{Path: "b.txt", Content: "b\n"}},
+		{Say: "FINAL done"},
+	}
+	res, _, r, _ := s.turn(ta, script, "Run the script.", "permission: allow_always", "")
+	t.Logf("exit %d in %s; step %s/%s: %s", r.code, r.elapsed.Round(time.Millisecond), res.Status, res.StopReason, firstLine(res.Error))
+	fileIs(t, filepath.Join(s.dir, "a.txt"), "a\n")
+	fileIs(t, filepath.Join(s.dir, "b.txt"), "b\n")
+	if kinds := codexPermissions(t, res); strings.Join(kinds, ",") != "execute,edit" {
+		t.Errorf("permissions asked for %v; want execute, edit", kinds)
+	}
+	for _, p := range res.Permissions {
+		if p["option_id"] != "allow_once" {
+			t.Errorf("permission %v: want option allow_once", p)
+		}
+	}
+	rules := filepath.Join(s.home, ".codex", "rules")
+	if ents, err := os.ReadDir(rules); err == nil {
+		for _, e := range ents {
+			b, _ := os.ReadFile(filepath.Join(rules, e.Name()))
+			t.Errorf("codex wrote %s: %s", e.Name(), b)
+		}
+	}
+}
+
+// A command the model sends without asking to leave codex's sandbox runs
+// unasked, inside codex's read-only sandbox: it cannot write. This is the
+// preset's Unasked.
+func TestCodexRunsAnUnescalatedCommandInItsReadOnlySandbox(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	ta := needTurnAgent(t, "codex")
+	script := modelserver.Script{
+		{Say: "A sandboxed command.", Shell: "echo sb > sb.txt", Sandboxed: true},
+		{Say: "FINAL done"},
+	}
+	res, _, r, _ := s.turn(ta, script, "Run the script.", "permission: allow", "")
+	t.Logf("exit %d in %s; step %s/%s: %s", r.code, r.elapsed.Round(time.Millisecond), res.Status, res.StopReason, firstLine(res.Error))
+	if _, err := os.Stat(filepath.Join(s.dir, "sb.txt")); err == nil {
+		t.Error("the unasked command wrote sb.txt: codex's sandbox did not hold")
+	}
+	for _, p := range res.Permissions {
+		t.Logf("permission: %v", p)
+		if p["outcome"] == "selected" {
+			t.Errorf("codex asked for the unescalated command: %v", p)
+		}
+	}
+}
+
+// A failed model call reaches the step as a failure with the model's
+// message: codex reports it as message text, stop reason end_turn, and a
+// session_info_update whose _meta.codex.threadStatus.type is systemError.
+func TestCodexModelErrorFailsTheStep(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	ta := needTurnAgent(t, "codex")
+	script := modelserver.Script{{Error: "scripted failure: the model is overloaded"}}
+	res, _, r, _ := s.turn(ta, script, "Say hi.", "permission: allow", "")
+	t.Logf("exit %d in %s; step %s/%s: %s; output %q", r.code, r.elapsed.Round(time.Millisecond), res.Status, res.StopReason, res.Error, res.Output)
+	if r.code == 0 || res.Status != "failed" {
+		t.Errorf("exit %d, step %s; want a failed step", r.code, res.Status)
+	}
+	if !strings.Contains(res.Error, "scripted failure: the model is overloaded") {
+		t.Errorf("error %q does not carry the model's message", res.Error)
 	}
 }

@@ -328,10 +328,12 @@ func (a *agent) prompt(t *turn) {
 		a.chunk(t.sessionID, text)
 	}
 	if a.cfg.systemError != "" {
-		// As codex-acp reports a failed model call: text, then the thread's status.
-		a.chunk(t.sessionID, a.cfg.systemError)
+		// As codex-acp 2.6 reports a failed model call: the thread's status,
+		// then the error's words as a message, then end_turn.
 		a.update(t.sessionID, map[string]any{"sessionUpdate": "session_info_update",
 			"_meta": map[string]any{"codex": map[string]any{"threadStatus": map[string]any{"type": "systemError"}}}})
+		a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "sys", "title": "x", "kind": "other", "status": "completed"})
+		a.chunk(t.sessionID, a.cfg.systemError)
 	}
 	if a.cfg.noise {
 		a.noise(t.sessionID, len(a.cfg.chunks))

@@ -75,9 +75,10 @@
 //	-switch-mode MODE        at the start of a turn, send current_mode_update MODE, then wait up
 //	                         to 2 s for a session/set_mode ("mode set back" in the output)
 //	-refuse-set-mode         answer session/set_mode with an error
-//	-system-error TEXT       after the chunks, report a failed model call as codex-acp does: the
-//	                         chunk TEXT, then session_info_update with _meta.codex.threadStatus
-//	                         {type: systemError}
+//	-system-error TEXT       after the chunks, report a failed model call as codex-acp does:
+//	                         session_info_update with _meta.codex.threadStatus {type:
+//	                         systemError}, then the message TEXT (after a tool call, so that it
+//	                         is a message of its own), then end_turn
 //	-message-ids A,B,…       the messageId of each chunk, in order
 //	-perm-options K,K,…      the option kinds offered (default allow_once,allow_always,
 //	                         reject_once,reject_always; ids "opt-allow-once" …; "" = none)

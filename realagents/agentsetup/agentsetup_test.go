@@ -32,9 +32,9 @@ func TestSetup(t *testing.T) {
 	}{
 		{"claude", "claude-agent-acp", "", []string{"ANTHROPIC_BASE_URL=" + url, "IS_SANDBOX=1"}, nil},
 		{"codex", "codex-acp", "api-key", []string{"CODEX_API_KEY=sk-acpflow-dummy"},
-			map[string]string{".codex/config.toml": `base_url = "` + url + `/v1"`, ".codex/rules/acpflow.rules": `decision = "prompt"`}},
+			map[string]string{".codex/config.toml": `base_url = "` + url + `/v1"`}},
 		{"gemini", "gemini", "gemini-api-key", []string{"GOOGLE_GEMINI_BASE_URL=" + url, "GEMINI_API_KEY=acpflow-dummy"},
-			map[string]string{".gemini/settings.json": `"selectedType": "gemini-api-key"`, ".gemini/policies/acpflow.toml": `decision = "ask_user"`}},
+			map[string]string{".gemini/settings.json": `"selectedType": "gemini-api-key"`}},
 	} {
 		t.Run("sets "+tc.name+" up for the model server", func(t *testing.T) {
 			nm, home := fakeNodeModules(t), t.TempDir()
@@ -57,6 +57,13 @@ func TestSetup(t *testing.T) {
 				b, err := os.ReadFile(filepath.Join(home, f))
 				if err != nil || !strings.Contains(string(b), want) {
 					t.Errorf("%s: %v; want it to hold %q, got:\n%s", f, err, want, b)
+				}
+			}
+			// What makes an agent ask is its preset's, never the test
+			// HOME's: else the tests would prove what no user's run gets.
+			for _, f := range []string{".codex/rules", ".gemini/policies", ".claude/settings.json", ".qwen/system-defaults.json"} {
+				if _, err := os.Stat(filepath.Join(home, f)); err == nil {
+					t.Errorf("%s was written into the test HOME: settings that make the agent ask belong to its preset", f)
 				}
 			}
 		})

@@ -29,13 +29,40 @@ func (q *anthropicRequest) toolResults() int {
 	n := 0
 	for _, m := range q.Messages {
 		var blocks []struct {
-			Type string `json:"type"`
+			Type      string `json:"type"`
+			ToolUseID string `json:"tool_use_id"`
 		}
 		if json.Unmarshal(m.Content, &blocks) != nil {
 			continue // a plain string
 		}
 		for _, b := range blocks {
-			if b.Type == "tool_result" {
+			if b.Type == "tool_result" && !strings.HasPrefix(b.ToolUseID, searchID) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// searchID starts the id of a ToolSearch call the server makes to load a
+// deferred tool.
+const searchID = "toolu_acpflow_search_"
+
+// searched counts the ToolSearch calls the server made for tool in the
+// conversation so far.
+func (q *anthropicRequest) searched(tool string) int {
+	n := 0
+	for _, m := range q.Messages {
+		var blocks []struct {
+			Type  string          `json:"type"`
+			ID    string          `json:"id"`
+			Input json.RawMessage `json:"input"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue
+		}
+		for _, b := range blocks {
+			if b.Type == "tool_use" && strings.HasPrefix(b.ID, searchID) && strings.Contains(string(b.Input), `"select:`+tool+`"`) {
 				n++
 			}
 		}
@@ -61,17 +88,13 @@ func (q *anthropicRequest) tool(want string, alts ...string) string {
 	return ""
 }
 
-// cwd is the agent's working directory as Claude Code's system prompt
-// states it ("Primary working directory: /path"), or "".
+// cwd is the agent's working directory as Claude Code states it
+// ("Primary working directory: /path"), or "": in the system prompt, or
+// (2.1.318) in a message of the conversation.
 func (q *anthropicRequest) cwd() string {
-	var text string
-	var blocks []struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(q.System, &text) != nil && json.Unmarshal(q.System, &blocks) == nil {
-		for _, b := range blocks {
-			text += b.Text + "\n"
-		}
+	text := texts(q.System)
+	for _, m := range q.Messages {
+		text += texts(m.Content)
 	}
 	for _, prefix := range []string{"Primary working directory: ", "Working directory: "} {
 		if _, rest, ok := strings.Cut(text, prefix); ok {
@@ -80,6 +103,23 @@ func (q *anthropicRequest) cwd() string {
 		}
 	}
 	return ""
+}
+
+// texts is the text of content that is a string or a list of blocks, one
+// line per block.
+func texts(content json.RawMessage) string {
+	var text string
+	if json.Unmarshal(content, &text) == nil {
+		return text + "\n"
+	}
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	json.Unmarshal(content, &blocks)
+	for _, b := range blocks {
+		text += b.Text + "\n"
+	}
+	return text
 }
 
 // anthropicBlock is one content block of a reply: text (in chunks) or a
@@ -122,7 +162,9 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 	if reply.Say != "" {
 		blocks = append(blocks, anthropicBlock{text: chunks(reply.Say, reply.Chunks)})
 	}
-	call, input, missing := "", any(nil), ""
+	// deferred is the tool to load with ToolSearch when the request does
+	// not offer it.
+	call, input, missing, deferred := "", any(nil), "", ""
 	switch {
 	case reply.Shell != "":
 		call = q.tool("Bash", "bash", "shell")
@@ -136,8 +178,23 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		}
 		input = map[string]string{"file_path": path, "content": reply.Write.Content}
 		missing = "write"
+	case reply.Plan != "":
+		call = q.tool("ExitPlanMode", "exitplan")
+		input = map[string]string{"plan": reply.Plan}
+		missing, deferred = "ExitPlanMode", "ExitPlanMode"
 	}
 	stop := "end_turn"
+	if deferred != "" && call == "" && q.tool("ToolSearch") != "" && q.searched(deferred) == 0 {
+		// Claude Code 2.1.318 defers tools it rarely needs (ExitPlanMode,
+		// NotebookEdit, Monitor, …): the request lists only their names,
+		// and the model loads one with ToolSearch first. That call's
+		// result does not count as a script step (toolResults), and Say
+		// waits for the call it precedes.
+		raw, _ := json.Marshal(map[string]string{"query": "select:" + deferred})
+		search := anthropicBlock{id: fmt.Sprintf("%s%02d", searchID, n), name: "ToolSearch", input: raw}
+		s.anthropicReply(w, &q, []anthropicBlock{search}, "tool_use", reply.Usage)
+		return
+	}
 	switch {
 	case input == nil:
 	case call == "":

@@ -333,3 +333,42 @@ func TestACueAnswersTheRequestsThatCarryItsText(t *testing.T) {
 		t.Errorf("log %+v: want the Script's then the cue's reply 0", reqs)
 	}
 }
+
+// Claude Code 2.1.318 lists ExitPlanMode among its deferred tools: the
+// server loads it with a ToolSearch call first, whose result does not move
+// the script along, then calls it.
+func TestAnthropicLoadsADeferredToolWithToolSearch(t *testing.T) {
+	srv := startAnthropic(t, Script{{Say: "The plan.", Plan: "1. do it"}, {Say: "FINAL done"}})
+	deferred := `[{"name":"Bash","input_schema":{}},{"name":"ToolSearch","input_schema":{}}]`
+	m := assembleMessage(t, streamMessages(t, srv, messagesRequest(true, 0, deferred)))
+	if len(m.tools) != 1 || m.tools[0].name != "ToolSearch" || m.tools[0].input["query"] != "select:ExitPlanMode" || len(m.texts) != 0 || m.stop != "tool_use" {
+		t.Fatalf("tools %+v, texts %q, stop %q; want one ToolSearch for ExitPlanMode and no text", m.tools, m.texts, m.stop)
+	}
+	search := `{"role":"assistant","content":[{"type":"tool_use","id":"` + m.tools[0].id + `","name":"ToolSearch","input":{"query":"select:ExitPlanMode"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + m.tools[0].id + `","content":[{"type":"tool_reference","tool_name":"ExitPlanMode"}]}]}`
+	loaded := strings.Replace(messagesRequest(true, 0, `[{"name":"Bash"},{"name":"ToolSearch"},{"name":"ExitPlanMode"}]`),
+		`"content":"Do the thing."}`, `"content":"Do the thing."},`+search, 1)
+	m = assembleMessage(t, streamMessages(t, srv, loaded))
+	if got := strings.Join(m.texts, ""); got != "The plan." || len(m.tools) != 1 || m.tools[0].name != "ExitPlanMode" || m.tools[0].input["plan"] != "1. do it" {
+		t.Errorf("texts %q, tools %+v; want the plan's text and an ExitPlanMode call (the search result is not a script step)", got, m.tools)
+	}
+	// Without ToolSearch (or once searched in vain) it says so.
+	m = assembleMessage(t, streamMessages(t, srv, messagesRequest(true, 0, `[{"name":"Bash"}]`)))
+	if got := strings.Join(m.texts, ""); got != "The plan.modelserver: the request offers no ExitPlanMode tool" {
+		t.Errorf("texts %q", got)
+	}
+}
+
+// Claude Code 2.1.318 states its working directory in a message of the
+// conversation, not in the system prompt: a relative Write path resolves
+// against it.
+func TestAnthropicFindsTheWorkingDirectoryInAMessage(t *testing.T) {
+	srv := startAnthropic(t, Script{{Write: &Write{Path: "note.txt", Content: "x"}}})
+	body := `{"model":"m","stream":true,"system":"You are Claude Code.","messages":[` +
+		`{"role":"user","content":"Do it."},{"role":"system","content":"# Environment\n - Primary working directory: /ws/msg\n - Platform: linux"}],` +
+		`"tools":[{"name":"Write"}]}`
+	m := assembleMessage(t, streamMessages(t, srv, body))
+	if len(m.tools) != 1 || m.tools[0].input["file_path"] != "/ws/msg/note.txt" {
+		t.Errorf("tools %+v; want a Write of /ws/msg/note.txt", m.tools)
+	}
+}

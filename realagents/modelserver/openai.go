@@ -53,6 +53,10 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 	if !s.wait(r.Context(), reply) {
 		return
 	}
+	if reply.Error != "" {
+		openaiFailed(w, n, reply.Error)
+		return
+	}
 	items, err := req.output(reply, n)
 	if err != nil {
 		openaiError(w, err)
@@ -84,6 +88,26 @@ func (s *Server) openai(w http.ResponseWriter, r *http.Request) {
 			"output_tokens_details": map[string]any{"reasoning_tokens": 0},
 			"total_tokens":          in + out,
 		},
+	}})
+}
+
+// openaiFailed answers a stream that fails: response.created, then
+// response.failed with the error message (code "server_error").
+//
+// codex 0.166 shows a failed stream's message as the turn's agent message
+// and reports the thread's status as systemError; for an HTTP 500 it shows
+// its own "We're currently experiencing high demand, which may cause
+// temporary errors." instead of the body's message.
+func openaiFailed(w http.ResponseWriter, n int, message string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	sse := &openaiStream{w: w}
+	id := fmt.Sprintf("resp_%d", n)
+	sse.event("response.created", map[string]any{"response": map[string]any{"id": id, "status": "in_progress", "output": []any{}}})
+	sse.event("response.failed", map[string]any{"response": map[string]any{
+		"id": id, "status": "failed", "output": []any{},
+		"error": map[string]any{"code": "server_error", "message": message},
 	}})
 }
 
@@ -153,7 +177,10 @@ func (q *openaiRequest) tool(name string) *openaiTool {
 }
 
 // shellCall is a function call of the request's shell tool running cmd.
-func (q *openaiRequest) shellCall(cmd, callID string) (openaiItem, error) {
+// Where the tool takes sandbox_permissions (codex 0.166's exec_command),
+// the call asks to run outside codex's sandbox, with a justification, as a
+// model does for a command that writes; unless sandboxed.
+func (q *openaiRequest) shellCall(cmd, callID string, sandboxed bool) (openaiItem, error) {
 	for _, name := range []string{"shell_command", "exec_command", "shell"} {
 		t := q.tool(name)
 		if t == nil || t.Type != "function" {
@@ -170,6 +197,10 @@ func (q *openaiRequest) shellCall(cmd, callID string) (openaiItem, error) {
 			args = map[string]any{"cmd": cmd}
 		default:
 			continue
+		}
+		if _, ok := props["sandbox_permissions"]; ok && !sandboxed {
+			args["sandbox_permissions"] = "require_escalated"
+			args["justification"] = "Do you allow this command to run?"
 		}
 		b, _ := json.Marshal(args)
 		return openaiItem{kind: "function_call", name: name, callID: callID, input: string(b)}, nil
@@ -189,7 +220,7 @@ func (q *openaiRequest) patchCall(w *Write, callID string) (openaiItem, error) {
 			return openaiItem{kind: "function_call", name: t.Name, callID: callID, input: string(b)}, nil
 		}
 	}
-	it, err := q.shellCall("apply_patch <<'EOF'\n"+patch+"EOF\n", callID)
+	it, err := q.shellCall("apply_patch <<'EOF'\n"+patch+"EOF\n", callID, true)
 	if err != nil {
 		return it, fmt.Errorf("no apply_patch tool and %w", err)
 	}
@@ -211,7 +242,7 @@ func (q *openaiRequest) output(reply Reply, n int) ([]openaiItem, error) {
 		items = append(items, openaiItem{kind: "message", input: reply.Say})
 	}
 	if reply.Shell != "" {
-		it, err := q.shellCall(reply.Shell, fmt.Sprintf("call_%d_shell", n))
+		it, err := q.shellCall(reply.Shell, fmt.Sprintf("call_%d_shell", n), reply.Sandboxed)
 		if err != nil {
 			return nil, err
 		}

@@ -36,6 +36,19 @@ type Reply struct {
 	// fields; nil reports counts made up from the request's and the
 	// reply's sizes.
 	Usage *Usage
+	// Plan, with neither Shell nor Write set, calls the agent's tool that
+	// leaves plan mode with this plan (Claude Code's ExitPlanMode; the
+	// Anthropic API only).
+	Plan string
+	// Error makes the server answer with an API error carrying this
+	// message instead of the reply (the OpenAI Responses API only: HTTP
+	// 500).
+	Error string
+	// Sandboxed (the OpenAI Responses API only) leaves out the shell
+	// call's request to run outside codex's sandbox (sandbox_permissions
+	// "require_escalated", which a model sends for a command that needs to
+	// write), so that codex may run it in its sandbox without asking.
+	Sandboxed bool
 }
 
 // Usage is what a reply says it cost, as the APIs report it: input

@@ -58,6 +58,10 @@ type client struct {
 	failed   chan struct{}
 	failOnce sync.Once
 	failErr  error
+	// modelFailed: the agent reported a failed model call during the
+	// turn (watch.go, sessionInfo), with modelMessage when it said one.
+	modelFailed  bool
+	modelMessage string
 }
 
 // transcriptText is the agent's answer: every message, in order, a blank

@@ -462,6 +462,9 @@ func (a *attempt) turn(ctx context.Context, blocks []acp.ContentBlock) steps.Res
 			return steps.Result{StopReason: steps.Error, Err: a.promptError(ans.err)}
 		}
 		a.client.turnUsage(ans.resp.Usage)
+		if err := a.client.modelFailure(); err != nil {
+			return steps.Result{StopReason: steps.Error, Err: err}
+		}
 		return settle(ans.resp.StopReason)
 	case <-a.client.failed:
 		a.cancel()

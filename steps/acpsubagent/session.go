@@ -157,14 +157,17 @@ func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered,
 }
 
 // guardMode sets up the mode guard (watch.go) for the session, unless the
-// permission policy, with the outer one, is allow: the session's current
+// permission policy, with the outer one, is allow, or the agent is one of
+// acpflow's own: the session's current
 // mode, once configured, must be one in which the agent asks, and it is
 // watched for the rest of the turn. A session that is in a mode in which
 // the agent decides alone is set back to the step's mode (its agent's,
 // its preset's) now, before anything is prompted; when that fails, or
 // there is no mode to set back to, the step fails naming the mode.
 func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered, st sessionSettings, mode string) error {
-	if a.inv.Outer.AllowsAll(a.inv.Permission) {
+	// acpflow's own agents run nothing: the replay agent plays back a
+	// recorded session, whose mode says what the recorded agent's was.
+	if a.inv.Outer.AllowsAll(a.inv.Permission) || a.agent.Builtin != "" {
 		return nil
 	}
 	safe := mode

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -220,8 +221,9 @@ func (g *modeGuard) restore(id string) error {
 
 // sessionInfo reads a session_info_update for a failed model call that
 // the agent reports as text (codex-acp: _meta.codex.threadStatus.type
-// "systemError", the error's words in the agent's message): the turn
-// fails with the message.
+// "systemError"; the error's words follow as the turn's last message, then
+// end_turn): the turn is marked failed, and modelFailure words it once
+// the turn has ended.
 func (c *client) sessionInfo(meta map[string]any) {
 	codex, _ := meta["codex"].(map[string]any)
 	status, _ := codex["threadStatus"].(map[string]any)
@@ -229,11 +231,26 @@ func (c *client) sessionInfo(meta map[string]any) {
 		return
 	}
 	msg, _ := status["message"].(string)
+	c.mu.Lock()
+	c.modelFailed, c.modelMessage = true, msg
+	c.mu.Unlock()
+}
+
+// modelFailure is the error of a turn in which the agent reported a
+// failed model call (sessionInfo), nil for none: its message, else the
+// turn's last message, which carries the error's words.
+func (c *client) modelFailure() error {
+	c.mu.Lock()
+	failed, msg := c.modelFailed, c.modelMessage
 	if msg == "" {
-		msg = c.final()
+		msg = c.output.last.String()
 	}
-	if msg == "" {
-		msg = "no message"
+	c.mu.Unlock()
+	if !failed {
+		return nil
 	}
-	c.failTurn(fmt.Errorf("agent %s reported a failed model call: %s", agentName(c.inv), termtext.Sanitize(cutUTF8(msg, 2000))))
+	if msg = strings.TrimSpace(msg); msg == "" {
+		msg = "the agent said nothing more"
+	}
+	return fmt.Errorf("agent %s reported a failed model call: %s", agentName(c.inv), termtext.Sanitize(cutUTF8(msg, 2000)))
 }
