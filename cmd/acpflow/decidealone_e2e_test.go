@@ -156,6 +156,10 @@ func TestAToolCallThatRanUnaskedIsJudgedAsIfItHadAsked(t *testing.T) {
 		if !strings.Contains(shown.stdout, `unasked execute "rm -rf build": ran without asking; the policy would reject (workflow policy, rule shorthand)`) {
 			t.Errorf("show printed:\n%s", shown.stdout)
 		}
+		tr := acpflow(t, dir, "show", runID(t, out), "--transcript", "--state", state)
+		if !strings.Contains(tr.stdout, "unasked: ran without asking; the policy would reject (workflow policy, rule shorthand)") {
+			t.Errorf("show --transcript printed:\n%s", tr.stdout)
+		}
 	})
 }
 
@@ -255,4 +259,33 @@ func prefixLines(s, prefix string) string {
 func countRecorded(t *testing.T, record, event string) int {
 	t.Helper()
 	return len(agentrecord.Named(record, event))
+}
+
+// auth: is checked against the methods the agent advertises before
+// authenticate is called: the class is "a method it does not offer (the
+// error lists those it does), and a preset's old id for one it offers
+// (mapped, with a warning)".
+func TestAuthIsCheckedAgainstTheAgentsMethods(t *testing.T) {
+	t.Run("a method the agent does not offer fails, listing those it does", func(t *testing.T) {
+		a := runAlone(t, "auth: login-please", "permission: reject", "-require-auth", "api-key")
+		if a.r.code != 1 {
+			t.Fatalf("exit %d", a.r.code)
+		}
+		if e := fmt.Sprint(a.step["error"]); !strings.Contains(e, `auth "login-please" is not a method the agent offers (offered: api-key)`) {
+			t.Errorf("error %q", e)
+		}
+		if n := len(agentrecord.Named(a.record, "authenticate")); n != 0 {
+			t.Errorf("authenticate was called %d times", n)
+		}
+	})
+	t.Run("a preset's old id is mapped to today's, with a warning", func(t *testing.T) {
+		a := runAlone(t, "preset: codex\nauth: codex-api-key", "permission: reject", "-require-auth", "api-key", "-modes", "read-only,agent")
+		if a.r.code != 0 {
+			t.Fatalf("exit %d: %v\n%s", a.r.code, a.step["error"], a.r.stderr)
+		}
+		w := a.eventsOf("step_update", "warning")
+		if len(w) != 1 || !strings.Contains(fmt.Sprint(w[0]["message"]), `auth "codex-api-key" is the adapter's old name for "api-key"`) {
+			t.Errorf("warnings %v", w)
+		}
+	})
 }

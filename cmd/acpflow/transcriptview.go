@@ -202,6 +202,26 @@ func (v *transcriptView) permission(m transcript.Message, arrow string, r *rpc) 
 	}
 }
 
+// unasked shows, under a tool call that completed, the record of it as a
+// call that ran without asking, if it is one (policies.md#unasked-tool-calls).
+func (v *transcriptView) unasked(toolCallID string) {
+	k := v.stepID + "\x00" + toolCallID
+	recs := v.records[k]
+	if len(recs) == 0 || recs[0].Decision != policies.DecisionUnasked {
+		return
+	}
+	rec := recs[0]
+	v.records[k] = recs[1:]
+	by := policyName(rec.Layer, rec.Policy)
+	if rec.Rule != "" {
+		by += ", rule " + rec.Rule
+	}
+	if rec.Reason != "" {
+		by += ": " + rec.Reason
+	}
+	fmt.Fprintf(v.w, "           unasked: ran without asking; the policy would %s (%s)\n", rec.Would, by)
+}
+
 func (v *transcriptView) answer(m transcript.Message, arrow, method string, r *rpc) {
 	if method == "" {
 		method = "request " + string(r.ID)
@@ -302,6 +322,9 @@ func (v *transcriptView) notification(m transcript.Message, arrow string, r *rpc
 			what += " (" + u.Status + ")"
 		}
 		v.line(m, "%s %s", arrow, what)
+		if u.Status == "completed" {
+			v.unasked(u.ToolCallID)
+		}
 	case "plan":
 		var items []string
 		for _, e := range u.Entries {
