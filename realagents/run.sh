@@ -6,4 +6,4 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bash "$here/install.sh"
 cd "$here/.."
-go test -tags realagents ./realagents/ -v -count=1 -timeout 15m "$@"
+go test -tags realagents ./realagents/ -v -count=1 -timeout 45m "$@"
