@@ -223,7 +223,7 @@ func (s *Server) anthropicReply(w http.ResponseWriter, q *anthropicRequest, bloc
 	// the API sends it; message_delta the whole.
 	start := map[string]int{"input_tokens": usage["input_tokens"], "output_tokens": 1,
 		"cache_creation_input_tokens": usage["cache_creation_input_tokens"], "cache_read_input_tokens": usage["cache_read_input_tokens"]}
-	id := "msg_acpflow"
+	id := uniqueID("msg_acpflow_")
 	if !q.Stream {
 		content := []map[string]any{}
 		for _, b := range blocks {

@@ -75,7 +75,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if len(calls) > 0 {
 		finish = "tool_calls"
 	}
-	id := fmt.Sprintf("chatcmpl-%d", n)
+	id := uniqueID(fmt.Sprintf("chatcmpl-%d-", n))
 	model := req.Model
 	if model == "" {
 		model = "scripted"

@@ -286,7 +286,7 @@ type openaiItem struct {
 // stream writes the item's added, delta and done events and returns the
 // finished item.
 func (it openaiItem) stream(sse *openaiStream, index, nChunks int) map[string]any {
-	id := fmt.Sprintf("%s_%d", map[string]string{"message": "msg", "function_call": "fc", "custom_tool_call": "ctc"}[it.kind], index)
+	id := uniqueID(fmt.Sprintf("%s_%d_", map[string]string{"message": "msg", "function_call": "fc", "custom_tool_call": "ctc"}[it.kind], index))
 	if it.callID != "" {
 		id = "item_" + it.callID
 	}

@@ -3,10 +3,12 @@ package modelserver
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -145,3 +147,13 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 func isGemini(path string) bool {
 	return strings.Contains(path, "/models/") && strings.Contains(path, ":")
 }
+
+// ids numbers the ids of what the server answers (messages, output
+// items), as a real API's are unique: agents join a message's chunks by
+// the id (ACP's messageId comes from it), so two replies with one id would
+// read as one message.
+var ids atomic.Int64
+
+// uniqueID is prefix followed by a number no other reply of this process
+// has.
+func uniqueID(prefix string) string { return fmt.Sprintf("%s%d", prefix, ids.Add(1)) }

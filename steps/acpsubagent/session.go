@@ -116,6 +116,15 @@ func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered,
 	if id := off.modeOption(); st.mode != "" && off.modes == nil && id != "" {
 		// The agent keeps its mode as a config option of category mode
 		// (opencode: its primary agents): the mode is that option's value.
+		if _, err := configRequest(a.agent.Name, sid, off, id, st.mode); err != nil {
+			var values []string
+			for _, o := range off.options {
+				if o.Select != nil && string(o.Select.Id) == id {
+					values = selectValues(o.Select.Options)
+				}
+			}
+			return fmt.Errorf("agent %s: mode %q is not one it offers (offered: %s)", a.agent.Name, st.mode, offeredList(values))
+		}
 		if _, set := st.config[id]; !set {
 			st.config = maps.Clone(st.config)
 			st.config[id] = st.mode
