@@ -49,6 +49,19 @@ type Spec struct {
 	// records them, so that a later acpflow can kill them if this one is
 	// killed. It must not call back into the Child.
 	OnDescendant func(child int, p Proc)
+
+	// Cloneflags, UidMappings, GidMappings and AmbientCaps start the child
+	// in new namespaces with the capabilities it needs there: the
+	// launcher of internal/sandbox sets up its own user, PID and mount
+	// namespaces, and sandbox.Command says what to set. Zero values start
+	// it in acpflow's. The process group and Pdeathsig stay
+	// procgroup's, so teardown is the same for a sandboxed child: its
+	// launcher is the group leader, and a launcher that dies ends its PID
+	// namespace, and with it every process the agent started.
+	Cloneflags  uintptr
+	UidMappings []syscall.SysProcIDMap
+	GidMappings []syscall.SysProcIDMap
+	AmbientCaps []uintptr
 }
 
 // Proc names one process for its whole life: a pid and its start time, in
@@ -149,7 +162,11 @@ func Start(spec Spec) (*Child, error) {
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid: true,
 			// If acpflow itself is killed, the child goes with it.
-			Pdeathsig: syscall.SIGKILL,
+			Pdeathsig:   syscall.SIGKILL,
+			Cloneflags:  spec.Cloneflags,
+			UidMappings: spec.UidMappings,
+			GidMappings: spec.GidMappings,
+			AmbientCaps: spec.AmbientCaps,
 		},
 	}
 	spawned := registry.begin()

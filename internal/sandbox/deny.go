@@ -1,0 +1,142 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DefaultDeny is what no sandboxed agent may read or write, relative to the
+// user's home directory: credentials that would let whatever runs in the
+// agent act as the user elsewhere. Each entry says why.
+var DefaultDeny = []string{
+	".ssh",                            // private keys: a login to every host that trusts them
+	".gnupg",                          // private signing and encryption keys
+	".aws",                            // AWS access keys and SSO session tokens
+	".azure",                          // Azure CLI access and refresh tokens
+	".config/gcloud",                  // Google Cloud credentials and application-default tokens
+	".kube",                           // kubeconfig: cluster certificates and bearer tokens
+	".docker/config.json",             // container registry auth (base64 passwords, tokens)
+	".netrc",                          // plaintext passwords for hosts curl, git and ftp log in to
+	".git-credentials",                // git's store helper: plaintext HTTPS tokens
+	".config/gh",                      // the GitHub CLI's OAuth token
+	".npmrc",                          // npm registry tokens, which can publish packages
+	".pypirc",                         // PyPI upload tokens
+	".cargo/credentials*",             // crates.io tokens (credentials, credentials.toml)
+	".terraform.d",                    // Terraform Cloud API tokens (credentials.tfrc.json)
+	".config/op",                      // the 1Password CLI's account config and sessions
+	".codex/auth.json",                // Codex's OpenAI key or ChatGPT tokens
+	".claude/.credentials.json",       // Claude Code's OAuth tokens
+	".gemini/oauth_creds.json",        // Gemini CLI's Google OAuth tokens
+	".local/share/opencode/auth.json", // opencode's provider keys
+}
+
+// denyList is the resolved list: absolute, clean paths, of which the last
+// element may be a glob pattern.
+type denyList []string
+
+// denyList resolves DefaultDeny against Home, drops the default entries
+// that lie inside one of the agent's own StateDirs, and adds Deny.
+func (s Spec) denyList() denyList {
+	var d denyList
+	for _, e := range DefaultDeny {
+		p := filepath.Join(s.Home, e)
+		own := false
+		for _, sd := range s.StateDirs {
+			if within(p, filepath.Clean(sd)) {
+				own = true
+			}
+		}
+		if !own {
+			d = append(d, p)
+		}
+	}
+	for _, e := range s.Deny {
+		d = append(d, filepath.Clean(e))
+	}
+	return d
+}
+
+// resolved adds, for each entry that is or passes through a symlink, the
+// path it resolves to: Landlock grants follow the real directory tree, so
+// a denied ~/.ssh that links to /data/ssh must keep /data/ssh unread too.
+func (d denyList) resolved() denyList {
+	out := append(denyList{}, d...)
+	for _, p := range d {
+		dir, base := filepath.Dir(p), filepath.Base(p)
+		rdir, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			continue
+		}
+		if rdir != dir {
+			out = append(out, filepath.Join(rdir, base))
+		}
+		if isGlob(base) {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// denied says whether p itself is a denied entry.
+func (d denyList) denied(p string) bool {
+	for _, e := range d {
+		if e == p {
+			return true
+		}
+		if isGlob(filepath.Base(e)) {
+			if ok, _ := filepath.Match(e, p); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// covering returns the denied entry p is, or is inside, or "".
+func (d denyList) covering(p string) string {
+	for q := p; ; q = filepath.Dir(q) {
+		for _, e := range d {
+			if e == q {
+				return e
+			}
+			if isGlob(filepath.Base(e)) {
+				if ok, _ := filepath.Match(e, q); ok {
+					return e
+				}
+			}
+		}
+		if q == "/" || q == "." {
+			return ""
+		}
+	}
+}
+
+// holds says whether a denied entry lies strictly below directory p, so
+// that p cannot be granted as a whole.
+func (d denyList) holds(p string) bool {
+	prefix := strings.TrimSuffix(p, "/") + "/"
+	for _, e := range d {
+		if strings.HasPrefix(e, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func isGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+
+// within says whether p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// exists reports whether p names something (a dangling symlink counts as
+// missing).
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

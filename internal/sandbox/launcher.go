@@ -1,0 +1,242 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Main is the launcher: acpflow's hidden subcommand calls it with what
+// follows the subcommand (Command put there the spec as JSON, the agent's
+// path and its arguments) and exits with what it returns.
+//
+// It runs as PID 1 of new user, PID and mount namespaces (Command's clone
+// flags). It mounts the namespace's own /proc, applies Landlock to itself,
+// starts the agent as its child with its own stdio, environment and
+// working directory, forwards SIGTERM, SIGINT and SIGHUP to it, reaps
+// every process the namespace orphans, and returns the agent's exit code
+// once the agent exits; its own exit then ends whatever the agent left
+// running. It returns LaunchFailed, saying why on stderr, when it could
+// not confine the agent; the agent has then not been started.
+func Main(args []string) int {
+	// First of all: PID 1 ignores a signal it has no handler for, and Go's
+	// default handler would exit before the agent had a say.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	pid, err := launch(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "acpflow sandbox: %v\n", err)
+		return LaunchFailed
+	}
+	go func() {
+		for s := range sigs {
+			syscall.Kill(pid, s.(syscall.Signal))
+		}
+	}()
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			// No child left, and the agent's status was never seen:
+			// cannot happen while the agent is our child.
+			fmt.Fprintf(os.Stderr, "acpflow sandbox: waiting for the agent: %v\n", err)
+			return LaunchFailed
+		}
+		if wpid != pid {
+			continue // an orphan re-parented to us: reaped, nothing more
+		}
+		switch {
+		case ws.Exited():
+			return ws.ExitStatus()
+		case ws.Signaled():
+			return 128 + int(ws.Signal())
+		}
+	}
+}
+
+// launch sets the sandbox up and starts the agent in it.
+func launch(args []string) (int, error) {
+	if len(args) < 2 {
+		return 0, errors.New("usage: SPEC-JSON PATH [ARG...]")
+	}
+	var spec Spec
+	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
+		return 0, fmt.Errorf("reading the spec: %w", err)
+	}
+	if err := spec.validate(); err != nil {
+		return 0, err
+	}
+	if os.Getpid() != 1 {
+		return 0, errors.New("not started in a PID namespace of its own (use sandbox.Command's clone flags)")
+	}
+	// The kernel is asked again here: the launcher is what enforces, and
+	// best-effort Landlock would otherwise quietly enforce less.
+	r := landlockReport()
+	r.UserNS, r.PIDNS, r.NetNS = true, true, true
+	if err := r.enforces(spec); err != nil {
+		return 0, err
+	}
+	if err := mountNamespace(); err != nil {
+		return 0, err
+	}
+	if spec.network() == NetworkOff {
+		if err := loopbackUp(); err != nil {
+			return 0, fmt.Errorf("bringing up loopback in the new network namespace: %w", err)
+		}
+	}
+	devnull, err := os.OpenFile("/dev/null", os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer devnull.Close()
+	// Capabilities, no_new_privs and Landlock are set on this thread
+	// only, and the agent is forked from it: a process inherits its
+	// forking thread's credentials. Doing it on every thread instead
+	// (go-landlock's Restrict, through libpsx on kernels before ABI 8)
+	// costs a signal round trip per thread and call, and the launcher's
+	// other threads only wait and forward signals. The thread stays
+	// locked: Go must never hand it to other work.
+	runtime.LockOSThread()
+	if err := dropCapabilities(); err != nil {
+		return 0, fmt.Errorf("dropping capabilities: %w", err)
+	}
+	if err := restrict(spec); err != nil {
+		return 0, fmt.Errorf("applying Landlock: %w", err)
+	}
+	path := args[1]
+	pid, err := syscall.ForkExec(path, append([]string{path}, args[2:]...), &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("starting %s: %w", path, err)
+	}
+	// The agent has its stdin and stdout now. The launcher lets go of its
+	// copies, so that the agent closing stdout is EOF to acpflow as it is
+	// without a sandbox. stderr stays for the launcher's own last words.
+	unix.Dup3(int(devnull.Fd()), 0, 0)
+	unix.Dup3(int(devnull.Fd()), 1, 0)
+	return pid, nil
+}
+
+// mountNamespace makes the new mount namespace the agent's own: nothing
+// mounted here propagates back, /proc shows only the sandbox's processes
+// (so no other process's environment can be read), and /dev/pts is a
+// private devpts, so the agent's ptys are its own and the user's terminal
+// is not among them.
+func mountNamespace() error {
+	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting the sandbox's own /proc (a container that masks parts of /proc forbids it): %w", err)
+	}
+	if !exists("/dev/pts") || !exists("/dev/ptmx") {
+		return nil
+	}
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return fmt.Errorf("mounting a private /dev/pts: %w", err)
+	}
+	if err := unix.Mount("/dev/pts/ptmx", "/dev/ptmx", "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("binding the private /dev/ptmx: %w", err)
+	}
+	return nil
+}
+
+// Securebits (linux/securebits.h): a uid 0 gains no capabilities at exec,
+// locked so that nothing below can undo it.
+const (
+	secbitNoroot       = 1 << 0
+	secbitNorootLocked = 1 << 1
+)
+
+// dropCapabilities makes the agent start with none, whichever uid runs
+// it: the launcher's ambient set (a normal user's way through exec) is
+// cleared, and a root caller's uid 0 no longer grants the full set at
+// exec. Capabilities in the sandbox's own namespaces reach nothing
+// outside them, and Landlock forbids mounts anyway; this keeps the agent
+// from even reconfiguring its own namespaces (its loopback, its /proc).
+// Both are per-thread: this is the thread the agent forks from.
+func dropCapabilities() error {
+	// The inheritable set held the ambient capabilities; with no_new_privs
+	// it could grant nothing, but an empty set needs no argument.
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return err
+	}
+	return unix.Prctl(unix.PR_SET_SECUREBITS, secbitNoroot|secbitNorootLocked, 0, 0, 0)
+}
+
+// loopbackUp brings up lo, which a new network namespace starts with down:
+// an agent's tools may still talk to servers they start themselves.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// restrict applies Landlock (and for network "proxy" the socket filter,
+// seccomp.go) to the calling thread, which the caller has locked and forks
+// the agent from. It handles every right go-landlock knows, down to what
+// the kernel offers (landlockReport has checked that this covers the
+// spec): rights a newer kernel adds (pathname unix sockets at ABI 9, UDP
+// at ABI 10) are then denied too, unless granted.
+func restrict(spec Spec) error {
+	cfg := landlock.Config{
+		HandledAccessFS: landlock.V11.HandledAccessFS,
+		Scoped:          landlock.V11.Scoped,
+	}
+	rules := fsGrants(spec).landlockRules()
+	if spec.network() == NetworkProxy {
+		cfg.HandledAccessNet = landlock.V11.HandledAccessNet
+		rules = append(rules, landlock.ConnectTCP(uint16(spec.ProxyPort)))
+	}
+	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
+	if err != nil {
+		return err
+	}
+	if fd < 0 {
+		return errors.New("Landlock enforces nothing here")
+	}
+	defer unix.Close(fd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
+		return err
+	}
+	if spec.network() == NetworkProxy {
+		return proxyFilter()
+	}
+	return nil
+}

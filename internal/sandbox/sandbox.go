@@ -1,0 +1,224 @@
+// Package sandbox confines a spawned agent with the kernel (SPEC §9
+// "Sandbox"): what it may read and write (Landlock), where it may connect
+// (Landlock TCP rules, or a network namespace of its own), and which
+// processes it can see and signal (a PID namespace with its own /proc, and
+// Landlock's scopes). The confinement is applied in a launcher process
+// between acpflow and the agent, never in acpflow itself, so it holds for
+// every tool the agent runs, asked or not.
+//
+// # How to run an agent in it
+//
+// acpflow re-executes itself as the launcher. Its CLI has a hidden
+// subcommand whose whole job is
+//
+//	os.Exit(sandbox.Main(args)) // args: what follows the subcommand
+//
+// and the step runner, instead of starting the agent directly, starts what
+// Command returns with procgroup:
+//
+//	self, _ := os.Executable()
+//	l, err := sandbox.Command(self, []string{"sandbox-exec"}, spec, path, args)
+//	if err != nil { /* fail the step: the kernel cannot enforce spec */ }
+//	child, err := procgroup.Start(procgroup.Spec{
+//		Path: l.Path, Args: l.Args, Env: env, Dir: spec.Cwd,
+//		Cloneflags: l.Cloneflags, UidMappings: l.UidMappings, GidMappings: l.GidMappings,
+//		AmbientCaps: l.AmbientCaps,
+//		OnDescendant: ...,
+//	})
+//
+// The agent gets the launcher's stdin, stdout, stderr, environment and
+// working directory unchanged, so everything else about the step (pipes,
+// env policy, the process marker, teardown) stays as it is. spec.TmpDir is
+// the caller's to create (private, 0700) and remove, and TMPDIR in env
+// should name it.
+//
+// # Notes
+//
+// The launcher is PID 1 of the agent's PID namespace. When it exits, the
+// kernel kills everything left in that namespace, setsid daemons included;
+// procgroup's SIGKILL of the group reaches it, so nothing outlives a
+// teardown. It exits with the agent's exit code, or 128+signal when the
+// agent was killed by one (the PID namespace's init cannot die by a
+// signal it sends itself), and with LaunchFailed (and a line on stderr
+// saying why) when it could not set the sandbox up.
+//
+// A signal sent to the group (procgroup's SIGTERM) reaches the agent
+// directly, as without a sandbox; the launcher also forwards the SIGTERM,
+// SIGINT and SIGHUP it gets, for a sender that signals it alone, so the
+// agent may see such a signal twice.
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Network says what an agent may connect to.
+type Network string
+
+const (
+	// NetworkOn leaves the network as it is (SPEC's default).
+	NetworkOn Network = "on"
+	// NetworkOff gives the agent a network namespace of its own with only
+	// a loopback interface: nothing outside the sandbox is reachable.
+	NetworkOff Network = "off"
+	// NetworkProxy allows one way out: a TCP connect to ProxyPort (where
+	// internal/egress listens on loopback). Binding TCP ports is refused.
+	NetworkProxy Network = "proxy"
+)
+
+// Spec is what a sandboxed agent may do. It travels to the launcher as
+// JSON on its command line, so it holds paths and numbers, never secrets.
+// Relative paths are an error; "~/" is not expanded.
+type Spec struct {
+	// Cwd is the agent's working directory, writable.
+	Cwd string `json:"cwd"`
+	// TmpDir is a private temporary directory, writable. The caller
+	// creates it before the spawn and removes it after teardown.
+	TmpDir string `json:"tmp_dir"`
+	// Write are further writable paths (files or directories); each must
+	// exist.
+	Write []string `json:"write,omitempty"`
+	// StateDirs are the agent preset's own state (~/.claude), writable;
+	// missing ones are skipped. A default-deny entry below one of them is
+	// lifted: an agent may read its own credentials, never another's.
+	StateDirs []string `json:"state_dirs,omitempty"`
+	// Deny are unreadable (and unwritable) besides DefaultDeny. An entry
+	// may end in a glob of its last element ("creds*").
+	Deny []string `json:"deny,omitempty"`
+	// Network is NetworkOn when empty.
+	Network Network `json:"network,omitempty"`
+	// ProxyPort is the one TCP port a NetworkProxy agent may connect to.
+	ProxyPort int `json:"proxy_port,omitempty"`
+	// Home is the user's home directory, against which DefaultDeny's
+	// relative entries are resolved. Required.
+	Home string `json:"home"`
+}
+
+// LaunchFailed is the launcher's exit code when it could not set up the
+// sandbox; it then never started the agent. (125 is what env(1) and
+// container runtimes use for "the wrapper failed", so it is rarely an
+// agent's own code.)
+const LaunchFailed = 125
+
+// Launch is how to start the launcher: the procgroup.Spec fields of the
+// same names.
+type Launch struct {
+	Path        string
+	Args        []string // argv[1:]
+	Cloneflags  uintptr
+	UidMappings []syscall.SysProcIDMap
+	GidMappings []syscall.SysProcIDMap
+	AmbientCaps []uintptr
+}
+
+// Command checks that this kernel can enforce spec and returns how to start
+// the launcher that runs path (resolved, absolute) with args inside it.
+// self is acpflow's executable and selfArgs the hidden subcommand that
+// calls Main.
+//
+// The error says which part cannot be enforced, so the step fails before
+// anything is spawned.
+func Command(self string, selfArgs []string, spec Spec, path string, args []string) (Launch, error) {
+	if err := spec.validate(); err != nil {
+		return Launch{}, err
+	}
+	if !filepath.IsAbs(path) {
+		return Launch{}, fmt.Errorf("sandbox: agent path %q is not absolute", path)
+	}
+	if err := Probe().enforces(spec); err != nil {
+		return Launch{}, err
+	}
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return Launch{}, err
+	}
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
+	if spec.network() == NetworkOff {
+		flags |= syscall.CLONE_NEWNET
+	}
+	a := append([]string{}, selfArgs...)
+	a = append(a, string(js), path)
+	a = append(a, args...)
+	// The caller's uid and gid are mapped to themselves: files keep their
+	// owners, and a normal user needs no privilege to create the
+	// namespaces. Setgroups stays denied, as an unprivileged gid map needs.
+	// A uid other than 0 loses its capabilities in the new namespaces at
+	// the launcher's exec unless they are ambient: it needs CAP_SYS_ADMIN
+	// to mount, CAP_NET_ADMIN to bring up loopback and CAP_SETPCAP to lock
+	// the agent out of capabilities, and drops them all before the agent
+	// starts.
+	return Launch{
+		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
+		Path:        self,
+		Args:        a,
+		Cloneflags:  flags,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
+	}, nil
+}
+
+func (s Spec) network() Network {
+	if s.Network == "" {
+		return NetworkOn
+	}
+	return s.Network
+}
+
+// validate is the one place a Spec is checked, for Command and for the
+// launcher alike.
+func (s Spec) validate() error {
+	abs := func(what, p string) error {
+		if p == "" {
+			return fmt.Errorf("sandbox: %s is not set", what)
+		}
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("sandbox: %s %q is not an absolute path", what, p)
+		}
+		return nil
+	}
+	if err := abs("cwd", s.Cwd); err != nil {
+		return err
+	}
+	if err := abs("tmp_dir", s.TmpDir); err != nil {
+		return err
+	}
+	if err := abs("home", s.Home); err != nil {
+		return err
+	}
+	for _, list := range []struct {
+		what  string
+		paths []string
+	}{{"write", s.Write}, {"state_dirs", s.StateDirs}, {"deny", s.Deny}} {
+		for _, p := range list.paths {
+			if err := abs(list.what+" entry", p); err != nil {
+				return err
+			}
+		}
+	}
+	switch s.network() {
+	case NetworkOn, NetworkOff:
+	case NetworkProxy:
+		if s.ProxyPort < 1 || s.ProxyPort > 65535 {
+			return fmt.Errorf("sandbox: network proxy needs a proxy port (1-65535), got %d", s.ProxyPort)
+		}
+	default:
+		return fmt.Errorf("sandbox: network %q is not on, off or proxy", s.Network)
+	}
+	d := s.denyList()
+	for _, w := range append([]string{s.Cwd, s.TmpDir}, s.Write...) {
+		if p := d.covering(filepath.Clean(w)); p != "" {
+			return fmt.Errorf("sandbox: writable path %s is inside the denied %s", w, p)
+		}
+	}
+	return nil
+}
+
+// errNotEnforceable wraps what the kernel lacks.
+var errNotEnforceable = errors.New("cannot be enforced on this kernel")

@@ -1,0 +1,571 @@
+package sandbox
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acpflow/acpflow/internal/procgroup"
+)
+
+// The test binary is both the launcher (as acpflow's hidden subcommand
+// would be) and the agent, so every test runs real processes.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "sandbox-launch":
+			os.Exit(Main(os.Args[2:]))
+		case "sandbox-agent":
+			os.Exit(agent(os.Args[2:]))
+		}
+	}
+	if err := procgroup.EnableSubreaper(); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+// agent does one thing and says how it went on stdout: "ok", or the
+// error's errno name ("EACCES"), exiting 0 either way unless asked to exit
+// otherwise.
+func agent(args []string) int {
+	say := func(err error) int {
+		if err == nil {
+			fmt.Println("ok")
+			return 0
+		}
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			fmt.Println(unixName(errno))
+		} else {
+			fmt.Println("error:", err)
+		}
+		return 0
+	}
+	switch args[0] {
+	case "write":
+		return say(os.WriteFile(args[1], []byte("x"), 0o600))
+	case "read":
+		_, err := os.ReadFile(args[1])
+		return say(err)
+	case "kill":
+		pid, _ := strconv.Atoi(args[1])
+		return say(syscall.Kill(pid, syscall.SIGTERM))
+	case "connect":
+		c, err := net.DialTimeout("tcp", args[1], 2*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return say(err)
+	case "connect-mptcp":
+		d := net.Dialer{Timeout: 2 * time.Second}
+		d.SetMultipathTCP(true)
+		c, err := d.Dial("tcp", args[1])
+		if err == nil {
+			c.Close()
+		}
+		return say(err)
+	case "mptcp-socket":
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 262) // IPPROTO_MPTCP
+		if err == nil {
+			syscall.Close(fd)
+		}
+		return say(err)
+	case "caps":
+		b, _ := os.ReadFile("/proc/self/status")
+		var caps []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "Cap") && !strings.HasPrefix(line, "CapBnd") {
+				caps = append(caps, line)
+			}
+		}
+		fmt.Println(strings.Join(caps, " "))
+		return 0
+	case "udp":
+		c, err := net.Dial("udp", args[1])
+		if err == nil {
+			_, err = c.Write([]byte("x"))
+			c.Close()
+		}
+		return say(err)
+	case "echo":
+		io.Copy(os.Stdout, os.Stdin)
+		fmt.Fprint(os.Stderr, "to-stderr")
+		return 0
+	case "exit":
+		n, _ := strconv.Atoi(args[1])
+		return n
+	case "pids":
+		// Which processes this agent can see.
+		es, _ := os.ReadDir("/proc")
+		var pids []string
+		for _, e := range es {
+			if _, err := strconv.Atoi(e.Name()); err == nil {
+				pids = append(pids, e.Name())
+			}
+		}
+		fmt.Println(strings.Join(pids, " "))
+		return 0
+	case "daemons":
+		// A setsid daemon, and a child that double-forks one more, then
+		// either exit (args[1] == "exit") or wait.
+		self, _ := os.Executable()
+		for _, how := range []string{"setsid", "plain"} {
+			cmd := exec.Command(self, "sandbox-agent", "sleep")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: how == "setsid"}
+			if err := cmd.Start(); err != nil {
+				fmt.Println("error:", err)
+				return 1
+			}
+		}
+		fmt.Println("started")
+		if args[1] == "exit" {
+			return 0
+		}
+		select {}
+	case "sleep":
+		// A daemon that only SIGKILL (or its PID namespace ending) stops.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+		time.Sleep(time.Hour)
+		return 0
+	}
+	fmt.Println("unknown op", args[0])
+	return 2
+}
+
+func unixName(e syscall.Errno) string {
+	switch e {
+	case syscall.EACCES:
+		return "EACCES"
+	case syscall.EPERM:
+		return "EPERM"
+	case syscall.EROFS:
+		return "EROFS"
+	case syscall.ENOENT:
+		return "ENOENT"
+	case syscall.ESRCH:
+		return "ESRCH"
+	case syscall.ECONNREFUSED:
+		return "ECONNREFUSED"
+	case syscall.ENETUNREACH:
+		return "ENETUNREACH"
+	}
+	return fmt.Sprintf("errno %d (%v)", int(e), e)
+}
+
+// fixture is a sandbox's file tree: a HOME with a planted key, a cwd, a
+// private tmp, and a directory outside all of them.
+type fixture struct {
+	root, home, cwd, tmp, outside string
+	mark                          string // in every sandboxed process's environment
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	root := t.TempDir()
+	f := fixture{
+		root:    root,
+		home:    filepath.Join(root, "home"),
+		cwd:     filepath.Join(root, "work"),
+		tmp:     filepath.Join(root, "tmp"),
+		outside: filepath.Join(root, "outside"),
+	}
+	for _, d := range []string{f.home + "/.ssh", f.home + "/.cargo", f.home + "/notes", f.cwd, f.tmp, f.outside} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{f.home + "/.ssh/id_rsa", f.home + "/.cargo/credentials.toml", f.home + "/notes/todo", f.outside + "/file"} {
+		if err := os.WriteFile(p, []byte("secret"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	f.mark = hex.EncodeToString(b)
+	return f
+}
+
+func (f fixture) spec() Spec {
+	return Spec{Cwd: f.cwd, TmpDir: f.tmp, Home: f.home}
+}
+
+// result is how one sandboxed agent ended.
+type result struct {
+	stdout, stderr string
+	exit           string
+	child          *procgroup.Child
+}
+
+// run starts the agent op in spec's sandbox through procgroup, as the
+// step runner will, feeds it stdin, and waits for it to exit.
+func (f fixture) run(t *testing.T, spec Spec, stdin string, op ...string) result {
+	t.Helper()
+	c := f.start(t, spec, op...)
+	go func() {
+		io.WriteString(c.Stdin(), stdin)
+		c.Stdin().Close()
+	}()
+	out, _ := io.ReadAll(c.Stdout())
+	select {
+	case <-c.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sandboxed agent did not exit")
+	}
+	rep := c.Teardown(procgroup.Ladder{EOFGrace: time.Second, TermGrace: time.Second})
+	f.assertNothingLeft(t)
+	return result{stdout: strings.TrimSpace(string(out)), stderr: c.Stderr().String(), exit: rep.Exit, child: c}
+}
+
+func (f fixture) start(t *testing.T, spec Spec, op ...string) *procgroup.Child {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Command(self, []string{"sandbox-launch"}, spec, self, append([]string{"sandbox-agent"}, op...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := procgroup.Start(procgroup.Spec{
+		Path: l.Path, Args: l.Args, Dir: spec.Cwd,
+		Env:        []string{"PATH=/usr/bin:/bin", "HOME=" + spec.Home, "TMPDIR=" + spec.TmpDir, "SANDBOX_TEST_MARK=" + f.mark},
+		Cloneflags: l.Cloneflags, UidMappings: l.UidMappings, GidMappings: l.GidMappings, AmbientCaps: l.AmbientCaps,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// assertNothingLeft looks through the whole process table for anything
+// that carries this fixture's mark.
+func (f fixture) assertNothingLeft(t *testing.T) {
+	t.Helper()
+	var live []string
+	for range 100 {
+		live = f.marked()
+		if len(live) == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("still running after teardown: %s", strings.Join(live, "; "))
+}
+
+func (f fixture) marked() []string {
+	es, _ := os.ReadDir("/proc")
+	var live []string
+	for _, e := range es {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil || !bytes.Contains(env, []byte("SANDBOX_TEST_MARK="+f.mark)) {
+			continue
+		}
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && strings.HasPrefix(string(stat[i:]), ") Z") {
+			continue // a zombie: dead, waiting for its reaper
+		}
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		live = append(live, fmt.Sprintf("%d %q", pid, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+	}
+	return live
+}
+
+func TestTheSandboxConfinesFiles(t *testing.T) {
+	f := newFixture(t)
+	extra := filepath.Join(f.root, "extra")
+	os.Mkdir(extra, 0o700)
+	linked := filepath.Join(f.root, "keys")
+	os.Mkdir(linked, 0o700)
+	os.WriteFile(filepath.Join(linked, "id_ed25519"), []byte("secret"), 0o600)
+	os.Symlink(linked, filepath.Join(f.home, ".gnupg")) // a denied entry that is a symlink
+
+	spec := f.spec()
+	spec.Write = []string{extra}
+	spec.Deny = []string{filepath.Join(f.home, "notes")}
+	for _, c := range []struct {
+		name string
+		op   []string
+		want string
+	}{
+		{"writing in cwd works", []string{"write", filepath.Join(f.cwd, "a")}, "ok"},
+		{"writing in the private tmp works", []string{"write", filepath.Join(f.tmp, "a")}, "ok"},
+		{"writing in an extra writable path works", []string{"write", filepath.Join(extra, "a")}, "ok"},
+		{"writing beside cwd fails", []string{"write", filepath.Join(f.outside, "a")}, "EACCES"},
+		{"overwriting a readable file fails", []string{"write", filepath.Join(f.outside, "file")}, "EACCES"},
+		{"writing in /etc fails", []string{"write", "/etc/acpflow-sandbox-test"}, "EACCES"},
+		{"writing in HOME fails", []string{"write", filepath.Join(f.home, "x")}, "EACCES"},
+		{"reading a file beside cwd works", []string{"read", filepath.Join(f.outside, "file")}, "ok"},
+		{"reading /etc/hostname works", []string{"read", "/etc/hostname"}, "ok"},
+		{"reading ~/.ssh/id_rsa fails", []string{"read", filepath.Join(f.home, ".ssh/id_rsa")}, "EACCES"},
+		{"reading a globbed deny entry fails", []string{"read", filepath.Join(f.home, ".cargo/credentials.toml")}, "EACCES"},
+		{"reading a denied entry given in the spec fails", []string{"read", filepath.Join(f.home, "notes/todo")}, "EACCES"},
+		{"reading through a denied symlink fails", []string{"read", filepath.Join(f.home, ".gnupg/id_ed25519")}, "EACCES"},
+		{"reading a denied symlink's target fails", []string{"read", filepath.Join(linked, "id_ed25519")}, "EACCES"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := f.run(t, spec, "", c.op...)
+			if r.stdout != c.want {
+				t.Errorf("got %q, want %q (stderr %q)", r.stdout, c.want, r.stderr)
+			}
+		})
+	}
+}
+
+func TestACwdThatHoldsADeniedEntryIsSplit(t *testing.T) {
+	f := newFixture(t)
+	spec := f.spec()
+	spec.Cwd = f.home
+	os.Mkdir(filepath.Join(f.home, "proj"), 0o700)
+	for _, c := range []struct {
+		name string
+		op   []string
+		want string
+	}{
+		{"writing below an entry of cwd works", []string{"write", filepath.Join(f.home, "proj/a")}, "ok"},
+		{"reading ~/.ssh/id_rsa still fails", []string{"read", filepath.Join(f.home, ".ssh/id_rsa")}, "EACCES"},
+		{"writing ~/.ssh/authorized_keys fails", []string{"write", filepath.Join(f.home, ".ssh/authorized_keys")}, "EACCES"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if r := f.run(t, spec, "", c.op...); r.stdout != c.want {
+				t.Errorf("got %q, want %q (stderr %q)", r.stdout, c.want, r.stderr)
+			}
+		})
+	}
+}
+
+func TestTheAgentSeesNoProcessOutsideItsSandbox(t *testing.T) {
+	f := newFixture(t)
+	me := strconv.Itoa(os.Getpid())
+	t.Run("reading acpflow's /proc/PID/environ fails", func(t *testing.T) {
+		if r := f.run(t, f.spec(), "", "read", "/proc/"+me+"/environ"); r.stdout != "ENOENT" {
+			t.Errorf("got %q, want ENOENT", r.stdout)
+		}
+	})
+	t.Run("signalling acpflow fails", func(t *testing.T) {
+		if r := f.run(t, f.spec(), "", "kill", me); r.stdout != "ESRCH" {
+			t.Errorf("got %q, want ESRCH", r.stdout)
+		}
+	})
+	t.Run("its /proc lists only the launcher and itself", func(t *testing.T) {
+		// Thread ids take pids too, so the agent's number varies.
+		r := f.run(t, f.spec(), "", "pids")
+		if pids := strings.Fields(r.stdout); len(pids) != 2 || pids[0] != "1" {
+			t.Errorf("got %q, want pid 1 and the agent's", r.stdout)
+		}
+	})
+}
+
+func TestTheAgentHasNoCapabilities(t *testing.T) {
+	f := newFixture(t)
+	r := f.run(t, f.spec(), "", "caps")
+	fields := strings.Fields(r.stdout)
+	for i := 0; i+1 < len(fields); i += 2 {
+		if strings.Trim(fields[i+1], "0") != "" {
+			t.Errorf("%s %s, want none", fields[i], fields[i+1])
+		}
+	}
+	if len(fields) != 8 {
+		t.Errorf("got %q", r.stdout)
+	}
+}
+
+func TestTheNetworkModes(t *testing.T) {
+	f := newFixture(t)
+	listen := func() (net.Listener, string) {
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return l, l.Addr().String()
+	}
+	proxy, proxyAddr := listen()
+	_, otherAddr := listen()
+	port := proxy.Addr().(*net.TCPAddr).Port
+	for _, c := range []struct {
+		name    string
+		network Network
+		op      []string
+		want    string
+	}{
+		{"on: a connect to a local listener works", NetworkOn, []string{"connect", otherAddr}, "ok"},
+		{"proxy: a connect to the proxy port works", NetworkProxy, []string{"connect", proxyAddr}, "ok"},
+		{"proxy: a connect to another port fails", NetworkProxy, []string{"connect", otherAddr}, "EACCES"},
+		{"proxy: an MPTCP connect to another port fails", NetworkProxy, []string{"connect-mptcp", otherAddr}, "EACCES"},
+		{"proxy: an MPTCP socket cannot be created", NetworkProxy, []string{"mptcp-socket"}, "EACCES"},
+		{"on: an MPTCP socket can be created", NetworkOn, []string{"mptcp-socket"}, "ok"},
+		{"proxy: a UDP send fails", NetworkProxy, []string{"udp", otherAddr}, "EACCES"},
+		{"on: a UDP send works", NetworkOn, []string{"udp", otherAddr}, "ok"},
+		{"off: a connect to the proxy port fails", NetworkOff, []string{"connect", proxyAddr}, "ECONNREFUSED"},
+		{"off: a connect to another port fails", NetworkOff, []string{"connect", otherAddr}, "ECONNREFUSED"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := f.spec()
+			spec.Network = c.network
+			spec.ProxyPort = port
+			if r := f.run(t, spec, "", c.op...); r.stdout != c.want {
+				t.Errorf("got %q, want %q (stderr %q)", r.stdout, c.want, r.stderr)
+			}
+		})
+	}
+}
+
+func TestTheAgentsStdioAndExitCodePassThrough(t *testing.T) {
+	f := newFixture(t)
+	r := f.run(t, f.spec(), "hello\n", "echo")
+	if r.stdout != "hello" || r.stderr != "to-stderr" {
+		t.Errorf("stdout %q, stderr %q; want hello, to-stderr", r.stdout, r.stderr)
+	}
+	if r := f.run(t, f.spec(), "", "exit", "7"); r.exit != "exit status 7" {
+		t.Errorf("exit %q, want exit status 7", r.exit)
+	}
+}
+
+func TestNothingOutlivesTheSandbox(t *testing.T) {
+	f := newFixture(t)
+	t.Run("daemons left by an agent that exits die with it", func(t *testing.T) {
+		r := f.run(t, f.spec(), "", "daemons", "exit")
+		if r.stdout != "started" {
+			t.Fatalf("got %q (stderr %q)", r.stdout, r.stderr)
+		}
+	})
+	for _, how := range []string{"teardown", "kill"} {
+		t.Run("a "+how+" of the launcher's group ends the agent and its daemons", func(t *testing.T) {
+			c := f.start(t, f.spec(), "daemons", "wait")
+			buf := make([]byte, 8)
+			if n, _ := io.ReadFull(c.Stdout(), buf[:8]); string(buf[:n]) != "started\n" {
+				t.Fatalf("got %q (stderr %q)", buf[:n], c.Stderr().String())
+			}
+			if got := len(f.marked()); got != 4 {
+				t.Errorf("%d marked processes before teardown, want 4 (launcher, agent, 2 daemons)", got)
+			}
+			if how == "kill" {
+				c.Kill()
+			}
+			rep := c.Teardown(procgroup.Ladder{EOFGrace: 10 * time.Millisecond, TermGrace: 100 * time.Millisecond})
+			if rep.Err != nil {
+				t.Error(rep.Err)
+			}
+			f.assertNothingLeft(t)
+		})
+	}
+}
+
+func TestCommandRefusesWhatItCannotEnforce(t *testing.T) {
+	f := newFixture(t)
+	bad := f.spec()
+	bad.Network = NetworkProxy
+	if _, err := Command("/bin/acpflow", nil, bad, "/bin/true", nil); err == nil || !strings.Contains(err.Error(), "proxy port") {
+		t.Errorf("a proxy without a port: %v", err)
+	}
+	bad = f.spec()
+	bad.Write = []string{filepath.Join(f.home, ".ssh")}
+	if _, err := Command("/bin/acpflow", nil, bad, "/bin/true", nil); err == nil || !strings.Contains(err.Error(), "inside the denied") {
+		t.Errorf("a writable path inside a denied one: %v", err)
+	}
+	r := Report{LandlockABI: 3, FS: true, UserNS: true, PIDNS: true, SocketFilter: true}
+	spec := f.spec()
+	spec.Network, spec.ProxyPort = NetworkProxy, 8080
+	err := r.enforces(spec)
+	if err == nil || !strings.Contains(err.Error(), "network proxy (Landlock ABI 3 has no TCP rules; 4 needed)") {
+		t.Errorf("ABI 3 and proxy: %v", err)
+	}
+	if !errors.Is(err, errNotEnforceable) {
+		t.Errorf("%v does not wrap errNotEnforceable", err)
+	}
+}
+
+func TestProbeFindsWhatThisKernelHas(t *testing.T) {
+	r := Probe()
+	t.Logf("%+v", r)
+	if r.LandlockABI < 6 || !r.FS || !r.Net || !r.Scopes || !r.UserNS || !r.PIDNS || !r.NetNS {
+		t.Skipf("this machine lacks part of the sandbox: %v", r.Problems)
+	}
+}
+
+// BenchmarkSpawn compares starting /bin/true through procgroup with and
+// without the sandbox, until it has exited and been torn down. Besides
+// wall time it reports child-cpu-ns/op, the CPU the children used (the
+// launcher and the agent, as getrusage counts reaped children), which a
+// loaded machine does not inflate as it does wall time.
+func BenchmarkSpawn(b *testing.B) {
+	root := b.TempDir()
+	home := filepath.Join(root, "home")
+	cwd := filepath.Join(root, "work")
+	tmp := filepath.Join(root, "tmp")
+	for _, d := range []string{home + "/.ssh", cwd, tmp} {
+		os.MkdirAll(d, 0o700)
+	}
+	self, _ := os.Executable()
+	spawn := func(b *testing.B, ps procgroup.Spec) {
+		c, err := procgroup.Start(ps)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, c.Stdout())
+		<-c.Exited()
+		if rep := c.Teardown(procgroup.Ladder{EOFGrace: time.Second, TermGrace: time.Second}); rep.Exit != "exit status 0" {
+			b.Fatalf("%s: %s", rep.Exit, c.Stderr().String())
+		}
+	}
+	b.Run("plain", func(b *testing.B) {
+		defer childCPU(b)()
+		for b.Loop() {
+			spawn(b, procgroup.Spec{Path: "/bin/true", Dir: cwd})
+		}
+	})
+	for _, network := range []Network{NetworkOn, NetworkProxy, NetworkOff} {
+		b.Run("sandboxed/network="+string(network), func(b *testing.B) {
+			spec := Spec{Cwd: cwd, TmpDir: tmp, Home: home, Network: network, ProxyPort: 3128}
+			defer childCPU(b)()
+			for b.Loop() {
+				l, err := Command(self, []string{"sandbox-launch"}, spec, "/bin/true", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				spawn(b, procgroup.Spec{Path: l.Path, Args: l.Args, Dir: cwd,
+					Cloneflags: l.Cloneflags, UidMappings: l.UidMappings, GidMappings: l.GidMappings, AmbientCaps: l.AmbientCaps})
+			}
+		})
+	}
+}
+
+// childCPU starts counting the CPU time of reaped children; the function
+// it returns reports it per op.
+func childCPU(b *testing.B) func() {
+	var before syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &before)
+	return func() {
+		var after syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
+		cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "child-cpu-ns/op")
+	}
+}
