@@ -58,6 +58,9 @@ type StepResult struct {
 	// Usage is what the agent reported of the step's tokens and cost, all
 	// attempts (and for-each elements) summed; nil when it reported nothing.
 	Usage *steps.Usage `json:"usage,omitempty"`
+	// Sandbox is what the last attempt's sandbox enforced (the first
+	// element's for for-each); nil without one.
+	Sandbox *steps.SandboxRecord `json:"sandbox,omitempty"`
 	// Stderr is the kept tail of the agent's stderr; it goes to the run
 	// store and `show`, not to the result JSON.
 	Stderr string `json:"-"`

@@ -216,6 +216,9 @@ func (st *Step) Combine(each []*StepResult) *StepResult {
 		res.Attempts = max(res.Attempts, e.Attempts)
 		res.Permissions = append(res.Permissions, e.Permissions...)
 		res.Stderr += e.Stderr
+		if res.Sandbox == nil {
+			res.Sandbox = e.Sandbox
+		}
 		if e.Usage != nil {
 			if res.Usage == nil {
 				res.Usage = &steps.Usage{}

@@ -58,6 +58,9 @@ type Output struct {
 type Policies struct {
 	Permission policies.Permission
 	Env        policies.Env
+	// SandboxRequired is an outer policy file's `sandbox: required`: every
+	// agent runs sandboxed, whatever the workflow says.
+	SandboxRequired bool
 }
 
 // Step is a step of the workflow.

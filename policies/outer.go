@@ -25,6 +25,21 @@ type OuterPolicy struct {
 	File       string     // where it was read from, absolute: recorded as the Policy of what it decides
 	Permission Permission // nil: the file has no permission: section
 	Env        Env        // nil: the file has no env: section
+	// SandboxRequired is the file's `sandbox: required`: every agent runs
+	// sandboxed (docs/sandbox.md), and no workflow can turn it off or make
+	// it optional.
+	SandboxRequired bool
+}
+
+// SandboxRequiredBy is the outer policy file that requires a sandbox for
+// every agent, "" for none.
+func (o Outer) SandboxRequiredBy() string {
+	for _, l := range o {
+		if l.SandboxRequired {
+			return l.File
+		}
+	}
+	return ""
 }
 
 // Outer is the outer policy: its files, outermost first (the system's,

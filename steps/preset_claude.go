@@ -120,4 +120,5 @@ var _ = registerPreset(Preset{
 	// 0.101.0; listed should a later release offer it.
 	AutoModes: []string{"auto", "acceptEdits", "bypassPermissions", "dontAsk"},
 	Unasked:   "reads (Read, Glob, Grep in the workspace) and ToolSearch; every command (read-only ones included) and file change asks; not measured: the calls of subagents (Agent, Workflow tools), which Claude Code checks against the same rules",
+	StateDirs: []string{"~/.claude", "~/.claude.json", "~/.npm"},
 })

@@ -89,4 +89,5 @@ var _ = registerPreset(Preset{
 	Mode:      "read-only",
 	AutoModes: []string{"agent", "agent-full-access", "workspace-write"},
 	Unasked:   "commands the model sends without asking to leave codex's read-only sandbox and that codex does not judge dangerous (ls, cat, grep, echo > file) run unasked inside that sandbox, where they cannot write or reach the network",
+	StateDirs: []string{"~/.codex", "~/.npm"},
 })

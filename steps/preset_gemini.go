@@ -86,4 +86,5 @@ var _ = registerPreset(Preset{
 		"not measured: a subagent's (invoke_agent) shell and write calls, which gemini cannot forward to the client; " +
 		"where /etc/gemini-cli/policies holds a .toml file gemini ignores --admin-policy (warning on stderr) " +
 		"and runs the shell commands it judges safe (echo, ls, cat, …) unasked",
+	StateDirs: []string{"~/.gemini"},
 })

@@ -10,4 +10,5 @@ var _ = registerPreset(Preset{
 	Description: "Block's goose in ACP mode",
 	Notes:       "not measured by acpflow; uses the provider configured for goose; pass its key explicitly",
 	Unasked:     "not measured: no settings are set, so whatever goose's own GOOSE_MODE says (its default, auto, runs tools without asking)",
+	StateDirs:   []string{"~/.config/goose", "~/.local/share/goose", "~/.local/state/goose"},
 })

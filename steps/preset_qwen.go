@@ -66,4 +66,5 @@ var _ = registerPreset(Preset{
 	AutoModes: []string{"auto", "auto-edit", "yolo"},
 	Unasked: "not measured: web_fetch, MCP tools, skills and subagents (the agent tool), " +
 		"and a user's deny rule (it refuses the call itself, which is stricter)",
+	StateDirs: []string{"~/.qwen"},
 })

@@ -61,6 +61,10 @@ type Preset struct {
 	// releases to today's, so that an old workflow keeps working (with a
 	// warning).
 	AuthAliases map[string]string
+	// StateDirs are where the agent keeps its own state (its sessions,
+	// settings, caches; npx's cache for an npx launcher): writable in its
+	// sandbox, "~/" meaning the agent's HOME (docs/sandbox.md).
+	StateDirs []string
 	// Unasked says which tool calls the agent still runs without asking
 	// under the preset's settings, as measured ("" for none known); shown
 	// by `acpflow agents` and docs/agents.

@@ -210,6 +210,8 @@ type Result struct {
 	// Usage is what the agent reported of the attempt's tokens and cost;
 	// nil when it reported nothing.
 	Usage *Usage
+	// Sandbox is what the attempt's sandbox enforced; nil: it had none.
+	Sandbox *SandboxRecord
 	// Transcript is what the step and its agent said to each other, when
 	// the kind keeps one; the engine fills in step, element and attempt.
 	Transcript *transcript.Step
@@ -250,6 +252,13 @@ type Agent struct {
 	// MaxOutput is how many bytes of agent output a step keeps; past it the
 	// step fails, keeping the first MaxOutput bytes. 0 means DefaultMaxOutput.
 	MaxOutput int64
+	// Sandbox is the agent's confinement (`sandbox:`, the workflow's when
+	// the agent sets none; nil: none). A step's with.sandbox replaces it.
+	Sandbox *Sandbox
+	// SandboxSet says the file set sandbox: on the agent (false included),
+	// so that neither the workflow's default nor `run --sandbox` replaces
+	// it.
+	SandboxSet bool
 	// Reuse keeps the agent's processes alive between the steps and runs
 	// (of a batch) that start it the same way (command, args, env, auth):
 	// each step gets a session of its own on an idle one.

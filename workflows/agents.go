@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	agentKeys   = []string{"builtin", "from", "command", "args", "env", "cwd", "auth", "preset", "mode", "config", "mcp-servers", "max-output", "reuse", "start-timeout", "dispose"}
+	agentKeys   = []string{"builtin", "from", "command", "args", "env", "cwd", "auth", "preset", "mode", "config", "mcp-servers", "max-output", "reuse", "sandbox", "start-timeout", "dispose"}
 	disposeKeys = []string{"eof-grace", "term-grace"}
 )
 
@@ -101,6 +101,9 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 	}
 	if n := f["reuse"]; n != nil {
 		a.Reuse, _ = d.boolean(n, ctx+": reuse")
+	}
+	if n := f["sandbox"]; n != nil {
+		a.Sandbox, a.SandboxSet = d.sandbox(n, ctx), true
 	}
 	if n := f["start-timeout"]; n != nil {
 		if t, ok := d.duration(n, ctx+": start-timeout"); ok {

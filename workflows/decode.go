@@ -16,7 +16,7 @@ import (
 // The keys each mapping of the file accepts (docs/workflow.md). Decoding is strict:
 // any other key is an error with a suggestion from these lists.
 var (
-	workflowKeys = []string{"name", "description", "max-parallel", "budget", "inputs", "agents", "policies", "steps", "outputs"}
+	workflowKeys = []string{"name", "description", "max-parallel", "budget", "inputs", "agents", "policies", "sandbox", "steps", "outputs"}
 	inputKeys    = []string{"type", "required", "default", "description"}
 	inputTypes   = []string{"string", "number", "boolean", "object", "array"}
 )
@@ -92,6 +92,16 @@ func (d *decoder) workflow(root *node) {
 	}
 	if n := f["policies"]; n != nil {
 		d.wf.Policies = d.decodePolicies(n, "policies")
+	}
+	if n := f["sandbox"]; n != nil {
+		// The default of every agent that sets none.
+		if sb := d.sandbox(n, ""); sb != nil {
+			for _, a := range d.agents {
+				if !a.SandboxSet {
+					a.Sandbox = sb
+				}
+			}
+		}
 	}
 	switch n := f["steps"]; {
 	case n != nil && n.bad:

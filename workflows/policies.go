@@ -13,13 +13,22 @@ import (
 	"github.com/acpflow/acpflow/policies"
 )
 
-var policyKeys = []string{"permission", "env", "ask-fallback", "unasked"}
+var (
+	policyKeys = []string{"permission", "env", "ask-fallback", "unasked"}
+	// policyFileKeys are a bare policy file's: an outer policy may also
+	// require a sandbox.
+	policyFileKeys = append(slices.Clone(policyKeys), "sandbox")
+)
 
 // decodePolicies reads a `policies:` block, at the top of the file or on a
 // step (docs/policies.md); a kind it does not set stays nil.
 func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 	var p engine.Policies
-	f := d.fields(n, ctx, policyKeys)
+	keys := policyKeys
+	if ctx == "policy file" {
+		keys = policyFileKeys
+	}
+	f := d.fields(n, ctx, keys)
 	if f == nil {
 		return p
 	}
@@ -40,6 +49,14 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 	}
 	if x := f["unasked"]; x != nil && !x.bad {
 		p.Permission = d.unasked(x, f["permission"], p.Permission)
+	}
+	if x := f["sandbox"]; x != nil && !x.bad {
+		switch s, _ := x.str(); {
+		case s != "required":
+			d.at(x.pos, "sandbox: in a policy file, the one value is required (every agent runs sandboxed)")
+		default:
+			p.SandboxRequired = true
+		}
 	}
 	return p
 }
@@ -161,8 +178,8 @@ func LoadPolicyFile(path string) (engine.Policies, error) {
 	}
 	d := newDecoder(errs)
 	p := d.decodePolicies(root, "policy file")
-	if root.kind == mappingNode && root.get("permission") == nil && root.get("env") == nil {
-		d.at(root.pos, "a policy file needs a top-level permission: or env:")
+	if root.kind == mappingNode && root.get("permission") == nil && root.get("env") == nil && root.get("sandbox") == nil {
+		d.at(root.pos, "a policy file needs a top-level permission:, env: or sandbox:")
 	}
 	if err := d.result(); err != nil {
 		return engine.Policies{}, err

@@ -14,12 +14,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/internal/termtext"
 	_ "github.com/acpflow/acpflow/policies/wasmpolicy" // registers the `wasm:` policy form
-	_ "github.com/acpflow/acpflow/steps/acpsubagent"   // registers the acp-subagent step kind
+	"github.com/acpflow/acpflow/steps/acpsubagent"     // registers the acp-subagent step kind
 )
 
 func main() {
+	// A sandboxed agent is started through this executable, as the
+	// launcher that confines it (docs/sandbox.md): before anything else,
+	// so that the spawn pays for nothing of the CLI's.
+	if len(os.Args) > 1 && os.Args[1] == acpsubagent.SandboxSubcommand {
+		os.Exit(sandbox.Main(os.Args[2:]))
+	}
 	os.Exit(execute(os.Args[1:]))
 }
 

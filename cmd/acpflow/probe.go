@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	sandboxpkg "github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent"
@@ -23,12 +24,27 @@ func newProbeCmd() *cobra.Command {
 		cwd     string
 		timeout time.Duration
 		policy  string
+		sandbox bool
 	)
 	cmd := &cobra.Command{
-		Use:   "probe -- CMD [ARGS...]",
-		Short: "Spawn an ACP agent, initialize + session/new, print what it says of itself, tear it down",
-		Args:  cobra.MinimumNArgs(1),
+		Use:   "probe [--sandbox] [-- CMD [ARGS...]]",
+		Short: "Spawn an ACP agent, initialize + session/new, print what it says of itself, tear it down; or, with --sandbox, what this machine's kernel can enforce",
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) == 0 && !sandbox:
+				return usageErrorf("probe needs an agent to start (probe -- CMD [ARGS...]) or --sandbox")
+			case len(args) > 0 && sandbox:
+				return usageErrorf("probe --sandbox starts no agent: give --sandbox or an agent, not both")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				// What a sandbox: would get here (docs/sandbox.md).
+				b, _ := json.MarshalIndent(sandboxpkg.Probe(), "", "  ")
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return nil
+			}
 			agent := steps.NewAgent("probe")
 			agent.Command, agent.Args, agent.Auth = args[0], args[1:], auth
 			agent.StartTimeout = timeout
@@ -63,6 +79,7 @@ func newProbeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&auth, "auth", "", "call authenticate with this method id after initialize")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's cwd (default: the current directory)")
 	addPolicyFlag(cmd, &policy)
+	cmd.Flags().BoolVar(&sandbox, "sandbox", false, "print what this machine's kernel can enforce of a sandbox: (Landlock ABI, namespaces), without starting an agent")
 	durationFlag(cmd.Flags(), &timeout, "timeout", steps.DefaultStartTimeout, "bound on spawn + initialize + session/new (a duration, or seconds)")
 	return cmd
 }

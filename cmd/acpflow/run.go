@@ -22,6 +22,7 @@ import (
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -35,6 +36,7 @@ type runFlags struct {
 	json        bool
 	timeout     time.Duration
 	budget      string
+	sandbox     bool
 	policy      string // --policy: an outer policy file
 }
 
@@ -54,6 +56,7 @@ func newRunCmd() *cobra.Command {
 	fl.IntVarP(&f.concurrency, "concurrency", "c", 4, "runs in flight at once in a batch")
 	fl.StringVarP(&f.workspace, "workspace", "w", "", "the run's workspace (default: the current directory)")
 	fl.StringVar(&f.budget, "budget", "", "batch: what all its runs may spend together, tokens=N and/or cost=AMOUNTCUR (e.g. tokens=100000,cost=5USD)")
+	fl.BoolVar(&f.sandbox, "sandbox", false, "confine every agent that sets no sandbox: as with sandbox: true (docs/sandbox.md)")
 	addOutputFlags(cmd, &f)
 	durationFlag(fl, &f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
 	return cmd
@@ -88,6 +91,13 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	wf, err := runs.LoadWorkflow(file)
 	if err != nil {
 		return usageError(err)
+	}
+	if f.sandbox {
+		for _, a := range wf.Agents {
+			if a.Sandbox == nil && !a.SandboxSet {
+				a.Sandbox = &steps.Sandbox{Network: steps.NetworkOn}
+			}
+		}
 	}
 	outer, err := loadOuter(f.policy)
 	if err != nil {

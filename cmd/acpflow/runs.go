@@ -350,6 +350,9 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 		if st.Error != "" {
 			fmt.Fprintf(w, "  error: %s\n", indentLines(st.Error, "    "))
 		}
+		if sb := st.Sandbox; sb != nil {
+			fmt.Fprintf(w, "  sandbox: %s\n", indentLines(sandboxText(sb), "    "))
+		}
 		for _, p := range st.Permissions {
 			if p.Decision == string(policies.DecisionUnasked) {
 				what := p.Command
@@ -433,4 +436,20 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// sandboxText says what a step's sandbox enforced, on one line.
+func sandboxText(sb *steps.SandboxRecord) string {
+	if !sb.Enforced {
+		return "not enforced: " + sb.Warning
+	}
+	net := sb.Network
+	if net == steps.NetworkList {
+		net = "only " + strings.Join(sb.Allow, ", ") + " (through acpflow's proxy)"
+	}
+	s := fmt.Sprintf("Landlock ABI %d; writable: %s; network %s", sb.LandlockABI, strings.Join(sb.Write, ", "), net)
+	if len(sb.Refused) > 0 {
+		s += "; refused: " + strings.Join(sb.Refused, ", ")
+	}
+	return s
 }

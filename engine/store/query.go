@@ -126,7 +126,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*RunDetail, error) {
 // readSteps reads a run's steps in file order, with their permissions.
 func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT step_id, ord, status, stop_reason, output_json, final_json, value_json, error, attempts, session_id,
-		stderr_tail, started_at, ended_at, duration_ms, usage_json FROM steps WHERE run_id = ? ORDER BY ord, step_id`, runID)
+		stderr_tail, started_at, ended_at, duration_ms, usage_json, sandbox_json FROM steps WHERE run_id = ? ORDER BY ord, step_id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
 	}
@@ -136,12 +136,15 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	for rows.Next() {
 		st := Step{RunID: runID, Permissions: []Permission{}}
 		var output, final, value string
-		var started, ended, usage sql.NullString
+		var started, ended, usage, sandbox sql.NullString
 		if err := rows.Scan(&st.StepID, &st.Ord, &st.Status, &st.StopReason, &output, &final, &value, &st.Error, &st.Attempts, &st.SessionID,
-			&st.Stderr, &started, &ended, &st.DurationMS, &usage); err != nil {
+			&st.Stderr, &started, &ended, &st.DurationMS, &usage, &sandbox); err != nil {
 			return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
 		}
 		if st.Usage, err = parseUsage[stepUsage](usage); err != nil {
+			return nil, fmt.Errorf("store: step %s of run %s: %w", st.StepID, runID, err)
+		}
+		if st.Sandbox, err = parseUsage[stepSandbox](sandbox); err != nil {
 			return nil, fmt.Errorf("store: step %s of run %s: %w", st.StepID, runID, err)
 		}
 		if err := json.Unmarshal([]byte(output), &st.Output); err != nil {

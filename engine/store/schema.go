@@ -199,4 +199,9 @@ ALTER TABLE permissions ADD COLUMN layer TEXT NOT NULL DEFAULT 'workflow';
 	`
 ALTER TABLE permissions ADD COLUMN would TEXT NOT NULL DEFAULT '';
 `,
+	// 10: what a step's sandbox enforced (steps.SandboxRecord) as JSON;
+	// NULL: the step had no sandbox.
+	`
+ALTER TABLE steps ADD COLUMN sandbox_json TEXT;
+`,
 }

@@ -40,6 +40,8 @@ type Step struct {
 	// Usage is what the agent reported of the step's tokens and cost;
 	// nil when it reported nothing (unknown, not zero).
 	Usage *steps.Usage
+	// Sandbox is what the step's sandbox enforced; nil: none.
+	Sandbox *steps.SandboxRecord
 }
 
 // Permission is one permission request a step's agent made and how it was
@@ -92,10 +94,14 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 	if err != nil {
 		return fmt.Errorf("store: step %s of run %s: %w", st.StepID, st.RunID, err)
 	}
+	sandbox, err := usageArg(st.Sandbox)
+	if err != nil {
+		return fmt.Errorf("store: step %s of run %s: %w", st.StepID, st.RunID, err)
+	}
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.upsertStep).ExecContext(ctx,
 			st.RunID, st.StepID, st.Ord, string(st.Status), st.StopReason, out, final, value, st.Error, st.Attempts, st.SessionID, st.Stderr,
-			timeArg(st.StartedAt), timeArg(st.EndedAt), st.DurationMS, usage)
+			timeArg(st.StartedAt), timeArg(st.EndedAt), st.DurationMS, usage, sandbox)
 		if err != nil {
 			return fmt.Errorf("store: save step %s of run %s: %w", st.StepID, st.RunID, err)
 		}
@@ -124,6 +130,9 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 
 // stepUsage is steps.Usage where a variable named steps hides the package.
 type stepUsage = steps.Usage
+
+// stepSandbox is steps.SandboxRecord, named where a variable called steps hides the package.
+type stepSandbox = steps.SandboxRecord
 
 // usageArg is a usage as its column holds it: JSON, or NULL for none.
 func usageArg[U any](u *U) (any, error) {

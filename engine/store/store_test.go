@@ -169,6 +169,7 @@ func TestAStepRecordedBeforeStructuredOutputReadsBackWithNoValue(t *testing.T) {
 		`ALTER TABLE steps DROP COLUMN value_json`,
 		`ALTER TABLE permissions DROP COLUMN layer`,
 		`ALTER TABLE permissions DROP COLUMN would`,
+		`ALTER TABLE steps DROP COLUMN sandbox_json`,
 		`INSERT INTO steps (run_id, step_id, status, output_json, final_json) VALUES ('old', 'a', 'succeeded', '"{\"x\":1}"', '"{\"x\":1}"')`,
 		`PRAGMA user_version = 6`,
 	} {

@@ -302,6 +302,15 @@ func (a *agent) prompt(t *turn) {
 		}
 		a.chunk(t.sessionID, "client said "+said+"\n")
 	}
+	for _, action := range a.cfg.tries {
+		if t.isCancelled() {
+			a.endTurn(t, "cancelled")
+			return
+		}
+		line, ok := try(action)
+		a.rec.event("try", map[string]any{"action": action, "ok": ok, "line": strings.TrimSuffix(line, "\n")})
+		a.chunk(t.sessionID, line)
+	}
 	if a.cfg.flood > 0 {
 		text := strings.Repeat("x", max(a.cfg.floodSize, 1))
 		for range a.cfg.flood {

@@ -85,6 +85,21 @@
 //	-ask-client METHOD       during the prompt, send a request the client should not serve
 //	                         (e.g. fs/read_text_file, terminal/create); repeatable; record the
 //	                         error code and add "client said CODE\n" ("client said ok\n") to the output
+//	-try ACTION              during the prompt, after the -ask-client calls, try ACTION and add
+//	                         "try ACTION: ok" (" (detail)" may follow) or "try ACTION: ERR NAME
+//	                         (text)" to the output, NAME the errno ("EACCES") when the error has
+//	                         one (repeatable, in order; each recorded as a try event). ACTION is
+//	                         write:PATH (create or truncate PATH, write a line), read:PATH (the
+//	                         detail is the size, never the content), environ:PID (read
+//	                         /proc/PID/environ; the detail is the number of variables),
+//	                         signal:PID[:SIG] (send SIG: USR1 by default, whose default action
+//	                         ends the target, else USR2, CONT, HUP, TERM or 0), connect:HOST:PORT
+//	                         (a direct TCP dial, 2 s timeout), proxy:HOST:PORT (CONNECT through
+//	                         $HTTPS_PROXY/$HTTP_PROXY, then GET / through the tunnel: ok when an
+//	                         HTTP answer comes back; else the proxy's status), get:URL (GET
+//	                         through the proxy of the environment, loopback hosts included, or
+//	                         directly without one: ok on 2xx). A PID may be @FILE: the number in
+//	                         FILE, waited for up to 5 s. Every action is bounded (5 s at most)
 //	-exit-after-session-new  exit 0 right after answering session/new
 //	-exit-mid-prompt         send the chunk "partial", then exit 1 during the prompt
 //	-eof-flush DUR           on stdin EOF, wait DUR before exiting 0 (default 0)
@@ -103,13 +118,16 @@
 // Recorded events, one JSON object per line, each written by a single O_APPEND write so that
 // the file survives a SIGKILL:
 //
-//	{"event":"start","pid","ppid","pgid","cwd","env":{…},"args":[…]}
-//	{"event":"grandchild","pid","how":"child|setsid|daemon"}
+//	{"event":"start","pid","ppid","pgid","pid_ns","cwd","env":{…},"args":[…]}
+//	                          (pid_ns: the link /proc/self/ns/pid, "pid:[INODE]"; the pids are
+//	                          that namespace's, the sandbox's own when acpflow sandboxes the agent)
+//	{"event":"grandchild","pid","how":"child|setsid|daemon","pid_ns"}
 //	{"event":"initialize","params"}   {"event":"authenticate","params"}
 //	{"event":"session_new","params","session_id"[,"error"]}
 //	{"event":"prompt","params"}       {"event":"cancel","params"}
 //	{"event":"permission_answer","tool_call_id","result"|"error"}
 //	{"event":"client_error","method","code"[,"result"]}   (code 0: the client answered a result)
+//	{"event":"try","action","ok","line"}
 //	{"event":"crash","method"}        {"event":"hang","method","params"}
 //	{"event":"eof"}  {"event":"flushed"}  {"event":"sigterm"}
 //	{"event":"stdout_error","error"}  {"event":"lifetime_expired"}
@@ -165,6 +183,7 @@ type config struct {
 	systemError   string
 	messageIDs    []string
 	askClient     []string
+	tries         []string
 
 	exitAfterSessionNew bool
 	exitMidPrompt       bool
@@ -195,7 +214,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
-	var chunk, hangOn, permission, askClient, answer, unasked listFlag
+	var chunk, hangOn, permission, askClient, answer, unasked, tries listFlag
 	var messageIDs string
 	var chunks, permOptions, capabilities, mcpCaps, promptCaps string
 	var stderrText listFlag
@@ -242,6 +261,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&messageIDs, "message-ids", "", "comma-separated messageId of each chunk, in order")
 	fs.StringVar(&permOptions, "perm-options", "allow_once,allow_always,reject_once,reject_always", "option kinds offered")
 	fs.Var(&askClient, "ask-client", "a client method to call during the prompt (repeatable)")
+	fs.Var(&tries, "try", "KIND:ARG: an action to try during the prompt, its outcome added to the output (repeatable)")
 	fs.BoolVar(&cfg.exitAfterSessionNew, "exit-after-session-new", false, "exit 0 after answering session/new")
 	fs.BoolVar(&cfg.exitMidPrompt, "exit-mid-prompt", false, `send "partial" then exit 1 during the prompt`)
 	fs.DurationVar(&cfg.eofFlush, "eof-flush", 0, "on stdin EOF, wait this long before exiting")
@@ -292,6 +312,12 @@ func parseFlags(args []string) (*config, error) {
 	cfg.answers = answer
 	cfg.hangOn = hangOn
 	cfg.askClient = askClient
+	for _, action := range tries {
+		if err := checkTry(action); err != nil {
+			return nil, err
+		}
+	}
+	cfg.tries = tries
 	if messageIDs != "" {
 		cfg.messageIDs = strings.Split(messageIDs, ",")
 	}

@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -184,6 +188,75 @@ func TestTestAgent(t *testing.T) {
 		a.onRequest = func(m message) any { return &rpcError{Code: -32601, Message: "Method not found"} }
 		if out, _ := a.prompt(3, session); out != "client said -32601\n" {
 			t.Errorf("output %q, want %q", out, "client said -32601\n")
+		}
+	})
+
+	t.Run("-try runs each action and says ok or the errno", func(t *testing.T) {
+		dir := t.TempDir()
+		readable := filepath.Join(dir, "readable")
+		os.WriteFile(readable, []byte("12345"), 0o644)
+		closed, _ := net.Listen("tcp", "127.0.0.1:0")
+		closedAddr := closed.Addr().String()
+		closed.Close()
+		open, _ := net.Listen("tcp", "127.0.0.1:0")
+		defer open.Close()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hi") }))
+		defer srv.Close()
+		sleeper := exec.Command("sleep", "60")
+		sleeper.Env = []string{"TESTAGENT_TRY_SECRET=1"}
+		if err := sleeper.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+		pidFile := filepath.Join(dir, "pid")
+		os.WriteFile(pidFile, []byte(strconv.Itoa(sleeper.Process.Pid)+"\n"), 0o644)
+		tries := []struct{ action, want string }{
+			{"write:" + filepath.Join(dir, "new"), "ok\n"},
+			{"write:" + filepath.Join(dir, "no", "such", "dir"), "ERR ENOENT ("},
+			{"read:" + readable, "ok (5 bytes)\n"},
+			{"read:" + filepath.Join(dir, "missing"), "ERR ENOENT ("},
+			{"environ:@" + pidFile, "ok (1 variables)\n"},
+			{"signal:" + strconv.Itoa(sleeper.Process.Pid) + ":CONT", "ok\n"},
+			{"signal:999999999", "ERR ESRCH ("},
+			{"connect:" + open.Addr().String(), "ok\n"},
+			{"connect:" + closedAddr, "ERR ECONNREFUSED ("},
+			{"get:" + srv.URL, "ok (200 OK)\n"},
+			{"proxy:" + srv.Listener.Addr().String(), "ERR no proxy in the environment"},
+		}
+		args := []string{"-no-chunks"}
+		for _, tr := range tries {
+			args = append(args, "-try", tr.action)
+		}
+		for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+			t.Setenv(k, "")
+		}
+		a := startAgent(t, bin, args...)
+		a.call(1, "initialize", map[string]any{"protocolVersion": 1})
+		session := a.newSession(2)
+		out, _ := a.prompt(3, session)
+		lines := strings.SplitAfter(out, "\n")
+		if len(lines) != len(tries)+1 {
+			t.Fatalf("output %q: want one line per action", out)
+		}
+		for i, tr := range tries {
+			if want := "try " + tr.action + ": " + tr.want; !strings.HasPrefix(lines[i], want) {
+				t.Errorf("line %d = %q, want it to start %q", i, lines[i], want)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "new")); err != nil || len(b) == 0 {
+			t.Errorf("write: wrote %q, %v", b, err)
+		}
+	})
+
+	t.Run("-try with an unknown action is refused at startup", func(t *testing.T) {
+		out, err := exec.Command(bin, "-try", "format:/").CombinedOutput()
+		var ee *exec.ExitError
+		code := 0
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		if code != 2 || !strings.Contains(string(out), `-try "format:/"`) {
+			t.Errorf("exit %d, %q; want 2 and the action named", code, out)
 		}
 	})
 

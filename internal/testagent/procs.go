@@ -61,14 +61,14 @@ func onEOF(cfg *config, rec *recorder) {
 func spawnDescendants(cfg *config, rec *recorder) {
 	if cfg.grandchild {
 		if pid, err := startSleeper(cfg, false); err == nil {
-			rec.event("grandchild", map[string]any{"pid": pid, "how": "child"})
+			rec.event("grandchild", map[string]any{"pid": pid, "how": "child", "pid_ns": pidNS()})
 		} else {
 			fmt.Fprintln(os.Stderr, "testagent: -grandchild:", err)
 		}
 	}
 	if cfg.setsidGrandchild {
 		if pid, err := startSleeper(cfg, true); err == nil {
-			rec.event("grandchild", map[string]any{"pid": pid, "how": "setsid"})
+			rec.event("grandchild", map[string]any{"pid": pid, "how": "setsid", "pid_ns": pidNS()})
 		} else {
 			fmt.Fprintln(os.Stderr, "testagent: -setsid-grandchild:", err)
 		}
@@ -96,7 +96,7 @@ func spawnSetsidAndExit(cfg *config) {
 		fmt.Fprintln(os.Stderr, "testagent: -spawn-setsid-and-exit:", err)
 		os.Exit(1)
 	}
-	rec.event("grandchild", map[string]any{"pid": pid, "how": "daemon"})
+	rec.event("grandchild", map[string]any{"pid": pid, "how": "daemon", "pid_ns": pidNS()})
 	os.Exit(0)
 }
 
@@ -143,4 +143,11 @@ func sleeper(cfg *config) {
 func sleepUntil(d time.Duration) {
 	time.Sleep(d)
 	os.Exit(124)
+}
+
+// pidNS is the agent's PID namespace, the link /proc/self/ns/pid ("pid:[INODE]"): the
+// namespace its recorded pids are numbers of.
+func pidNS() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
 }

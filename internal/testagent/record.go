@@ -57,12 +57,15 @@ func (r *recorder) start() {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
+	// The PID namespace says how to read pid, ppid and pgid: in a sandbox (a PID namespace of
+	// its own) they are that namespace's numbers, not the host's.
 	r.event("start", map[string]any{
-		"pid":  os.Getpid(),
-		"ppid": os.Getppid(),
-		"pgid": syscall.Getpgrp(),
-		"cwd":  cwd,
-		"env":  env,
-		"args": os.Args[1:],
+		"pid":    os.Getpid(),
+		"ppid":   os.Getppid(),
+		"pgid":   syscall.Getpgrp(),
+		"pid_ns": pidNS(),
+		"cwd":    cwd,
+		"env":    env,
+		"args":   os.Args[1:],
 	})
 }

@@ -8,6 +8,7 @@ package acpsubagent
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ func (k *Kind) Name() string { return Name }
 
 // Keys implements steps.Kind.
 func (k *Kind) Keys() []string {
-	return []string{"agent", "prompt", "cwd", "env", "mode", "config", "max-output", "mcp-servers", "attach", "session", "fork", "output-schema", "schema-retries"}
+	return []string{"agent", "prompt", "cwd", "env", "mode", "config", "max-output", "mcp-servers", "attach", "session", "fork", "output-schema", "schema-retries", "sandbox"}
 }
 
 // Required implements steps.Kind.
@@ -100,7 +101,19 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &subagent{kind: k, id: cfg.ID, agent: agent, from: from, fork: fork, output: output}, nil
+	s := &subagent{kind: k, id: cfg.ID, agent: agent, from: from, fork: fork, output: output}
+	if v, ok := cfg.With["sandbox"]; ok {
+		sb, err := steps.ParseSandbox(v, checkAllowHost)
+		if err != nil {
+			var fe *steps.FieldError
+			if errors.As(err, &fe) {
+				return nil, steps.FieldErrorf(withPath("sandbox"), "with.%s", fe.Err)
+			}
+			return nil, err
+		}
+		s.sandbox, s.sandboxSet = sb, true
+	}
+	return s, nil
 }
 
 // continuation reads with.session and with.fork: the step whose session

@@ -53,6 +53,9 @@ type proc struct {
 	// presetDir is the process's private config directory (presetdir.go),
 	// removed once it is gone; "" for none.
 	presetDir string
+	// confinement is the process's sandbox (confine.go), released once it
+	// is gone; nil for none.
+	confinement *confinement
 
 	// secrets are the values the process's env policy kept from it or the
 	// workflow gave it explicitly: what no transcript may hold.
@@ -290,6 +293,9 @@ func (p *proc) teardown() {
 	rep := p.child.Teardown(ladder(p.agent))
 	if p.presetDir != "" {
 		os.RemoveAll(p.presetDir)
+	}
+	if p.confinement != nil {
+		p.confinement.release()
 	}
 	p.spawner.ProcessEnded(p.child.Pid(), rep.Descendants)
 	td := steps.Teardown{

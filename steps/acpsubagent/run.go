@@ -49,6 +49,10 @@ type subagent struct {
 	// output is the schema the final message must match (output-schema:);
 	// nil: any answer will do.
 	output *outputSchema
+	// sandbox is the step's with.sandbox, when sandboxSet (nil: none,
+	// whatever the agent's).
+	sandbox    *steps.Sandbox
+	sandboxSet bool
 }
 
 var (
@@ -87,6 +91,9 @@ type attempt struct {
 	prompted bool // session/prompt was sent: the turn has an end to report
 	// outputLimit is the step's max-output, in bytes.
 	outputLimit int64
+	// sandboxRecord is the step's sandbox as it ran without its process
+	// (an unenforceable optional one); else the process's confinement says.
+	sandboxRecord *steps.SandboxRecord
 	// mcp are the MCP servers of a new session; files the attachments of
 	// the prompt.
 	mcp   []acp.McpServer
@@ -129,11 +136,17 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 			}
 		}
 		res.Stderr = a.p.child.Stderr().String()
+		if a.p.confinement != nil {
+			res.Sandbox = a.p.confinement.recorded()
+		}
 		a.finish(res.StopReason == steps.Completed)
 	} else if a.scribe.hasSpawn() {
 		// No process came of the env decision (the policy refused the
 		// spawn, the command is not there): the decision is the record.
 		res.Transcript = a.scribe.done()
+	}
+	if res.Sandbox == nil {
+		res.Sandbox = a.sandboxRecord
 	}
 	if a.unlock != nil {
 		a.unlock()
@@ -302,11 +315,14 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	if ctx.Err() != nil {
 		return ErrAbortedBeforeStart
 	}
+	sb := a.sandboxOf()
 	var pl *pool
 	var key string
 	if a.agent.Reuse {
 		if pl = batchPool(a.inv); pl != nil {
-			key = reuseKey(path, args, env, a.agent.Auth)
+			// The sandbox is part of how the process was started: a
+			// confined agent never serves a step that asked for another.
+			key = reuseKey(path, args, env, a.agent.Auth+"\x00"+sb.String())
 			if p := pl.take(key, a.inv); p != nil {
 				a.p = p
 				p.listen(a.scribe)
@@ -320,15 +336,40 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ac, err := spawn(procgroup.Spec{Path: path, Args: args, Env: policies.EnvList(env), Dir: a.cwd, OnDescendant: a.descendantSeen})
+	spec := procgroup.Spec{Path: path, Args: args, Dir: a.cwd, OnDescendant: a.descendantSeen}
+	var c *confinement
+	if sb != nil {
+		c, err = a.confine(sb, env, path, args)
+		var skipped *unenforced
+		switch {
+		case errors.As(err, &skipped):
+			a.sandboxRecord = &steps.SandboxRecord{Network: sb.Network, Allow: sb.Allow,
+				Warning: "ran unsandboxed (required: false): " + skipped.Error()}
+			a.inv.Emit(steps.Warning{Message: "agent " + a.agent.Name + " " + a.sandboxRecord.Warning})
+		case err != nil:
+			if dir != "" {
+				os.RemoveAll(dir)
+			}
+			return err
+		default:
+			l := c.launch
+			spec.Path, spec.Args = l.Path, l.Args
+			spec.Cloneflags, spec.UidMappings, spec.GidMappings, spec.AmbientCaps = l.Cloneflags, l.UidMappings, l.GidMappings, l.AmbientCaps
+		}
+	}
+	spec.Env = policies.EnvList(env)
+	ac, err := spawn(spec)
 	if err != nil {
 		if dir != "" {
 			os.RemoveAll(dir)
 		}
+		if c != nil {
+			c.release()
+		}
 		return fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)
 	}
 	a.p = newProc(ac, a.agent, a.inv)
-	a.p.presetDir = dir
+	a.p.presetDir, a.p.confinement = dir, c
 	a.p.pool, a.p.poolKey, a.p.secrets = pl, key, a.secrets
 	a.p.listen(a.scribe)
 	ac.connectTapped(a.p.handle, a.p.tapLine)

@@ -67,10 +67,28 @@ func PromptText(r map[string]any) string {
 }
 
 // AssertGone fails t for every process the agent recorded (itself, its
-// group, its grandchildren) that is still alive.
+// group, its grandchildren) that is still alive. An agent that ran in a PID
+// namespace of its own (a sandbox; its start event's pid_ns is not the
+// test's) recorded that namespace's pids, which mean other processes here:
+// for it, every process still in that namespace fails t instead.
 func AssertGone(t testing.TB, path string) {
 	t.Helper()
+	own, _ := os.Readlink("/proc/self/ns/pid")
+	foreign := map[string]bool{}
 	for _, r := range Read(path) {
+		if ns, _ := r["pid_ns"].(string); r["event"] == "start" && ns != "" && ns != own {
+			foreign[ns] = true
+		}
+	}
+	if len(foreign) > 0 {
+		for _, pid := range inNamespaces(foreign) {
+			t.Errorf("process %d of the agent's PID namespace is still alive", pid)
+		}
+	}
+	for _, r := range Read(path) {
+		if ns, _ := r["pid_ns"].(string); foreign[ns] {
+			continue // a namespace's pids, checked above
+		}
 		switch r["event"] {
 		case "start":
 			pgid := int(r["pgid"].(float64))
@@ -88,6 +106,23 @@ func AssertGone(t testing.TB, path string) {
 			}
 		}
 	}
+}
+
+// inNamespaces lists the live (non-zombie) processes whose PID namespace
+// (the link /proc/PID/ns/pid) is one of nss.
+func inNamespaces(nss map[string]bool) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && nss[ns] && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // alive reports whether pid exists and is not a zombie.

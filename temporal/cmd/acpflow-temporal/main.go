@@ -22,8 +22,9 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/internal/sandbox"
 	_ "github.com/acpflow/acpflow/policies/wasmpolicy" // registers the `wasm:` policy form
-	_ "github.com/acpflow/acpflow/steps/acpsubagent"   // registers the acp-subagent step kind
+	"github.com/acpflow/acpflow/steps/acpsubagent"     // registers the acp-subagent step kind
 	"github.com/acpflow/acpflow/temporal/builtin"
 )
 
@@ -35,6 +36,11 @@ const (
 )
 
 func main() {
+	// A sandboxed agent is started through this executable, as the
+	// launcher that confines it, as acpflow's (docs/sandbox.md).
+	if len(os.Args) > 1 && os.Args[1] == acpsubagent.SandboxSubcommand {
+		os.Exit(sandbox.Main(os.Args[2:]))
+	}
 	// A builtin agent is this executable started again (builtin: demo).
 	if served, code := builtin.Serve(os.Args[1:]); served {
 		os.Exit(code)

@@ -1,0 +1,37 @@
+package workflows
+
+import (
+	"errors"
+
+	"github.com/acpflow/acpflow/internal/egress"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// sandbox reads a `sandbox:` value (an agent's, whose context is what, or
+// the workflow's, what ""): true, false or a mapping (steps.ParseSandbox),
+// each network host checked as the step's proxy will read it.
+func (d *decoder) sandbox(n *node, what string) *steps.Sandbox {
+	sb, err := steps.ParseSandbox(n.plain(), checkHost)
+	if err != nil {
+		at := n
+		var fe *steps.FieldError
+		if errors.As(err, &fe) && len(fe.Path) > 0 {
+			if k := n.get(fe.Path[0]); k != nil {
+				at = k
+			}
+		}
+		msg := errors.Unwrap(err).Error()
+		if what != "" {
+			msg = what + ": " + msg
+		}
+		d.at(at.pos, "%s", msg)
+		return nil
+	}
+	return sb
+}
+
+// checkHost checks one entry of a sandbox's network list.
+func checkHost(h string) error {
+	_, err := egress.ParseAllow([]string{h})
+	return err
+}
