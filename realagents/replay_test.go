@@ -403,8 +403,16 @@ steps:
 			}
 			inputs := filepath.Join(s.dir, "inputs.jsonl")
 			mustWrite(t, inputs, in.String())
+			// Three agents start at once: codex's and opencode's first
+			// starts race on a fresh HOME (firstStartRaces).
+			s.warm(ta, srv)
 			res, _, r := s.flow("run", path, "--workspace", s.dir, "--inputs", inputs, "--concurrency", fmt.Sprint(lines))
 			t.Logf("batch: exit %d in %s; %d runs", r.code, r.elapsed.Round(time.Millisecond), len(res))
+			for _, fr := range res {
+				if st := fr.Steps["s"]; fr.Status != "succeeded" {
+					t.Logf("run %s: %s, step %s: %s", fr.RunID, fr.Status, st.Status, st.Error)
+				}
+			}
 			if r.code != 0 || len(res) != lines {
 				t.Fatalf("batch: exit %d, %d results; want 0 and %d\nstderr:\n%s", r.code, len(res), lines, r.stderr)
 			}
