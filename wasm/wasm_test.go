@@ -78,8 +78,8 @@ func TestCallFailsWithAReasonThatNamesTheModule(t *testing.T) {
 		want       string
 	}{
 		{"an infinite loop times out", "loop", wasm.Limits{Timeout: 300 * time.Millisecond}, "policy module testdata/loop.wasm timed out after 300ms"},
-		{"a memory bomb stops at the limit", "membomb", wasm.Limits{}, "policy module testdata/membomb.wasm went over its memory limit of 32 MiB, then trapped: unreachable"},
-		{"a smaller memory limit is the one reported", "membomb", wasm.Limits{Memory: 1 << 20}, "went over its memory limit of 1 MiB"},
+		{"a memory bomb stops at the limit", "membomb", wasm.Limits{Timeout: time.Minute}, "policy module testdata/membomb.wasm went over its memory limit of 32 MiB, then trapped: unreachable"},
+		{"a smaller memory limit is the one reported", "membomb", wasm.Limits{Memory: 1 << 20, Timeout: time.Minute}, "went over its memory limit of 1 MiB"},
 		{"a 100 MiB answer is over the limit", "bigoutput", wasm.Limits{}, "policy module testdata/bigoutput.wasm: answer over the 1 MiB limit"},
 		{"a trap is an error", "trap", wasm.Limits{}, "policy module testdata/trap.wasm trapped: unreachable"},
 		{"an answer that is not JSON is an error", "badjson", wasm.Limits{}, `policy module testdata/badjson.wasm: answer is not a JSON object: "allow, I suppose"`},
