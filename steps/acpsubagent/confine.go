@@ -94,7 +94,9 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 	}
 	if p, ok := steps.LookupPreset(a.agent.Preset); ok {
 		for _, d := range p.StateDirs {
-			spec.StateDirs = append(spec.StateDirs, abs(d))
+			d = abs(d)
+			makeStateDir(d)
+			spec.StateDirs = append(spec.StateDirs, d)
 		}
 	}
 	tmp, err := os.MkdirTemp("", "acpflow-sandbox-tmp-")
@@ -141,6 +143,22 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 	}
 	c.record.Deny = append(c.record.Deny, spec.Deny...)
 	return c, nil
+}
+
+// makeStateDir creates a preset's state directory that does not exist yet
+// (0700), as the agent would on its first run: in the sandbox its HOME is
+// read-only, and a rule cannot name a path that is not there (measured:
+// opencode exits at initialize on a fresh HOME, unable to make
+// ~/.local/share/opencode; claude keeps nothing without ~/.claude). An
+// entry with an extension (~/.claude.json) is a file the agent makes
+// itself; it is left alone. A failure is left to the agent to report.
+func makeStateDir(d string) {
+	if filepath.Ext(strings.TrimPrefix(filepath.Base(d), ".")) != "" {
+		return
+	}
+	if _, err := os.Lstat(d); os.IsNotExist(err) {
+		os.MkdirAll(d, 0o700)
+	}
 }
 
 // unenforced is a sandbox the kernel cannot enforce, asked with
