@@ -665,3 +665,21 @@ func TestAWorkerKeepsABoundedNumberOfWorkflowsLoaded(t *testing.T) {
 		t.Errorf("the first again: %v, %v", wf, err)
 	}
 }
+
+// A sandboxed agent is confined on a worker as on the CLI: the worker
+// starts it through its own executable's launcher, and the step's result
+// says what was enforced.
+func TestASandboxedAgentIsConfinedOnAWorkerAsOnTheCLI(t *testing.T) {
+	f := newFixture(t, `name: sandboxed
+sandbox: {network: off}
+agents:
+  demo: {builtin: demo}
+steps:
+  - {id: s, uses: acp-subagent, with: {agent: demo, prompt: "hello"}}
+`, nil)
+	res := sameAsCLI(t, f)
+	sb := res.Steps["s"].Sandbox
+	if res.Status != engine.StatusSucceeded || sb == nil || !sb.Enforced || sb.Network != "off" || sb.LandlockABI == 0 {
+		t.Fatalf("status %s, sandbox %+v: want succeeded, enforced, network off", res.Status, sb)
+	}
+}

@@ -22,9 +22,8 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/internal/sandbox"
 	_ "github.com/acpflow/acpflow/policies/wasmpolicy" // registers the `wasm:` policy form
-	"github.com/acpflow/acpflow/steps/acpsubagent"     // registers the acp-subagent step kind
+	_ "github.com/acpflow/acpflow/steps/acpsubagent"   // registers the acp-subagent step kind
 	"github.com/acpflow/acpflow/temporal/builtin"
 )
 
@@ -36,12 +35,8 @@ const (
 )
 
 func main() {
-	// A sandboxed agent is started through this executable, as the
-	// launcher that confines it, as acpflow's (docs/sandbox.md).
-	if len(os.Args) > 1 && os.Args[1] == acpsubagent.SandboxSubcommand {
-		os.Exit(sandbox.Main(os.Args[2:]))
-	}
-	// A builtin agent is this executable started again (builtin: demo).
+	// A builtin agent, or the sandbox's launcher, is this executable
+	// started again (builtin: demo; docs/sandbox.md).
 	if served, code := builtin.Serve(os.Args[1:]); served {
 		os.Exit(code)
 	}
