@@ -521,3 +521,59 @@ func keys(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A reused agent keeps its sandbox: the pool's key holds it, so a
+// confined process serves the next step that asks for the same sandbox,
+// and never one that asks for none.
+func TestAReusedAgentKeepsItsSandbox(t *testing.T) {
+	if err := sandbox.Probe().Problems; len(err) > 0 {
+		t.Skipf("this kernel cannot enforce a sandbox: %v", err)
+	}
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	args := agentArgs("-record", record)
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: reuse
+agents:
+  boxed: {command: %s, args: %s, reuse: true, sandbox: {network: off}}
+  open: {command: %s, args: %s, reuse: true}
+steps:
+  - {id: one, uses: acp-subagent, with: {agent: boxed, prompt: a}}
+  - {id: two, needs: [one], uses: acp-subagent, with: {agent: boxed, prompt: b}}
+  - {id: three, needs: [two], uses: acp-subagent, with: {agent: open, prompt: c}}
+`, testAgent, args, testAgent, args))
+	out := filepath.Join(dir, "out.jsonl")
+	r := acpflow(t, dir, "run", wf, "--json", "--output", out, "--state", filepath.Join(dir, "state.db"))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	assertAgentsGone(t, record)
+	var res struct {
+		Steps map[string]struct {
+			Sandbox *struct {
+				Enforced bool   `json:"enforced"`
+				Network  string `json:"network"`
+			} `json:"sandbox"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, out)), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"one", "two"} {
+		if sb := res.Steps[id].Sandbox; sb == nil || !sb.Enforced || sb.Network != "off" {
+			t.Errorf("step %s: sandbox %+v, want enforced with network off", id, sb)
+		}
+	}
+	if sb := res.Steps["three"].Sandbox; sb != nil {
+		t.Errorf("step three asked for no sandbox, got %+v: a confined process served it", sb)
+	}
+	reused := map[string]bool{}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		var e map[string]any
+		if json.Unmarshal([]byte(line), &e) == nil && e["kind"] == "reused" {
+			reused[fmt.Sprint(e["step"])] = true
+		}
+	}
+	if !reused["two"] || reused["three"] {
+		t.Errorf("reused: %v; want step two on one's confined process, three on a process of its own", reused)
+	}
+}
