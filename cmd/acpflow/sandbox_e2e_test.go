@@ -577,3 +577,20 @@ steps:
 		t.Errorf("reused: %v; want step two on one's confined process, three on a process of its own", reused)
 	}
 }
+
+// probe --sandbox says what this kernel enforces, as the step's sandbox
+// will find it, and starts nothing.
+func TestProbeSandboxSaysWhatTheKernelEnforces(t *testing.T) {
+	dir := t.TempDir()
+	r := acpflow(t, dir, "probe", "--sandbox")
+	var rep sandbox.Report
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rep) != nil {
+		t.Fatalf("exit %d, output %q", r.code, r.stdout)
+	}
+	if want := sandbox.Probe(); rep.LandlockABI != want.LandlockABI || rep.PIDNS != want.PIDNS || rep.NetNS != want.NetNS {
+		t.Errorf("probe --sandbox = %+v, want %+v", rep, want)
+	}
+	if r := acpflow(t, dir, "probe", "--sandbox", "--", testAgent); r.code != 2 {
+		t.Errorf("probe --sandbox with an agent: exit %d, want 2 (bad usage)", r.code)
+	}
+}
