@@ -10,4 +10,10 @@
 # declare node >= 22 and run on node 20 (measured).
 set -euo pipefail
 cd "$(dirname "$0")"
-npm ci --ignore-scripts --no-audit --no-fund
+# npm ci refuses this lock ("Missing: @teddyzhu/clipboard-darwin-arm64 …
+# from lock file"): qwen-code names the platform packages of a dependency
+# for every platform, and npm records only this one's. npm install takes
+# the same pinned versions from the lock (package.json pins every agent
+# exactly) and installs what is missing.
+npm ci --ignore-scripts --no-audit --no-fund 2>/dev/null ||
+  npm install --ignore-scripts --no-audit --no-fund
