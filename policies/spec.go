@@ -225,12 +225,30 @@ func (p *specParser) permission(v any, baseDir string, w WASMLoader) Permission 
 // one place for it): fail or record, once per policy. The error, if any,
 // is a SpecErrors at path "".
 func WithUnaskedSetting(perm Permission, v any) (Permission, error) {
+	return withSetting(perm, v, (*specParser).unasked)
+}
+
+// withSetting gives perm a setting written beside `permission:` (read
+// reads it and wraps perm), its mistakes a SpecErrors at path "".
+func withSetting(perm Permission, v any, read func(p *specParser, path string, perm Permission, v any) Permission) (Permission, error) {
 	p := &specParser{}
-	perm = p.unasked("", perm, v)
+	perm = read(p, "", perm, v)
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
 	return perm, nil
+}
+
+// carries reports whether perm already carries the setting T, under any
+// other setting: each may be written once per policy.
+func carries[T Permission](perm Permission) bool {
+	for perm != nil {
+		if _, ok := perm.(T); ok {
+			return true
+		}
+		perm = unwrapSetting(perm)
+	}
+	return false
 }
 
 // unasked reads the unasked: setting v at path and wraps perm in it.
@@ -239,7 +257,7 @@ func (p *specParser) unasked(path string, perm Permission, v any) Permission {
 	if !ok {
 		return perm
 	}
-	if _, twice := perm.(*WithUnasked); twice {
+	if carries[*WithUnasked](perm) {
 		p.fail(path, "unasked is set twice: here and under permission:")
 		return perm
 	}
@@ -251,12 +269,7 @@ func (p *specParser) unasked(path string, perm Permission, v any) Permission {
 // place for it): any decision but ask, and only one per policy. The
 // error, if any, is a SpecErrors at path "".
 func WithAskFallback(perm Permission, v any) (Permission, error) {
-	p := &specParser{}
-	perm = p.askFallback("", perm, v)
-	if len(p.errs) > 0 {
-		return nil, p.errs
-	}
-	return perm, nil
+	return withSetting(perm, v, (*specParser).askFallback)
 }
 
 // askFallback reads the ask-fallback v at path and wraps perm in it.
@@ -265,7 +278,7 @@ func (p *specParser) askFallback(path string, perm Permission, v any) Permission
 	if !ok {
 		return perm
 	}
-	if _, twice := perm.(*AskFallback); twice {
+	if carries[*AskFallback](perm) {
 		p.fail(path, "ask-fallback is set twice: here and under permission:")
 		return perm
 	}

@@ -41,38 +41,37 @@ type WithUnasked struct {
 // UnaskedRecord for the shorthand allow and allow_always (the agent may
 // do anything anyway), else UnaskedFail.
 func UnaskedOf(p Permission) Unasked {
-	for {
-		switch x := p.(type) {
-		case *WithUnasked:
+	for inner := p; inner != nil; inner = unwrapSetting(inner) {
+		if x, ok := inner.(*WithUnasked); ok {
 			return x.Unasked
-		case *AskFallback:
-			p = x.Permission
-			continue
-		case Shorthand:
-			if x.Decision == Allow || x.Decision == AllowAlways {
-				return UnaskedRecord
-			}
 		}
-		return UnaskedFail
 	}
+	if AllowsAll(p) {
+		return UnaskedRecord
+	}
+	return UnaskedFail
+}
+
+// unwrapSetting is the policy a setting (ask-fallback:, unasked:) wraps,
+// nil for a policy that is no setting.
+func unwrapSetting(p Permission) Permission {
+	switch x := p.(type) {
+	case *WithUnasked:
+		return x.Permission
+	case *AskFallback:
+		return x.Permission
+	}
+	return nil
 }
 
 // AllowsAll reports whether p is the shorthand allow or allow_always: the
 // one policy under which an agent may decide alone (no mode guard).
 func AllowsAll(p Permission) bool {
-	for {
-		switch x := p.(type) {
-		case *WithUnasked:
-			p = x.Permission
-			continue
-		case *AskFallback:
-			p = x.Permission
-			continue
-		case Shorthand:
-			return x.Decision == Allow || x.Decision == AllowAlways
-		}
-		return false
+	for inner := p; inner != nil; inner = unwrapSetting(inner) {
+		p = inner
 	}
+	s, ok := p.(Shorthand)
+	return ok && (s.Decision == Allow || s.Decision == AllowAlways)
 }
 
 // Unasked is the `unasked:` setting in force under the outer policy with
