@@ -194,6 +194,10 @@ func (p *Proxy) connState(_ net.Conn, s http.ConnState) {
 // Addr is the proxy's address, "127.0.0.1:PORT".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
+// Port is the loopback port the proxy listens on: the one port a
+// sandboxed agent may connect to.
+func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
 // URL is the proxy's address as a proxy URL, "http://127.0.0.1:PORT", the
 // value of HTTPS_PROXY and HTTP_PROXY.
 func (p *Proxy) URL() string { return "http://" + p.Addr() }

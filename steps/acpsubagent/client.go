@@ -306,8 +306,8 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 	case u.CurrentModeUpdate != nil:
 		c.modeChanged(string(u.CurrentModeUpdate.CurrentModeId))
 	case u.ConfigOptionUpdate != nil:
-		if id, ok := modeOption(u.ConfigOptionUpdate.ConfigOptions); ok {
-			c.modeChanged(id)
+		if o := modeOption(u.ConfigOptionUpdate.ConfigOptions); o != nil {
+			c.modeChanged(string(o.CurrentValue))
 		}
 	case u.SessionInfoUpdate != nil:
 		c.sessionInfo(u.SessionInfoUpdate.Meta)
@@ -326,15 +326,15 @@ func modeUpdateText(text string) (string, bool) {
 	return mode, true
 }
 
-// modeOption is the current value of a config option of category mode,
-// where the agent keeps its mode as a config option.
-func modeOption(options []acp.SessionConfigOption) (string, bool) {
+// modeOption is the config option of category mode, where the agent keeps
+// its mode as one (opencode); nil for none.
+func modeOption(options []acp.SessionConfigOption) *acp.SessionConfigOptionSelect {
 	for _, o := range options {
 		if o.Select != nil && o.Select.Category != nil && *o.Select.Category == acp.SessionConfigOptionCategoryMode {
-			return string(o.Select.CurrentValue), true
+			return o.Select
 		}
 	}
-	return "", false
+	return nil
 }
 
 // usageUpdated keeps a usage_update: the session's cumulative cost, made

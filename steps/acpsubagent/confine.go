@@ -113,8 +113,7 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 			c.release()
 			return nil, fmt.Errorf("agent %s: sandbox: cannot start its network proxy: %w", a.agent.Name, err)
 		}
-		_, port, _ := strings.Cut(c.proxy.Addr(), ":")
-		fmt.Sscan(port, &spec.ProxyPort)
+		spec.ProxyPort = c.proxy.Port()
 		spec.Network = sandbox.NetworkProxy
 	}
 	self := a.kind.Self

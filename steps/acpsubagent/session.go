@@ -86,16 +86,6 @@ type offered struct {
 	options []acp.SessionConfigOption
 }
 
-// modeOption is the id of the config option of category mode, "" for none.
-func (off offered) modeOption() string {
-	for _, o := range off.options {
-		if o.Select != nil && o.Select.Category != nil && *o.Select.Category == acp.SessionConfigOptionCategoryMode {
-			return string(o.Select.Id)
-		}
-	}
-	return ""
-}
-
 // forkOffered reads a fork's answer, whose config options are the SDK's
 // unstable type of the same JSON.
 func forkOffered(r acp.UnstableForkSessionResponse) offered {
@@ -113,17 +103,12 @@ func forkOffered(r acp.UnstableForkSessionResponse) offered {
 // values that exist instead of failing somewhere inside the agent.
 func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered, st sessionSettings) error {
 	mode := st.mode
-	if id := off.modeOption(); st.mode != "" && off.modes == nil && id != "" {
+	if o := modeOption(off.options); st.mode != "" && off.modes == nil && o != nil {
 		// The agent keeps its mode as a config option of category mode
 		// (opencode: its primary agents): the mode is that option's value.
-		if _, err := configRequest(a.agent.Name, sid, off, id, st.mode); err != nil {
-			var values []string
-			for _, o := range off.options {
-				if o.Select != nil && string(o.Select.Id) == id {
-					values = selectValues(o.Select.Options)
-				}
-			}
-			return fmt.Errorf("agent %s: mode %q is not one it offers (offered: %s)", a.agent.Name, st.mode, offeredList(values))
+		id := string(o.Id)
+		if !slices.Contains(selectValues(o.Options), st.mode) {
+			return fmt.Errorf("agent %s: mode %q is not one it offers (offered: %s)", a.agent.Name, st.mode, offeredList(selectValues(o.Options)))
 		}
 		if _, set := st.config[id]; !set {
 			st.config = maps.Clone(st.config)
@@ -186,14 +171,11 @@ func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered,
 		}
 	}
 	g := &modeGuard{preset: a.agent.Preset, safe: safe}
-	current := ""
-	optionID := off.modeOption()
-	for _, o := range off.options {
-		if o.Select != nil && string(o.Select.Id) == optionID {
-			current = string(o.Select.CurrentValue)
-			if v, set := st.config[optionID]; set {
-				current = v
-			}
+	current, optionID := "", ""
+	if o := modeOption(off.options); o != nil {
+		optionID, current = string(o.Id), string(o.CurrentValue)
+		if v, set := st.config[optionID]; set {
+			current = v
 		}
 	}
 	if off.modes != nil {
@@ -216,7 +198,7 @@ func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered,
 		if err := g.restore(current); err != nil {
 			return fmt.Errorf("agent %s: %w", a.agent.Name, err)
 		}
-		a.inv.Emit(steps.ModeRestored{From: current, To: g.safe})
+		a.inv.Emit(steps.ModeRestored{From: cutUTF8(current, 80), To: g.safe})
 		current = g.safe
 	}
 	a.client.mu.Lock()

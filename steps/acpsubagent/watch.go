@@ -198,7 +198,7 @@ func (c *client) modeChanged(id string) {
 		c.mu.Lock()
 		c.mode = g.safe
 		c.mu.Unlock()
-		c.inv.Emit(steps.ModeRestored{From: id, To: g.safe})
+		c.inv.Emit(steps.ModeRestored{From: cutUTF8(id, 80), To: g.safe})
 	}()
 }
 
