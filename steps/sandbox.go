@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/acpflow/acpflow/internal/egress"
 )
 
 // Sandbox is what `sandbox:` asks of an agent's confinement
@@ -37,10 +39,10 @@ const (
 var SandboxKeys = []string{"write", "deny", "network", "required"}
 
 // ParseSandbox reads a decoded `sandbox:` value: true (the defaults),
-// false (none: nil), or a mapping of SandboxKeys. checkHost validates a
-// network list entry (nil: any non-empty string). An error is a
-// *FieldError at the key at fault.
-func ParseSandbox(v any, checkHost func(string) error) (*Sandbox, error) {
+// false (none: nil), or a mapping of SandboxKeys, each network host
+// checked as the step's proxy will read it. An error is a *FieldError at
+// the key at fault.
+func ParseSandbox(v any) (*Sandbox, error) {
 	switch x := v.(type) {
 	case bool:
 		if !x {
@@ -77,10 +79,8 @@ func ParseSandbox(v any, checkHost func(string) error) (*Sandbox, error) {
 				if !ok || s == "" {
 					return nil, FieldErrorf([]string{"network"}, "sandbox.network[%d]: want a host or host:port", i)
 				}
-				if checkHost != nil {
-					if err := checkHost(s); err != nil {
-						return nil, FieldErrorf([]string{"network"}, "sandbox.network[%d]: %v", i, err)
-					}
+				if _, err := egress.ParseAllow([]string{s}); err != nil {
+					return nil, FieldErrorf([]string{"network"}, "sandbox.network[%d]: %v", i, err)
 				}
 				sb.Allow = append(sb.Allow, s)
 			}

@@ -3,15 +3,13 @@ package workflows
 import (
 	"errors"
 
-	"github.com/acpflow/acpflow/internal/egress"
 	"github.com/acpflow/acpflow/steps"
 )
 
 // sandbox reads a `sandbox:` value (an agent's, whose context is what, or
-// the workflow's, what ""): true, false or a mapping (steps.ParseSandbox),
-// each network host checked as the step's proxy will read it.
+// the workflow's, what ""): true, false or a mapping (steps.ParseSandbox).
 func (d *decoder) sandbox(n *node, what string) *steps.Sandbox {
-	sb, err := steps.ParseSandbox(n.plain(), checkHost)
+	sb, err := steps.ParseSandbox(n.plain())
 	if err != nil {
 		at := n
 		var fe *steps.FieldError
@@ -28,10 +26,4 @@ func (d *decoder) sandbox(n *node, what string) *steps.Sandbox {
 		return nil
 	}
 	return sb
-}
-
-// checkHost checks one entry of a sandbox's network list.
-func checkHost(h string) error {
-	_, err := egress.ParseAllow([]string{h})
-	return err
 }

@@ -32,13 +32,6 @@ type confinement struct {
 	record steps.SandboxRecord
 }
 
-// checkAllowHost checks one host of a sandbox's network list as the
-// step's proxy will read it.
-func checkAllowHost(h string) error {
-	_, err := egress.ParseAllow([]string{h})
-	return err
-}
-
 // sandboxOf is the sandbox the attempt's agent runs in: the step's
 // with.sandbox, else the agent's (the workflow's default included), made
 // required (and at least the default) when an outer policy file requires

@@ -103,7 +103,7 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	}
 	s := &subagent{kind: k, id: cfg.ID, agent: agent, from: from, fork: fork, output: output}
 	if v, ok := cfg.With["sandbox"]; ok {
-		sb, err := steps.ParseSandbox(v, checkAllowHost)
+		sb, err := steps.ParseSandbox(v)
 		if err != nil {
 			var fe *steps.FieldError
 			if errors.As(err, &fe) {
