@@ -87,6 +87,13 @@ func TestMain(m *testing.M) {
 	if err := b.Run(); err != nil {
 		panic("building acpflow: " + err.Error())
 	}
+	// The sandbox launcher beside it, as `go install ./cmd/...` installs
+	// them: sandboxed agents start through it.
+	b = exec.Command("go", "build", "-o", filepath.Join(binDir, "acpflow-sandbox"), "github.com/acpflow/acpflow/cmd/acpflow-sandbox")
+	b.Stdout, b.Stderr = os.Stderr, os.Stderr
+	if err := b.Run(); err != nil {
+		panic("building acpflow-sandbox: " + err.Error())
+	}
 	runMark = "run" + strconv.Itoa(os.Getpid())
 	code := m.Run()
 	// Whatever the tests said, nothing may be left once they are all done:

@@ -56,6 +56,13 @@ func TestMain(m *testing.M) {
 	if err := b.Run(); err != nil {
 		panic("building acpflow: " + err.Error())
 	}
+	// The dedicated sandbox launcher beside it, as `go install ./cmd/...`
+	// installs them.
+	b = exec.Command("go", "build", "-o", filepath.Join(binDir, "acpflow-sandbox"), "github.com/acpflow/acpflow/cmd/acpflow-sandbox")
+	b.Stderr = os.Stderr
+	if err := b.Run(); err != nil {
+		panic("building acpflow-sandbox: " + err.Error())
+	}
 	if err := agentrecord.Build(testAgent); err != nil {
 		panic("building the test agent: " + err.Error())
 	}

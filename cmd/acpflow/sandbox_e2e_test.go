@@ -49,6 +49,7 @@ type sandboxWorld struct {
 	listed, unlisted  *httptest.Server // both loopback; only listed goes in a network list
 	sleeper           *exec.Cmd
 	mark              string // E2E_SANDBOX_MARK, in the agent's environment
+	acpflow           string // the binary run runs: acpflowBin unless a test installs another
 }
 
 const plantedKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nE2E-PLANTED-KEY\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -58,7 +59,7 @@ func newSandboxWorld(t *testing.T) *sandboxWorld {
 	if r := sandbox.Probe(); !r.FS || !r.Net || !r.Scopes || !r.UserNS || !r.PIDNS || !r.NetNS {
 		t.Skipf("this kernel cannot enforce a sandbox: %+v", r)
 	}
-	w := &sandboxWorld{ws: t.TempDir(), home: t.TempDir(), outside: t.TempDir(), mark: randomMark()}
+	w := &sandboxWorld{ws: t.TempDir(), home: t.TempDir(), outside: t.TempDir(), mark: randomMark(), acpflow: acpflowBin}
 	w.key = writeFile(t, w.home, ".ssh/id_rsa", plantedKey)
 	os.Chmod(filepath.Dir(w.key), 0o700)
 	w.outsideFile = writeFile(t, w.outside, "notes.txt", "readable from anywhere\n")
@@ -158,8 +159,8 @@ func (w *sandboxWorld) run(t *testing.T, agentKeys string, runArgs []string, tri
 	out := filepath.Join(dir, "out.jsonl")
 	os.Remove(filepath.Join(w.ws, acpflowPIDFile))
 
-	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
-	cmd := exec.Command(acpflowBin, append([]string{"run", wf, "--workspace", w.ws, "--output", out, "--state", filepath.Join(dir, "state.db")}, runArgs...)...)
+	t.Cleanup(func() { assertNoProcessFrom(t, binDir); assertNoProcessFrom(t, filepath.Dir(w.acpflow)) })
+	cmd := exec.Command(w.acpflow, append([]string{"run", wf, "--workspace", w.ws, "--output", out, "--state", filepath.Join(dir, "state.db")}, runArgs...)...)
 	cmd.Dir = w.ws
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "E2E_ACPFLOW_SECRET="+randomMark())
 	var stdout, stderr bytes.Buffer
@@ -576,6 +577,73 @@ steps:
 	if !reused["two"] || reused["three"] {
 		t.Errorf("reused: %v; want step two on one's confined process, three on a process of its own", reused)
 	}
+}
+
+// The launcher a sandboxed agent starts through is the dedicated one
+// installed beside acpflow (as `go install ./cmd/...` puts them), and
+// acpflow re-executes itself where there is none: either way the agent is
+// confined alike. Covers where the launcher comes from: beside the
+// executable, missing, and not runnable (a file without an execute bit).
+func TestTheLauncherBesideAcpflowOrAcpflowItselfConfinesTheAgent(t *testing.T) {
+	w := newSandboxWorld(t)
+	tries := map[string]string{
+		"read:" + w.key: "ERR EACCES",
+		"write:" + filepath.Join(w.outside, "escaped.txt"): "ERR EACCES",
+		"write:" + filepath.Join(w.ws, "inside.txt"):       "ok",
+	}
+	// install puts acpflow in a directory of its own, with launcher (a
+	// script body, "" for none) beside it; it returns the directory.
+	install := func(t *testing.T, launcher string, mode os.FileMode) string {
+		dir := t.TempDir()
+		os.Chmod(dir, 0o755)
+		if err := os.Link(acpflowBin, filepath.Join(dir, "acpflow")); err != nil {
+			t.Skipf("cannot link acpflow into a directory of its own: %v", err)
+		}
+		if launcher != "" {
+			writeFile(t, dir, sandbox.LauncherName, launcher)
+			os.Chmod(filepath.Join(dir, sandbox.LauncherName), mode)
+		}
+		return dir
+	}
+	used := func(t *testing.T, marker string) int {
+		b, _ := os.ReadFile(marker)
+		return strings.Count(string(b), "launched\n")
+	}
+	// A launcher that says it ran, then is the real one (built beside
+	// acpflowBin by TestMain).
+	wrapper := func(marker string) string {
+		return fmt.Sprintf("#!/bin/sh\necho launched >> %s\nexec %s \"$@\"\n", marker, filepath.Join(binDir, sandbox.LauncherName))
+	}
+
+	t.Run("the launcher installed beside acpflow", func(t *testing.T) {
+		marker := filepath.Join(t.TempDir(), "launched")
+		w.acpflow = filepath.Join(install(t, wrapper(marker), 0o755), "acpflow")
+		s := w.run(t, "sandbox: true", nil, keys(tries)...)
+		s.mustSucceed(t)
+		s.want(t, tries)
+		s.checkEnforced(t, w, "on")
+		if n := used(t, marker); n != 1 {
+			t.Errorf("the launcher beside acpflow ran %d times, want once", n)
+		}
+	})
+	t.Run("none installed: acpflow re-executes itself", func(t *testing.T) {
+		w.acpflow = filepath.Join(install(t, "", 0), "acpflow")
+		s := w.run(t, "sandbox: true", nil, keys(tries)...)
+		s.mustSucceed(t)
+		s.want(t, tries)
+		s.checkEnforced(t, w, "on")
+	})
+	t.Run("one that is not executable is not used", func(t *testing.T) {
+		marker := filepath.Join(t.TempDir(), "launched")
+		w.acpflow = filepath.Join(install(t, wrapper(marker), 0o644), "acpflow")
+		s := w.run(t, "sandbox: true", nil, keys(tries)...)
+		s.mustSucceed(t)
+		s.want(t, tries)
+		s.checkEnforced(t, w, "on")
+		if n := used(t, marker); n != 0 {
+			t.Errorf("a launcher without an execute bit ran %d times", n)
+		}
+	})
 }
 
 // probe --sandbox says what this kernel enforces, as the step's sandbox

@@ -32,8 +32,26 @@ var DefaultDeny = []string{
 }
 
 // denyList is the resolved list: absolute, clean paths, of which the last
-// element may be a glob pattern.
-type denyList []string
+// element may be a glob pattern. The walk asks it about every path it
+// visits, so entries are sorted into exact paths and patterns once.
+type denyList struct {
+	exact    []string
+	patterns []string // entries whose last element is a pattern
+}
+
+// add puts the absolute, clean path p on the list.
+func (d *denyList) add(p string) {
+	if isGlob(filepath.Base(p)) {
+		d.patterns = append(d.patterns, p)
+	} else {
+		d.exact = append(d.exact, p)
+	}
+}
+
+// all is every entry, exact paths first.
+func (d denyList) all() []string {
+	return append(append([]string{}, d.exact...), d.patterns...)
+}
 
 // denyList resolves DefaultDeny against Home, drops the default entries
 // that lie inside one of the agent's own StateDirs, and adds Deny.
@@ -48,11 +66,11 @@ func (s Spec) denyList() denyList {
 			}
 		}
 		if !own {
-			d = append(d, p)
+			d.add(p)
 		}
 	}
 	for _, e := range s.Deny {
-		d = append(d, filepath.Clean(e))
+		d.add(filepath.Clean(e))
 	}
 	return d
 }
@@ -60,53 +78,53 @@ func (s Spec) denyList() denyList {
 // resolved adds, for each entry that is or passes through a symlink, the
 // path it resolves to: Landlock grants follow the real directory tree, so
 // a denied ~/.ssh that links to /data/ssh must keep /data/ssh unread too.
+//
+// Most entries share a directory (HOME): each directory is resolved once,
+// and an entry is resolved further only when it is itself a symlink. The
+// launcher runs this on every sandboxed spawn.
 func (d denyList) resolved() denyList {
-	out := append(denyList{}, d...)
-	for _, p := range d {
+	out := denyList{exact: append([]string{}, d.exact...), patterns: append([]string{}, d.patterns...)}
+	dirs := map[string]string{} // directory → what it resolves to, "" if it does not
+	for _, p := range d.all() {
 		dir, base := filepath.Dir(p), filepath.Base(p)
-		rdir, err := filepath.EvalSymlinks(dir)
-		if err != nil {
-			continue
+		rdir, seen := dirs[dir]
+		if !seen {
+			if r, err := filepath.EvalSymlinks(dir); err == nil {
+				rdir = r
+			}
+			dirs[dir] = rdir
 		}
-		if rdir != dir {
-			out = append(out, filepath.Join(rdir, base))
+		if rdir == "" {
+			continue // the directory does not exist: nothing below it to reach
+		}
+		real := filepath.Join(rdir, base)
+		if real != p {
+			out.add(real)
 		}
 		if isGlob(base) {
 			continue
 		}
-		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
-			out = append(out, r)
+		if fi, err := os.Lstat(real); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(real); err == nil && r != p && r != real {
+			out.add(r)
 		}
 	}
 	return out
 }
 
-// denied says whether p itself is a denied entry.
-func (d denyList) denied(p string) bool {
-	for _, e := range d {
-		if e == p {
-			return true
-		}
-		if isGlob(filepath.Base(e)) {
-			if ok, _ := filepath.Match(e, p); ok {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // covering returns the denied entry p is, or is inside, or "".
 func (d denyList) covering(p string) string {
 	for q := p; ; q = filepath.Dir(q) {
-		for _, e := range d {
+		for _, e := range d.exact {
 			if e == q {
 				return e
 			}
-			if isGlob(filepath.Base(e)) {
-				if ok, _ := filepath.Match(e, q); ok {
-					return e
-				}
+		}
+		for _, e := range d.patterns {
+			if ok, _ := filepath.Match(e, q); ok {
+				return e
 			}
 		}
 		if q == "/" || q == "." {
@@ -119,9 +137,11 @@ func (d denyList) covering(p string) string {
 // that p cannot be granted as a whole.
 func (d denyList) holds(p string) bool {
 	prefix := strings.TrimSuffix(p, "/") + "/"
-	for _, e := range d {
-		if strings.HasPrefix(e, prefix) {
-			return true
+	for _, list := range [][]string{d.exact, d.patterns} {
+		for _, e := range list {
+			if strings.HasPrefix(e, prefix) {
+				return true
+			}
 		}
 	}
 	return false

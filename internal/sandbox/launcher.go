@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -71,8 +72,10 @@ func launch(args []string) (int, error) {
 		return 0, errors.New("usage: SPEC-JSON PATH [ARG...]")
 	}
 	var spec Spec
-	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
-		return 0, fmt.Errorf("reading the spec: %w", err)
+	dec := json.NewDecoder(strings.NewReader(args[0]))
+	dec.DisallowUnknownFields() // a field this launcher does not know is a rule it would not enforce
+	if err := dec.Decode(&spec); err != nil {
+		return 0, fmt.Errorf("reading the spec (%s and acpflow must come from the same build): %w", LauncherName, err)
 	}
 	if err := spec.validate(); err != nil {
 		return 0, err

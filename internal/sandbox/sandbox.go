@@ -8,8 +8,9 @@
 //
 // # How to run an agent in it
 //
-// acpflow re-executes itself as the launcher. Its CLI has a hidden
-// subcommand whose whole job is
+// The launcher is cmd/acpflow-sandbox, installed beside acpflow, or else
+// acpflow's own executable through a hidden subcommand; the whole job of
+// either is
 //
 //	os.Exit(sandbox.Main(args)) // args: what follows the subcommand
 //
@@ -17,7 +18,8 @@
 // Command returns with procgroup:
 //
 //	self, _ := os.Executable()
-//	l, err := sandbox.Command(self, []string{"sandbox-exec"}, spec, path, args)
+//	launcher, largs := sandbox.Launcher(self, []string{"sandbox-exec"})
+//	l, err := sandbox.Command(launcher, largs, spec, path, args)
 //	if err != nil { /* fail the step: the kernel cannot enforce spec */ }
 //	child, err := procgroup.Start(procgroup.Spec{
 //		Path: l.Path, Args: l.Args, Env: env, Dir: spec.Cwd,
@@ -99,6 +101,33 @@ type Spec struct {
 	// Home is the user's home directory, against which DefaultDeny's
 	// relative entries are resolved. Required.
 	Home string `json:"home"`
+	// Version is specVersion; Command sets it.
+	Version int `json:"version"`
+}
+
+// LauncherName is the dedicated launcher's file name. Installed beside
+// acpflow's executable (cmd/acpflow-sandbox, a binary of this package
+// alone), it is what Launcher picks: its start is most of what a
+// sandboxed spawn costs, and it starts in a third of the time acpflow's
+// own executable does, which links every package acpflow has.
+const LauncherName = "acpflow-sandbox"
+
+// specVersion is the launcher protocol: the Spec's shape and meaning. A
+// launcher refuses a spec of another version, and any field it does not
+// know, so a launcher installed from another release never quietly
+// enforces less than acpflow asked for. Bump it with any change to Spec.
+const specVersion = 1
+
+// Launcher returns what starts the launcher for a process whose executable
+// is self: LauncherName beside self when one is installed there (a regular,
+// executable file), else self with selfArgs, its hidden subcommand that
+// calls Main. Both enforce the same; the dedicated one is faster to start.
+func Launcher(self string, selfArgs []string) (path string, args []string) {
+	p := filepath.Join(filepath.Dir(self), LauncherName)
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		return p, nil
+	}
+	return self, selfArgs
 }
 
 // LaunchFailed is the launcher's exit code when it could not set up the
@@ -120,12 +149,14 @@ type Launch struct {
 
 // Command checks that this kernel can enforce spec and returns how to start
 // the launcher that runs path (resolved, absolute) with args inside it.
-// self is acpflow's executable and selfArgs the hidden subcommand that
-// calls Main.
+// launcher and launcherArgs are what Launcher returned: the dedicated
+// launcher, or acpflow's executable and the hidden subcommand that calls
+// Main.
 //
 // The error says which part cannot be enforced, so the step fails before
 // anything is spawned.
-func Command(self string, selfArgs []string, spec Spec, path string, args []string) (Launch, error) {
+func Command(launcher string, launcherArgs []string, spec Spec, path string, args []string) (Launch, error) {
+	spec.Version = specVersion
 	if err := spec.validate(); err != nil {
 		return Launch{}, err
 	}
@@ -143,7 +174,7 @@ func Command(self string, selfArgs []string, spec Spec, path string, args []stri
 	if spec.network() == NetworkOff {
 		flags |= syscall.CLONE_NEWNET
 	}
-	a := append([]string{}, selfArgs...)
+	a := append([]string{}, launcherArgs...)
 	a = append(a, string(js), path)
 	a = append(a, args...)
 	// The caller's uid and gid are mapped to themselves: files keep their
@@ -156,7 +187,7 @@ func Command(self string, selfArgs []string, spec Spec, path string, args []stri
 	// starts.
 	return Launch{
 		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
-		Path:        self,
+		Path:        launcher,
 		Args:        a,
 		Cloneflags:  flags,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
@@ -174,6 +205,9 @@ func (s Spec) network() Network {
 // validate is the one place a Spec is checked, for Command and for the
 // launcher alike.
 func (s Spec) validate() error {
+	if s.Version != specVersion {
+		return fmt.Errorf("sandbox: launcher protocol %d, this launcher speaks %d: %s and acpflow come from different builds; install them together", s.Version, specVersion, LauncherName)
+	}
 	abs := func(what, p string) error {
 		if p == "" {
 			return fmt.Errorf("sandbox: %s is not set", what)

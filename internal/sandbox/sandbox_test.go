@@ -542,11 +542,14 @@ func BenchmarkSpawn(b *testing.B) {
 		}
 	})
 	// ACPFLOW_BENCH_LAUNCHER names an acpflow binary to launch through, as
-	// a step does (go build -o /tmp/acpflow ./cmd/acpflow): its start,
-	// package initialisation included, is what a sandboxed spawn pays.
+	// a step does: the dedicated launcher beside it when one is installed
+	// there (go build -o /tmp/bin/ ./cmd/acpflow ./cmd/acpflow-sandbox),
+	// else the binary itself (its start, package initialisation included,
+	// is then what a sandboxed spawn pays).
 	launcher, launcherArgs := self, []string{"sandbox-launch"}
 	if l := os.Getenv("ACPFLOW_BENCH_LAUNCHER"); l != "" {
-		launcher, launcherArgs = l, []string{"sandbox-exec"}
+		launcher, launcherArgs = Launcher(l, []string{"sandbox-exec"})
+		b.Logf("launcher: %s %q", launcher, launcherArgs)
 	}
 	for _, network := range []Network{NetworkOn, NetworkProxy, NetworkOff} {
 		b.Run("sandboxed/network="+string(network), func(b *testing.B) {

@@ -110,7 +110,8 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 		spec.Network = sandbox.NetworkProxy
 	}
 	self := a.kind.Self
-	c.launch, err = sandbox.Command(self, []string{SandboxSubcommand}, spec, path, args)
+	launcher, largs := sandbox.Launcher(self, []string{SandboxSubcommand})
+	c.launch, err = sandbox.Command(launcher, largs, spec, path, args)
 	if err != nil {
 		c.release()
 		if sb.Optional {
