@@ -299,3 +299,136 @@ steps:
 		t.Errorf("%d errors, want the two:\n%s", n, r.stderr)
 	}
 }
+
+// TestValidateAndRunRefuseAnOutputSchemaWhoseRefsGoRound (issue 23): an
+// output-schema whose $refs apply it to the same value without end used to
+// pass validate and fail every run as if the answer were wrong. Both
+// validate and run refuse it now, before any agent starts, at the $ref that
+// closes the cycle, naming the cycle: a root that refers to itself, two
+// definitions that refer to each other, an allOf back to its schema (each
+// written inline), and a schema file's cycle (placed on output-schema,
+// naming the file and the place in it). A recursive schema that descends
+// through items beside them passes.
+func TestValidateAndRunRefuseAnOutputSchemaWhoseRefsGoRound(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "agent.jsonl")
+	os.Mkdir(filepath.Join(dir, "schemas"), 0o755)
+	os.WriteFile(filepath.Join(dir, "schemas", "loop.json"), []byte(`{
+  "type": "object",
+  "properties": {"next": {"$ref": "#/$defs/node"}},
+  "$defs": {"node": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/node"}]}}
+}`), 0o644)
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: cycles
+agents:
+  reviewer: {command: %q, args: %s}
+steps:
+  - id: self
+    uses: acp-subagent
+    with: {agent: reviewer, prompt: hi, output-schema: {$ref: "#"}}
+  - id: pair
+    uses: acp-subagent
+    with:
+      agent: reviewer
+      prompt: hi
+      output-schema:
+        $ref: "#/$defs/a"
+        $defs:
+          a: {$ref: "#/$defs/b"}
+          b: {$ref: "#/$defs/a"}
+  - id: all
+    uses: acp-subagent
+    with:
+      agent: reviewer
+      prompt: hi
+      output-schema:
+        type: object
+        allOf:
+          - $ref: "#"
+  - id: file
+    uses: acp-subagent
+    with: {agent: reviewer, prompt: hi, output-schema: schemas/loop.json}
+  - id: tree
+    uses: acp-subagent
+    with:
+      agent: reviewer
+      prompt: hi
+      output-schema:
+        type: object
+        properties:
+          kids: {type: array, items: {$ref: "#"}}
+`, testAgent, agentArgs("-record", rec)))
+	want := []string{
+		`wf.yaml:7:63: step "self": with.output-schema is not a schema acpflow can use: at '/$ref': $ref cycle # -$ref-> #: it applies the same schema to the same value without end`,
+		`wf.yaml:16:21: step "pair": with.output-schema is not a schema acpflow can use: at '/$defs/a/$ref': $ref cycle #/$defs/a -$ref-> #/$defs/b -$ref-> #/$defs/a:`,
+		`wf.yaml:26:19: step "all": with.output-schema is not a schema acpflow can use: at '/allOf/0/$ref': $ref cycle # -allOf/0-> #/allOf/0 -$ref-> #:`,
+		`wf.yaml:29:56: step "file": with.output-schema: ` + filepath.Join(dir, "schemas", "loop.json") + ` is not a schema acpflow can use: at '/$defs/node/anyOf/1/$ref': $ref cycle #/$defs/node -anyOf/1-> #/$defs/node/anyOf/1 -$ref-> #/$defs/node:`,
+	}
+	for _, args := range [][]string{{"validate", wf}, {"run", wf, "--workspace", dir}} {
+		t.Run(args[0], func(t *testing.T) {
+			r := acpflow(t, dir, args...)
+			if r.code != 2 {
+				t.Fatalf("%s: exit %d, want 2\n%s", args[0], r.code, r.stderr)
+			}
+			for _, w := range want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("%s does not say\n%s\nit says:\n%s", args[0], w, r.stderr)
+				}
+			}
+			if n := strings.Count(r.stderr, "wf.yaml:"); n != len(want) {
+				t.Errorf("%d errors, want the %d cycles (the tree is fine):\n%s", n, len(want), r.stderr)
+			}
+			if n := len(agentrecord.Named(rec, "start")); n != 0 {
+				t.Errorf("%d agents started, want none", n)
+			}
+			assertAgentsGone(t, rec)
+		})
+	}
+}
+
+// TestARecursiveOutputSchemaChecksANestedAnswerAtEveryLevel: a schema
+// that comes back to itself through items validates, and a run checks the
+// agent's answer at every level of the tree: a mismatch deep in it is
+// followed up naming its place, and the corrected tree is the step's json.
+func TestARecursiveOutputSchemaChecksANestedAnswerAtEveryLevel(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "agent.jsonl")
+	bad := `{"name": "root", "kids": [{"name": "a", "kids": [{"name": 7}]}]}`
+	good := `{"name": "root", "kids": [{"name": "a", "kids": [{"name": "b"}]}]}`
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: tree
+agents:
+  reviewer: {command: %q, args: %s}
+steps:
+  - id: tree
+    uses: acp-subagent
+    with:
+      agent: reviewer
+      prompt: Draw the tree.
+      output-schema:
+        $ref: "#/$defs/node"
+        $defs:
+          node:
+            type: object
+            required: [name]
+            additionalProperties: false
+            properties:
+              name: {type: string}
+              kids: {type: array, items: {$ref: "#/$defs/node"}}
+`, testAgent, agentArgs("-record", rec, "-answer", bad, "-answer", good)))
+	if r := acpflow(t, dir, "validate", wf); r.code != 0 {
+		t.Fatalf("validate: exit %d\n%s", r.code, r.stderr)
+	}
+	r := runStructured(t, dir, "run", wf, "--workspace", dir)
+	assertAgentsGone(t, rec)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %v\n%s", r.code, r.steps, r.stderr)
+	}
+	var want any
+	json.Unmarshal([]byte(good), &want)
+	if !reflect.DeepEqual(r.steps["tree"]["json"], want) {
+		t.Errorf("json %v, want %v", r.steps["tree"]["json"], want)
+	}
+	ps := promptTexts(rec)
+	if len(ps) != 2 || !strings.Contains(ps[1], "- at '/kids/0/kids/0/name': got number, want string\n") {
+		t.Errorf("the follow-up does not name the deep mismatch: %q", ps)
+	}
+}

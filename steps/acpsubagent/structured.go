@@ -8,12 +8,13 @@ import (
 	"io/fs"
 	"maps"
 	"math"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/acpflow/acpflow/internal/bytesize"
 	"github.com/acpflow/acpflow/internal/regularfile"
@@ -43,7 +44,7 @@ const (
 // outputSchema is a step's with.output-schema, compiled when the workflow
 // is loaded: what the step's final message must be, as JSON.
 type outputSchema struct {
-	schema *jsonschema.Schema
+	schema *schemaDoc
 	// text is the schema as compact JSON, for the follow-up prompt.
 	text    string
 	shape   *steps.Shape
@@ -67,6 +68,7 @@ func prepareOutputSchema(with map[string]any, dir string) (*outputSchema, error)
 		return nil, err
 	}
 	var doc any
+	var src []byte  // doc as JSON
 	var file string // "" for a schema written in the workflow
 	switch v := raw.(type) {
 	case map[string]any:
@@ -75,11 +77,10 @@ func prepareOutputSchema(with map[string]any, dir string) (*outputSchema, error)
 				"with.output-schema cannot hold ${{ }}: the schema is compiled when the workflow is loaded")
 		}
 		// The YAML values (ints, nested maps) as JSON would give them.
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, steps.FieldErrorf(withPath("output-schema"), "with.output-schema: %v", err)
+		if src, err = json.Marshal(v); err == nil {
+			doc, err = decodeJSON(src)
 		}
-		if doc, err = jsonschema.UnmarshalJSON(bytes.NewReader(b)); err != nil {
+		if err != nil {
 			return nil, steps.FieldErrorf(withPath("output-schema"), "with.output-schema: %v", err)
 		}
 	case string:
@@ -93,18 +94,18 @@ func prepareOutputSchema(with map[string]any, dir string) (*outputSchema, error)
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(dir, file)
 		}
-		if doc, err = readSchemaFile(file); err != nil {
+		if doc, src, err = readSchemaFile(file); err != nil {
 			return nil, steps.FieldErrorf(withPath("output-schema"), "with.output-schema: %w", err)
 		}
 	default:
 		return nil, steps.FieldErrorf(withPath("output-schema"), "with.output-schema: want a JSON Schema (a mapping) or the path of a JSON file holding one, got %s", describeWith(raw))
 	}
-	schema, err := compileSchema(doc, file, dir)
+	schema, err := compileSchema(doc, src, file, dir)
 	if err != nil {
 		return nil, err
 	}
 	text, _ := json.Marshal(doc)
-	return &outputSchema{schema: schema, text: string(text), shape: shapeOf(schema), retries: retries}, nil
+	return &outputSchema{schema: schema, text: string(text), shape: schema.shapeOf(), retries: retries}, nil
 }
 
 // schemaRetries reads with.schema-retries: a whole number from 0 to
@@ -156,26 +157,41 @@ func templateIn(v any, path []string) []string {
 }
 
 // readSchemaFile reads a schema file: a regular file of at most
-// maxSchemaFile bytes holding one JSON value.
-func readSchemaFile(path string) (any, error) {
+// maxSchemaFile bytes holding one JSON value. It returns the value decoded
+// with UseNumber, and the file.
+func readSchemaFile(path string) (any, []byte, error) {
 	b, err := regularfile.Read(path, maxSchemaFile)
 	var nr *regularfile.NotRegularError
 	var tl *regularfile.TooLargeError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("the schema file %s does not exist", path)
+		return nil, nil, fmt.Errorf("the schema file %s does not exist", path)
 	case errors.As(err, &nr):
-		return nil, fmt.Errorf("the schema file %s is not a regular file (%s)", path, nr.Kind)
+		return nil, nil, fmt.Errorf("the schema file %s is not a regular file (%s)", path, nr.Kind)
 	case errors.As(err, &tl):
-		return nil, fmt.Errorf("the schema file %s is too large (%v; a schema is at most %s)", path, err, bytesize.Format(maxSchemaFile))
+		return nil, nil, fmt.Errorf("the schema file %s is too large (%v; a schema is at most %s)", path, err, bytesize.Format(maxSchemaFile))
 	case err != nil:
-		return nil, fmt.Errorf("the schema file %s cannot be read: %v", path, err)
+		return nil, nil, fmt.Errorf("the schema file %s cannot be read: %v", path, err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	doc, err := decodeJSON(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s%s is not JSON: %v", path, lineCol(b, err), err)
+		return nil, nil, fmt.Errorf("%s%s is not JSON: %v", path, lineCol(b, err), err)
 	}
-	return doc, nil
+	return doc, b, nil
+}
+
+// decodeJSON decodes one JSON value with UseNumber, so that a schema's
+// numbers are checked as written.
+func decodeJSON(b []byte) (any, error) {
+	if !json.Valid(b) {
+		var v any
+		return nil, json.Unmarshal(b, &v) // says where
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
 }
 
 // lineCol is ":LINE:COL" of a JSON syntax error in src, or "".
@@ -190,130 +206,104 @@ func lineCol(src []byte, err error) string {
 	return fmt.Sprintf(":%d:%d", line, col)
 }
 
-// noLoader refuses every document a schema's $ref names outside itself:
-// loading would read files (or a network) the workflow did not name.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, errors.New("acpflow loads no other schema documents: put the definitions under $defs and refer to them as #/$defs/NAME")
-}
-
-// compileSchema compiles doc (draft 2020-12 unless its $schema says
-// otherwise). file is the schema file's path, "" for a schema written in
-// the workflow: an error in an inline schema is placed on the value at
-// fault, one in a file on output-schema, naming the file.
-func compileSchema(doc any, file, dir string) (*jsonschema.Schema, error) {
-	url := file
-	if url == "" {
-		url = filepath.Join(dir, "output-schema.json")
+// compileSchema compiles doc (src is its JSON; draft 2020-12 unless its
+// $schema says draft-07). file is the schema file's path, "" for a schema
+// written in the workflow: an error in an inline schema is placed on the
+// value at fault, one in a file on output-schema, naming the file and the
+// place in it.
+func compileSchema(doc any, src []byte, file, dir string) (*schemaDoc, error) {
+	path := file
+	if path == "" {
+		path = filepath.Join(dir, "output-schema.json")
 	}
-	if abs, err := filepath.Abs(url); err == nil {
-		url = abs
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
-	url = "file://" + filepath.ToSlash(url)
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, steps.FieldErrorf(withPath("output-schema"), "with.output-schema: %v", err)
-	}
-	schema, err := c.Compile(url)
-	if err == nil {
+	schema, fault := newSchemaDoc(doc, src, &url.URL{Scheme: "file", Path: filepath.ToSlash(path)})
+	if fault == nil {
 		return schema, nil
 	}
 	what := "with.output-schema is"
+	at := withPath("output-schema")
 	if file != "" {
 		what = "with.output-schema: " + file + " is"
+	} else {
+		at = append(at, fault.at...)
 	}
-	var sve *jsonschema.SchemaValidationError
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-		leaf := firstLeaf(ve)
-		path := withPath("output-schema")
-		if file == "" {
-			path = append(path, leaf.InstanceLocation...)
-		}
-		return nil, steps.FieldErrorf(path, "%s not a valid JSON Schema: %s", what, leaf.Error())
+	kind := "not a valid JSON Schema"
+	if fault.unusable {
+		kind = "not a schema acpflow can use"
 	}
-	var le *jsonschema.LoadURLError
-	if errors.As(err, &le) {
-		return nil, steps.FieldErrorf(withPath("output-schema"), "%s not a schema acpflow can use: $ref %s: %v", what, strings.TrimPrefix(le.URL, "file://"), le.Err)
-	}
-	return nil, steps.FieldErrorf(withPath("output-schema"), "%s not a valid JSON Schema: %s", what, strings.ReplaceAll(err.Error(), url, ""))
-}
-
-// firstLeaf is the first error e comes down to: the one that names the
-// keyword at fault, where e itself only says that an allOf failed.
-func firstLeaf(e *jsonschema.ValidationError) *jsonschema.ValidationError {
-	for len(e.Causes) > 0 {
-		e = e.Causes[0]
-	}
-	return e
+	return nil, steps.FieldErrorf(at, "%s %s: at %s: %s", what, kind, quoted(pointer(fault.at)), fault.msg)
 }
 
 // check reads a final message as the schema's value: the whole message as
 // JSON, else its last ```json block. It returns the value (decoded as
 // expressions see JSON: float64 numbers, maps, lists) or what is wrong,
 // each problem bounded.
+//
+// The library decides whether the value matches. It says only its first
+// fault, so an answerWalk lists them all, and bounds the work first: an
+// answer it cannot finish is too large to check, and the library is not
+// asked.
 func (o *outputSchema) check(final string) (any, []string) {
 	text, err := answerJSON(final)
 	if err != nil {
 		return nil, []string{err.Error()}
 	}
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
-	if err != nil {
-		return nil, []string{"the answer is not JSON: " + err.Error()}
-	}
-	if err := o.schema.Validate(inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if !errors.As(err, &ve) {
-			return nil, []string{cutUTF8(err.Error(), maxProblemBytes)}
-		}
-		return nil, problems(ve)
-	}
 	var v any
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
 		return nil, []string{"the answer is not JSON: " + err.Error()}
 	}
-	return v, nil
+	w := answerWalk{doc: o.schema}
+	w.apply(o.schema.root, v, nil)
+	if w.tooMuch {
+		return nil, []string{fmt.Sprintf("the answer is too large to check against the schema (more than %d schemas applied, or nested more than %d deep): answer with less", maxAnswerChecks, maxAnswerDepth)}
+	}
+	err = o.schema.validate(v)
+	switch {
+	case err == nil:
+		return v, nil
+	case len(w.found) == 0:
+		// The walk and the library disagree; the library decides.
+		return nil, []string{cutUTF8("the answer does not match the schema: "+err.Error(), maxProblemBytes)}
+	}
+	return nil, problems(w.found, w.dropped)
 }
 
-// problems lists what a validation error comes down to (its leaves, as
-// "at '/approved': got string, want boolean"), each at most
-// maxProblemBytes and at most maxSchemaProblems of them. The validator
-// visits an object's properties in map order, so the leaves are sorted by
-// where they are in the answer (then by what they say): the same answer
-// gets the same words, and the same problems survive the bound.
-func problems(ve *jsonschema.ValidationError) []string {
-	type leaf struct {
-		at  []string
-		msg string
-	}
-	var leaves []leaf
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			leaves = append(leaves, leaf{e.InstanceLocation, cutUTF8(e.Error(), maxProblemBytes)})
-			return
+// validate is the library's verdict on v. Its asserts panic on states it
+// believes unreachable; one reached is a mismatch, not a crash of the run.
+func (d *schemaDoc) validate(v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the JSON Schema library failed on it: %v", r)
 		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	slices.SortFunc(leaves, func(a, b leaf) int {
+	}()
+	return d.resolved.Validate(v)
+}
+
+// problems lists what is wrong with an answer (as "at '/approved': got
+// string, want boolean"), each at most maxProblemBytes and at most
+// maxSchemaProblems of them, sorted by where they are in the answer (then
+// by what they say): the same answer gets the same words, and the same
+// problems survive the bound. dropped counts problems the walk did not
+// keep.
+func problems(found []answerProblem, dropped int) []string {
+	slices.SortStableFunc(found, func(a, b answerProblem) int {
 		if c := slices.Compare(a.at, b.at); c != 0 {
 			return c
 		}
 		return strings.Compare(a.msg, b.msg)
 	})
 	var all []string
-	for _, l := range leaves {
-		if !slices.Contains(all, l.msg) {
-			all = append(all, l.msg)
+	for _, p := range found {
+		msg := cutUTF8("at "+quoted(pointer(p.at))+": "+p.msg, maxProblemBytes)
+		if !slices.Contains(all, msg) {
+			all = append(all, msg)
 		}
 	}
-	if len(all) > maxSchemaProblems {
-		more := len(all) - maxSchemaProblems + 1
+	if len(all)+dropped > maxSchemaProblems {
+		more := len(all) + dropped - maxSchemaProblems + 1
 		all = append(all[:maxSchemaProblems-1], fmt.Sprintf("… and %d more", more))
 	}
 	return all
@@ -448,25 +438,25 @@ func (o *outputSchema) mismatch(problems []string) error {
 	return fmt.Errorf("the final message does not match with.output-schema%s: %s", after, strings.Join(problems, "; "))
 }
 
-// shapeOf is what a compiled schema says of its values' type, for
-// validate (steps.Shape).
-func shapeOf(s *jsonschema.Schema) *steps.Shape {
+// shapeOf is what the schema says of its values' type, for validate
+// (steps.Shape).
+func (d *schemaDoc) shapeOf() *steps.Shape {
 	budget := maxShapeNodes
-	return shapeWithin(s, &budget)
+	return d.shapeWithin(d.root, &budget)
 }
 
-func shapeWithin(s *jsonschema.Schema, budget *int) *steps.Shape {
+func (d *schemaDoc) shapeWithin(s *jsonschema.Schema, budget *int) *steps.Shape {
 	unknown := &steps.Shape{}
 	if *budget--; *budget < 0 || s == nil {
 		return unknown
 	}
-	if s.Types == nil && s.Ref != nil {
-		return shapeWithin(s.Ref, budget)
+	types := s.Types
+	if s.Type != "" {
+		types = []string{s.Type}
 	}
-	if s.Types == nil {
-		return unknown
+	if s.Ref != "" && (types == nil || d.draft == draft7) {
+		return d.shapeWithin(d.at[s].ref, budget)
 	}
-	types := s.Types.ToStrings()
 	if len(types) == 2 && slices.Contains(types, "number") && slices.Contains(types, "integer") {
 		types = []string{"number"}
 	}
@@ -480,26 +470,21 @@ func shapeWithin(s *jsonschema.Schema, budget *int) *steps.Shape {
 		return &steps.Shape{Type: "number"}
 	case "array":
 		sh := &steps.Shape{Type: "array"}
-		items := s.Items2020
-		if is, ok := s.Items.(*jsonschema.Schema); ok {
-			items = is
-		}
-		if items != nil && len(s.PrefixItems) == 0 {
-			sh.Items = shapeWithin(items, budget)
+		if s.Items != nil && s.PrefixItems == nil {
+			sh.Items = d.shapeWithin(s.Items, budget)
 		}
 		return sh
 	case "object":
 		sh := &steps.Shape{Type: "object", Properties: map[string]*steps.Shape{}}
 		for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
-			sh.Properties[name] = shapeWithin(s.Properties[name], budget)
+			sh.Properties[name] = d.shapeWithin(s.Properties[name], budget)
 		}
-		switch ap := s.AdditionalProperties.(type) {
-		case bool:
-			sh.Closed = !ap && len(s.PatternProperties) == 0
-		case *jsonschema.Schema:
-			if len(s.PatternProperties) == 0 {
-				sh.Others = shapeWithin(ap, budget)
-			}
+		switch ap := s.AdditionalProperties; {
+		case ap == nil || isTrue(ap):
+		case isFalse(ap):
+			sh.Closed = len(s.PatternProperties) == 0
+		case len(s.PatternProperties) == 0:
+			sh.Others = d.shapeWithin(ap, budget)
 		}
 		return sh
 	}
