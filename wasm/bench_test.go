@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if budget := os.Getenv(concurrencyHelper); budget != "" {
 		os.Exit(measureConcurrency(budget))
 	}
+	if spec := os.Getenv(inFlightHelper); spec != "" {
+		os.Exit(measureInFlight(spec))
+	}
 	os.Exit(m.Run())
 }
 

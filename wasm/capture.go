@@ -66,18 +66,38 @@ func (b *stderrBuffer) reset() {
 // It replaces RuntimeConfig.WithMemoryLimitPages, which is per runtime and
 // silent: with it, each Load can have its own limit on one runtime, and a
 // module that declares a large maximum still compiles.
+//
+// Where the system allows (mapMemory), an instance's memory is a mapping of
+// its own, as large as the limit and never copied as it grows, whose pages
+// are given back to the system (and read as zero again) when the instance
+// ends; the mapping is then kept for the module's next instance (spare).
+// Elsewhere it is a Go slice, left to the collector.
 type memoryLimit struct {
 	limit   uint64
 	refused bool
+	// spare, when set, is where mappings are taken from and given back to
+	// (Module.spare).
+	spare chan []byte
 }
 
 func (a *memoryLimit) Allocate(capacity, _ uint64) experimental.LinearMemory {
+	if a.spare != nil {
+		select {
+		case buf := <-a.spare:
+			return &limitedMemory{owner: a, buf: buf[:0], mapped: true}
+		default:
+		}
+		if buf, ok := mapMemory(a.limit); ok {
+			return &limitedMemory{owner: a, buf: buf[:0], mapped: true}
+		}
+	}
 	return &limitedMemory{owner: a, buf: make([]byte, 0, min(capacity, a.limit))}
 }
 
 type limitedMemory struct {
-	owner *memoryLimit
-	buf   []byte
+	owner  *memoryLimit
+	buf    []byte
+	mapped bool // buf is a mapping of mapMemory's
 }
 
 // Reallocate grows the memory to size bytes, or returns nil (memory.grow
@@ -100,4 +120,22 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 	return m.buf
 }
 
-func (m *limitedMemory) Free() { m.buf = nil }
+// Free ends the memory. A mapping's pages go back to the system, and the
+// mapping is kept for another instance of the module (or unmapped when
+// enough are spare).
+func (m *limitedMemory) Free() {
+	buf := m.buf
+	m.buf = nil
+	if !m.mapped || buf == nil {
+		return
+	}
+	if !zeroMapped(buf) {
+		unmapMemory(buf)
+		return
+	}
+	select {
+	case m.owner.spare <- buf[:0]:
+	default:
+		unmapMemory(buf)
+	}
+}

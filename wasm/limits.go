@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -12,6 +13,15 @@ const (
 	DefaultOutput  = 1 << 20 // bytes of answer
 	DefaultStderr  = 16 << 10
 )
+
+// maxInstances bounds Limits.Instances: far more than a machine runs at once.
+const maxInstances = 1024
+
+// DefaultInstances is how many calls of one module run at once, unless
+// its Limits say otherwise: one per CPU acpflow may use, at most 4. Guests
+// compute and never wait (their stdin and stdout are memory), so more at
+// once would not answer sooner, and each holds an instance's memory.
+func DefaultInstances() int { return max(1, min(runtime.GOMAXPROCS(0), 4)) }
 
 // pageSize is the size of a WebAssembly memory page.
 const pageSize = 64 << 10
@@ -26,6 +36,11 @@ type Limits struct {
 	Timeout time.Duration // wall time of one call, instantiation included; default 1s
 	Output  int           // bytes of answer on stdout; default 1 MiB
 	Stderr  int           // bytes of stderr kept per call (the rest is dropped); default 16 KiB
+	// Instances is how many calls of the module run at once, each in an
+	// instance of its own; the rest wait in line (see Module.Call). It
+	// bounds the module's memory by Instances × Memory whatever the number
+	// of requests in flight. Default DefaultInstances().
+	Instances int
 }
 
 // resolve fills in the defaults and checks the rest. It is the one place
@@ -43,6 +58,9 @@ func (l Limits) resolve() (Limits, error) {
 	if l.Stderr == 0 {
 		l.Stderr = DefaultStderr
 	}
+	if l.Instances == 0 {
+		l.Instances = DefaultInstances()
+	}
 	switch {
 	case l.Memory < pageSize:
 		return l, fmt.Errorf("memory limit %d bytes: want at least one 64 KiB page", l.Memory)
@@ -54,6 +72,8 @@ func (l Limits) resolve() (Limits, error) {
 		return l, fmt.Errorf("output limit %d bytes: want a positive size", l.Output)
 	case l.Stderr < 0:
 		return l, fmt.Errorf("stderr limit %d bytes: want a positive size", l.Stderr)
+	case l.Instances < 0 || l.Instances > maxInstances:
+		return l, fmt.Errorf("instances %d: want from 1 to %d calls at once", l.Instances, maxInstances)
 	}
 	l.Memory -= l.Memory % pageSize // memory grows in whole pages
 	return l, nil

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -43,6 +44,19 @@ type Module struct {
 	limits   Limits
 	reactor  bool
 	idle     chan *instance // reactor instances ready for a call
+	// slots holds one token per call running: at most Limits.Instances.
+	// Calls that find it full wait in line, in the order they came
+	// (blocked senders of a channel are served first come, first served).
+	slots   chan struct{}
+	waiting atomic.Int64 // calls waiting in line for a slot
+	// running counts the calls holding a slot, and peak the most at once
+	// (for the tests: the bound is the channel's capacity).
+	running, peak atomic.Int64
+	// spare are linear memories of ended instances, zeroed, for the next
+	// ones: a fresh instance per call would otherwise leave its memory to
+	// the collector each time, and the garbage of many calls, not the
+	// instances at once, would set the process's size.
+	spare chan []byte
 }
 
 // Load reads the policy module at path, compiles it (once per host and,
@@ -79,8 +93,10 @@ func (h *Host) Load(ctx context.Context, path string, limits Limits) (*Module, e
 	if err := m.check(); err != nil {
 		return nil, fmt.Errorf("policy module %s: %w", path, err)
 	}
+	m.slots = make(chan struct{}, limits.Instances)
+	m.spare = make(chan []byte, limits.Instances)
 	if m.reactor {
-		m.idle = make(chan *instance, runtime.GOMAXPROCS(0))
+		m.idle = make(chan *instance, limits.Instances)
 	}
 	return m, nil
 }
@@ -206,9 +222,12 @@ func (m *Module) Limits() Limits { return m.limits }
 //
 // # Notes
 //
-// The time limit starts when the call has its place among the instances in
-// flight, so a module's budget of time does not depend on the load; a
-// call waits for that place at most Limits.Timeout, and never past ctx.
+// At most Limits.Instances calls of a module run at once, so its memory is
+// bounded by that many instances whatever the number of requests in
+// flight; the others wait in line, in order, as long as the calls ahead
+// of them may take and never past ctx (see enter). The time limit starts
+// when the call has its place, so a module's budget of time does not
+// depend on the load.
 //
 // A command module gets a fresh instance per call: no state carries over.
 // A reactor's instances are pooled and reused, so its globals persist
@@ -223,13 +242,11 @@ func (m *Module) Call(ctx context.Context, kind string, request []byte) (answer 
 	if err != nil {
 		return nil, "", fmt.Errorf("policy module %s: request: %w", m.path, err)
 	}
-	weight := m.host.instances.weight(m.limits.Memory)
-	if !m.host.instances.tryAcquire(weight) {
-		if err := m.waitForRoom(ctx, weight); err != nil {
-			return nil, "", err
-		}
+	leave, err := m.enter(ctx)
+	if err != nil {
+		return nil, "", err
 	}
-	defer m.host.instances.release(weight)
+	defer leave()
 	callCtx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
 	defer cancel()
 	if m.reactor {
@@ -244,6 +261,65 @@ func (m *Module) Call(ctx context.Context, kind string, request []byte) (answer 
 		return nil, stderr, fmt.Errorf("policy module %s: %w", m.path, err)
 	}
 	return answer, stderr, nil
+}
+
+// enter takes a call's place: one of the module's slots, then its weight
+// of the host's instance budget. leave gives both back.
+//
+// # Notes
+//
+// A call waits for a slot as long as the calls ahead of it in line may
+// take, each at most the module's time limit, and never past ctx: a burst
+// of requests is answered in turn rather than refused as busy, while
+// waiting costs no instance. It then waits for room in the host's budget
+// (which other modules share) at most the module's time limit.
+func (m *Module) enter(ctx context.Context) (leave func(), err error) {
+	weight := m.host.instances.weight(m.limits.Memory)
+	leave = func() {
+		m.host.instances.release(weight)
+		m.running.Add(-1)
+		<-m.slots
+	}
+	select {
+	case m.slots <- struct{}{}:
+	default:
+		if err := m.waitInLine(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for now, peak := m.running.Add(1), m.peak.Load(); now > peak && !m.peak.CompareAndSwap(peak, now); peak = m.peak.Load() {
+	}
+	if m.host.instances.tryAcquire(weight) {
+		return leave, nil
+	}
+	if err := m.waitForRoom(ctx, weight); err != nil {
+		m.running.Add(-1)
+		<-m.slots
+		return nil, err
+	}
+	return leave, nil
+}
+
+// waitInLine waits for a slot of the module: at most as long as the calls
+// ahead may take, and never past ctx.
+func (m *Module) waitInLine(ctx context.Context) error {
+	ahead := int(m.waiting.Add(1)) + m.limits.Instances - 1
+	defer m.waiting.Add(-1)
+	// The line moves by Instances calls at least every time limit (a
+	// call's instantiation is within its limit); one more limit is slack.
+	rounds := ahead/m.limits.Instances + 1
+	wait, cancel := context.WithTimeout(ctx, time.Duration(rounds)*m.limits.Timeout)
+	defer cancel()
+	select {
+	case m.slots <- struct{}{}:
+		return nil
+	case <-wait.Done():
+	}
+	n := m.limits.Instances
+	if ctx.Err() != nil {
+		return fmt.Errorf("policy module %s is busy (it runs %d %s at once), and the call was stopped while it waited in line: %w", m.path, n, plural(n, "call", "calls"), context.Cause(ctx))
+	}
+	return fmt.Errorf("policy module %s is busy: it runs %d %s at once, and the line did not move for %s", m.path, n, plural(n, "call", "calls"), time.Duration(rounds)*m.limits.Timeout)
 }
 
 // waitForRoom waits for weight bytes of the host's instance budget, at most
@@ -261,9 +337,16 @@ func (m *Module) waitForRoom(ctx context.Context, weight uint64) error {
 	return fmt.Errorf("policy module %s: the WASM host is busy: its instances in flight held all of its %s of memory for more than %s", m.path, bytesize.Format(int64(m.host.instances.total)), m.limits.Timeout)
 }
 
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // callCommand runs _start in a fresh instance, request on stdin.
 func (m *Module) callCommand(parent, ctx context.Context, kind string, req []byte) ([]byte, string, error) {
-	mem := &memoryLimit{limit: m.limits.Memory}
+	mem := &memoryLimit{limit: m.limits.Memory, spare: m.spare}
 	out := &answerBuffer{limit: m.limits.Output}
 	errOut := &stderrBuffer{limit: m.limits.Stderr}
 	cfg := wazero.NewModuleConfig().

@@ -93,7 +93,7 @@ func (m *Module) acquire(parent, ctx context.Context) (*instance, error) {
 	default:
 	}
 	inst := &instance{
-		mem:    &memoryLimit{limit: m.limits.Memory},
+		mem:    &memoryLimit{limit: m.limits.Memory, spare: m.spare},
 		stderr: &stderrBuffer{limit: m.limits.Stderr},
 		stack:  make([]uint64, 2),
 	}
