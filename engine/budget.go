@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,8 +89,13 @@ func Thousands(n int64) string {
 }
 
 // FormatCost writes a cost as "0.0123 USD": at least two decimals, as
-// many as it has up to six.
+// many as it has up to six; an amount of a billion or more (or one that
+// is not finite) in six significant digits, "1.5e+12 USD", so that no
+// amount takes more than a few characters.
 func FormatCost(c steps.Cost) string {
+	if math.Abs(c.Amount) >= 1e9 || math.IsNaN(c.Amount) {
+		return strconv.FormatFloat(c.Amount, 'g', 6, 64) + " " + c.Currency
+	}
 	s := strconv.FormatFloat(c.Amount, 'f', 6, 64)
 	s = strings.TrimRight(s, "0")
 	if i := strings.IndexByte(s, '.'); i < 0 {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"testing"
 
 	"github.com/acpflow/acpflow/steps"
@@ -64,5 +65,31 @@ func TestARunsUsageSumsWhatWasReportedAndCountsTheStepsThatReportedNothing(t *te
 	}
 	if SumUsage([]*steps.Usage{nil, nil}, []bool{true, true}) != nil {
 		t.Error("a run whose steps reported nothing has a usage")
+	}
+}
+
+// A cost prints in a few characters whatever its amount: a stored 1e308
+// printed 309 digits. Classes of input covered: ordinary amounts (two to
+// six decimals), amounts of a billion and more (six significant digits),
+// the largest float, a negative amount, and NaN.
+func TestFormatCostIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		amount float64
+		want   string
+	}{
+		{0, "0.00 USD"},
+		{0.25, "0.25 USD"},
+		{0.000183, "0.000183 USD"},
+		{999999999.5, "999999999.50 USD"},
+		{1e9, "1e+09 USD"},
+		{1.5e12, "1.5e+12 USD"},
+		{1e308, "1e+308 USD"},
+		{math.MaxFloat64, "1.79769e+308 USD"},
+		{-2e10, "-2e+10 USD"},
+		{math.NaN(), "NaN USD"},
+	} {
+		if got := FormatCost(steps.Cost{Amount: tc.amount, Currency: "USD"}); got != tc.want || len(got) > 24 {
+			t.Errorf("FormatCost(%v) = %q, want %q", tc.amount, got, tc.want)
+		}
 	}
 }

@@ -37,6 +37,10 @@ type RunResult struct {
 	// Usage sums what the steps' agents reported; nil when none did.
 	Usage *RunUsage              `json:"usage,omitempty"`
 	Steps map[string]*StepResult `json:"steps"`
+	// Permissions are the permission requests acpflow answered for no
+	// step's turn (a session kept between turns, a teardown): `cancelled`,
+	// each with the rule and reason saying why. Absent when there were none.
+	Permissions []policies.PermissionRecord `json:"permissions,omitempty"`
 }
 
 // StepResult is one step's result.

@@ -86,6 +86,8 @@ type run struct {
 	continuedBy map[string][]string
 	// meter follows the usage the steps report, against the budget.
 	meter *meter
+	// unowned keeps the permission records of no step (unowned.go).
+	unowned *runPermissions
 }
 
 // Run runs the workflow to the end and returns its result. A step settles
@@ -114,6 +116,8 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		r.sink = teeSink{opt.Events, opt.Recorder}
 		opt.Recorder.RunStarted(r.res)
 	}
+	r.unowned = &runPermissions{Sink: r.sink}
+	r.sink = r.unowned
 	for id, done := range opt.Done {
 		r.results[id] = done
 	}
@@ -425,6 +429,7 @@ func (r *run) finish(parent, runCtx context.Context) {
 		}
 	}
 	r.res.Usage = r.usage()
+	r.res.Permissions = r.unowned.close()
 	r.res.Status = status
 	r.res.DurationMS = time.Since(r.res.StartedAt).Milliseconds()
 	end := steps.RunEnd{Status: string(status), DurationMS: r.res.DurationMS, Error: r.res.Error}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Outcomes of a permission answer, as ACP names them.
@@ -12,6 +13,27 @@ const (
 	OutcomeSelected  = "selected"
 	OutcomeCancelled = "cancelled"
 )
+
+// The rules of the records of requests acpflow answered itself, `cancelled`,
+// asking no policy (docs/policies.md "What is recorded").
+const (
+	RuleTurnCancelled  = "turn-cancelled"   // the turn was cancelled
+	RuleOtherSession   = "other-session"    // a session no step has open
+	RuleSessionNotOpen = "session-not-open" // before the step's session was open
+	RuleBetweenTurns   = "between-turns"    // a session kept for a later step, between turns
+	RuleTurnEnded      = "turn-ended"       // a step's session after its turn ended
+)
+
+// AnsweredItself reports whether a record's rule says acpflow answered the
+// request itself: no policy was asked, so none can be said to have decided
+// it (`acpflow policy test` skips such records).
+func AnsweredItself(rule string) bool {
+	switch rule {
+	case RuleTurnCancelled, RuleOtherSession, RuleSessionNotOpen, RuleBetweenTurns, RuleTurnEnded:
+		return true
+	}
+	return false
+}
 
 // reasonNoOption is recorded when the chosen family had no option, so the
 // agent got `cancelled` although the policy asked for something else.
@@ -94,8 +116,12 @@ func DecisionOf(kind string) (Decision, bool) {
 // no option fits, the answer is "cancelled": picking an option of another
 // family would invert the policy's intent. Cancel and any unknown decision
 // also answer "cancelled"; Answer makes sure an unknown decision never gets
-// this far.
+// this far. So does a set of options that Ambiguous refuses: the agent reads
+// only the id sent back, so an id must name one option.
 func SelectOption(d Decision, toolKind string, options []Option) (outcome string, optionID string) {
+	if Ambiguous(options) != "" {
+		return OutcomeCancelled, ""
+	}
 	var kinds []string
 	switch d {
 	case Allow:
@@ -118,6 +144,74 @@ func SelectOption(d Decision, toolKind string, options []Option) (outcome string
 		}
 	}
 	return OutcomeCancelled, ""
+}
+
+// Ambiguous says why an answer by option id could mean more than one
+// option, "" when it cannot: an option without an id, or two options that
+// share an id and differ in kind or name. The agent reads only the id sent
+// back, so with `allow_once "x"` and `reject_once "x"` a reject selects "x"
+// and the agent may read an allow. Such a set is answered `cancelled`.
+//
+// # Notes
+//
+// Two options of the same kind under one id are ambiguous too when their
+// names differ: Widens reads the name, so `allow_once "x" "Allow"` beside
+// `allow_once "x" "Allow all edits during this session"` would pass the
+// first while the agent may read the second. An exact repeat (same id,
+// kind and name) is one option listed twice, and selecting its id can mean
+// only it, so it is answered as usual.
+func Ambiguous(options []Option) string {
+	seen := make(map[string]Option, len(options))
+	for _, o := range options {
+		if o.ID == "" {
+			return fmt.Sprintf("ambiguous options: the %s option %q has no id", quoteKind(o.Kind), cutText(o.Name))
+		}
+		first, dup := seen[o.ID]
+		switch {
+		case !dup:
+			seen[o.ID] = o
+		case first.Kind != o.Kind || first.Name != o.Name:
+			return fmt.Sprintf("ambiguous options: id %q names two options, %s %q and %s %q",
+				cutText(o.ID), quoteKind(first.Kind), cutText(first.Name), quoteKind(o.Kind), cutText(o.Name))
+		}
+	}
+	return ""
+}
+
+// quoteKind is an option kind as a reason names it: ACP's words as they
+// are, anything else quoted (it is the agent's text).
+func quoteKind(kind string) string {
+	if _, ok := DecisionOf(kind); ok {
+		return kind
+	}
+	return fmt.Sprintf("%q", cutText(kind))
+}
+
+// cutText bounds an agent's text in a reason: records go to the terminal,
+// the run store and results.
+func cutText(s string) string {
+	const limit = 80
+	if len(s) <= limit {
+		return s
+	}
+	n := limit
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// unselected is the reason of a record whose decision selected no option:
+// the options' ambiguity, joined to the policy's own reason, else that
+// reason, else "no matching option".
+func unselected(reason string, options []Option) string {
+	if why := Ambiguous(options); why != "" {
+		return joinReason(why, reason)
+	}
+	if reason == "" {
+		return reasonNoOption
+	}
+	return reason
 }
 
 // widening are words of an option's id or name that say selecting it
@@ -202,16 +296,20 @@ func AnswerAsking(ctx context.Context, p Permission, src Source, req *Permission
 	}
 	rec := record(req, src, v)
 	rec.Outcome, rec.OptionID = SelectOption(v.Decision, req.Tool.Kind, req.Options)
-	if rec.Outcome == OutcomeCancelled && v.Decision != Cancel && rec.Reason == "" {
-		rec.Reason = reasonNoOption
+	if rec.Outcome == OutcomeCancelled && v.Decision != Cancel {
+		rec.Reason = unselected(rec.Reason, req.Options)
 	}
 	return rec
 }
 
-// asked answers a request its policy decided to ask about.
+// asked answers a request its policy decided to ask about. Options that
+// are ambiguous are put to no one: the number a person picks would name an
+// id that more than one option has; the fallback's answer is then
+// `cancelled`, as any answer to them.
 func asked(ctx context.Context, v Verdict, src Source, req *PermissionRequest, asker Asker) PermissionRecord {
 	rec := record(req, src, v)
-	if asker != nil {
+	ambiguous := Ambiguous(req.Options)
+	if asker != nil && ambiguous == "" {
 		id, err := asker.Ask(ctx, &Question{Request: req, Rule: v.Rule, Reason: v.Reason})
 		switch {
 		case err == nil:
@@ -241,10 +339,13 @@ func asked(ctx context.Context, v Verdict, src Source, req *PermissionRequest, a
 	}
 	rec.Decision, rec.Ask = fallback, "fallback"
 	rec.Outcome, rec.OptionID = SelectOption(fallback, req.Tool.Kind, req.Options)
-	if rec.Reason == v.Reason {
+	switch {
+	case ambiguous != "":
+		rec.Reason = joinReason(ambiguous+": no one was asked, ask-fallback "+string(fallback)+" answered cancelled", v.Reason)
+	case rec.Reason == v.Reason:
 		rec.Reason = joinReason("no one to ask: ask-fallback "+string(fallback), v.Reason)
 	}
-	if rec.Outcome == OutcomeCancelled && fallback != Cancel {
+	if rec.Outcome == OutcomeCancelled && fallback != Cancel && ambiguous == "" {
 		rec.Reason = joinReason(rec.Reason, reasonNoOption)
 	}
 	return rec

@@ -335,3 +335,109 @@ func TestAllowNeverSelectsAnOptionThatWidensTheSession(t *testing.T) {
 		})
 	}
 }
+
+// Options that an answer by id cannot tell apart are answered `cancelled`
+// whatever decides, and the record says why. The class of input: an
+// option set in which one id names two options that differ in kind or in
+// name (allow and reject, once and always, two allow_once options named
+// differently), or an option has no id; for every way a decision is made
+// (each shorthand decision, a rule, ask with its fallback, ask with a
+// person, an outer cap). An exact repeat of one option is not ambiguous.
+func TestAmbiguousOptionsAreAnsweredCancelled(t *testing.T) {
+	named := func(id, name, kind string) Option { return Option{ID: id, Name: name, Kind: kind} }
+	sets := []struct {
+		name    string
+		options []Option
+		why     string
+	}{
+		{"allow_once and reject_once share an id",
+			[]Option{named("x", "Allow", "allow_once"), named("x", "Reject", "reject_once")},
+			`id "x" names two options, allow_once "Allow" and reject_once "Reject"`},
+		{"reject_once comes first and shares its id with allow_once",
+			[]Option{named("x", "Reject", "reject_once"), named("a", "Always", "allow_always"), named("x", "Allow", "allow_once")},
+			`id "x" names two options, reject_once "Reject" and allow_once "Allow"`},
+		{"allow_always and reject_always share an id",
+			[]Option{named("a1", "Allow", "allow_once"), named("r1", "Reject", "reject_once"), named("y", "Always allow", "allow_always"), named("y", "Always reject", "reject_always")},
+			`id "y" names two options, allow_always "Always allow" and reject_always "Always reject"`},
+		{"allow_once and allow_always share an id",
+			[]Option{named("a", "Allow", "allow_once"), named("a", "Always allow", "allow_always"), named("r", "Reject", "reject_once")},
+			`id "a" names two options, allow_once "Allow" and allow_always "Always allow"`},
+		{"two allow_once options with one id and different names",
+			[]Option{named("a", "Allow", "allow_once"), named("a", "Allow all edits during this session", "allow_once"), named("r", "Reject", "reject_once")},
+			`id "a" names two options, allow_once "Allow" and allow_once "Allow all edits during this session"`},
+		{"an option of an unknown kind shares an id with a reject",
+			[]Option{named("a", "Allow", "allow_once"), named("r", "Reject", "reject_once"), named("r", "Sure", "yes_please")},
+			`id "r" names two options, reject_once "Reject" and "yes_please" "Sure"`},
+		{"an option has an empty id",
+			[]Option{named("a", "Allow", "allow_once"), named("", "Reject", "reject_once")},
+			`the reject_once option "Reject" has no id`},
+		{"every option has an empty id",
+			[]Option{named("", "Allow", "allow_once"), named("", "Reject", "reject_once")},
+			`the allow_once option "Allow" has no id`},
+	}
+	forms := []struct {
+		name  string
+		spec  any
+		asker Asker
+		outer Outer
+		ask   string // the record's ask
+	}{
+		{"shorthand allow", "allow", nil, nil, ""},
+		{"shorthand allow_always", "allow_always", nil, nil, ""},
+		{"shorthand reject", "reject", nil, nil, ""},
+		{"shorthand reject_always", "reject_always", nil, nil, ""},
+		{"a rule that allows", map[string]any{"rules": []any{map[string]any{"if": `tool.kind == "execute"`, "then": "allow", "reason": "builds are fine"}}}, nil, nil, ""},
+		{"ask with no one to ask: fallback reject", "ask", nil, nil, "fallback"},
+		{"ask with no one to ask: fallback allow", map[string]any{"default": "ask", "ask-fallback": "allow"}, nil, nil, "fallback"},
+		{"ask with a person who would pick the shared id", map[string]any{"default": "ask", "ask-fallback": "allow"}, &person{answer: "x"}, nil, "fallback"},
+		{"allow_always under an outer allow", "allow_always", nil, Outer{{File: "/etc/acpflow/policy.yaml", Permission: Shorthand{Decision: Allow}}}, ""},
+	}
+	for _, set := range sets {
+		for _, form := range forms {
+			t.Run(set.name+"/"+form.name, func(t *testing.T) {
+				req := &PermissionRequest{Tool: Tool{ID: "call_1", Kind: "execute", Title: "make", Command: "make"}, Options: set.options}
+				rec := form.outer.AnswerAsking(context.Background(), mustPermission(t, form.spec), SourceWorkflow, req, form.asker)
+				if rec.Outcome != OutcomeCancelled || rec.OptionID != "" {
+					t.Errorf("answered %s %q, want cancelled", rec.Outcome, rec.OptionID)
+				}
+				if !strings.Contains(rec.Reason, "ambiguous options: "+set.why) {
+					t.Errorf("reason %q does not say %q", rec.Reason, set.why)
+				}
+				if strings.Contains(rec.Reason, reasonNoOption) {
+					t.Errorf("reason %q also says %q: the options were there, but ambiguous", rec.Reason, reasonNoOption)
+				}
+				if rec.Ask != form.ask || rec.Decision == Ask || !rec.Decision.Valid() {
+					t.Errorf("record %+v: want ask %q and a decision a record can hold", rec, form.ask)
+				}
+				if p, ok := form.asker.(*person); ok && len(p.asked) > 0 {
+					t.Errorf("a person was asked about ambiguous options: %v", p.asked)
+				}
+			})
+		}
+	}
+
+	t.Run("an option repeated exactly is answered as usual", func(t *testing.T) {
+		options := []Option{named("a", "Allow", "allow_once"), named("a", "Allow", "allow_once"), named("r", "Reject", "reject_once")}
+		if why := Ambiguous(options); why != "" {
+			t.Fatalf("Ambiguous = %q, want none", why)
+		}
+		for d, want := range map[Decision]string{Allow: "a", Reject: "r"} {
+			if outcome, id := SelectOption(d, "execute", options); outcome != OutcomeSelected || id != want {
+				t.Errorf("%s: %s %q, want %q selected", d, outcome, id, want)
+			}
+		}
+	})
+	t.Run("distinct ids that differ only in case or space are distinct options", func(t *testing.T) {
+		options := []Option{named("a", "Allow", "allow_once"), named("A", "Reject", "reject_once"), named("a ", "Reject", "reject_always")}
+		if outcome, id := SelectOption(Reject, "execute", options); outcome != OutcomeSelected || id != "A" {
+			t.Errorf("reject: %s %q, want A", outcome, id)
+		}
+	})
+	t.Run("an agent's long id is bounded in the reason", func(t *testing.T) {
+		long := strings.Repeat("é", 200)
+		why := Ambiguous([]Option{named(long, "Allow", "allow_once"), named(long, "Reject", "reject_once")})
+		if len(why) > 300 || !strings.Contains(why, "…") {
+			t.Errorf("reason of %d bytes: %q", len(why), why)
+		}
+	})
+}

@@ -112,8 +112,8 @@ func (o Outer) AnswerAsking(ctx context.Context, p Permission, src Source, req *
 			reasons = append(reasons, rec.Reason)
 		}
 		reasons = append(reasons, fmt.Sprintf("allow_always capped to allow by the outer policy (%s)", cappedBy))
-		if rec.Outcome == OutcomeCancelled {
-			reasons = append(reasons, reasonNoOption)
+		if rec.Outcome == OutcomeCancelled && Ambiguous(req.Options) == "" {
+			reasons = append(reasons, reasonNoOption) // an ambiguous set's reason says so already
 		}
 		rec.Reason = strings.Join(reasons, "; ")
 	}
@@ -287,18 +287,7 @@ func outerEnv(ctx context.Context, l OuterPolicy, req *EnvRequest) (envCeiling, 
 		}
 		c.ambient, c.explicit = dec.Env, req.Explicit
 		c.rule = OuterEnvRule{Policy: l.File, Rule: dec.Rule}
-		c.admits = func(name, value string) (bool, string, error) {
-			for i, r := range rules.Rules {
-				keep, matched, err := r.Match(name, value, &at)
-				if err != nil {
-					return false, strconv.Itoa(i + 1), err
-				}
-				if matched {
-					return keep, strconv.Itoa(i + 1), nil
-				}
-			}
-			return true, "", nil
-		}
+		c.admits = rulesAdmit(rules, &at)
 		return c, nil
 	}
 	dec, err := BuildEnv(ctx, l.Env, req)
@@ -323,4 +312,80 @@ func outerEnv(ctx context.Context, l OuterPolicy, req *EnvRequest) (envCeiling, 
 		return ok, dec.Rule, nil
 	}
 	return c, nil
+}
+
+// rulesAdmit judges a value set on purpose by the first of rules that
+// holds for it (name and value, as for an ambient one): drop refuses it;
+// no rule holding admits it, since inherit and scrub-credentials only thin
+// what is inherited. at is the request the rules see.
+func rulesAdmit(rules *EnvRules, at *EnvRequest) func(name, value string) (bool, string, error) {
+	return func(name, value string) (bool, string, error) {
+		for i, r := range rules.Rules {
+			keep, matched, err := r.Match(name, value, at)
+			if err != nil {
+				return false, strconv.Itoa(i + 1), err
+			}
+			if matched {
+				return keep, strconv.Itoa(i + 1), nil
+			}
+		}
+		return true, "", nil
+	}
+}
+
+// Admit judges values that the workflow hands to the agent's side besides
+// its environment, named as variables: the env of one MCP server (which the
+// agent starts with them) or its headers (which the agent sends). Each
+// outer file judges them as BuildEnv judges the explicit values, so a drop
+// an outer file holds for the agent's env holds for them too:
+//
+//   - for expr rules, a value is refused when the first of the file's
+//     rules that holds for it (name and value) says drop;
+//   - any other env policy (a WASM module) is asked with values as the
+//     explicit ones and no ambient variable, and refuses every name its
+//     answer leaves out, or all of them when it denies or fails. The values
+//     it answers are not taken: what is sent is what the workflow wrote.
+//
+// setBy says who set them ("step s's mcp-servers.github.env"), for the
+// *OuterEnvError, which names the variable, never its value. req is the
+// spawn's request (workflow, run, step, agent, workspace, cwd); its
+// ambient and explicit values are only used to keep them out of a rule's
+// error.
+func (o Outer) Admit(ctx context.Context, req *EnvRequest, values map[string]string, setBy string) error {
+	if len(values) == 0 {
+		return nil
+	}
+	if req == nil {
+		req = &EnvRequest{}
+	}
+	names := slices.Sorted(maps.Keys(values))
+	for _, l := range o {
+		if l.Env == nil {
+			continue
+		}
+		c := envCeiling{file: l.File}
+		if rules, ok := l.Env.(*EnvRules); ok {
+			at := &EnvRequest{Request: req.Request, Ambient: req.Ambient, Explicit: values}
+			c.admits = rulesAdmit(rules, at)
+		} else {
+			at := &EnvRequest{Request: req.Request, Ambient: map[string]string{}, Explicit: values}
+			dec, err := BuildEnv(ctx, l.Env, at)
+			switch {
+			case err != nil:
+				return &OuterEnvError{File: l.File, Rule: dec.Rule, Reason: err.Error(), Err: err}
+			case dec.Deny != "":
+				return &OuterEnvError{File: l.File, Rule: dec.Rule, Reason: dec.Deny}
+			}
+			c.admits = func(name, _ string) (bool, string, error) {
+				_, ok := dec.Env[name]
+				return ok, dec.Rule, nil
+			}
+		}
+		for _, name := range names {
+			if err := c.admit(name, values[name], setBy); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -388,3 +388,90 @@ func TestOuterBuildEnvAFailingRuleOnAnExplicitValueFailsClosedWithoutTheValue(t 
 		t.Errorf("the error shows the value: %v", err)
 	}
 }
+
+// TestOuterAdmitJudgesValuesBesideTheEnvAsExplicitOnes covers the values
+// a workflow hands to the agent's side besides its env (class: an MCP
+// server's env and headers), for each form of outer env policy: the drop
+// an outer file holds for the agent's env holds for them, by name and by
+// value, and nothing else refuses them.
+func TestOuterAdmitJudgesValuesBesideTheEnvAsExplicitOnes(t *testing.T) {
+	const file = "/etc/acpflow/policy.yaml"
+	const setBy = "step s's mcp-servers.gh.env"
+	orgRules := func(t *testing.T) Env {
+		return envRulesOf(t, map[string]any{"rules": []any{
+			rule(`name == "ALLOWED_AWS_THING"`, "keep"),
+			rule(`name startsWith "AWS_"`, "drop"),
+			rule(`value contains "AKIA"`, "drop"),
+		}})
+	}
+	for _, tc := range []struct {
+		name     string
+		outer    func(t *testing.T) Outer
+		values   map[string]string
+		wantErr  string // "" when admitted
+		wantRule string
+	}{
+		{"a name an outer rule drops", func(t *testing.T) Outer { return Outer{{File: file, Env: orgRules(t)}} },
+			map[string]string{"GITHUB_TOKEN": "ghp-fine", "AWS_SECRET_ACCESS_KEY": "aws-mcp-secret"},
+			"outer policy (/etc/acpflow/policy.yaml) refuses AWS_SECRET_ACCESS_KEY set by step s's mcp-servers.gh.env (rule 2); nothing was spawned", "2"},
+		{"a value an outer rule drops, under another name (a header)", func(t *testing.T) Outer { return Outer{{File: file, Env: orgRules(t)}} },
+			map[string]string{"Authorization": "Bearer AKIA-mcp-secret"},
+			"refuses Authorization set by step s's mcp-servers.gh.env (rule 3)", "3"},
+		{"an outer keep rule before the drop admits it", func(t *testing.T) Outer { return Outer{{File: file, Env: orgRules(t)}} },
+			map[string]string{"ALLOWED_AWS_THING": "x"}, "", ""},
+		{"credentials pass: inherit and scrub-credentials only thin what is inherited", func(t *testing.T) Outer {
+			return Outer{{File: file, Env: envRulesOf(t, map[string]any{"inherit": "none"})}}
+		}, map[string]string{"GITHUB_TOKEN": "ghp-fine"}, "", ""},
+		{"the second of stacked files drops it", func(t *testing.T) Outer {
+			return Outer{{File: "/first.yaml", Env: DefaultEnv()}, {File: file, Env: orgRules(t)}}
+		}, map[string]string{"AWS_PROFILE": "prod"}, "outer policy (/etc/acpflow/policy.yaml) refuses AWS_PROFILE", "2"},
+		{"a module's answer that leaves a name out", func(t *testing.T) Outer {
+			return Outer{{File: file, Env: &ceilingEnv{env: map[string]string{"KEEP": "k"}}}}
+		}, map[string]string{"KEEP": "k", "EXTRA": "extra-mcp-secret"}, "refuses EXTRA set by step s's mcp-servers.gh.env (rule env.wasm)", "env.wasm"},
+		{"a module's answer that keeps every name", func(t *testing.T) Outer {
+			return Outer{{File: file, Env: &ceilingEnv{env: map[string]string{"KEEP": "other"}}}}
+		}, map[string]string{"KEEP": "k"}, "", ""},
+		{"a module that denies", func(t *testing.T) Outer { return Outer{{File: file, Env: &ceilingEnv{deny: "no MCP"}}} },
+			map[string]string{"KEEP": "k"}, "outer policy (/etc/acpflow/policy.yaml) refused the spawn (rule env.wasm): no MCP", "env.wasm"},
+		{"a module that fails", func(t *testing.T) Outer { return Outer{{File: file, Env: &ceilingEnv{err: errors.New("trap")}}} },
+			map[string]string{"KEEP": "k"}, "outer policy (/etc/acpflow/policy.yaml) failed, spawn refused: trap", "env.wasm"},
+		{"a file without an env section", func(t *testing.T) Outer { return Outer{{File: file, Permission: DefaultPermission()}} },
+			map[string]string{"AWS_SECRET_ACCESS_KEY": "aws-mcp-secret"}, "", ""},
+		{"no values", func(t *testing.T) Outer { return Outer{{File: file, Env: &ceilingEnv{deny: "never asked"}}} }, nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &EnvRequest{Request: Request{Kind: KindEnv, Agent: "a", Step: "s"}, Ambient: map[string]string{"PATH": "/bin"}}
+			err := tc.outer(t).Admit(context.Background(), req, tc.values, setBy)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var oe *OuterEnvError
+			if !errors.As(err, &oe) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want an OuterEnvError saying %q", err, tc.wantErr)
+			}
+			if oe.Rule != tc.wantRule {
+				t.Errorf("rule %q, want %q", oe.Rule, tc.wantRule)
+			}
+			for _, v := range tc.values {
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("the error shows the value %q: %v", v, err)
+				}
+			}
+		})
+	}
+}
+
+func TestOuterAdmitSendsAModuleTheValuesAsExplicitAndNoAmbient(t *testing.T) {
+	module := &ceilingEnv{env: map[string]string{"T": "v"}}
+	req := &EnvRequest{Request: Request{Kind: KindEnv, Step: "s", Cwd: "/ws"}, Ambient: map[string]string{"PATH": "/bin", "HOME": "/h"}}
+	if err := (Outer{{File: "/o.yaml", Env: module}}).Admit(context.Background(), req, map[string]string{"T": "v"}, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if module.seen == nil || len(module.seen.Ambient) != 0 || !maps.Equal(module.seen.Explicit, map[string]string{"T": "v"}) ||
+		module.seen.Step != "s" || module.seen.Cwd != "/ws" {
+		t.Errorf("the module was sent %+v", module.seen)
+	}
+}

@@ -18,7 +18,9 @@ import (
 // store (Export) into a private directory that Close removes. It is done
 // before anything starts, so a from: that names no run, a batch or a run
 // without transcripts is an *InvalidError and nothing runs. An agent whose
-// from: is a file is left alone (replayagent.Source reads it).
+// from: is a file is left alone (replayagent.Source reads it); one whose
+// from: can only be a path (absolute, or naming a directory, a pipe, a
+// device) is not looked up as a run: the error says what the path is.
 func (r *Runner) ResolveReplays(ctx context.Context, wf *engine.Workflow) error {
 	for _, a := range wf.Agents {
 		if a.Builtin != replayagent.Name || a.From == "" {
@@ -26,6 +28,8 @@ func (r *Runner) ResolveReplays(ctx context.Context, wf *engine.Workflow) error 
 		}
 		if _, _, err := replayagent.Source(a.From, ""); err == nil {
 			continue // a transcript file
+		} else if replayagent.IsPath(a.From) {
+			return invalid(fmt.Errorf("agent %s: %w", a.Name, err))
 		}
 		run, step, _ := strings.Cut(a.From, "/")
 		file, err := r.exportReplay(ctx, run)

@@ -49,6 +49,9 @@ func (a *Agent) Check() error {
 			return FieldErrorf(g.path, "agent %s: %s must be at most 2147483647ms, got %s", a.Name, name, g.d)
 		}
 	}
+	if err := a.checkEOFIdle(); err != nil {
+		return err
+	}
 	if a.MaxOutput < 0 || a.MaxOutput > MaxSize {
 		return FieldErrorf([]string{"max-output"}, "agent %s: max-output must be greater than 0 and at most 1 GiB, got %d bytes", a.Name, a.MaxOutput)
 	}
@@ -66,6 +69,21 @@ func (a *Agent) Check() error {
 			return &FieldError{Path: fe.Path, Err: fmt.Errorf("agent %s: %w", a.Name, fe.Err)}
 		}
 		return err
+	}
+	return nil
+}
+
+// checkEOFIdle checks dispose.eof-idle: 0 (off), or at least MinEOFIdle
+// and shorter than the EOF grace it would cut.
+func (a *Agent) checkEOFIdle() error {
+	path := []string{"dispose", "eof-idle"}
+	switch {
+	case a.EOFIdle == 0:
+		return nil
+	case a.EOFIdle < MinEOFIdle:
+		return FieldErrorf(path, "agent %s: dispose.eof-idle must be 0 (wait the whole eof-grace) or at least %s, got %s", a.Name, MinEOFIdle, a.EOFIdle)
+	case a.EOFIdle >= a.EOFGrace:
+		return FieldErrorf(path, "agent %s: dispose.eof-idle (%s) must be shorter than dispose.eof-grace (%s), or it never ends the wait", a.Name, a.EOFIdle, a.EOFGrace)
 	}
 	return nil
 }
@@ -95,7 +113,7 @@ func ConfigValue(v any) (string, error) {
 // NewAgent returns an agent with the default timings, for a loader to
 // fill in from the keys the file sets.
 func NewAgent(name string) *Agent {
-	return &Agent{Name: name, StartTimeout: DefaultStartTimeout, EOFGrace: DefaultEOFGrace, EOFIdle: DefaultEOFIdle, TermGrace: DefaultTermGrace}
+	return &Agent{Name: name, StartTimeout: DefaultStartTimeout, EOFGrace: DefaultEOFGrace, TermGrace: DefaultTermGrace}
 }
 
 // MCP server transports (ACP session/new mcpServers). Every agent must take

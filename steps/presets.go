@@ -34,6 +34,12 @@ type Preset struct {
 	// DefaultEOFGrace on every step.
 	EOFGrace  time.Duration
 	TermGrace time.Duration
+	// EOFIdle is the preset's dispose.eof-idle: set only for an agent
+	// measured never to exit on stdin EOF, whose idleness after EOF says
+	// it will not go by itself. Zero (every preset today: each exits on
+	// EOF, some only after a timer or a network write, idle meanwhile)
+	// waits up to the whole EOF grace. docs/agents/README.md says which.
+	EOFIdle time.Duration
 	// SetEnv are variables the preset sets in the agent's explicit env (the
 	// workflow's env: wins), for settings that only an env var carries.
 	// PresetDirVar in a value (or in Args) names the spawn's private

@@ -266,9 +266,11 @@ type Agent struct {
 	StartTimeout time.Duration
 	EOFGrace     time.Duration
 	// EOFIdle ends the EOF wait early once the agent's process group has
-	// been idle this long (no CPU, nothing running): an agent that will not
-	// exit on EOF costs this, not the whole EOFGrace, while one that is
-	// still flushing keeps its grace. 0 waits the whole EOFGrace.
+	// been idle this long (no CPU, nothing running), for an agent that is
+	// known never to exit on EOF (`dispose.eof-idle`, or a preset's
+	// measurement). 0, the default, waits up to the whole EOFGrace: an
+	// agent that is idle while it waits to flush (a network write, a
+	// timer) is not told from one that will never exit.
 	EOFIdle   time.Duration
 	TermGrace time.Duration
 }
@@ -278,7 +280,9 @@ const (
 	DefaultStartTimeout = 60 * time.Second
 	DefaultEOFGrace     = 6 * time.Second
 	DefaultTermGrace    = 3 * time.Second
-	DefaultEOFIdle      = 200 * time.Millisecond
+	// MinEOFIdle is the shortest dispose.eof-idle: idleness is judged
+	// from CPU time, counted in clock ticks (10 ms).
+	MinEOFIdle = 50 * time.Millisecond
 	// DefaultMaxOutput bounds a step's output when neither the agent nor
 	// the step sets max-output.
 	DefaultMaxOutput = 8 << 20

@@ -62,7 +62,7 @@ func (u *Usage) Add(o *Usage) {
 		if *dst == nil {
 			*dst = new(int64)
 		}
-		**dst += *v
+		**dst = saturatingAdd(**dst, *v)
 	}
 	add(&u.InputTokens, o.InputTokens)
 	add(&u.OutputTokens, o.OutputTokens)
@@ -104,9 +104,30 @@ func ptr(p *int64) *int64 {
 }
 
 // roundCost keeps a sum of binary fractions to the 1e-9 that a currency
-// amount is ever reported in, so that 0.1+0.2 prints as 0.3.
+// amount is ever reported in, so that 0.1+0.2 prints as 0.3. A sum too
+// large for that (only a record written before acpflow bounded what it
+// takes from an agent holds one) stays as it is, held at the largest
+// float: an infinite or NaN amount cannot be written as JSON.
 func roundCost(x float64) float64 {
-	return math.Round(x*1e9) / 1e9
+	if r := math.Round(x*1e9) / 1e9; !math.IsInf(r, 0) && !math.IsNaN(r) {
+		return r
+	}
+	if math.IsNaN(x) {
+		return 0
+	}
+	return math.Max(-math.MaxFloat64, math.Min(x, math.MaxFloat64))
+}
+
+// saturatingAdd is a+b, held at the int64 bounds instead of wrapping
+// round: a sum of many steps' counts never turns negative.
+func saturatingAdd(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
 
 // UsageReport is a step's usage so far, sent each time the agent reports

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/acpflow/acpflow/internal/replayagent"
 	"github.com/acpflow/acpflow/steps"
@@ -12,7 +13,7 @@ import (
 
 var (
 	agentKeys   = []string{"builtin", "from", "command", "args", "env", "cwd", "auth", "preset", "mode", "config", "mcp-servers", "max-output", "reuse", "sandbox", "start-timeout", "dispose"}
-	disposeKeys = []string{"eof-grace", "term-grace"}
+	disposeKeys = []string{"eof-grace", "eof-idle", "term-grace"}
 )
 
 func (d *decoder) decodeAgents(n *node) {
@@ -117,6 +118,11 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 				a.EOFGrace = t
 			}
 		}
+		if g := dispose["eof-idle"]; g != nil {
+			if t, ok := d.durationOrOff(g, ctx+": dispose.eof-idle"); ok {
+				a.EOFIdle = t
+			}
+		}
 		if g := dispose["term-grace"]; g != nil {
 			if t, ok := d.duration(g, ctx+": dispose.term-grace"); ok {
 				a.TermGrace = t
@@ -129,6 +135,22 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 		}
 	}
 	return a
+}
+
+// durationOrOff reads a duration that may also be 0 (written 0 or 0s):
+// the setting is off.
+func (d *decoder) durationOrOff(n *node, what string) (time.Duration, bool) {
+	switch x := n.value.(type) {
+	case int:
+		if x == 0 {
+			return 0, true
+		}
+	case string:
+		if v, err := time.ParseDuration(strings.TrimSpace(x)); err == nil && v == 0 || strings.TrimSpace(x) == "0" {
+			return 0, true
+		}
+	}
+	return d.duration(n, what)
 }
 
 // agentErrorAt places an error of steps.Agent.Check: on the value its
@@ -218,6 +240,9 @@ func presetDefaults(a *steps.Agent, p steps.Preset, set func(key string) bool) {
 	}
 	if p.TermGrace > 0 && !set("dispose.term-grace") {
 		a.TermGrace = p.TermGrace
+	}
+	if p.EOFIdle > 0 && !set("dispose.eof-idle") {
+		a.EOFIdle = p.EOFIdle
 	}
 }
 

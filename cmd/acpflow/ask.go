@@ -111,7 +111,7 @@ func (a *termAsker) Ask(ctx context.Context, q *policies.Question) (string, erro
 	for {
 		select {
 		case <-ctx.Done():
-			fmt.Fprintf(a.out, "acpflow: step %s: no longer waiting for an answer (%v)\n", q.Request.Step, context.Cause(ctx))
+			fmt.Fprintf(a.out, "acpflow: step %s: no longer waiting for an answer (%s)\n", q.Request.Step, termtext.Line(context.Cause(ctx).Error(), askReasonMax))
 			return "", ctx.Err()
 		case line, ok := <-a.lines:
 			if !ok {
@@ -119,8 +119,8 @@ func (a *termAsker) Ask(ctx context.Context, q *policies.Question) (string, erro
 				return "", policies.ErrNoOneToAsk
 			}
 			n, err := strconv.Atoi(strings.TrimSpace(line))
-			if err != nil || n < 1 || n > len(opts) {
-				fmt.Fprintf(a.out, "acpflow: answer with a number from 1 to %d, then Enter\n", len(opts))
+			if err != nil || n < 1 || n > pickable(opts) {
+				fmt.Fprintf(a.out, "acpflow: answer with a number from 1 to %d, then Enter\n", pickable(opts))
 				continue
 			}
 			return opts[n-1].ID, nil
@@ -128,32 +128,74 @@ func (a *termAsker) Ask(ctx context.Context, q *policies.Question) (string, erro
 	}
 }
 
+// Bounds of what a question shows of the agent's words, in bytes (each
+// cut says so): enough for any real title, command, path or option name,
+// and no agent can push the options off the screen with one.
+const (
+	askTitleMax   = 300
+	askCommandMax = 2000
+	askPathMax    = 500
+	askNameMax    = 100
+	askKindMax    = 40
+	askReasonMax  = 500
+	askFilesShown = 20
+	askOptionsMax = 50 // the options a person can pick; an agent offering more is shown the first
+)
+
 // question words a request for the person who answers it: which step and
 // agent ask, the tool, its command and files, the rule that asked, and
-// the agent's options, numbered. What came from the agent is made safe
-// for the terminal.
+// the agent's options, numbered; the numbers a person may type are
+// acpflow's alone. Everything that came from the agent is shown on the
+// one line acpflow gives it, escaped and bounded (termtext.Line, Quote):
+// an agent's line break, carriage return or cursor move cannot add a line
+// that looks like an option.
 func question(q *policies.Question) string {
 	r, t := q.Request, q.Request.Tool
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nacpflow: step %s (agent %s) asks permission: %s %q\n", r.Step, r.Agent, t.Kind, t.Title)
+	fmt.Fprintf(&b, "\nacpflow: step %s (agent %s) asks permission: %s %s\n", r.Step, termtext.Line(r.Agent, askNameMax),
+		termtext.Line(t.Kind, askKindMax), termtext.Quote(t.Title, askTitleMax))
 	if t.Command != "" && t.Command != t.Title {
-		fmt.Fprintf(&b, "  command: %s\n", t.Command)
+		fmt.Fprintf(&b, "  command: %s\n", termtext.Quote(t.Command, askCommandMax))
 	}
-	for _, l := range t.Locations {
+	for i, l := range t.Locations {
+		if i == askFilesShown {
+			fmt.Fprintf(&b, "  … and %d more file(s)\n", len(t.Locations)-i)
+			break
+		}
 		where := "outside the workspace"
 		if l.InWorkspace {
 			where = "in the workspace"
 		}
-		fmt.Fprintf(&b, "  file: %s (%s)\n", l.Path, where)
+		fmt.Fprintf(&b, "  file: %s (%s)\n", termtext.Quote(l.Path, askPathMax), where)
 	}
-	fmt.Fprintf(&b, "  asked by rule %s", q.Rule)
+	fmt.Fprintf(&b, "  asked by rule %s", termtext.Line(q.Rule, askNameMax))
 	if q.Reason != "" {
-		fmt.Fprintf(&b, ": %s", q.Reason)
+		fmt.Fprintf(&b, ": %s", termtext.Line(q.Reason, askReasonMax))
 	}
 	b.WriteString("\n")
-	for i, o := range r.Options {
-		fmt.Fprintf(&b, "  %d) %s (%s)\n", i+1, o.Name, o.Kind)
+	n := pickable(r.Options)
+	for i, o := range r.Options[:n] {
+		fmt.Fprintf(&b, "  %d) %s (%s)\n", i+1, termtext.Quote(o.Name, askNameMax), optionKind(o.Kind))
 	}
-	fmt.Fprintf(&b, "answer with 1-%d and Enter:\n", len(r.Options))
+	if more := len(r.Options) - n; more > 0 {
+		fmt.Fprintf(&b, "  … and %d more option(s), which cannot be picked here\n", more)
+	}
+	fmt.Fprintf(&b, "answer with 1-%d and Enter:\n", n)
 	return termtext.Sanitize(b.String())
+}
+
+// pickable is how many of the agent's options a person is offered: the
+// first askOptionsMax.
+func pickable(opts []policies.Option) int {
+	return min(len(opts), askOptionsMax)
+}
+
+// optionKind words an option's kind: an ACP kind as it is, any other as
+// the agent wrote it, quoted and marked, since it grants nothing acpflow
+// knows of.
+func optionKind(kind string) string {
+	if _, ok := policies.DecisionOf(kind); ok {
+		return kind
+	}
+	return "unknown kind " + termtext.Quote(kind, askKindMax)
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -131,8 +133,8 @@ func TestAskPutsTheRequestToThePersonAtTheTerminal(t *testing.T) {
 	for _, want := range []string{
 		`acpflow: step clean (agent demo) asks permission: execute "rm -rf build"`,
 		"asked by rule 1: a command",
-		"1) Allow once (allow_once)",
-		"3) Reject once (reject_once)",
+		`1) "Allow once" (allow_once)`,
+		`3) "Reject once" (reject_once)`,
 		"asking you", // the live view's line for the step while it waits
 	} {
 		if !strings.Contains(shown, want) {
@@ -223,4 +225,149 @@ func TestAStepTimeoutEndsAnUnansweredAsk(t *testing.T) {
 	if status != "failed" || len(p) != 1 || p[0]["outcome"] != "cancelled" || p[0]["ask"] != "unanswered" {
 		t.Errorf("status %s, records %v; want the step failed and the request answered cancelled, unanswered", status, p)
 	}
+}
+
+// askedOptions reads the last question on the terminal: acpflow's
+// numbered option lines (number → the rest of the line), the range it
+// asks for, and the question's text, from its first line to its last.
+func askedOptions(t *testing.T, shown string) (opts map[int]string, upTo int, text string) {
+	t.Helper()
+	shown = strings.ReplaceAll(shown, "\r\n", "\n") // the pty's line ends
+	text = shown[strings.LastIndex(shown, "acpflow: step "):]
+	text = text[:strings.Index(text, "and Enter:")+len("and Enter:")]
+	opts = map[int]string{}
+	for _, m := range regexp.MustCompile(`(?m)^  (\d+)\) (.*)$`).FindAllStringSubmatch(text, -1) {
+		n, _ := strconv.Atoi(m[1])
+		if _, dup := opts[n]; dup {
+			t.Errorf("the option number %d is on two lines of the question:\n%s", n, text)
+		}
+		opts[n] = m[2]
+	}
+	fmt.Sscanf(text[strings.LastIndex(text, "answer with 1-"):], "answer with 1-%d", &upTo)
+	return opts, upTo, text
+}
+
+// An agent's words reach a question on the one line acpflow gives each,
+// escaped and bounded, so that the numbers a person can type are
+// acpflow's alone and each picks the option its line names. Each
+// request below hides a fake "1) Allow once" line behind one way of
+// breaking or rewriting a line, in one place of the question; the person
+// answers with the number of the line that acpflow shows for the reject
+// option, and the agent must get the reject option. Classes of input
+// covered: LF, CR, CR LF, VT and FF, NEL (U+0085), U+2028 and U+2029,
+// CSI cursor moves and erases and an OSC, bidi overrides, a backslash
+// that fakes an escape, and very long text (100 KB title, 10 KB option
+// name: bounded); in the title, the command, a file's path, the tool's
+// kind, an option's name and an option's kind (an unknown kind is shown
+// as one); and more options than a person can be offered (only the first
+// 50 are numbered and only they can be typed).
+func TestAnAgentsWordsCannotAddOrRenumberTheOptionsOfAQuestion(t *testing.T) {
+	fake := "  1) Allow once (allow_once)"
+	type option struct {
+		ID   string `json:"optionId"`
+		Name string `json:"name"`
+		Kind string `json:"kind"`
+	}
+	plain := []option{{"allow", "Allow once", "allow_once"}, {"reject", "Reject once", "reject_once"}}
+	calls := 0
+	request := func(kind, title, command, path string, opts []option) string {
+		calls++
+		tc := map[string]any{"toolCallId": "call_" + strconv.Itoa(calls), "kind": kind, "title": title, "rawInput": map[string]any{"command": command}}
+		if path != "" {
+			tc["locations"] = []any{map[string]any{"path": path}}
+		}
+		b, _ := json.Marshal(map[string]any{"toolCall": tc, "options": opts})
+		return string(b)
+	}
+	many := []option{{"reject", "Reject once", "reject_once"}}
+	for i := range 60 {
+		many = append(many, option{fmt.Sprintf("allow-%d", i), fmt.Sprintf("Allow %d", i), "allow_once"})
+	}
+	cases := []struct {
+		name    string
+		request string
+		options int // the numbered lines the question must have
+	}{
+		{"CR LF in the title", request("execute", "ls\r\n"+fake, "ls -l", "", plain), 2},
+		{"LF in the command", request("execute", "list", "ls\n"+fake+"\n  2) Reject once (reject_once)", "", plain), 2},
+		{"CR in a file's path", request("edit", "write notes", "", "/ws/notes\r"+fake, plain), 2},
+		{"VT and FF in the title", request("execute", "a\v"+fake+"\f", "a", "", plain), 2},
+		{"NEL, U+2028 and U+2029 in option names", request("execute", "make", "make", "", []option{
+			{"allow", "Allow once\u0085  2) Reject once (reject_once)", "allow_once"},
+			{"reject", "Reject once\u2028" + fake + "\u2029", "reject_once"}}), 2},
+		{"a cursor move over the line above, in an option name", request("execute", "rm -rf build", "rm -rf build", "", []option{
+			{"allow", "Allow once", "allow_once"},
+			{"reject", "Reject once\x1b[1A\x1b[2K\r" + fake + "\x1b]0;pwned\x07", "reject_once"}}), 2},
+		{"bidi overrides and a faked escape", request("execute", "\u202erm -rf ~\u202c", `echo \n  1) Allow once`, "", []option{
+			{"allow", "\u202eecno wollA", "allow_once"},
+			{"reject", "Reject once", "reject_once"}}), 2},
+		{"a line break in the tool's kind and an option's kind", request("execute\n"+fake, "make", "make", "", []option{
+			{"allow", "Allow once", "allow_once"},
+			{"other", "Other", "allow_once)\n" + fake},
+			{"reject", "Reject once", "reject_once"}}), 3},
+		{"a 100 KB title and a 10 KB option name", request("execute", strings.Repeat("x", 100<<10)+"\n"+fake, "make", "", []option{
+			{"allow", "Allow once", "allow_once"},
+			{"reject", "Reject once" + strings.Repeat("\n"+fake, 400), "reject_once"}}), 2},
+		{"more options than can be offered", request("execute", "make", "make", "", many), 50},
+	}
+	var args []string
+	for _, c := range cases {
+		args = append(args, "-permission-json", c.request)
+	}
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: ask
+agents:
+  a: {command: %s, args: %s}
+policies:
+  permission: ask
+  ask-fallback: allow
+steps:
+  - {id: s, uses: acp-subagent, with: {agent: a, prompt: go}}
+`, testAgent, agentArgs(append([]string{"-record", record}, args...)...)))
+	out := filepath.Join(dir, "result.json")
+	var texts []string
+	onTerminal(t, dir, func(shown string, n int) string {
+		c := cases[n-1]
+		opts, upTo, text := askedOptions(t, shown)
+		texts = append(texts, text)
+		if len(opts) != c.options || upTo != c.options {
+			t.Errorf("%s: %d numbered lines, answers 1-%d; want %d of acpflow's own:\n%s", c.name, len(opts), upTo, c.options, text)
+		}
+		if where := terminalUnsafe(text); where != "" {
+			t.Errorf("%s: the question holds %s", c.name, where)
+		}
+		if strings.ContainsAny(text, "\u2028\u2029\u202e\u202c") {
+			t.Errorf("%s: the question holds a line separator or a bidi override:\n%s", c.name, text)
+		}
+		if len(text) > 8<<10 {
+			t.Errorf("%s: the question is %d bytes", c.name, len(text))
+		}
+		for i, line := range opts {
+			if strings.HasSuffix(line, "(reject_once)") {
+				return strconv.Itoa(i)
+			}
+		}
+		t.Errorf("%s: no line offers the reject option:\n%s", c.name, text)
+		return "1"
+	}, "run", wf, "--output", out, "--workspace", dir)
+	if len(texts) != len(cases) {
+		t.Fatalf("%d questions put, want %d", len(texts), len(cases))
+	}
+	for _, want := range []string{`"ls\r\n  1) Allow once (allow_once)"`, `unknown kind "allow_once)\n  1) Allow once (allow_once"`,
+		`… (cut from`, `… and 11 more option(s), which cannot be picked here`, `\u202erm -rf ~\u202c`, `echo \\n  1) Allow once`} {
+		if !strings.Contains(strings.Join(texts, "\n"), want) {
+			t.Errorf("no question shows %s", want)
+		}
+	}
+	_, perms := permissionsOf(t, out)
+	if p := perms["s"]; len(p) != len(cases) {
+		t.Fatalf("%d permission records, want %d: %v", len(p), len(cases), p)
+	}
+	for i, p := range perms["s"] {
+		if p["option_id"] != "reject" || p["decision"] != "reject" || p["ask"] != "person" {
+			t.Errorf("%s: the agent was answered %v, want the reject option the person picked", cases[i].name, p)
+		}
+	}
+	assertAgentsGone(t, record)
 }

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/internal/regularfile"
 	"github.com/acpflow/acpflow/runs"
 )
 
@@ -20,8 +21,8 @@ func newExportCmd() *cobra.Command {
 with the steps' permission decisions) as one JSON file, to standard output or --output.
 The file can be committed as a test fixture: builtin: replay plays it back (from: FILE)
 and acpflow policy test re-decides its permission requests (--transcripts FILE).
-It holds what the run store holds: explicit env values and the values the env policy
-dropped were scrubbed before they were stored. See docs/transcripts.md.`,
+It holds what the run store holds: secrets (credentials, MCP server values, the templated
+parts of MCP server urls) were scrubbed before they were stored. See docs/transcripts.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, id, kind, err := openRecorded(cmd.Context(), state, args[0])
@@ -42,33 +43,17 @@ dropped were scrubbed before they were stored. See docs/transcripts.md.`,
 			if output == "" || output == "-" {
 				return f.Write(cmd.OutOrStdout())
 			}
-			return writeFileAtomic(output, func(fh *os.File) error { return f.Write(fh) })
+			// A private file (a transcript is what an agent saw), written
+			// whole; only a new path or a regular file is replaced.
+			err = regularfile.Write(output, func(fh *os.File) error { return f.Write(fh) })
+			var nr *regularfile.NotReplacedError
+			if errors.As(err, &nr) {
+				return usageErrorf("--output: %v", err)
+			}
+			return err
 		},
 	}
 	addStateFlag(cmd, &state)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "write the file here instead of standard output (created with mode 0600, replaced whole)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the file here instead of standard output (created with mode 0600, replaced whole; only a new path or a regular file: a symlink or a device is refused)")
 	return cmd
-}
-
-// writeFileAtomic writes path through a temporary file beside it, renamed
-// into place once written whole, so a reader (or a crash) never sees half a
-// file. The file is private (0600): a transcript is what an agent saw.
-func writeFileAtomic(path string, write func(*os.File) error) error {
-	fh, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := fh.Name()
-	err = write(fh)
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -79,21 +79,22 @@ func (v *liveView) Emit(e steps.Event) {
 		s.state = "cancelling"
 	case steps.Asking:
 		s.state = "asking you"
-		s.last = termtext.Sanitize(fmt.Sprintf("waiting for your answer: %q", d.Title))
+		s.last = "waiting for your answer: " + termtext.Quote(d.Title, titleMax)
 	case steps.UsageReport:
 		s.usage = usageText(&d.Usage)
 	case steps.SchemaRetry:
 		s.state = fmt.Sprintf("follow-up %d/%d", d.Retry, d.Retries)
 		s.last = firstLine(termtext.Sanitize("output-schema: " + strings.Join(d.Errors, "; ")))
 	case steps.Permission:
-		s.last = termtext.Sanitize(fmt.Sprintf("permission %s %q: %s%s", d.Kind, d.Title, d.Decision, askSuffix(d.Ask)))
+		// The agent's kind and title, escaped onto the step's one line.
+		s.last = fmt.Sprintf("permission %s %s: %s%s", termtext.Line(d.Kind, kindMax), termtext.Quote(d.Title, titleMax), d.Decision, askSuffix(d.Ask))
 		if s.state == "asking you" {
 			s.state = "prompting"
 		}
 	case steps.Unasked:
-		s.last = termtext.Sanitize(fmt.Sprintf("unasked %s %q: would %s", d.Kind, unaskedWhat(d.PermissionRecord), d.Would))
+		s.last = fmt.Sprintf("unasked %s %s: would %s", termtext.Line(d.Kind, kindMax), termtext.Quote(unaskedWhat(d.PermissionRecord), titleMax), d.Would)
 	case steps.Warning:
-		s.last = termtext.Sanitize("warning: " + d.Message)
+		s.last = firstLine(termtext.Sanitize("warning: " + d.Message))
 	case steps.StepEnd:
 		s.state, s.ended = d.Status, e.Time
 		if d.Attempts > 0 {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -58,8 +59,13 @@ Requests are decided within the outer policy, as a run would decide them now
 (--policy, $ACPFLOW_POLICY, /etc/acpflow/policy.yaml, the user's file); an
 answer says which layer gave it.
 
-Exit 1 when any decision or spawn changed, 0 when none did, 2 for bad usage
-or a policy that does not load.`,
+Transcript files are read a step attempt at a time, so a file of any size is
+tested in bounded memory; only regular files are read (a named pipe or a
+device is refused).
+
+Exit 1 when any decision or spawn changed, 0 when none did, 2 for bad usage,
+a policy that does not load, or transcripts that cannot be read (a file that
+is not one, a corrupted transcript in the store).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files = append(files, args[1:]...)
@@ -171,17 +177,35 @@ func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
 	return pol, nil
 }
 
+// testTranscriptFiles tests each file, read a step attempt at a time. A
+// file that is not a regular file, or not a transcript, is bad input
+// (exit 2), never a change.
 func testTranscriptFiles(cmd *cobra.Command, t *whatif.Tester, files []string, report whatif.Report) error {
 	for _, path := range files {
-		f, err := transcript.ReadFile(path)
-		if err != nil {
-			return usageErrorf("--transcripts: %v", err)
-		}
-		if err := t.Test(cmd.Context(), whatif.FromFile(f), report); err != nil {
+		if err := testTranscriptFile(cmd, t, path, report); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func testTranscriptFile(cmd *cobra.Command, t *whatif.Tester, path string, report whatif.Report) error {
+	r, err := transcript.Open(path)
+	if err != nil {
+		return usageErrorf("--transcripts: %v", err)
+	}
+	defer r.Close()
+	return unreadableIsUsage("--transcripts", t.Test(cmd.Context(), whatif.FromReader(r), report))
+}
+
+// unreadableIsUsage makes transcripts that could not be read bad input
+// (exit 2): exit 1 says that a decision changed.
+func unreadableIsUsage(flag string, err error) error {
+	var ue *whatif.UnreadableError
+	if errors.As(err, &ue) {
+		return usageErrorf("%s: %v", flag, err)
+	}
+	return err
 }
 
 func testRecordedRuns(cmd *cobra.Command, t *whatif.Tester, state, filter string, report whatif.Report) error {
@@ -206,10 +230,10 @@ func testRecordedRuns(cmd *cobra.Command, t *whatif.Tester, state, filter string
 	for _, r := range list {
 		run, err := whatif.LoadRun(ctx, st, r)
 		if err != nil {
-			return err
+			return unreadableIsUsage("--runs", err)
 		}
 		if err := t.Test(ctx, run, report); err != nil {
-			return err
+			return unreadableIsUsage("--runs", err)
 		}
 	}
 	return nil

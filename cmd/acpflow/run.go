@@ -340,10 +340,15 @@ func (w *resultWriter) write(res *engine.RunResult) {
 	if w.f == nil {
 		return
 	}
-	b, err := json.Marshal(res)
+	// Not json.Marshal: it would write each <, > and & of an agent's
+	// output as six bytes (\u003c), and a result line is no HTML.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(res)
 	if err == nil {
 		w.mu.Lock()
-		_, err = w.f.Write(append(b, '\n'))
+		_, err = w.f.Write(b.Bytes())
 		w.mu.Unlock()
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -61,6 +62,20 @@ func newRunsCmd() *cobra.Command {
 	return cmd
 }
 
+// cellMax bounds a text cell of the runs table, in bytes: a long name
+// does not widen every line of it.
+const cellMax = 60
+
+// Bounds of what show prints of an agent's words on a line of their own
+// (an id, a title, a command), in bytes; each cut says so.
+const (
+	idMax      = 200
+	kindMax    = 40
+	titleMax   = 300
+	commandMax = 2000
+	reasonMax  = 1000
+)
+
 func printRuns(w io.Writer, runs []store.Run) {
 	var buf bytes.Buffer
 	defer writeSanitized(w, &buf)
@@ -71,7 +86,7 @@ func printRuns(w io.Writer, runs []store.Run) {
 		if r.BatchID != "" {
 			batch = fmt.Sprintf("%s:%d", r.BatchID, r.BatchLine)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, termtext.Line(r.Workflow, cellMax), r.Status,
 			r.StartedAt.UTC().Format(time.RFC3339), duration(r), runUsageCell(r), batch)
 	}
 	tw.Flush()
@@ -85,7 +100,7 @@ func printBatch(w io.Writer, b *store.Batch, rs []store.Run) {
 		fmt.Fprintf(w, "  budget: %s\n", b.Budget)
 	}
 	if b.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", termtext.Sanitize(b.Error))
+		fmt.Fprintf(w, "  error: %s\n", indentLines(b.Error, "    "))
 	}
 	var usages []*steps.Usage
 	var ran []bool
@@ -115,7 +130,18 @@ func duration(r store.Run) string {
 	if r.EndedAt.IsZero() {
 		return "-"
 	}
-	return (time.Duration(r.DurationMS) * time.Millisecond).String()
+	return durationText(r.DurationMS)
+}
+
+// durationText words a duration recorded in milliseconds: "1.234s". One
+// past what a time.Duration holds (292 years: only a damaged record has
+// one) is shown as that bound, a negative one as "-".
+func durationText(ms int64) string {
+	const maxMS = math.MaxInt64 / int64(time.Millisecond)
+	if ms < 0 {
+		return "-"
+	}
+	return (time.Duration(min(ms, maxMS)) * time.Millisecond).String()
 }
 
 // runJSON is a run as `runs --json` and `show --json` print it, with the
@@ -328,7 +354,7 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 		fmt.Fprintf(w, "  batch:     %s line %d\n", r.BatchID, r.BatchLine)
 	}
 	if r.Error != "" {
-		fmt.Fprintf(w, "  error:     %s\n", r.Error)
+		fmt.Fprintf(w, "  error:     %s\n", indentLines(r.Error, "    "))
 	}
 	if !r.EndedAt.IsZero() {
 		fmt.Fprintf(w, "  usage:     %s\n", runUsageText(r.Usage))
@@ -338,11 +364,11 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 	for _, st := range d.Steps {
 		fmt.Fprintf(w, "\nstep %s: %s", st.StepID, st.Status)
 		if st.StopReason != "" {
-			fmt.Fprintf(w, " (%s)", st.StopReason)
+			fmt.Fprintf(w, " (%s)", termtext.Line(st.StopReason, kindMax))
 		}
-		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, time.Duration(st.DurationMS)*time.Millisecond)
+		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, durationText(st.DurationMS))
 		if st.SessionID != "" {
-			fmt.Fprintf(w, "  session: %s\n", st.SessionID)
+			fmt.Fprintf(w, "  session: %s\n", termtext.Line(st.SessionID, idMax))
 		}
 		if st.Attempts > 0 {
 			fmt.Fprintf(w, "  usage: %s\n", usageDetail(st.Usage))
@@ -359,10 +385,10 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 				if what == "" {
 					what = p.Title
 				}
-				fmt.Fprintf(w, "  unasked %s %q: ran without asking; the policy would %s (%s, rule %s)", p.Kind, what, p.Would,
-					policyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+				fmt.Fprintf(w, "  unasked %s %s: ran without asking; the policy would %s (%s, rule %s)", termtext.Line(p.Kind, kindMax),
+					termtext.Quote(what, commandMax), p.Would, policyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
 				if p.Reason != "" {
-					fmt.Fprintf(w, ": %s", p.Reason)
+					fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
 				}
 				fmt.Fprintln(w)
 				continue
@@ -371,10 +397,10 @@ func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
 			if p.Outcome != "selected" {
 				opt = "cancelled"
 			}
-			fmt.Fprintf(w, "  permission %s %q: %s -> %s (%s, rule %s)", p.Kind, p.Title, p.Decision, opt,
-				policyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+			fmt.Fprintf(w, "  permission %s %s: %s -> %s (%s, rule %s)", termtext.Line(p.Kind, kindMax), termtext.Quote(p.Title, titleMax),
+				p.Decision, termtext.Line(opt, idMax), policyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
 			if p.Reason != "" {
-				fmt.Fprintf(w, ": %s", p.Reason)
+				fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
 			}
 			fmt.Fprintln(w)
 		}

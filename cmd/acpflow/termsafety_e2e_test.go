@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
@@ -218,19 +223,25 @@ func TestTheLiveViewShowsAgentTextNeutralised(t *testing.T) {
 	v := newLiveView(&buf)
 	now := time.Now()
 	for _, e := range []steps.Event{
-		{RunID: "r", Time: now, Data: steps.RunStart{Steps: []string{"a", "b", "c"}}},
+		{RunID: "r", Time: now, Data: steps.RunStart{Steps: []string{"a", "b", "c", "d", "e"}}},
 		{RunID: "r", Step: "a", Time: now, Data: steps.StepStart{Attempt: 1}},
 		{RunID: "r", Step: "a", Time: now, Data: steps.MessageChunk{Text: "x\x1b]52;c;"}},
 		{RunID: "r", Step: "a", Time: now, Data: steps.MessageChunk{Text: "aGk=\x07" + hostileOutput}},
 		{RunID: "r", Step: "b", Time: now, Data: steps.Permission{PermissionRecord: policies.PermissionRecord{Kind: "execute", Title: hostileTitle, Decision: policies.Allow}}},
 		{RunID: "r", Step: "c", Time: now, Data: steps.StepEnd{Status: "failed", Error: hostileStderr}},
+		// A kind and title that break the line: the step keeps its one line.
+		{RunID: "r", Step: "d", Time: now, Data: steps.Permission{PermissionRecord: policies.PermissionRecord{Kind: "execute" + evilID, Title: evilID, Decision: policies.Allow}}},
+		{RunID: "r", Step: "e", Time: now, Data: steps.Unasked{PermissionRecord: policies.PermissionRecord{Kind: "edit" + evilID, Title: evilID, Would: policies.Reject}}},
 	} {
 		v.Emit(e)
 	}
-	for _, id := range []string{"a", "b", "c"} {
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
 		line := v.steps[id].describe(false)
 		if where := terminalUnsafe(line); where != "" {
 			t.Errorf("step %s's line: %s", id, where)
+		}
+		if strings.ContainsAny(line, "\n\u2028\u2029\u202e") {
+			t.Errorf("step %s's line breaks or is reordered: %q", id, line)
 		}
 	}
 	if got := v.steps["a"].describe(false); !strings.Contains(got, "🎉 tab\tend") {
@@ -308,5 +319,171 @@ func TestProbePrintsTheCapabilitiesTheAgentSent(t *testing.T) {
 				t.Errorf("agent_capabilities = %s, want what the agent sent: %s", info.Caps, tc.caps)
 			}
 		})
+	}
+}
+
+// evilID hides fake lines of show's own behind each way of breaking or
+// rewriting a line: LF, CR, CR LF, U+2028, U+2029, NEL, VT, FF, a CSI
+// cursor move and erase, a bidi override.
+const evilID = "id\n  FAKE lf\r  FAKE cr\r\n  FAKE crlf\u2028FAKE ls\u2029FAKE ps\u0085FAKE nel\vFAKE vt\fFAKE ff\x1b[1A\x1b[2KFAKE csi\u202eFAKE bidi"
+
+// assertNoFakeLine checks that no line of what acpflow printed begins
+// with the agent's FAKE where a line of acpflow's own would (indented by
+// less than four: the lines of a block of text, an output or an error,
+// are indented under it by four or more), and that nothing in it could
+// break or reorder a line on a terminal.
+func assertNoFakeLine(t *testing.T, what, s string) {
+	t.Helper()
+	if m := regexp.MustCompile(`(?m)^ {0,3}FAKE.*$`).FindString(s); m != "" {
+		t.Errorf("%s has a line of the agent's: %q\n%s", what, m, s)
+	}
+	if where := terminalUnsafe(s); where != "" {
+		t.Errorf("%s: %s", what, where)
+	}
+	if strings.ContainsAny(s, "\u2028\u2029\u202e") {
+		t.Errorf("%s holds a line separator or a bidi override:\n%s", what, s)
+	}
+}
+
+// What show prints of an agent's own strings stays on the one line show
+// gives it, escaped: its session id, its name and version, the stop
+// reason it sent, a tool's kind and title, the option ids it offered and
+// the one picked. Classes of input covered: the line breaks and
+// rewrites of evilID in each of those places, in `show`, in `show
+// --transcript`, and in the plain lines of `run`.
+func TestShowPrintsAnAgentsStringsEachOnItsOneLine(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.db")
+	record := filepath.Join(dir, "record.jsonl")
+	info, _ := json.Marshal(map[string]string{"name": "agent" + evilID, "version": "1.0" + evilID})
+	perm, _ := json.Marshal(map[string]any{
+		"toolCall": map[string]any{"toolCallId": "call" + evilID, "kind": "execute" + evilID, "title": "make" + evilID, "rawInput": map[string]any{"command": "make"}},
+		// The agent echoes the option picked in its answer: that one is plain.
+		"options": []map[string]string{{"optionId": "yes", "name": "Allow", "kind": "allow_once"}, {"optionId": "no" + evilID, "name": "Reject", "kind": "reject_once"}},
+	})
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: evil
+agents:
+  evil: {command: %s, args: %s}
+  stopper: {command: %s, args: %s}
+policies: {permission: allow}
+steps:
+  - {id: talk, uses: acp-subagent, with: {agent: evil, prompt: hi}}
+  - {id: stop, uses: acp-subagent, with: {agent: stopper, prompt: hi}, continue-on-error: true}
+`, testAgent, agentArgs("-record", record, "-session-id", "sess"+evilID, "-agent-info", string(info), "-permission-json", string(perm)),
+		testAgent, agentArgs("-record", record, "-stop", "end_turn"+evilID)))
+	out := filepath.Join(dir, "out.jsonl")
+	r := acpflow(t, dir, "run", wf, "--state", state, "--output", out, "--workspace", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	assertNoFakeLine(t, "run's plain lines", r.stdout+r.stderr)
+	var res struct {
+		RunID string `json:"run_id"`
+		Steps map[string]struct {
+			SessionID string `json:"session_id"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, out)), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps["talk"].SessionID != "sess"+evilID {
+		t.Errorf("the result's session_id is %q, want the agent's exact", res.Steps["talk"].SessionID)
+	}
+	show := acpflow(t, dir, "show", res.RunID, "--state", state)
+	assertNoFakeLine(t, "show", show.stdout)
+	escaped := `id\n  FAKE lf\r  FAKE cr\r\n  FAKE crlf\u2028FAKE ls\u2029FAKE ps\u0085FAKE nel\vFAKE vt\fFAKE ff\x1b[1A\x1b[2KFAKE csi\u202eFAKE bidi`
+	for _, want := range []string{
+		"  session: sess" + escaped + "\n",
+		`  permission execute` + escaped[:20],
+		`"make` + escaped + `": allow -> yes (workflow policy`,
+	} {
+		if !strings.Contains(show.stdout, want) {
+			t.Errorf("show does not print %q:\n%s", want, show.stdout)
+		}
+	}
+	tr := acpflow(t, dir, "show", res.RunID, "--transcript", "--state", state)
+	if tr.code != 0 {
+		t.Fatalf("show --transcript: exit %d\n%s", tr.code, tr.stderr)
+	}
+	assertNoFakeLine(t, "show --transcript", tr.stdout)
+	for _, want := range []string{
+		"initialized: agent" + escaped + " 1.0" + escaped + ", protocol 1",
+		"session sess" + escaped + "\n",
+		"end of turn: end_turn" + escaped[:20],
+		"permission for execute" + escaped[:20],
+		"[yes, no" + escaped + "]",
+	} {
+		if !strings.Contains(tr.stdout, want) {
+			t.Errorf("show --transcript does not print %q:\n%s", want, tr.stdout)
+		}
+	}
+	assertAgentsGone(t, record)
+}
+
+// A record's numbers print in a few characters whatever they hold, so
+// that no record widens `runs` or `show` (a cost of 1e308 printed 309
+// digits). Classes of input covered, as a store may hold them (written
+// by an older acpflow, or damaged): the largest token counts (int64's
+// bound), a cost of 1e308 and one whose currency breaks the line, a
+// duration past what Go's time.Duration holds, a run's sums of those;
+// and a run's error of several lines.
+func TestRunsAndShowBoundEveryNumberOfARecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	huge := int64(math.MaxInt64)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const id = "20261130T090000-eeee0001"
+	must(s.CreateRun(ctx, store.Run{ID: id, Workflow: "numbers", WorkflowFile: "/ws/n.yaml", WorkflowHash: "h", Workspace: "/ws", StartedAt: at}))
+	must(s.SaveStep(ctx, store.Step{RunID: id, StepID: "big", Status: "succeeded", StopReason: "completed", Attempts: 1,
+		StartedAt: at, EndedAt: at.Add(time.Second), DurationMS: huge,
+		Usage: &steps.Usage{InputTokens: &huge, OutputTokens: &huge, TotalTokens: &huge, ContextTokens: &huge, ContextSize: &huge,
+			Cost: &steps.Cost{Amount: 1e308, Currency: "USD"}}}))
+	must(s.SaveStep(ctx, store.Step{RunID: id, StepID: "odd", Ord: 1, Status: "succeeded", StopReason: "completed", Attempts: 1,
+		StartedAt: at, EndedAt: at.Add(time.Second), DurationMS: 5,
+		Usage: &steps.Usage{TotalTokens: &huge, Cost: &steps.Cost{Amount: 1.5e12, Currency: "US\n  FAKE currency"}}}))
+	must(s.FinishRun(ctx, id, "failed", "one\n  FAKE error line", nil, at.Add(time.Hour)))
+	must(s.SetRunUsage(ctx, id, &engine.RunUsage{Usage: steps.Usage{TotalTokens: &huge, Cost: &steps.Cost{Amount: 1e308, Currency: "USD"}}}))
+	s.Close()
+
+	runs := acpflow(t, t.TempDir(), "runs", "--state", path)
+	show := acpflow(t, t.TempDir(), "show", id, "--state", path)
+	if runs.code != 0 || show.code != 0 {
+		t.Fatalf("runs: exit %d %s; show: exit %d %s", runs.code, runs.stderr, show.code, show.stderr)
+	}
+	for what, text := range map[string]string{"runs": runs.stdout, "show": show.stdout} {
+		assertNoFakeLine(t, what, text)
+		if m := regexp.MustCompile(`\d{27,}`).FindString(text); m != "" {
+			t.Errorf("%s prints a number of %d digits:\n%s", what, len(m), text)
+		}
+	}
+	for _, line := range strings.Split(runs.stdout, "\n") {
+		if n := utf8.RuneCountInString(line); n > 160 {
+			t.Errorf("runs is %d columns wide:\n%s", n, runs.stdout)
+			break
+		}
+	}
+	for _, want := range []string{
+		"  usage:     9,223,372,036,854,775,807 tokens, 1e+308 USD\n",
+		"  usage: 9,223,372,036,854,775,807 tokens, 1e+308 USD (in 9,223,372,036,854,775,807, out 9,223,372,036,854,775,807); context 9,223,372,036,854,775,807 of 9,223,372,036,854,775,807\n",
+		`  usage: 9,223,372,036,854,775,807 tokens, 1.5e+12 US\n  FAKE curre… (cut from 18 bytes)`,
+		"step big: succeeded (completed), 1 attempt(s), 2562047h47m16.854s\n",
+		"  error:     one\n      FAKE error line\n",
+	} {
+		if !strings.Contains(show.stdout, want) {
+			t.Errorf("show does not print %q:\n%s", want, show.stdout)
+		}
+	}
+	if !strings.Contains(runs.stdout, "9,223,372,036,854,775,807 tokens, 1e+308 USD") {
+		t.Errorf("runs:\n%s", runs.stdout)
 	}
 }

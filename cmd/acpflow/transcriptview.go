@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 )
@@ -73,7 +74,7 @@ func (v *transcriptView) step(s *transcript.Step) {
 	}
 	fmt.Fprintf(v.w, ", attempt %d", s.Attempt)
 	if s.Agent != "" {
-		fmt.Fprintf(v.w, ", agent %s", s.Agent)
+		fmt.Fprintf(v.w, ", agent %s", termtext.Line(s.Agent, idMax))
 	}
 	fmt.Fprintf(v.w, ": %d messages\n", len(s.Messages))
 	v.pending = map[string]string{}
@@ -90,7 +91,7 @@ func (v *transcriptView) step(s *transcript.Step) {
 func (v *transcriptView) message(m transcript.Message) {
 	var r rpc
 	if err := json.Unmarshal(m.Msg, &r); err != nil {
-		v.line(m, "(not JSON-RPC: %s)", clip(string(m.Msg), 120))
+		v.line(m, "(not JSON-RPC: %s)", termtext.Line(string(m.Msg), 120))
 		return
 	}
 	arrow := "←"
@@ -123,9 +124,9 @@ func (v *transcriptView) request(m transcript.Message, arrow string, r *rpc) {
 			SessionID string `json:"sessionId"`
 		}
 		json.Unmarshal(r.Params, &p)
-		what := r.Method + " in " + p.Cwd
+		what := r.Method + " in " + termtext.Line(p.Cwd, commandMax)
 		if p.SessionID != "" {
-			what = r.Method + " " + p.SessionID + " in " + p.Cwd
+			what = r.Method + " " + termtext.Line(p.SessionID, idMax) + " in " + termtext.Line(p.Cwd, commandMax)
 		}
 		v.line(m, "%s %s", arrow, what)
 	case "session/prompt":
@@ -143,16 +144,16 @@ func (v *transcriptView) request(m transcript.Message, arrow string, r *rpc) {
 			case b.Type == "text":
 				parts = append(parts, b.Text)
 			case b.URI != "":
-				parts = append(parts, "["+b.Type+" "+b.URI+"]")
+				parts = append(parts, "["+termtext.Line(b.Type, kindMax)+" "+termtext.Line(b.URI, commandMax)+"]")
 			default:
-				parts = append(parts, "["+b.Type+"]")
+				parts = append(parts, "["+termtext.Line(b.Type, kindMax)+"]")
 			}
 		}
 		v.block(m, arrow+" prompt", strings.Join(parts, "\n"))
 	case "session/request_permission":
 		v.permission(m, arrow, r)
 	default:
-		v.line(m, "%s %s", arrow, r.Method)
+		v.line(m, "%s %s", arrow, termtext.Line(r.Method, idMax))
 	}
 }
 
@@ -173,10 +174,10 @@ func (v *transcriptView) permission(m transcript.Message, arrow string, r *rpc) 
 	json.Unmarshal(r.Params, &p)
 	var opts []string
 	for _, o := range p.Options {
-		opts = append(opts, o.OptionID)
+		opts = append(opts, termtext.Line(o.OptionID, idMax))
 	}
 	tc := p.ToolCall
-	head := fmt.Sprintf("%s permission for %s %q [%s]", arrow, orWord(tc.Kind, "tool"), tc.Title, strings.Join(opts, ", "))
+	head := fmt.Sprintf("%s permission for %s %s [%s]", arrow, termtext.Line(orWord(tc.Kind, "tool"), kindMax), termtext.Quote(tc.Title, titleMax), strings.Join(opts, ", "))
 	k := v.stepID + "\x00" + tc.ToolCallID
 	recs := v.records[k]
 	if len(recs) == 0 {
@@ -185,7 +186,7 @@ func (v *transcriptView) permission(m transcript.Message, arrow string, r *rpc) 
 	}
 	rec := recs[0]
 	v.records[k] = recs[1:]
-	answer := rec.OptionID
+	answer := termtext.Line(rec.OptionID, idMax)
 	if rec.Outcome != "selected" {
 		answer = "cancelled"
 	}
@@ -193,12 +194,10 @@ func (v *transcriptView) permission(m transcript.Message, arrow string, r *rpc) 
 	if rec.Rule != "" {
 		by += ", rule " + rec.Rule
 	}
-	if rec.Reason != "" {
-		by += ": " + rec.Reason
-	}
+	by += reasonSuffix(rec.Reason)
 	v.line(m, "%s: %s → %s (%s)", head, rec.Decision, answer, by)
 	if rec.Command != "" && rec.Command != tc.Title {
-		fmt.Fprintf(v.w, "           command: %s\n", rec.Command)
+		fmt.Fprintf(v.w, "           command: %s\n", termtext.Quote(rec.Command, commandMax))
 	}
 }
 
@@ -216,18 +215,16 @@ func (v *transcriptView) unasked(toolCallID string) {
 	if rec.Rule != "" {
 		by += ", rule " + rec.Rule
 	}
-	if rec.Reason != "" {
-		by += ": " + rec.Reason
-	}
+	by += reasonSuffix(rec.Reason)
 	fmt.Fprintf(v.w, "           unasked: ran without asking; the policy would %s (%s)\n", rec.Would, by)
 }
 
 func (v *transcriptView) answer(m transcript.Message, arrow, method string, r *rpc) {
 	if method == "" {
-		method = "request " + string(r.ID)
+		method = "request " + termtext.Line(string(r.ID), idMax)
 	}
 	if r.Error != nil {
-		v.line(m, "%s error to %s: %s (%d)", arrow, method, r.Error.Message, r.Error.Code)
+		v.line(m, "%s error to %s: %s (%d)", arrow, termtext.Line(method, idMax), termtext.Line(r.Error.Message, reasonMax), r.Error.Code)
 		return
 	}
 	switch method {
@@ -242,7 +239,7 @@ func (v *transcriptView) answer(m transcript.Message, arrow, method string, r *r
 		json.Unmarshal(r.Result, &res)
 		who := "an agent"
 		if res.AgentInfo != nil {
-			who = strings.TrimSpace(res.AgentInfo.Name + " " + res.AgentInfo.Version)
+			who = strings.TrimSpace(termtext.Line(res.AgentInfo.Name, idMax) + " " + termtext.Line(res.AgentInfo.Version, idMax))
 		}
 		v.line(m, "%s initialized: %s, protocol %d", arrow, who, res.ProtocolVersion)
 	case "session/new", "session/fork":
@@ -250,13 +247,13 @@ func (v *transcriptView) answer(m transcript.Message, arrow, method string, r *r
 			SessionID string `json:"sessionId"`
 		}
 		json.Unmarshal(r.Result, &res)
-		v.line(m, "%s session %s", arrow, res.SessionID)
+		v.line(m, "%s session %s", arrow, termtext.Line(res.SessionID, idMax))
 	case "session/prompt":
 		var res struct {
 			StopReason string `json:"stopReason"`
 		}
 		json.Unmarshal(r.Result, &res)
-		v.line(m, "%s end of turn: %s", arrow, res.StopReason)
+		v.line(m, "%s end of turn: %s", arrow, termtext.Line(res.StopReason, kindMax))
 	case "session/request_permission":
 		var res struct {
 			Outcome struct {
@@ -265,13 +262,13 @@ func (v *transcriptView) answer(m transcript.Message, arrow, method string, r *r
 			} `json:"outcome"`
 		}
 		json.Unmarshal(r.Result, &res)
-		answer := res.Outcome.Outcome
+		answer := termtext.Line(res.Outcome.Outcome, kindMax)
 		if res.Outcome.OptionID != "" {
-			answer += " " + res.Outcome.OptionID
+			answer += " " + termtext.Line(res.Outcome.OptionID, idMax)
 		}
 		v.line(m, "%s answer: %s", arrow, answer)
 	default:
-		v.line(m, "%s answer to %s", arrow, method)
+		v.line(m, "%s answer to %s", arrow, termtext.Line(method, idMax))
 	}
 }
 
@@ -279,7 +276,7 @@ func (v *transcriptView) answer(m transcript.Message, arrow, method string, r *r
 // (session/cancel) by their method.
 func (v *transcriptView) notification(m transcript.Message, arrow string, r *rpc) {
 	if r.Method != "session/update" {
-		v.line(m, "%s %s", arrow, r.Method)
+		v.line(m, "%s %s", arrow, termtext.Line(r.Method, idMax))
 		return
 	}
 	var p struct {
@@ -301,7 +298,7 @@ func (v *transcriptView) notification(m transcript.Message, arrow string, r *rpc
 	switch u.Kind {
 	case "agent_message_chunk", "agent_thought_chunk", "user_message_chunk":
 		if u.Content == nil || u.Content.Type != "text" {
-			v.line(m, "%s %s (%s)", arrow, u.Kind, contentType(u.Content))
+			v.line(m, "%s %s (%s)", arrow, u.Kind, termtext.Line(contentType(u.Content), kindMax))
 			return
 		}
 		if v.textKind != u.Kind {
@@ -311,15 +308,15 @@ func (v *transcriptView) notification(m transcript.Message, arrow string, r *rpc
 		v.text.WriteString(u.Content.Text)
 		return
 	case "tool_call", "tool_call_update":
-		what := "tool call " + u.ToolCallID
+		what := "tool call " + termtext.Line(u.ToolCallID, idMax)
 		if u.ToolKind != "" {
-			what += " " + u.ToolKind
+			what += " " + termtext.Line(u.ToolKind, kindMax)
 		}
 		if u.Title != nil {
-			what += fmt.Sprintf(" %q", *u.Title)
+			what += " " + termtext.Quote(*u.Title, titleMax)
 		}
 		if u.Status != "" {
-			what += " (" + u.Status + ")"
+			what += " (" + termtext.Line(u.Status, kindMax) + ")"
 		}
 		v.line(m, "%s %s", arrow, what)
 		if u.Status == "completed" {
@@ -328,11 +325,12 @@ func (v *transcriptView) notification(m transcript.Message, arrow string, r *rpc
 	case "plan":
 		var items []string
 		for _, e := range u.Entries {
-			items = append(items, "["+e.Status+"] "+e.Content)
+			// One line per entry: an entry's line break cannot add one.
+			items = append(items, "["+termtext.Line(e.Status, kindMax)+"] "+termtext.Line(e.Content, reasonMax))
 		}
 		v.block(m, arrow+" plan", strings.Join(items, "\n"))
 	default:
-		v.line(m, "%s update: %s", arrow, u.Kind)
+		v.line(m, "%s update: %s", arrow, termtext.Line(u.Kind, kindMax))
 	}
 }
 
@@ -378,8 +376,10 @@ func (v *transcriptView) block(m transcript.Message, label, text string) {
 }
 
 // entry prints label: text, the lines of a longer text indented under it.
+// The text is made safe first, so that a carriage return turned newline
+// is indented like any other line break.
 func (v *transcriptView) entry(at int64, label, text string) {
-	text = strings.TrimRight(text, "\n")
+	text = strings.TrimRight(termtext.Sanitize(text), "\n")
 	if !strings.Contains(text, "\n") {
 		fmt.Fprintf(v.w, "  %s  %s: %s\n", offset(at), label, text)
 		return
@@ -400,11 +400,4 @@ func orWord(s, word string) string {
 		return word
 	}
 	return s
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -148,6 +148,11 @@ steps:
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
+	// The output is in the line once (final is empty: the last message
+	// was cut), so the line is the cap and a little more.
+	if len(b) > 8<<20+16<<10 {
+		t.Errorf("the result line is %d bytes for an 8 MiB max-output", len(b))
+	}
 	s := res.Steps["s"]
 	if res.Status != "failed" || s.Status != "failed" || len(s.Output) != 8<<20 || !strings.Contains(s.Error, "max-output (8 MiB)") {
 		t.Errorf("run %s, step %s with %d bytes: %s", res.Status, s.Status, len(s.Output), s.Error)

@@ -5,12 +5,15 @@ import (
 	"strings"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/steps"
 )
 
 // usageText words a usage for a person: "1,305 tokens, 0.00018 USD".
 // What the agent did not report is "unknown", never 0: "tokens unknown,
-// 0.00018 USD", or "unknown" when it reported nothing.
+// 0.00018 USD", or "unknown" when it reported nothing. Every number is
+// bounded (engine.Thousands, engine.FormatCost): no record widens a line
+// past a few characters.
 func usageText(u *steps.Usage) string {
 	if u.Empty() {
 		return "unknown"
@@ -22,7 +25,11 @@ func usageText(u *steps.Usage) string {
 		parts = append(parts, "tokens unknown")
 	}
 	if u.Cost != nil {
-		parts = append(parts, engine.FormatCost(*u.Cost))
+		c := *u.Cost
+		// acpflow takes only a code from an agent; a record written
+		// before it checked may hold anything.
+		c.Currency = termtext.Line(c.Currency, 16)
+		parts = append(parts, engine.FormatCost(c))
 	}
 	return strings.Join(parts, ", ")
 }

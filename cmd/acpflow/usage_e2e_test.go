@@ -314,3 +314,110 @@ steps:
 
 // regexpBatchID finds a batch id in acpflow's words.
 var regexpBatchID = regexp.MustCompile(`b\d{8}T\d{6}-[0-9a-f]{8}`)
+
+// Usage an agent reports that acpflow cannot count is dropped where it
+// cannot be counted, with a warning that names the field, and the turn's
+// result stands: the step succeeds with its output, and keeps the usage
+// fields that can be counted. Classes of input covered, in the prompt
+// response's usage: a fractional count, one of 1e300, ones beyond int64
+// and uint64, one of 1e999 (no finite number), negative counts, strings
+// ("NaN", "Infinity", "12"), null (unknown, unsaid), a usage that is no
+// object; in a usage_update: a cost amount as a string, one of 1e308, a
+// currency with an escape sequence, and a fractional `used` with a huge
+// `size`; and, beside them, a step whose usage is good.
+func TestUsageThatCannotBeCountedIsDroppedWithAWarningAndTheTurnStands(t *testing.T) {
+	cases := []struct {
+		id, flag, value string
+		want            string // the step's usage as JSON; "" for absent
+		warned          string // in the step's warning; "" for none
+	}{
+		{"fractional", "-usage-json", `{"inputTokens": 10, "outputTokens": 7.5, "totalTokens": 17}`, `{"input_tokens": 10, "total_tokens": 17}`, "usage.outputTokens 7.5 is not a whole number"},
+		{"huge", "-usage-json", `{"inputTokens": 10, "outputTokens": 5, "totalTokens": 1e300}`, `{"input_tokens": 10, "output_tokens": 5}`, "usage.totalTokens 1e300 is more than 9007199254740991"},
+		{"past_int64", "-usage-json", `{"inputTokens": 9223372036854775808, "outputTokens": 18446744073709551616, "totalTokens": 3}`, `{"total_tokens": 3}`, "usage.outputTokens 18446744073709551616 is more than"},
+		{"infinite", "-usage-json", `{"inputTokens": 1, "outputTokens": 1, "totalTokens": 1e999}`, `{"input_tokens": 1, "output_tokens": 1}`, "usage.totalTokens 1e999 is not a finite number"},
+		{"negative", "-usage-json", `{"inputTokens": -1, "outputTokens": 2, "totalTokens": 1}`, `{"output_tokens": 2, "total_tokens": 1}`, "usage.inputTokens -1 is negative"},
+		{"strings", "-usage-json", `{"inputTokens": "NaN", "outputTokens": "Infinity", "totalTokens": "12"}`, ``, "usage.inputTokens is a string, not a number"},
+		{"nulls", "-usage-json", `{"inputTokens": null, "outputTokens": null, "totalTokens": 4}`, `{"total_tokens": 4}`, ""},
+		{"not_an_object", "-usage-json", `"lots"`, ``, "usage is a string, not an object"},
+		{"amount_string", "-usage-update-json", `{"used": 100, "size": 1000, "cost": {"amount": "0.25", "currency": "USD"}}`, `{"context_tokens": 100, "context_size": 1000}`, "usage_update.cost.amount is a string, not a number"},
+		{"amount_huge", "-usage-update-json", `{"cost": {"amount": 1e308, "currency": "USD"}}`, ``, "usage_update.cost.amount 1e308 is more than 1e+12"},
+		{"currency_absurd", "-usage-update-json", `{"cost": {"amount": 0.25, "currency": "US\u001b[2JD"}}`, ``, "usage_update.cost.currency is not a currency code"},
+		{"context_bad", "-usage-update-json", `{"used": 7.5, "size": 1e300}`, ``, "usage_update.size 1e300 is more than"},
+		{"good", "-usage-tokens", "1000", `{"input_tokens": 750, "output_tokens": 250, "total_tokens": 1000}`, ""},
+	}
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	var wf strings.Builder
+	wf.WriteString("name: usage\nagents:\n")
+	for _, c := range cases {
+		fmt.Fprintf(&wf, "  %s: {command: %s, args: %s}\n", c.id, testAgent, agentArgs("-record", record, c.flag, c.value))
+	}
+	wf.WriteString("steps:\n")
+	for _, c := range cases {
+		fmt.Fprintf(&wf, "  - {id: %s, uses: acp-subagent, with: {agent: %s, prompt: x}}\n", c.id, c.id)
+	}
+	path := writeWorkflow(t, dir, wf.String())
+	state := filepath.Join(dir, "state.db")
+	out := filepath.Join(dir, "out.jsonl")
+	r := acpflow(t, dir, "run", path, "--json", "--state", state, "--output", out, "--workspace", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0: a usage that cannot be counted fails no step\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	warnings := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var e struct {
+			Type, Step, Kind, Message string
+		}
+		json.Unmarshal([]byte(line), &e)
+		if e.Type == "step_update" && e.Kind == "warning" {
+			warnings[e.Step] = append(warnings[e.Step], e.Message)
+		}
+	}
+	var res struct {
+		RunID string `json:"run_id"`
+		Steps map[string]struct {
+			Status     string          `json:"status"`
+			StopReason string          `json:"stop_reason"`
+			Output     string          `json:"output"`
+			Usage      json.RawMessage `json:"usage"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, out)), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		st := res.Steps[c.id]
+		if st.Status != "succeeded" || st.StopReason != "completed" || st.Output != "Hello, world" {
+			t.Errorf("%s: %s (%s) %q, want succeeded (completed) with the agent's answer", c.id, st.Status, st.StopReason, st.Output)
+		}
+		var got, want any
+		json.Unmarshal(st.Usage, &got)
+		if c.want != "" {
+			json.Unmarshal([]byte(c.want), &want)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: usage %s, want %s", c.id, st.Usage, c.want)
+		}
+		said := strings.Join(warnings[c.id], "\n")
+		switch {
+		case c.warned == "" && said != "":
+			t.Errorf("%s: warned %q of nothing wrong", c.id, said)
+		case c.warned != "" && (len(warnings[c.id]) != 1 || !strings.Contains(said, c.warned)):
+			t.Errorf("%s: warnings %q, want one saying %q", c.id, warnings[c.id], c.warned)
+		}
+		if strings.ContainsRune(said, 0x1b) {
+			t.Errorf("%s: the warning holds the agent's escape: %q", c.id, said)
+		}
+	}
+	assertAgentsGone(t, record)
+	// The plain view says it too, and show and runs read the run.
+	r = acpflow(t, dir, "run", path, "--state", state, "--workspace", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "[fractional] warning: usage the agent reported was dropped, as it cannot be counted: usage.outputTokens 7.5 is not a whole number") {
+		t.Errorf("the plain view: exit %d\n%s", r.code, r.stdout)
+	}
+	if show := acpflow(t, dir, "show", res.RunID, "--state", state); show.code != 0 || !strings.Contains(show.stdout, "step fractional: succeeded") ||
+		!strings.Contains(show.stdout, "  usage: 17 tokens (in 10)\n") {
+		t.Errorf("show: exit %d\n%s", show.code, show.stdout)
+	}
+	assertAgentsGone(t, record)
+}

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/vbauerster/cupwriter"
 	"github.com/vbauerster/mpb/v8"
@@ -109,8 +108,11 @@ func (v *plainView) Emit(e steps.Event) {
 	if e.Step != "" {
 		line = "[" + e.Step + "] " + line
 	}
-	// Titles, reasons and errors may carry the agent's text.
-	line = termtext.Sanitize(line)
+	// Errors may carry the agent's text over several lines (its stderr):
+	// each line after the first is indented under its event, so that no
+	// text can pass for a line of acpflow's own ("[deploy] succeeded").
+	// Titles, ids and kinds are escaped onto their one line (plainLine).
+	line = strings.ReplaceAll(strings.TrimRight(termtext.Sanitize(line), "\n"), "\n", "\n    ")
 	v.mu.Lock()
 	fmt.Fprintln(v.w, line)
 	v.mu.Unlock()
@@ -127,15 +129,15 @@ func plainLine(e steps.Event) string {
 		}
 		return "started"
 	case steps.Permission:
-		return fmt.Sprintf("permission %s %q: %s -> %s (%s, rule %s%s)%s", d.Kind, d.Title, d.Decision,
-			outcome(d.PermissionRecord), policyName(d.Layer, d.Policy), d.Rule, askSuffix(d.Ask), reasonSuffix(d.Reason))
+		return fmt.Sprintf("permission %s %s: %s -> %s (%s, rule %s%s)%s", termtext.Line(d.Kind, kindMax), termtext.Quote(d.Title, titleMax), d.Decision,
+			termtext.Line(outcome(d.PermissionRecord), idMax), policyName(d.Layer, d.Policy), d.Rule, askSuffix(d.Ask), reasonSuffix(d.Reason))
 	case steps.Asking:
-		return fmt.Sprintf("permission %q: waiting for your answer", d.Title)
+		return fmt.Sprintf("permission %s: waiting for your answer", termtext.Quote(d.Title, titleMax))
 	case steps.Unasked:
-		return fmt.Sprintf("unasked %s %q: ran without asking; the policy would %s (%s, rule %s)%s", d.Kind, unaskedWhat(d.PermissionRecord),
-			d.Would, policyName(d.Layer, d.Policy), d.Rule, reasonSuffix(d.Reason))
+		return fmt.Sprintf("unasked %s %s: ran without asking; the policy would %s (%s, rule %s)%s", termtext.Line(d.Kind, kindMax),
+			termtext.Quote(unaskedWhat(d.PermissionRecord), commandMax), d.Would, policyName(d.Layer, d.Policy), d.Rule, reasonSuffix(d.Reason))
 	case steps.ModeRestored:
-		return fmt.Sprintf("mode %q lets the agent decide alone: set back to %q", d.From, d.To)
+		return fmt.Sprintf("mode %s lets the agent decide alone: set back to %s", termtext.Quote(d.From, idMax), termtext.Quote(d.To, idMax))
 	case steps.Warning:
 		return "warning: " + d.Message
 	case steps.Retry:
@@ -145,7 +147,7 @@ func plainLine(e steps.Event) string {
 	case steps.SchemaRetry:
 		return fmt.Sprintf("the answer does not match output-schema; follow-up %d of %d: %s", d.Retry, d.Retries, strings.Join(d.Errors, "; "))
 	case steps.StepEnd:
-		s := fmt.Sprintf("%s in %s", d.Status, time.Duration(d.DurationMS)*time.Millisecond)
+		s := fmt.Sprintf("%s in %s", d.Status, durationText(d.DurationMS))
 		if d.StopReason != "" {
 			s += " (" + d.StopReason + ")"
 		}
@@ -170,12 +172,12 @@ func (v *plainView) Close(results []*engine.RunResult) {
 func (v *plainView) summary(res *engine.RunResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	fmt.Fprintf(v.w, "run %s %s in %s", res.RunID, res.Status, time.Duration(res.DurationMS)*time.Millisecond)
+	fmt.Fprintf(v.w, "run %s %s in %s", res.RunID, res.Status, durationText(res.DurationMS))
 	if res.Usage != nil {
 		fmt.Fprintf(v.w, ", %s", runUsageText(res.Usage))
 	}
 	if res.Error != "" {
-		fmt.Fprintf(v.w, ": %s", termtext.Sanitize(res.Error))
+		fmt.Fprintf(v.w, ": %s", indentLines(strings.TrimRight(res.Error, "\n"), "    "))
 	}
 	fmt.Fprintln(v.w)
 	if len(res.Outputs) == 0 {
@@ -225,7 +227,7 @@ func policyName(layer policies.Layer, policy policies.Source) string {
 
 func reasonSuffix(r string) string {
 	if r != "" {
-		return ": " + r
+		return ": " + termtext.Line(r, reasonMax)
 	}
 	return ""
 }

@@ -61,7 +61,19 @@ func markedEnv(env []string, marker string) []string {
 // markerOf reads the marker in the initial environment of process pid: ""
 // when it has none or cannot be read (gone, or another user's).
 func markerOf(pid int) string {
-	b, err := readEnviron(pid)
+	dir := "/proc/" + strconv.Itoa(pid)
+	b, err := readEnviron(dir + "/environ")
+	if err != nil {
+		// A process whose main thread exited while others run on (a
+		// zombie with threads) has no environment to read there: a live
+		// thread's is the process's.
+		tasks, _ := os.ReadDir(dir + "/task")
+		for _, t := range tasks {
+			if b, err = readEnviron(dir + "/task/" + t.Name() + "/environ"); err == nil && len(b) > 0 {
+				break
+			}
+		}
+	}
 	if err != nil {
 		return ""
 	}
@@ -84,8 +96,8 @@ func markerOf(pid int) string {
 // limit on argv plus envp is a quarter of the stack limit, 2 MiB by default).
 const environLimit = 4 << 20
 
-func readEnviron(pid int) ([]byte, error) {
-	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/environ", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+func readEnviron(path string) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -109,13 +121,14 @@ func readEnviron(pid int) ([]byte, error) {
 
 // orphanMarks reads the markers of the orphans in table: live processes
 // re-parented to acpflow (the subreaper) that are not a live child's
-// leader. Markers are cached by pid and start time, since they never change.
+// leader. Markers are cached by pid and start time, since they never change
+// once read.
 func (r *liveChildren) orphanMarks(table []procInfo) map[int]string {
 	me := os.Getpid()
 	var out map[int]string
 	seen := make(map[procKey]bool)
 	for _, p := range table {
-		if p.ppid != me || p.state == 'Z' || r.isLeader(p.pid) {
+		if p.ppid != me || p.dead() || r.isLeader(p.pid) {
 			continue
 		}
 		k := p.key()
@@ -124,10 +137,14 @@ func (r *liveChildren) orphanMarks(table []procInfo) map[int]string {
 		m, ok := r.marks[k]
 		r.mu.Unlock()
 		if !ok {
+			// An empty read is not kept: a process in the middle of
+			// execve has no environment to read for that moment.
 			m = markerOf(p.pid)
-			r.mu.Lock()
-			r.marks[k] = m
-			r.mu.Unlock()
+			if m != "" {
+				r.mu.Lock()
+				r.marks[k] = m
+				r.mu.Unlock()
+			}
 		}
 		if m == "" {
 			continue

@@ -4,9 +4,12 @@
 // The teardown ladder is the seed's (close stdin, wait, SIGTERM the group,
 // wait, SIGKILL the group, wait), closed where the seed leaked: a descendant
 // that called setsid left the group and survived. Here every descendant ever
-// seen below the child is remembered (pid and start time) and killed after
-// the group; with EnableSubreaper, orphans of the child's tree are re-parented
-// to acpflow instead of init, so they stay visible and are reaped. Every
+// seen below the child is remembered (pid and start time), and once the
+// group is gone whatever is left of the child's tree is frozen (SIGSTOP)
+// round by round until nothing new appears, then killed (Child.killStrays),
+// so that a fork at that very moment cannot escape; with EnableSubreaper,
+// orphans of the child's tree are re-parented to acpflow instead of init, so
+// they stay visible and are reaped. Every
 // child's environment carries a marker (MarkerVar) that its descendants
 // inherit, so an orphan no scan saw is killed with the child it came from,
 // and a later acpflow can prove which processes a dead one started
@@ -109,7 +112,8 @@ type Report struct {
 	// Exit is how the child itself ended, as os/exec words it
 	// ("exit status 0", "signal: terminated").
 	Exit string
-	// Escaped counts descendants outside the group (setsid) that had to be killed.
+	// Escaped counts the processes of the child's that were left once its
+	// group was gone (setsid, double forks, orphans) and had to be killed.
 	Escaped int
 	// Descendants counts the processes seen below the child (OnDescendant's calls).
 	Descendants int
@@ -122,8 +126,9 @@ type Ladder struct {
 	EOFGrace  time.Duration
 	TermGrace time.Duration
 	// EOFIdle ends the EOF wait early once the group has been idle this
-	// long: no member running, in disk sleep, or using CPU. An agent that
-	// does not exit on EOF sits idle; one that is flushing its work is not.
+	// long: no member running, in disk sleep, or using CPU. Only for a
+	// child known never to exit on EOF: one that exits after waiting idle
+	// (a network write, a timer) looks the same, and would be cut short.
 	// 0 waits the whole EOFGrace, as the seed does.
 	EOFIdle time.Duration
 }
@@ -272,7 +277,9 @@ func (c *Child) teardown(l Ladder) Report {
 			r.Tier = "term"
 			syscall.Kill(-c.pid, syscall.SIGTERM)
 			for _, p := range c.escaped() {
-				syscall.Kill(p.pid, syscall.SIGTERM)
+				if alive(p.key()) {
+					syscall.Kill(p.pid, syscall.SIGTERM)
+				}
 			}
 			if !c.waitGone(l.TermGrace) {
 				r.Tier = "kill"
@@ -284,18 +291,11 @@ func (c *Child) teardown(l Ladder) Report {
 		}
 	}
 	c.stdin.Close()
-	// A daemon double-forked during the ladder was re-parented to acpflow
-	// unseen: its marker says whose it is.
-	procs = table.read()
-	c.observe(procs, registry.orphanMarks(procs))
-	r.Escaped = c.killEscaped()
-	// An orphan without a marker (exec'd with a fresh environment) can be
-	// attributed to this child only when no other child lives; c stays
+	// What left the group (setsid, double forks), or was started while
+	// the ladder ran, is found, frozen and killed: see killStrays. c stays
 	// registered meanwhile, so its own leader is never taken for an orphan
 	// (and its exit status stays exec.Cmd's).
-	if registry.onlyLive(c) {
-		r.Escaped += sweepOrphans(procs)
-	}
+	r.Escaped = c.killStrays()
 	registry.remove(c)
 	r.Descendants = c.closeHooks()
 	select {
@@ -330,6 +330,12 @@ func (c *Child) observe(table []procInfo, marks map[int]string) {
 			ds = append(ds, descendants(table, p.pid)...)
 		}
 	}
+	c.remember(ds)
+}
+
+// remember adds processes to what the child has been seen to start, and
+// reports the new ones to OnDescendant.
+func (c *Child) remember(ds []procInfo) {
 	if len(ds) == 0 {
 		return
 	}
@@ -401,7 +407,7 @@ func (c *Child) groupGone(lastScan *time.Time) bool {
 		if p.pgid != c.pid {
 			continue
 		}
-		if p.state != 'Z' {
+		if !p.dead() {
 			gone = false
 		} else if p.ppid == self && p.pid != c.pid {
 			reap(p.pid)
@@ -489,28 +495,6 @@ func (c *Child) waitGone(d time.Duration) bool {
 	}
 }
 
-// killEscaped kills every descendant seen outside the group that is still
-// the same live process, waits for them, and returns how many it killed.
-//
-// No fresh scan is needed here: once the child is dead, its remaining
-// descendants are no longer below it in the table; what was seen while it
-// lived is all there is to find that way (orphans are the sweep's).
-func (c *Child) killEscaped() int {
-	c.mu.Lock()
-	var live []procKey
-	for k := range c.seen {
-		if alive(k) {
-			live = append(live, k)
-		}
-	}
-	c.mu.Unlock()
-	for _, k := range live {
-		syscall.Kill(k.pid, syscall.SIGKILL)
-	}
-	waitKeysGone(live)
-	return len(live)
-}
-
 // waitKeysGone waits (bounded) for the processes to die and reaps those
 // that were re-parented to acpflow.
 func waitKeysGone(keys []procKey) {
@@ -522,7 +506,7 @@ func waitKeysGone(keys []procKey) {
 			if !ok || p.start != k.start {
 				break
 			}
-			if p.state == 'Z' {
+			if p.dead() {
 				if p.ppid == self && !registry.isLeader(k.pid) {
 					reap(k.pid)
 					continue

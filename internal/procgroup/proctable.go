@@ -15,6 +15,16 @@ type procInfo struct {
 	pid, ppid, pgid, sid int
 	state                byte
 	start                uint64
+	threads              int
+}
+
+// dead reports whether the process has ended: a zombie (or dying) with no
+// thread left. A zombie that still has threads is a process whose main
+// thread exited while others run on (pthread_exit, or the other threads
+// of an exit_group not yet gone): its children are still its own, and
+// killing it is still needed.
+func (p procInfo) dead() bool {
+	return p.state == 'X' || p.state == 'Z' && p.threads <= 1
 }
 
 // procKey names one process for its whole life.
@@ -56,13 +66,13 @@ func parseStat(pid int, b []byte) (procInfo, bool) {
 		return procInfo{}, false
 	}
 	f := bytes.Fields(b[i+2:])
-	// f[0]=state f[1]=ppid f[2]=pgrp f[3]=session ... f[19]=starttime
+	// f[0]=state f[1]=ppid f[2]=pgrp f[3]=session ... f[17]=num_threads f[19]=starttime
 	if len(f) < 20 {
 		return procInfo{}, false
 	}
 	atoi := func(s []byte) int { n, _ := strconv.Atoi(string(s)); return n }
 	start, _ := strconv.ParseUint(string(f[19]), 10, 64)
-	return procInfo{pid: pid, state: f[0][0], ppid: atoi(f[1]), pgid: atoi(f[2]), sid: atoi(f[3]), start: start}, true
+	return procInfo{pid: pid, state: f[0][0], ppid: atoi(f[1]), pgid: atoi(f[2]), sid: atoi(f[3]), start: start, threads: atoi(f[17])}, true
 }
 
 // snapshot reads the whole process table afresh: about 5 µs a process.
@@ -99,11 +109,15 @@ func pids() []int {
 }
 
 // procTable reads the process table incrementally: a process already read
-// is not read again while its pid stays listed, so a read costs one
-// directory listing plus the processes born since the last one. That is
-// what tracking descendants needs: who a process descends from is decided
-// when it is first seen, and the start time is fixed for its life. What
-// changes later (state, group, parent) is read afresh where it matters.
+// is not read again while its pid and its parent's stay listed, so a read
+// costs one directory listing plus the processes born since the last one.
+// That is what tracking descendants needs: the start time is fixed for a
+// process's life, and its parent changes only when the parent dies (it is
+// re-parented to acpflow, the subreaper, or init), which is why a process
+// whose remembered parent is no longer listed is read again: else an
+// orphan would stay below a parent that is gone, found neither as a
+// descendant nor as an orphan. What else changes later (state, group) is
+// read afresh where it matters.
 type procTable struct {
 	mu    sync.Mutex
 	known map[int]procInfo
@@ -125,6 +139,14 @@ func (t *procTable) read() []procInfo {
 		}
 		next[pid] = p
 		out = append(out, p)
+	}
+	for i, p := range out {
+		if _, listed := next[p.ppid]; listed || p.ppid <= 1 {
+			continue
+		}
+		if q, ok := readProcInto(p.pid, buf[:]); ok {
+			out[i], next[p.pid] = q, q
+		}
 	}
 	t.known = next
 	return out
@@ -149,10 +171,10 @@ func descendants(table []procInfo, root int) []procInfo {
 	return out
 }
 
-// alive reports whether the process k still exists and is not a zombie.
+// alive reports whether the process k still exists and is not dead.
 func alive(k procKey) bool {
 	p, ok := readProc(k.pid)
-	return ok && p.start == k.start && p.state != 'Z'
+	return ok && p.start == k.start && !p.dead()
 }
 
 // cpuUse is the CPU a set of processes has used, in clock ticks, and

@@ -59,7 +59,7 @@ func (l Leftovers) Reap() []Proc {
 	var kill []procKey
 	var killed []Proc
 	for _, p := range snapshot() {
-		if p.state == 'Z' || p.pid == me {
+		if p.dead() || p.pid == me {
 			continue
 		}
 		if !recorded[p.key()] && (owner == "" || !strings.HasPrefix(markerOf(p.pid), owner)) {

@@ -1,7 +1,6 @@
 package procgroup
 
 import (
-	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -96,6 +95,24 @@ func (r *liveChildren) onlyLive(c *Child) bool {
 	return r.subreaper && ok && len(r.children) == 1 && r.starting == 0
 }
 
+// adopted reports whether pid, a child of acpflow, is one it adopted as
+// the subreaper, whose exit status no exec.Cmd waits for: not a live
+// child's leader, and no spawn under way (whose child is not registered
+// yet).
+func (r *liveChildren) adopted(pid int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.starting > 0 {
+		return false
+	}
+	for c := range r.children {
+		if c.pid == pid {
+			return false
+		}
+	}
+	return true
+}
+
 // isLeader reports whether pid is the leader of a live child (acpflow's own
 // exec'd process, whose exit status belongs to its exec.Cmd).
 func (r *liveChildren) isLeader(pid int) bool {
@@ -126,35 +143,6 @@ func EnableSubreaper() error {
 	registry.subreaper = true
 	registry.mu.Unlock()
 	return nil
-}
-
-// sweepOrphans kills the orphans in table (children of acpflow that are not
-// live Children) and their trees.
-func sweepOrphans(table []procInfo) int {
-	self := os.Getpid()
-	var orphans, all []procKey
-	for _, p := range table {
-		if p.ppid != self || registry.isLeader(p.pid) {
-			continue
-		}
-		if p.state == 'Z' {
-			reap(p.pid)
-			continue
-		}
-		orphans = append(orphans, p.key())
-		// An orphan may have children of its own: kill whole trees.
-		all = append(all, p.key())
-		for _, d := range descendants(table, p.pid) {
-			all = append(all, d.key())
-		}
-	}
-	for _, k := range all {
-		if alive(k) {
-			syscall.Kill(k.pid, syscall.SIGKILL)
-		}
-	}
-	waitKeysGone(all)
-	return len(orphans)
 }
 
 func prctl(option, arg2 uintptr) error {

@@ -1,7 +1,9 @@
 // Package regularfile reads the files a user names (workflows, policies,
 // WASM modules) within a size bound, refusing anything that is not a
 // regular file: a FIFO with no writer would hang a plain open, and
-// /dev/zero would be read until memory ran out.
+// /dev/zero would be read until memory ran out. It writes the files acpflow
+// makes (Write) only to a new path or over a regular file: renamed over a
+// device node or a symlink, a write would replace it.
 package regularfile
 
 import (
@@ -68,9 +70,12 @@ func Read(path string, limit int64) ([]byte, error) {
 }
 
 // Kind names what a file mode is, for errors: "a directory", "a named
-// pipe", "a socket", "a character device", "a device", else "not a plain file".
+// pipe", "a socket", "a character device", "a device", "a symbolic link"
+// (of an Lstat), else "not a plain file".
 func Kind(m fs.FileMode) string {
 	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	case m&fs.ModeDir != 0:
 		return "a directory"
 	case m&fs.ModeNamedPipe != 0:

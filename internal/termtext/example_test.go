@@ -16,3 +16,9 @@ func ExampleStripANSI() {
 	fmt.Println(termtext.StripANSI("\x1b[1;31merror:\x1b[0m model overloaded"))
 	// Output: error: model overloaded
 }
+
+func ExampleQuote() {
+	name := "Reject\r\n  1) Allow once"
+	fmt.Printf("  3) %s (reject_once)\n", termtext.Quote(name, 100))
+	// Output:   3) "Reject\r\n  1) Allow once" (reject_once)
+}

@@ -17,6 +17,7 @@
 package termtext
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -246,4 +247,79 @@ func stringEnd(s string, j int) int {
 		j++
 	}
 	return j
+}
+
+// Line returns s written for a person to read on one line of a terminal,
+// as a value acpflow shows beside its own words (an id, a name, a title):
+// every character that is not printable is written as a Go escape (a line
+// break as \n, ESC as \x1b, NEL as \u0085, the line and paragraph
+// separators as \u2028 and \u2029, a bidi override as \u202e), invalid
+// UTF-8 as \xff, and a backslash as \\. What is left is printable text
+// that cannot break the line, move the cursor or reorder what follows it.
+// A result longer than max bytes is cut at a whole character or escape and
+// ends with "… (cut from N bytes)", N the length of s; max <= 0 is no
+// bound. Plain text (letters, digits, punctuation, accents, CJK, emoji
+// without joiners) is returned as it is.
+//
+// # Notes
+//
+// "Printable" is strconv.IsPrint: letters, marks, numbers, punctuation,
+// symbols and the ASCII space. So format characters (U+200B–U+200F,
+// U+202A–U+202E, U+2066–U+2069, U+FEFF) and spaces other than ASCII's
+// (U+00A0, U+2000–U+200A, U+3000) are escaped too: on one line, an
+// invisible character is a way to make two values look alike.
+func Line(s string, max int) string {
+	return escape(s, max, 0)
+}
+
+// Quote is Line in double quotes, a quote inside written as \": for a
+// value whose start and end a person must see (a tool's title or command,
+// an option's name). When cut, the mark follows the closing quote.
+func Quote(s string, max int) string {
+	return escape(s, max, '"')
+}
+
+// escape is Line and Quote: quote is 0 or the quote character.
+func escape(s string, max int, quote byte) string {
+	var b strings.Builder
+	if quote != 0 {
+		b.WriteByte(quote)
+	}
+	open := b.Len()
+	cut := false
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		var piece string
+		switch {
+		case r == utf8.RuneError && size == 1:
+			piece = `\x` + hex2(s[i])
+		case r == '\\':
+			piece = `\\`
+		case quote != 0 && r == rune(quote):
+			piece = `\` + string(rune(quote))
+		case strconv.IsPrint(r):
+			piece = s[i : i+size]
+		default:
+			q := strconv.QuoteRuneToASCII(r) // '\n', '\x1b', '\u2028'
+			piece = q[1 : len(q)-1]
+		}
+		if max > 0 && b.Len()-open+len(piece) > max {
+			cut = true
+			break
+		}
+		b.WriteString(piece)
+		i += size
+	}
+	if quote != 0 {
+		b.WriteByte(quote)
+	}
+	if cut {
+		b.WriteString("… (cut from " + strconv.Itoa(len(s)) + " bytes)")
+	}
+	return b.String()
+}
+
+func hex2(c byte) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{digits[c>>4], digits[c&0xf]})
 }

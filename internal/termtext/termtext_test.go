@@ -1,6 +1,7 @@
 package termtext
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -107,6 +108,75 @@ func FuzzSanitize(f *testing.F) {
 		}
 		if len(stripped) > len(in) {
 			t.Fatalf("StripANSI(%q) grew the text", in)
+		}
+	})
+}
+
+// Line and Quote keep what an agent says on the one line acpflow gives
+// it. Classes of input covered: each way of breaking a line (LF, CR, CR
+// LF, VT, FF, NEL, U+2028, U+2029), escape sequences (CSI cursor moves,
+// OSC, 8-bit CSI), bidi overrides and isolates, invisible characters
+// (zero-width, non-ASCII spaces, BOM), invalid UTF-8, backslashes and
+// quotes (so an escape cannot be faked), and very long text (cut at a
+// whole character or escape, saying so).
+func TestLineAndQuote(t *testing.T) {
+	tests := []struct {
+		name, in, line, quote string
+		max                   int
+	}{
+		{"plain text is kept", "Allow once", "Allow once", `"Allow once"`, 0},
+		{"accents, CJK and emoji are kept", "café 日本 🎉", "café 日本 🎉", `"café 日本 🎉"`, 0},
+		{"LF is escaped", "a\n  1) Allow once", `a\n  1) Allow once`, `"a\n  1) Allow once"`, 0},
+		{"CR is escaped", "a\r  1) Allow", `a\r  1) Allow`, `"a\r  1) Allow"`, 0},
+		{"CR LF is escaped", "a\r\n  1) Allow", `a\r\n  1) Allow`, `"a\r\n  1) Allow"`, 0},
+		{"VT and FF are escaped", "a\vb\fc", `a\vb\fc`, `"a\vb\fc"`, 0},
+		{"NEL is escaped", "a\u0085b", `a\u0085b`, `"a\u0085b"`, 0},
+		{"line and paragraph separators are escaped", "a\u2028b\u2029c", `a\u2028b\u2029c`, `"a\u2028b\u2029c"`, 0},
+		{"a tab is escaped", "a\tb", `a\tb`, `"a\tb"`, 0},
+		{"a CSI cursor move is escaped", "ok\x1b[1A\x1b[2K1) Allow", `ok\x1b[1A\x1b[2K1) Allow`, `"ok\x1b[1A\x1b[2K1) Allow"`, 0},
+		{"an OSC is escaped", "\x1b]0;t\x07x", `\x1b]0;t\ax`, `"\x1b]0;t\ax"`, 0},
+		{"an 8-bit CSI is escaped", "a\u009b2Jb", `a\u009b2Jb`, `"a\u009b2Jb"`, 0},
+		{"bidi overrides and isolates are escaped", "rm \u202e-rf\u202c \u2066x\u2069", `rm \u202e-rf\u202c \u2066x\u2069`, `"rm \u202e-rf\u202c \u2066x\u2069"`, 0},
+		{"invisible characters are escaped", "a\u200bb\u00a0c\ufeffd\u3000e", `a\u200bb\u00a0c\ufeffd\u3000e`, `"a\u200bb\u00a0c\ufeffd\u3000e"`, 0},
+		{"invalid UTF-8 is escaped", "a\xffb\xc3", `a\xffb\xc3`, `"a\xffb\xc3"`, 0},
+		{"a backslash cannot fake an escape", `a\nb`, `a\\nb`, `"a\\nb"`, 0},
+		{"a quote cannot end Quote's quotes", `a" (allow_once)`, `a" (allow_once)`, `"a\" (allow_once)"`, 0},
+		{"long text is cut and says so", "abcdefghij", "abcd… (cut from 10 bytes)", `"abcd"… (cut from 10 bytes)`, 4},
+		{"a cut never splits a character", "ab日本", "ab… (cut from 8 bytes)", `"ab"… (cut from 8 bytes)`, 4},
+		{"a cut never splits an escape", "ab\ncd", "ab… (cut from 5 bytes)", `"ab"… (cut from 5 bytes)`, 3},
+		{"text of exactly max bytes is not cut", "abcd", "abcd", `"abcd"`, 4},
+		{"empty text", "", "", `""`, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Line(tt.in, tt.max); got != tt.line {
+				t.Errorf("Line(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.line)
+			}
+			if got := Quote(tt.in, tt.max); got != tt.quote {
+				t.Errorf("Quote(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.quote)
+			}
+		})
+	}
+}
+
+func FuzzLine(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\r\n  1) Allow once", "\u2028\u2029\u0085\v\f", "\x1b[1A", "\u202e", "\xff", `\"`} {
+		f.Add(s, 16)
+	}
+	f.Fuzz(func(t *testing.T, in string, max int) {
+		max = max % 4096
+		for _, out := range []string{Line(in, max), Quote(in, max)} {
+			if !utf8.ValidString(out) {
+				t.Fatalf("%q: not valid UTF-8", out)
+			}
+			for _, r := range out {
+				if !strconv.IsPrint(r) {
+					t.Fatalf("Line/Quote(%q) = %q: holds %U", in, out, r)
+				}
+			}
+			if max > 0 && len(out) > max+len(`""… (cut from  bytes)`)+20 {
+				t.Fatalf("Line/Quote(%q, %d) = %d bytes", in, max, len(out))
+			}
 		}
 	})
 }

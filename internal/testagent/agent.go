@@ -29,6 +29,8 @@ type agent struct {
 	prompts       int                // session/prompt requests received
 	// modeSet hears of each session/set_mode (-switch-mode waits for one).
 	modeSet chan struct{}
+	// sessions are the ids of the sessions opened (new, fork), in order (stray.go).
+	sessions []string
 }
 
 // turn is one session/prompt in flight.
@@ -99,6 +101,10 @@ func (a *agent) request(m message) {
 			default:
 			}
 		}
+	case "session/fork":
+		a.fork(m)
+	case "session/close":
+		a.closeSession(m)
 	case "session/prompt":
 		a.rec.event("prompt", map[string]any{"params": m.Params})
 		// The turn is registered before the next message is read, so that a session/cancel
@@ -140,10 +146,14 @@ func (a *agent) initialize(m message) {
 			"description": "testagent requires authenticate with this method before session/new",
 		})
 	}
+	var info any = map[string]any{"name": "testagent", "version": "0.0.0"}
+	if a.cfg.agentInfo != nil {
+		info = a.cfg.agentInfo
+	}
 	a.wire.result(m.ID, map[string]any{
 		"protocolVersion":   a.cfg.protocol,
 		"agentCapabilities": a.cfg.capabilities,
-		"agentInfo":         map[string]any{"name": "testagent", "version": "0.0.0"},
+		"agentInfo":         info,
 		"authMethods":       authMethods,
 	})
 }
@@ -214,6 +224,9 @@ func (a *agent) newSession(m message) {
 		}
 		res["configOptions"] = append(asList(res["configOptions"]), opt)
 	}
+	if a.answerSessionNew(m, id, res) {
+		return
+	}
 	a.wire.result(m.ID, res)
 	if a.cfg.exitAfterSessionNew {
 		os.Exit(0)
@@ -245,6 +258,9 @@ func (a *agent) prompt(t *turn) {
 
 	if a.cfg.usageCost > 0 {
 		a.reportCost(t.sessionID)
+	}
+	if a.cfg.usageUpdate != nil {
+		a.reportUsageAsGiven(t.sessionID)
 	}
 	if !a.waitBeforeAnswering(t) {
 		a.endTurn(t, "cancelled")
@@ -387,7 +403,23 @@ func (a *agent) endTurn(t *turn, stopReason string) {
 	if n := a.cfg.usageTokens; n > 0 {
 		answer["usage"] = map[string]any{"inputTokens": n - n/4, "outputTokens": n / 4, "totalTokens": n}
 	}
+	if a.cfg.usageJSON != nil {
+		answer["usage"] = a.cfg.usageJSON
+	}
 	a.wire.result(t.id, answer)
+	spawnAtTurnEnd(a.cfg, a.rec)
+}
+
+// reportUsageAsGiven sends -usage-update-json's usage_update, its fields
+// as given.
+func (a *agent) reportUsageAsGiven(sessionID string) {
+	var fields map[string]json.RawMessage
+	json.Unmarshal(a.cfg.usageUpdate, &fields) // checked by parseFlags
+	update := map[string]any{"sessionUpdate": "usage_update"}
+	for k, v := range fields {
+		update[k] = v
+	}
+	a.update(sessionID, update)
 }
 
 // reportCost sends -usage-cost's usage_update: the session's cumulative
@@ -429,8 +461,21 @@ func (a *agent) askPermission(t *turn, n int, tool toolRequest) (string, bool) {
 			"kind":     kind,
 		})
 	}
-	answered := a.wire.request("session/request_permission",
-		map[string]any{"sessionId": t.sessionID, "toolCall": toolCall, "options": options},
+	params := map[string]any{"sessionId": a.permissionSession(t), "toolCall": toolCall, "options": options}
+	if tool.raw != nil {
+		var given map[string]json.RawMessage
+		json.Unmarshal(tool.raw, &given) // checked by parseFlags
+		params = map[string]any{"sessionId": t.sessionID}
+		for k, v := range given {
+			params[k] = v
+		}
+		var tc struct {
+			ID string `json:"toolCallId"`
+		}
+		json.Unmarshal(given["toolCall"], &tc)
+		callID = tc.ID
+	}
+	answered := a.wire.request("session/request_permission", params,
 		func(resp message) {
 			e := map[string]any{"tool_call_id": callID}
 			if resp.Error != nil {

@@ -38,6 +38,8 @@
 //	-stderr-lines N          write "stderr line 1" … "stderr line N" to stderr at startup
 //	-stderr TEXT             write TEXT as it is to stderr at startup, after the -stderr-lines
 //	                         (repeatable; e.g. escape sequences, to test what reaches a terminal)
+//	-agent-info JSON         the agentInfo initialize answers, as given (default
+//	                         {"name":"testagent","version":"0.0.0"})
 //	-capabilities JSON       the agentCapabilities initialize answers, as given (default
 //	                         {"loadSession":false,"promptCapabilities":{…all false}})
 //	-mcp-capabilities LIST   set agentCapabilities.mcpCapabilities to these, true (comma-
@@ -57,6 +59,10 @@
 //	-prompt-hang             never answer a prompt unless it is cancelled
 //	-usage-tokens N          the prompt answer carries usage: inputTokens N-N/4, outputTokens
 //	                         N/4, totalTokens N (the turn's, as claude-agent-acp counts)
+//	-usage-json JSON         the prompt answer's usage is this JSON as given (over -usage-tokens;
+//	                         e.g. {"outputTokens": 7.5} or "lots": what a bad agent sends)
+//	-usage-update-json JSON  at the start of each turn, send a usage_update with these fields as
+//	                         given (a JSON object: used, size, cost, …)
 //	-usage-cost X            at the start of each turn, before any -prompt-delay or -hang,
 //	                         send a usage_update with the session's cumulative cost: X times
 //	                         the session's turns so far, in -usage-currency (default USD),
@@ -70,6 +76,10 @@
 //	-unasked KIND:TITLE      during the prompt, run this tool call without asking: a tool_call
 //	                         (pending), tool_call_updates in_progress and completed, and the
 //	                         line "ran KIND TITLE unasked" in the output (repeatable)
+//	-permission-json JSON    ask session/request_permission with these params as given (a JSON
+//	                         object, e.g. {"toolCall": {…}, "options": […]}; sessionId is
+//	                         set), after the -permission ones; repeatable; adds "permission
+//	                         json N: OUTCOME\n" to the output, N counting from 1
 //	-announce-first          announce each -permission call as in_progress before asking, and
 //	                         complete it after the answer (codex-acp's patches)
 //	-switch-mode MODE        at the start of a turn, send current_mode_update MODE, then wait up
@@ -109,11 +119,24 @@
 //	-grandchild              at startup, spawn a sleeper in the agent's process group
 //	-setsid-grandchild       at startup, spawn a sleeper in a session of its own (setsid)
 //	-daemon-grandchild       at startup, double-fork a setsid sleeper whose parent exits at once
+//	-turn-end-spawn HOW      right after answering a prompt, without waiting, start descendants
+//	                         meant to escape the teardown that follows (repeatable): setsid (a
+//	                         setsid sleeper), daemon (a double fork: a middle process starts a
+//	                         setsid sleeper and exits), storm (eight setsid sleepers at once),
+//	                         refork (a setsid daemon that starts a copy of itself and exits, 200
+//	                         generations, then sleeps), sh (a shell that forks, without exec, a
+//	                         setsid shell which forks sleepers in a loop). Each sleeper records
+//	                         itself as a grandchild; a shell's are found by the agent's marker
 //	-lifetime DUR            leak guard: exit 124 after DUR whatever happens (default 10m)
+//	-stray-permission WHEN, -permission-session ID, -fork-session-id ID
+//	                         requests outside any turn, and sessions that are not the turn's
+//	                         own: see stray.go
 //
 // Sleepers inherit the agent's stdout and stderr (stdin is /dev/null), ignore SIGHUP, and ignore
 // SIGTERM too when the agent has -trap-term. Helper modes, used by the agent on itself: -sleep
-// (be a sleeper) and -spawn-setsid-and-exit (the middle of -daemon-grandchild).
+// (be a sleeper; with -sleeper-how HOW it records itself as a grandchild), -spawn-setsid-and-exit
+// (the middle of -daemon-grandchild and of -turn-end-spawn daemon) and -refork N (a generation
+// of -turn-end-spawn refork).
 //
 // Recorded events, one JSON object per line, each written by a single O_APPEND write so that
 // the file survives a SIGKILL:
@@ -138,6 +161,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -163,6 +187,7 @@ type config struct {
 	stderrLines  int
 	stderrText   []string
 	capabilities json.RawMessage
+	agentInfo    json.RawMessage
 	echoRequest  bool
 	garbage      bool
 	requireAuth  string
@@ -172,6 +197,8 @@ type config struct {
 	ignoreCancel bool
 
 	usageTokens   int
+	usageJSON     json.RawMessage
+	usageUpdate   json.RawMessage
 	usageCost     float64
 	usageCurrency string
 	permissions   []toolRequest
@@ -196,14 +223,23 @@ type config struct {
 	setsidGrandchild bool
 	daemonGrandchild bool
 	lifetime         time.Duration
+	turnEndSpawn     []string
+
+	stray strayScript // stray.go
 
 	// helper modes
 	sleep              bool
+	sleeperHow         string
 	spawnSetsidAndExit bool
+	refork             int
 }
 
-// toolRequest is one -permission KIND:TITLE.
-type toolRequest struct{ kind, title string }
+// toolRequest is one -permission KIND:TITLE, or one -permission-json (raw
+// set: the request's params as given).
+type toolRequest struct {
+	kind, title string
+	raw         json.RawMessage
+}
 
 // listFlag is a repeatable string flag.
 type listFlag []string
@@ -217,7 +253,9 @@ func parseFlags(args []string) (*config, error) {
 	var chunk, hangOn, permission, askClient, answer, unasked, tries listFlag
 	var messageIDs string
 	var chunks, permOptions, capabilities, mcpCaps, promptCaps string
-	var stderrText listFlag
+	var stderrText, turnEndSpawn listFlag
+	var permissionJSON listFlag
+	var usageJSON, usageUpdate, agentInfo string
 
 	fs.StringVar(&cfg.stop, "stop", "end_turn", "stop reason of the prompt answer")
 	fs.Var(&chunk, "chunk", "an agent_message_chunk text (repeatable)")
@@ -253,6 +291,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.Float64Var(&cfg.usageCost, "usage-cost", 0, "cost per turn that a usage_update reports, cumulatively")
 	fs.StringVar(&cfg.usageCurrency, "usage-currency", "USD", "the currency of -usage-cost")
 	fs.Var(&permission, "permission", "KIND:TITLE of a tool call to ask permission for (repeatable)")
+	fs.Var(&permissionJSON, "permission-json", "the params of a permission request to ask, as JSON (repeatable)")
+	fs.StringVar(&agentInfo, "agent-info", "", "the agentInfo JSON initialize answers")
+	fs.StringVar(&usageJSON, "usage-json", "", "the prompt answer's usage, as JSON given as it is")
+	fs.StringVar(&usageUpdate, "usage-update-json", "", "the fields of a usage_update sent at the start of each turn, as JSON")
 	fs.Var(&unasked, "unasked", "KIND:TITLE of a tool call run without asking (repeatable)")
 	fs.BoolVar(&cfg.announceFirst, "announce-first", false, "announce each -permission call in_progress before asking")
 	fs.StringVar(&cfg.switchMode, "switch-mode", "", "switch to this mode at the start of a turn")
@@ -273,6 +315,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.lifetime, "lifetime", 10*time.Minute, "exit 124 after this long (leak guard)")
 	fs.BoolVar(&cfg.sleep, "sleep", false, "helper mode: sleep until killed")
 	fs.BoolVar(&cfg.spawnSetsidAndExit, "spawn-setsid-and-exit", false, "helper mode: spawn a setsid sleeper, record it, exit")
+	fs.Var(&turnEndSpawn, "turn-end-spawn", "setsid|daemon|storm|refork|sh: descendants started right after a prompt's answer (repeatable)")
+	fs.StringVar(&cfg.sleeperHow, "sleeper-how", "", "helper mode -sleep: record itself as a grandchild started this way")
+	fs.IntVar(&cfg.refork, "refork", -1, "helper mode: a refork daemon with this many generations to go")
+	addStrayFlags(fs, &cfg.stray)
 
 	defer func() {
 		if modes != "" {
@@ -288,6 +334,12 @@ func parseFlags(args []string) (*config, error) {
 	}
 
 	cfg.stderrText = stderrText
+	for _, how := range turnEndSpawn {
+		if !slices.Contains(turnEndSpawnKinds, how) {
+			return nil, fmt.Errorf("-turn-end-spawn %q: want one of %s", how, strings.Join(turnEndSpawnKinds, ", "))
+		}
+	}
+	cfg.turnEndSpawn = turnEndSpawn
 	if !json.Valid([]byte(capabilities)) {
 		return nil, fmt.Errorf("-capabilities %q: not JSON", capabilities)
 	}
@@ -335,6 +387,31 @@ func parseFlags(args []string) (*config, error) {
 		}
 		cfg.permissions = append(cfg.permissions, toolRequest{kind: kind, title: title})
 	}
+	for i, p := range permissionJSON {
+		var params map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(p), &params); err != nil {
+			return nil, fmt.Errorf("-permission-json %q: want a JSON object: %v", p, err)
+		}
+		cfg.permissions = append(cfg.permissions, toolRequest{kind: "json", title: fmt.Sprint(i + 1), raw: json.RawMessage(p)})
+	}
+	for name, v := range map[string]string{"-usage-json": usageJSON, "-usage-update-json": usageUpdate, "-agent-info": agentInfo} {
+		if v != "" && !json.Valid([]byte(v)) {
+			return nil, fmt.Errorf("%s %q: not JSON", name, v)
+		}
+	}
+	if usageJSON != "" {
+		cfg.usageJSON = json.RawMessage(usageJSON)
+	}
+	if agentInfo != "" {
+		cfg.agentInfo = json.RawMessage(agentInfo)
+	}
+	if usageUpdate != "" {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(usageUpdate), &fields); err != nil {
+			return nil, fmt.Errorf("-usage-update-json %q: want a JSON object", usageUpdate)
+		}
+		cfg.usageUpdate = json.RawMessage(usageUpdate)
+	}
 	for _, kind := range strings.Split(permOptions, ",") {
 		if kind = strings.TrimSpace(kind); kind != "" {
 			cfg.permOptions = append(cfg.permOptions, kind)
@@ -379,6 +456,8 @@ func main() {
 		sleeper(cfg)
 	case cfg.spawnSetsidAndExit:
 		spawnSetsidAndExit(cfg)
+	case cfg.refork >= 0:
+		reforkDaemon(cfg)
 	default:
 		runAgent(cfg)
 	}
@@ -403,5 +482,6 @@ func runAgent(cfg *config) {
 
 	a := newAgent(cfg, rec, os.Stdout)
 	a.serve(os.Stdin)
+	a.strayOnEOF()
 	onEOF(cfg, rec)
 }

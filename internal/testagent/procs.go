@@ -129,9 +129,15 @@ func selfCommand(cfg *config, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// sleeper is -sleep: a descendant that does nothing until killed.
+// sleeper is -sleep: a descendant that does nothing until killed. With -sleeper-how it
+// records itself first, so that a sleeper whose parent died before recording it is known too.
 func sleeper(cfg *config) {
 	signal.Ignore(syscall.SIGHUP)
+	if cfg.sleeperHow != "" {
+		if rec, err := openRecorder(cfg.record); err == nil {
+			rec.event("grandchild", map[string]any{"pid": os.Getpid(), "how": cfg.sleeperHow, "pid_ns": pidNS()})
+		}
+	}
 	if cfg.trapTerm {
 		signal.Ignore(syscall.SIGTERM)
 	}
@@ -150,4 +156,75 @@ func sleepUntil(d time.Duration) {
 func pidNS() string {
 	ns, _ := os.Readlink("/proc/self/ns/pid")
 	return ns
+}
+
+// turnEndSpawnKinds are the values of -turn-end-spawn.
+var turnEndSpawnKinds = []string{"setsid", "daemon", "storm", "refork", "sh"}
+
+// stormSize is how many setsid sleepers -turn-end-spawn storm starts at once.
+const stormSize = 8
+
+// reforkGenerations is how many times a -turn-end-spawn refork daemon moves to a new pid.
+const reforkGenerations = 200
+
+// spawnAtTurnEnd starts the -turn-end-spawn descendants, right after a prompt's answer was
+// written: the client's teardown (stdin closed, the agent exiting on EOF) races them. Nothing
+// is waited for, and the agent may exit while a spawn is under way.
+func spawnAtTurnEnd(cfg *config, rec *recorder) {
+	for _, how := range cfg.turnEndSpawn {
+		switch how {
+		case "setsid":
+			go startRecordedSleeper(cfg, rec, "turn-end-setsid")
+		case "daemon":
+			go startDetached(selfCommand(cfg, "-spawn-setsid-and-exit", "-record", cfg.record), nil)
+		case "storm":
+			for range stormSize {
+				go startRecordedSleeper(cfg, rec, "turn-end-storm")
+			}
+		case "refork":
+			go startDetached(selfCommand(cfg, "-refork", fmt.Sprint(reforkGenerations), "-record", cfg.record), &syscall.SysProcAttr{Setsid: true})
+		case "sh":
+			// The shell forks without exec: each "(sleep) &" is a fork of the shell itself.
+			script := fmt.Sprintf(`i=0; while [ $i -lt 50 ]; do (sleep %d) & i=$((i+1)); done; wait`, int(cfg.lifetime.Seconds())+1)
+			go startDetached(exec.Command("/bin/sh", "-c", script), &syscall.SysProcAttr{Setsid: true})
+		}
+	}
+}
+
+// startRecordedSleeper starts a setsid sleeper that records itself, and records it too once
+// started (if the agent still lives by then).
+func startRecordedSleeper(cfg *config, rec *recorder, how string) {
+	cmd := selfCommand(cfg, "-sleep", "-sleeper-how", how, "-record", cfg.record)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return
+	}
+	rec.event("grandchild", map[string]any{"pid": cmd.Process.Pid, "how": how, "pid_ns": pidNS()})
+	go cmd.Wait()
+}
+
+// startDetached starts cmd with attr and reaps it when it exits.
+func startDetached(cmd *exec.Cmd, attr *syscall.SysProcAttr) {
+	cmd.SysProcAttr = attr
+	if cmd.Start() == nil {
+		go cmd.Wait()
+	}
+}
+
+// reforkDaemon is -refork N: a daemon that records itself, starts the next generation in a
+// session of its own and exits, so that its pid keeps changing; the last generation sleeps.
+func reforkDaemon(cfg *config) {
+	signal.Ignore(syscall.SIGHUP)
+	if rec, err := openRecorder(cfg.record); err == nil {
+		rec.event("grandchild", map[string]any{"pid": os.Getpid(), "how": "refork", "pid_ns": pidNS()})
+	}
+	if cfg.refork == 0 {
+		sleeper(cfg)
+	}
+	next := selfCommand(cfg, "-refork", fmt.Sprint(cfg.refork-1), "-record", cfg.record)
+	next.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := next.Start(); err != nil {
+		sleeper(cfg)
+	}
+	os.Exit(0)
 }

@@ -6,11 +6,12 @@
 package transcript
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/acpflow/acpflow/policies"
 )
@@ -90,43 +91,119 @@ type File struct {
 	Steps    []Step `json:"steps"`
 }
 
-// Write writes f as indented JSON.
+// Write writes f as indented JSON, each message compact on a line of its
+// own.
+//
+// # Notes
+//
+// A message is written as it went over the wire, not indented: indenting
+// grows with the square of its nesting, so an agent's 18 KB message nested
+// 9000 deep became 162 MB, past what a reader takes (MaxStepBytes).
 func (f *File) Write(w io.Writer) error {
 	f.Format = Format
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(f)
+	bare := *f
+	bare.Steps = nil
+	b, err := encode(bare, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = b[:len(b)-1]
+	const key = "\n  \"steps\": null" // the file's own key, as in writeStep
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return fmt.Errorf("no steps key in %s", b)
+	}
+	bw := bufio.NewWriter(w)
+	bw.Write(b[:i])
+	bw.WriteString("\n  \"steps\": [")
+	for j := range f.Steps {
+		if j > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n    ")
+		if err := writeStep(bw, &f.Steps[j]); err != nil {
+			return err
+		}
+	}
+	if len(f.Steps) > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]")
+	bw.Write(b[i+len(key):])
+	bw.WriteString("\n")
+	return bw.Flush()
 }
 
-// maxFileBytes bounds a transcript file read: a run's transcripts, each
-// at most MaxBytes.
-const maxFileBytes = 1 << 30
+// writeStep writes one attempt as Write lays it out, at the indentation of
+// an element of "steps": its fields indented, in Step's order, but its
+// messages one compact line each.
+func writeStep(w *bufio.Writer, s *Step) error {
+	bare := *s
+	bare.Messages = nil
+	b, err := encode(bare, "    ", "  ")
+	if err != nil {
+		return err
+	}
+	b = b[:len(b)-1]
+	// The step's own key, at its depth: a deeper value is indented
+	// further, and a newline inside a string is written \n.
+	const key = "\n      \"messages\": null"
+	i := bytes.Index(b, []byte(key))
+	if i < 0 {
+		return fmt.Errorf("step %s attempt %d: no messages key in %s", s.Step, s.Attempt, b)
+	}
+	w.Write(b[:i])
+	w.WriteString("\n      \"messages\": [")
+	for j, m := range s.Messages {
+		line, err := encode(m, "", "")
+		if err != nil {
+			return fmt.Errorf("step %s attempt %d, message %d: %w", s.Step, s.Attempt, j+1, err)
+		}
+		if j > 0 {
+			w.WriteString(",")
+		}
+		w.WriteString("\n        ")
+		w.Write(line[:len(line)-1])
+	}
+	if len(s.Messages) > 0 {
+		w.WriteString("\n      ")
+	}
+	w.WriteString("]")
+	w.Write(b[i+len(key):])
+	return nil
+}
 
-// ReadFile reads a transcript file, checking its format.
+// encode is v as JSON, indented as asked, HTML left alone (`&&`, not
+// `\u0026\u0026`), with a final newline.
+func encode(v any, prefix, indent string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, indent)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// ReadFile reads a whole transcript file, checking its format (Open). It
+// holds every step attempt at once: for a file of any size, read it a step
+// at a time with Open and Reader.Each.
 func ReadFile(path string) (*File, error) {
-	fh, err := os.Open(path)
+	r, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer fh.Close()
+	defer r.Close()
 	var f File
-	dec := json.NewDecoder(io.LimitReader(fh, maxFileBytes))
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: not a transcript file: %w", path, err)
+	h, err := r.Each(func(s *Step, _ int64) error {
+		f.Steps = append(f.Steps, *s)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if f.Format != Format {
-		return nil, fmt.Errorf("%s: not a transcript file of this acpflow (format %q, want %q)", path, f.Format, Format)
-	}
-	// A file exported before outer policies names no layer: every record
-	// in it was the workflow's.
-	for i := range f.Steps {
-		for j := range f.Steps[i].Permissions {
-			if p := &f.Steps[i].Permissions[j]; p.Layer == "" {
-				p.Layer = policies.LayerWorkflow
-			}
-		}
-	}
+	f.Format, f.RunID, f.Workflow = h.Format, h.RunID, h.Workflow
 	return &f, nil
 }
 
@@ -136,7 +213,7 @@ func (f *File) Last(step string, index *int) (*Step, error) {
 	var found *Step
 	for i := range f.Steps {
 		s := &f.Steps[i]
-		if s.Step != step || (index == nil) != (s.Index == nil) || (index != nil && *index != *s.Index) {
+		if !s.Of(step, index) {
 			continue
 		}
 		if found == nil || s.Attempt > found.Attempt {
@@ -147,4 +224,10 @@ func (f *File) Last(step string, index *int) (*Step, error) {
 		return nil, errors.New("the transcript has no step " + step)
 	}
 	return found, nil
+}
+
+// Of reports whether s is an attempt of step (of element index, when not
+// nil; of no element when nil).
+func (s *Step) Of(step string, index *int) bool {
+	return (&Summary{Step: s.Step, Index: s.Index}).Of(step, index)
 }

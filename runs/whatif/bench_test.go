@@ -76,13 +76,14 @@ func BenchmarkPolicyTest10k(b *testing.B) {
 		start := time.Now()
 		w := whatif.New(pol)
 		for _, p := range paths {
-			f, err := transcript.ReadFile(p)
+			r, err := transcript.Open(p)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := w.Test(ctx, whatif.FromFile(f), whatif.Report{}); err != nil {
+			if err := w.Test(ctx, whatif.FromReader(r), whatif.Report{}); err != nil {
 				b.Fatal(err)
 			}
+			r.Close()
 		}
 		tot := w.Totals()
 		if tot.Requests != 10000 || tot.Skipped != 0 {

@@ -107,11 +107,15 @@ func (sel Selection) Runs(ctx context.Context, s Store) ([]store.Run, error) {
 }
 
 // LoadRun reads a recorded run's transcripts and its steps' permission
-// records (runs.Export): what Tester.Test takes.
+// records (runs.Export): what Tester.Test takes. A run whose records cannot
+// be read (a corrupted transcript) is an *UnreadableError.
 func LoadRun(ctx context.Context, s Store, r store.Run) (*Run, error) {
 	f, err := runs.Export(ctx, s, r.ID)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &UnreadableError{RunID: r.ID, Err: err}
 	}
 	run := FromFile(f)
 	run.Workspace = r.Workspace

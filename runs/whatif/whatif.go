@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -62,12 +63,77 @@ type Run struct {
 	// step may sit on any of its attempts (or be repeated on each): they
 	// are matched to requests by tool call id and answer.
 	Steps []transcript.Step
+	// file, when set, holds the attempts instead of Steps (FromReader).
+	file *transcript.Reader
 }
 
-// FromFile is the run a transcript file holds.
+// FromFile is the run a transcript file holds, read whole.
 func FromFile(f *transcript.File) *Run {
 	return &Run{ID: f.RunID, Workflow: f.Workflow, Steps: f.Steps}
 }
+
+// FromReader is the run of a transcript file read a step attempt at a
+// time as Test goes (twice: first to find where each step's permission
+// records are, then to decide), so that a file of any size is tested in
+// memory bounded by its largest attempt. Test fills in ID and Workflow.
+func FromReader(r *transcript.Reader) *Run {
+	return &Run{file: r}
+}
+
+// each calls f with every step attempt of the run, in order, and its
+// position (for at); it returns the file's header, or nil for a run held
+// in memory. f's error is returned as it is.
+func (run *Run) each(f func(s *transcript.Step, at int64) error) (*transcript.Header, error) {
+	if run.file != nil {
+		h, err := run.file.Each(f)
+		return &h, err
+	}
+	for i := range run.Steps {
+		if err := f(&run.Steps[i], int64(i)); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// summaries is each, with the attempts' summaries: cheaper for a file.
+func (run *Run) summaries(f func(s *transcript.Summary, at int64) error) (*transcript.Header, error) {
+	if run.file != nil {
+		h, err := run.file.Summaries(f)
+		return &h, err
+	}
+	for i := range run.Steps {
+		s := &run.Steps[i]
+		if err := f(&transcript.Summary{Step: s.Step, Index: s.Index, Attempt: s.Attempt, Permissions: len(s.Permissions) > 0}, int64(i)); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// at is the step attempt at position p, as each gave it.
+func (run *Run) at(p int64) (*transcript.Step, error) {
+	if run.file != nil {
+		return run.file.At(p)
+	}
+	return &run.Steps[p], nil
+}
+
+// UnreadableError says that the transcripts of a run could not be read:
+// the input is bad, no decision was compared. `policy test` exits 2 for it.
+type UnreadableError struct {
+	RunID string // "" for a file whose header was not read
+	Err   error
+}
+
+func (e *UnreadableError) Error() string {
+	if e.RunID == "" {
+		return e.Err.Error()
+	}
+	return "run " + e.RunID + ": " + e.Err.Error()
+}
+
+func (e *UnreadableError) Unwrap() error { return e.Err }
 
 // Where an old answer was read from.
 const (
@@ -219,60 +285,175 @@ type Report struct {
 
 // Test re-decides every recorded spawn and permission request of run, in
 // transcript order, and hands each result to report. An error from report
-// stops the test and is returned.
+// stops the test and is returned; transcripts that cannot be read are an
+// *UnreadableError, found before anything is reported.
+//
+// # Notes
+//
+// A run is read twice: first to find which attempts hold each step's
+// permission records and, when the run names no workspace, the first cwd
+// of its sessions; then to decide. A step's records are read when its
+// first attempt is decided and dropped after its last, so a run read from
+// a file (FromReader) is held one attempt and one step's records at a
+// time.
 func (t *Tester) Test(ctx context.Context, run *Run, report Report) error {
+	plan, err := t.plan(ctx, run)
+	if err != nil {
+		return err
+	}
 	t.totals.Runs++
 	pools := map[string]*recordPool{}
-	for i := range run.Steps {
-		s := &run.Steps[i]
-		if pools[s.Step] == nil {
-			pools[s.Step] = &recordPool{}
+	var stopped error // report's or ctx's error: returned as it is
+	_, err = run.each(func(s *transcript.Step, at int64) error {
+		pool, err := plan.pool(run, pools, s, at)
+		if err != nil {
+			return err
 		}
-		pools[s.Step].add(s.Permissions)
+		if err := t.testAttempt(ctx, run, s, pool, plan, report); err != nil {
+			var ue *UnreadableError
+			if !errors.As(err, &ue) {
+				stopped = err
+			}
+			return err
+		}
+		if last, ok := plan.last[s.Step]; ok && last == at {
+			delete(pools, s.Step)
+		}
+		return nil
+	})
+	switch {
+	case stopped != nil:
+		return stopped
+	case err != nil:
+		return &UnreadableError{RunID: run.ID, Err: err}
 	}
-	// A step that continued a session on its live process opened none, so
-	// its transcript names no cwd: it stands in the run's workspace or,
-	// when that is unknown too (a file), the first cwd of the run.
-	scans := make([][]*recorded, len(run.Steps))
-	fallback := run.Workspace
-	for i := range run.Steps {
-		var cwd string
-		scans[i], cwd = scan(&run.Steps[i])
-		if fallback == "" {
-			fallback = cwd
+	return nil
+}
+
+// testAttempt decides one step attempt's spawn and requests again.
+func (t *Tester) testAttempt(ctx context.Context, run *Run, s *transcript.Step, pool *recordPool, plan *runPlan, report Report) error {
+	t.totals.Transcripts++
+	if s.Truncated {
+		t.totals.Truncated++
+	}
+	if s.Spawn != nil && !t.pol.NoSpawns {
+		if err := t.testSpawn(ctx, run, s, report.Spawn); err != nil {
+			return err
 		}
 	}
-	for i := range run.Steps {
-		s := &run.Steps[i]
-		t.totals.Transcripts++
-		if s.Truncated {
-			t.totals.Truncated++
+	if t.pol.Permission == nil {
+		return nil
+	}
+	reqs, _ := scan(s)
+	for _, req := range reqs {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if s.Spawn != nil && !t.pol.NoSpawns {
-			if err := t.testSpawn(ctx, run, s, report.Spawn); err != nil {
+		if req.cwd == "" {
+			cwd, err := plan.fallbackCwd(run)
+			if err != nil {
+				return &UnreadableError{RunID: run.ID, Err: err}
+			}
+			req.cwd = cwd
+		}
+		res := t.decide(ctx, run, s, req, pool)
+		t.totals.add(res)
+		if report.Request != nil {
+			if err := report.Request(res); err != nil {
 				return err
-			}
-		}
-		if t.pol.Permission == nil {
-			continue
-		}
-		for _, req := range scans[i] {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if req.cwd == "" {
-				req.cwd = fallback
-			}
-			res := t.decide(ctx, run, s, req, pools[s.Step])
-			t.totals.add(res)
-			if report.Request != nil {
-				if err := report.Request(res); err != nil {
-					return err
-				}
 			}
 		}
 	}
 	return nil
+}
+
+// runPlan is what the first read of a run finds.
+type runPlan struct {
+	// records are, per step, the positions of its attempts that hold
+	// permission records, in order; last the position of the last
+	// attempt of each step that has records.
+	records map[string][]int64
+	last    map[string]int64
+	// fallback is the cwd of a step that opened no session: the run's
+	// workspace, else the first cwd a session of the run was opened with,
+	// looked for when first needed (most steps open their own session).
+	fallback      string
+	fallbackKnown bool
+}
+
+// fallbackCwd is the plan's fallback, found when first asked.
+func (p *runPlan) fallbackCwd(run *Run) (string, error) {
+	if p.fallbackKnown {
+		return p.fallback, nil
+	}
+	found := errors.New("found")
+	_, err := run.summaries(func(_ *transcript.Summary, at int64) error {
+		s, err := run.at(at)
+		if err != nil {
+			return err
+		}
+		if _, p.fallback = scan(s); p.fallback != "" {
+			return found
+		}
+		return nil
+	})
+	if err != nil && err != found {
+		return "", err
+	}
+	p.fallbackKnown = true
+	return p.fallback, nil
+}
+
+// plan reads run once: where the permission records are, and for a file
+// its header (run id, workflow), checked whole.
+func (t *Tester) plan(ctx context.Context, run *Run) (*runPlan, error) {
+	p := &runPlan{records: map[string][]int64{}, last: map[string]int64{}, fallback: run.Workspace, fallbackKnown: run.Workspace != ""}
+	h, err := run.summaries(func(sum *transcript.Summary, at int64) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if sum.Permissions {
+			p.records[sum.Step] = append(p.records[sum.Step], at)
+		}
+		if _, ok := p.records[sum.Step]; ok {
+			p.last[sum.Step] = at
+		}
+		return nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, &UnreadableError{RunID: run.ID, Err: err}
+	}
+	if h != nil {
+		run.ID, run.Workflow = h.RunID, h.Workflow
+	}
+	return p, nil
+}
+
+// pool is the permission records of s's step, read when its first attempt
+// comes (s, at position at, is the attempt being decided) and kept in
+// pools until its last.
+func (p *runPlan) pool(run *Run, pools map[string]*recordPool, s *transcript.Step, at int64) (*recordPool, error) {
+	if pool := pools[s.Step]; pool != nil {
+		return pool, nil
+	}
+	pool := &recordPool{}
+	for _, pos := range p.records[s.Step] {
+		holder := s
+		if pos != at {
+			var err error
+			if holder, err = run.at(pos); err != nil {
+				return nil, err
+			}
+		}
+		pool.add(holder.Permissions)
+	}
+	if _, ok := p.records[s.Step]; ok {
+		pools[s.Step] = pool
+	}
+	return pool, nil
 }
 
 // testSpawn decides one recorded spawn again and reports it.
@@ -324,7 +505,7 @@ func (t *Tester) decide(ctx context.Context, run *Run, s *transcript.Step, r *re
 		}
 	}
 	switch {
-	case res.Old != nil && (res.Old.Rule == ruleTurnCancelled || res.Old.Rule == ruleOtherSession):
+	case res.Old != nil && policies.AnsweredItself(res.Old.Rule):
 		res.Skipped = "answered by acpflow itself (" + res.Old.Rule + "), no policy was asked"
 		return res
 	case r.afterCancel:
@@ -361,12 +542,6 @@ func sameLayer(old, new *Answer) bool {
 	}
 	return layer(new) != policies.LayerOuter || old.Policy == new.Policy
 }
-
-// The rules of acpflow's own answers (docs/policies.md "What is recorded").
-const (
-	ruleTurnCancelled = "turn-cancelled"
-	ruleOtherSession  = "other-session"
-)
 
 // inferDecision is the decision an answer sent to the agent stands for:
 // the kind of the option selected (allow_once is allow), or cancel; false

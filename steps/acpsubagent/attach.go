@@ -38,8 +38,8 @@ const (
 	sniffBytes = 512
 )
 
-// attachment is one file of with.attach, found in the workspace before the
-// agent is spawned.
+// attachment is one file of with.attach, found in the workspace and opened
+// before the agent is spawned.
 type attachment struct {
 	path     string // as with.attach gives it, for errors
 	abs      string // absolute, symlinks resolved, inside the workspace
@@ -47,7 +47,16 @@ type attachment struct {
 	mimeType string // "" when not known
 	image    bool   // png, jpeg, gif or webp, by its first bytes
 	binary   bool   // a NUL in its first bytes: never embedded as text
+	// file is the file as it was opened and checked; the prompt reads it,
+	// never the path again, so that a path swapped since (a symlink to a
+	// file outside, a named pipe) sends nothing else. closeAttachments
+	// closes it.
+	file *os.File
 }
+
+// testHookOpen, when set (by tests), runs between the check of a path and
+// its open: the window a swap must hit to be refused there.
+var testHookOpen func(real string)
 
 // checkAttach checks the shape of with.attach at validate time: a list of
 // at most maxAttachments paths (strings, templates allowed).
@@ -76,9 +85,11 @@ func checkAttach(with map[string]any) error {
 }
 
 // attachments resolves with.attach (already rendered) against the
-// workspace; fails on a missing file, a directory, or a path outside it.
-// It runs before the agent is spawned, so that a step that cannot send its
-// files starts nothing.
+// workspace and opens each file; fails on a missing file, a directory,
+// anything but a regular file, or a path outside it. It runs before the
+// agent is spawned, so that a step that cannot send its files starts
+// nothing. The caller closes the files (closeAttachments) once the prompt
+// is built.
 //
 // # Notes
 //
@@ -86,7 +97,11 @@ func checkAttach(with map[string]any) error {
 // or acpflow's own directory. An absolute path is allowed if it is inside
 // the workspace. Inside is judged twice: on the path as written (so that
 // nothing outside is even looked at) and once every symlink is resolved
-// (so that a link cannot lead out).
+// (so that a link cannot lead out). The resolved path is then opened
+// beneath the workspace (os.Root: no component may lead out, whatever was
+// swapped in since), checked as opened (fstat), and only that open file is
+// read, here and when the prompt is built. A hard link is the file itself,
+// not a pointer elsewhere, and is taken (DESIGN.md).
 func attachments(with map[string]any, workspace string) ([]attachment, error) {
 	var paths []string
 	switch v := with["attach"].(type) {
@@ -115,13 +130,21 @@ func attachments(with map[string]any, workspace string) ([]attachment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("with.attach: the workspace %s cannot be resolved: %w", workspace, err)
 	}
-	files := make([]attachment, 0, len(paths))
 	for i, p := range paths {
 		if p == "" {
 			return nil, fmt.Errorf("with.attach[%d]: the path is empty", i)
 		}
-		f, err := resolveAttachment(p, workspace, root)
+	}
+	dir, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("with.attach: the workspace %s cannot be opened: %v", workspace, pathErrorCause(err))
+	}
+	defer dir.Close()
+	files := make([]attachment, 0, len(paths))
+	for _, p := range paths {
+		f, err := resolveAttachment(p, workspace, root, dir)
 		if err != nil {
+			closeAttachments(files)
 			return nil, err
 		}
 		files = append(files, f)
@@ -129,10 +152,20 @@ func attachments(with map[string]any, workspace string) ([]attachment, error) {
 	return files, nil
 }
 
+// closeAttachments closes the files attachments opened; closing them
+// again does nothing.
+func closeAttachments(files []attachment) {
+	for _, f := range files {
+		if f.file != nil {
+			f.file.Close()
+		}
+	}
+}
+
 // resolveAttachment finds one file of with.attach in the workspace
-// (workspace as given, root with its symlinks resolved) and reads its
-// first bytes.
-func resolveAttachment(p, workspace, root string) (attachment, error) {
+// (workspace as given, root with its symlinks resolved, dir the root
+// opened), opens it and reads its first bytes.
+func resolveAttachment(p, workspace, root string, dir *os.Root) (attachment, error) {
 	abs := p
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(workspace, abs)
@@ -150,12 +183,29 @@ func resolveAttachment(p, workspace, root string) (attachment, error) {
 	case !within(root, real):
 		return attachment{}, fmt.Errorf("with.attach: %s is outside the workspace %s (it resolves to %s)", p, workspace, real)
 	}
-	// O_NONBLOCK: a named pipe must not hang the open; it is refused below.
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	rel, err := filepath.Rel(root, real)
 	if err != nil {
+		return attachment{}, fmt.Errorf("with.attach: %s cannot be read: %v", p, err)
+	}
+	if testHookOpen != nil {
+		testHookOpen(real)
+	}
+	// Beneath the workspace, each component opened without following a
+	// symlink out of it; O_NONBLOCK: a named pipe swapped in must not hang
+	// the open, it is refused below.
+	f, err := dir.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if now, rerr := filepath.EvalSymlinks(abs); rerr == nil && !within(root, now) {
+			return attachment{}, fmt.Errorf("with.attach: %s is outside the workspace %s (it resolves to %s now)", p, workspace, now)
+		}
 		return attachment{}, fmt.Errorf("with.attach: %s cannot be read: %v", p, pathErrorCause(err))
 	}
-	defer f.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	st, err := f.Stat()
 	switch {
 	case err != nil:
@@ -171,12 +221,13 @@ func resolveAttachment(p, workspace, root string) (attachment, error) {
 		return attachment{}, fmt.Errorf("with.attach: %s cannot be read: %v", p, pathErrorCause(err))
 	}
 	head = head[:n]
-	a := attachment{path: p, abs: real, size: st.Size(), binary: bytes.IndexByte(head, 0) >= 0}
+	a := attachment{path: p, abs: real, size: st.Size(), binary: bytes.IndexByte(head, 0) >= 0, file: f}
 	if m := imageType(head); m != "" {
 		a.mimeType, a.image = m, true
 	} else {
 		a.mimeType = mimeTypes[strings.ToLower(filepath.Ext(real))]
 	}
+	keep = true
 	return a, nil
 }
 
@@ -249,16 +300,16 @@ func (f attachment) block(caps acp.PromptCapabilities, budget int64) (acp.Conten
 	return f.link(uri), 0, nil
 }
 
-// read reads the file to embed it; nil without an error when it has grown
-// past limit since it was found (it is linked instead).
+// read reads the file opened when it was found, from its start, to embed
+// it; nil without an error when it has grown past limit since (it is
+// linked instead).
 func (f attachment) read(limit int64) ([]byte, error) {
-	data, err := regularfile.Read(f.abs, limit)
-	var tooLarge *regularfile.TooLargeError
+	data, err := io.ReadAll(io.NewSectionReader(f.file, 0, limit+1))
 	switch {
-	case errors.As(err, &tooLarge):
-		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("with.attach: %s cannot be read: %v", f.path, pathErrorCause(err))
+	case int64(len(data)) > limit:
+		return nil, nil
 	}
 	return data, nil
 }

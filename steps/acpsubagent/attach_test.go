@@ -2,16 +2,20 @@ package acpsubagent
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acpflow/acpflow/steps"
 )
 
 // pngHead is the start of a PNG file: enough for a file to be one.
@@ -50,6 +54,7 @@ func TestAttachmentsAreFoundInTheWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closeAttachments(files)
 	for i, want := range []attachment{
 		{path: "README.md", abs: filepath.Join(ws, "README.md"), size: 5, mimeType: "text/markdown"},
 		{path: "sub/../sub/notes.txt", abs: filepath.Join(ws, "sub", "notes.txt"), size: 5, mimeType: "text/plain"},
@@ -59,8 +64,13 @@ func TestAttachmentsAreFoundInTheWorkspace(t *testing.T) {
 		{path: "link.md", abs: filepath.Join(ws, "README.md"), size: 5, mimeType: "text/markdown"},
 		{path: "data.bin", abs: filepath.Join(ws, "data.bin"), size: 2, binary: true},
 	} {
-		if files[i] != want {
-			t.Errorf("attachment %d = %+v, want %+v", i, files[i], want)
+		got := files[i]
+		if got.file == nil {
+			t.Errorf("attachment %d was not opened", i)
+		}
+		got.file = nil
+		if got != want {
+			t.Errorf("attachment %d = %+v, want %+v", i, got, want)
 		}
 	}
 	if files, err := attachments(map[string]any{}, ws); err != nil || files != nil {
@@ -81,6 +91,7 @@ func TestAttachmentsThroughASymlinkedWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closeAttachments(files)
 	for _, f := range files {
 		if f.abs != filepath.Join(real, "a.md") {
 			t.Errorf("abs = %s, want the resolved %s", f.abs, filepath.Join(real, "a.md"))
@@ -172,6 +183,7 @@ func TestPromptBlocksFollowWhatTheAgentAdvertised(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closeAttachments(files)
 	uri := func(name string) string { return "file://" + filepath.Join(ws, name) }
 	link := func(name, mime string, size int) string {
 		if mime != "" {
@@ -236,6 +248,7 @@ func TestPromptBlocksEmbedAtMostTenMiB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closeAttachments(files)
 	blocks, err := promptBlocks("x", files, acp.PromptCapabilities{EmbeddedContext: true, Image: true})
 	if err != nil {
 		t.Fatal(err)
@@ -262,22 +275,25 @@ func TestPromptBlocksEmbedAtMostTenMiB(t *testing.T) {
 	}
 }
 
-func TestPromptBlocksFailOnAFileGoneSinceItWasFound(t *testing.T) {
+// TestPromptBlocksEmbedTheFileFoundEvenIfItIsGoneSince: the prompt reads
+// the file opened when it was found, so a file removed since is embedded as
+// it was found (and linked, the agent finds it gone itself).
+func TestPromptBlocksEmbedTheFileFoundEvenIfItIsGoneSince(t *testing.T) {
 	ws := workspace(t, map[string]string{"a.md": "a"})
 	files, err := attachments(attachList("a.md"), ws)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closeAttachments(files)
 	if err := os.Remove(filepath.Join(ws, "a.md")); err != nil {
 		t.Fatal(err)
 	}
-	// Linked, the file is not read: the agent will find it gone itself.
-	if _, err := promptBlocks("x", files, acp.PromptCapabilities{}); err != nil {
-		t.Errorf("a link to a removed file: %v", err)
+	if blocks, err := promptBlocks("x", files, acp.PromptCapabilities{}); err != nil || blocks[1].ResourceLink == nil {
+		t.Errorf("a link to a removed file: %+v, %v", blocks, err)
 	}
-	_, err = promptBlocks("x", files, acp.PromptCapabilities{EmbeddedContext: true})
-	if err == nil || !strings.Contains(err.Error(), "with.attach: a.md cannot be read: no such file or directory") {
-		t.Errorf("embedding a removed file: %v", err)
+	blocks, err := promptBlocks("x", files, acp.PromptCapabilities{EmbeddedContext: true})
+	if err != nil || blocks[1].Resource == nil || blocks[1].Resource.Resource.TextResourceContents.Text != "a" {
+		t.Errorf("embedding a removed file: %+v, %v; want its text as found", blocks, err)
 	}
 }
 
@@ -289,6 +305,7 @@ func TestPromptBlocksLinkAFileThatGrewPastItsBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closeAttachments(files)
 	if err := os.WriteFile(filepath.Join(ws, "a.md"), bytes.Repeat([]byte("a"), maxEmbeddedText+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -296,4 +313,226 @@ func TestPromptBlocksLinkAFileThatGrewPastItsBound(t *testing.T) {
 	if err != nil || blocks[1].ResourceLink == nil {
 		t.Errorf("blocks %+v, %v; want a link", blocks, err)
 	}
+}
+
+// swaps are the ways a path checked inside the workspace can be made to
+// name something else before it is read (issue 23): name → the shell
+// command that swaps ws/notes.md (or ws/docs, its parent), run in the
+// workspace's parent with $OUT the directory outside. Each keeps the
+// original file alive under another name, as an attacker need not.
+var swaps = []struct {
+	name, sh string
+	// mknod: the swap makes a device node, which needs CAP_MKNOD.
+	mknod bool
+}{
+	{name: "a symlink to a file outside, renamed over the file", sh: `ln -s "$OUT/secret.txt" ws/t && mv -T ws/t ws/docs/notes.md`},
+	{name: "the parent directory swapped for a symlink to a directory outside", sh: `mv ws/docs ws/docs.old && ln -s "$OUT" ws/docs && ln -s secret.txt "$OUT/notes.md"`},
+	{name: "a named pipe renamed over the file", sh: `mkfifo ws/t && mv -T ws/t ws/docs/notes.md`},
+	{name: "a device renamed over the file", sh: `mknod ws/t c 1 5 && mv -T ws/t ws/docs/notes.md`, mknod: true},
+}
+
+// swapWorkspace is a workspace holding docs/notes.md, beside a directory
+// outside it holding secret.txt.
+func swapWorkspace(t *testing.T) (ws, out string) {
+	t.Helper()
+	parent := t.TempDir()
+	ws, out = filepath.Join(parent, "ws"), filepath.Join(parent, "outside")
+	for _, d := range []string{filepath.Join(ws, "docs"), out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, "docs", "notes.md"), []byte("the notes in the workspace\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "secret.txt"), []byte(secretOutside), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ws, out
+}
+
+const secretOutside = "KEY-outside-the-workspace-5521"
+
+// swap runs a swap's shell command for the workspace ws; false when the
+// system does not allow it (a device node without CAP_MKNOD).
+func swap(t *testing.T, sh, ws, out string) bool {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", sh)
+	cmd.Dir = filepath.Dir(ws)
+	cmd.Env = append(os.Environ(), "OUT="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		if strings.Contains(string(b), "mknod") {
+			return false
+		}
+		t.Fatalf("%s: %v\n%s", sh, err, b)
+	}
+	return true
+}
+
+// TestAttachmentsSwappedBetweenCheckAndOpen: the class of input is a path
+// swapped in the window between its check (symlinks resolved, inside the
+// workspace) and its open: a symlink to a file outside, a parent directory
+// made a symlink out, a named pipe, a device. The open is beneath the
+// workspace and checks what it opened: each fails the step, naming the
+// path, and nothing hangs on the pipe.
+func TestAttachmentsSwappedBetweenCheckAndOpen(t *testing.T) {
+	wants := map[string]string{
+		swaps[0].name: "with.attach: docs/notes.md is outside the workspace",
+		swaps[1].name: "with.attach: docs/notes.md is outside the workspace",
+		swaps[2].name: "with.attach: docs/notes.md is not a regular file (a named pipe)",
+		swaps[3].name: "with.attach: docs/notes.md is not a regular file (a character device)",
+	}
+	for _, sw := range swaps {
+		t.Run(sw.name, func(t *testing.T) {
+			ws, out := swapWorkspace(t)
+			swapped := true
+			testHookOpen = func(string) { swapped = swap(t, sw.sh, ws, out) }
+			defer func() { testHookOpen = nil }()
+			files, err := attachments(attachList("docs/notes.md"), ws)
+			closeAttachments(files)
+			if !swapped {
+				t.Skip("mknod is not allowed here")
+			}
+			if err == nil || !strings.Contains(err.Error(), wants[sw.name]) {
+				t.Errorf("error %v, want %q", err, wants[sw.name])
+			}
+			if err != nil && strings.Contains(err.Error(), secretOutside) {
+				t.Errorf("the error holds the file outside: %v", err)
+			}
+		})
+	}
+}
+
+// TestAttachmentsSwappedAfterTheyWereOpened: the class of input is a path
+// swapped after it was opened and before the prompt is built (while the
+// agent starts): every swap of swaps, and the file grown past what may be
+// embedded. The prompt embeds the file as it was opened, never what the
+// path names now; a file grown past the bound is linked.
+func TestAttachmentsSwappedAfterTheyWereOpened(t *testing.T) {
+	for _, sw := range swaps {
+		t.Run(sw.name, func(t *testing.T) {
+			ws, out := swapWorkspace(t)
+			files, err := attachments(attachList("docs/notes.md"), ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeAttachments(files)
+			if !swap(t, sw.sh, ws, out) {
+				t.Skip("mknod is not allowed here")
+			}
+			blocks, err := promptBlocks("x", files, acp.PromptCapabilities{EmbeddedContext: true})
+			if err != nil || blocks[1].Resource == nil {
+				t.Fatalf("blocks %+v, %v; want the file embedded", blocks, err)
+			}
+			if text := blocks[1].Resource.Resource.TextResourceContents.Text; text != "the notes in the workspace\n" {
+				t.Errorf("embedded %q, want the file as it was opened", text)
+			}
+		})
+	}
+	t.Run("the file grown past the bound", func(t *testing.T) {
+		ws, _ := swapWorkspace(t)
+		files, err := attachments(attachList("docs/notes.md"), ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeAttachments(files)
+		fh, err := os.OpenFile(filepath.Join(ws, "docs", "notes.md"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fh.Write(bytes.Repeat([]byte("x"), maxEmbeddedText))
+		fh.Close()
+		blocks, err := promptBlocks("x", files, acp.PromptCapabilities{EmbeddedContext: true})
+		if err != nil || blocks[1].ResourceLink == nil {
+			t.Errorf("blocks %+v, %v; want a link", blocks, err)
+		}
+	})
+}
+
+// TestAttachmentsTakeAHardLink: the class of input is a hard link in the
+// workspace to a file that has another name outside it. It is taken, as
+// decided (DESIGN.md): a hard link is the file itself, not a pointer
+// elsewhere; making one needs the right to read and write the file
+// (fs.protected_hardlinks), and a sandboxed agent cannot link in a file it
+// may not read (Landlock's refer right).
+func TestAttachmentsTakeAHardLink(t *testing.T) {
+	ws, out := swapWorkspace(t)
+	if err := os.Link(filepath.Join(out, "secret.txt"), filepath.Join(ws, "linked.txt")); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	files, err := attachments(attachList("linked.txt"), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAttachments(files)
+	if files[0].abs != filepath.Join(ws, "linked.txt") {
+		t.Errorf("abs = %s, want the name in the workspace", files[0].abs)
+	}
+}
+
+// TestAttachmentsSwappedWhileTheAgentStarts: the class of input is an
+// agent that swaps an attached path as it starts, after acpflow checked the
+// file and before the prompt is built (issue 23's `ln -s /outside/key t &&
+// mv -T t ws/notes.md` while the agent initialises), for every swap of
+// swaps and a file grown past the embedding bound. The agent is the
+// scripted one, started by a shell that swaps first: the prompt it
+// receives holds the file as acpflow opened it (or a link, for the grown
+// one), never the file outside, and the step succeeds.
+func TestAttachmentsSwappedWhileTheAgentStarts(t *testing.T) {
+	type swapCase struct {
+		name, sh     string
+		mknod, grown bool
+	}
+	var cases []swapCase
+	for _, sw := range swaps {
+		cases = append(cases, swapCase{name: sw.name, sh: sw.sh, mknod: sw.mknod})
+	}
+	cases = append(cases, swapCase{name: "the file grown past the bound", sh: `head -c 2000000 /dev/zero | tr '\0' x >> ws/docs/notes.md`, grown: true})
+	for _, sw := range cases {
+		t.Run(sw.name, func(t *testing.T) {
+			if sw.mknod && !canMknod(t) {
+				t.Skip("mknod is not allowed here")
+			}
+			ws, out := swapWorkspace(t)
+			h := newHarness(t, "-prompt-capabilities", "embeddedContext")
+			h.workspace = ws
+			h.with["attach"] = []any{"docs/notes.md"}
+			script := "cd '" + filepath.Dir(ws) + "' && OUT='" + out + "' && " + sw.sh + ` && exec "$0" "$@"`
+			h.agent.Args = append([]string{"-c", script, testAgent}, h.agent.Args...)
+			h.agent.Command = "/bin/sh"
+			res := h.run(context.Background())
+			if res.Err != nil || res.StopReason != steps.Completed {
+				t.Fatalf("step: %v %v", res.StopReason, res.Err)
+			}
+			prompts := h.recorded("prompt")
+			if len(prompts) != 1 {
+				t.Fatalf("%d prompts recorded, want 1", len(prompts))
+			}
+			raw, _ := json.Marshal(prompts[0]["params"])
+			if strings.Contains(string(raw), secretOutside) {
+				t.Fatalf("the agent was sent the file outside the workspace:\n%s", raw)
+			}
+			blocks, _ := prompts[0]["params"].(map[string]any)["prompt"].([]any)
+			if len(blocks) != 2 {
+				t.Fatalf("prompt blocks %s, want the text and the file", raw)
+			}
+			b, _ := blocks[1].(map[string]any)
+			if sw.grown {
+				if b["type"] != "resource_link" {
+					t.Errorf("the grown file's block is %v, want a link", b)
+				}
+				return
+			}
+			resource, _ := b["resource"].(map[string]any)
+			if b["type"] != "resource" || resource["text"] != "the notes in the workspace\n" {
+				t.Errorf("the file's block is %v, want the file as acpflow opened it", b)
+			}
+		})
+	}
+}
+
+// canMknod reports whether this process may make a device node.
+func canMknod(t *testing.T) bool {
+	p := filepath.Join(t.TempDir(), "dev")
+	return syscall.Mknod(p, syscall.S_IFCHR|0o600, 1<<8|5) == nil
 }

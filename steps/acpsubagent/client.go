@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,9 @@ type client struct {
 	output      transcriptText
 	permissions []policies.PermissionRecord
 	cancelled   bool // a cancel was sent: pending permissions are answered `cancelled`
+	// sealed: the turn is over and its result taken (seal); a request is
+	// answered `cancelled` and recorded as the run's.
+	sealed bool
 	// turnEnded ends with the turn's cancel: a person still thinking about
 	// a request is not waited for (and the request is answered
 	// `cancelled`, as ACP wants after a cancel).
@@ -42,6 +46,8 @@ type client struct {
 	// the session's cost when the turn began, lastCost its latest.
 	usage              steps.Usage
 	costBase, lastCost *acp.Cost
+	// usageWarned: the usage fields already warned of as dropped (usage.go).
+	usageWarned map[string]bool
 	// overflow is closed when the output passed its limit.
 	overflow     chan struct{}
 	overflowOnce sync.Once
@@ -266,7 +272,10 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 	c.inv.Emit(steps.AgentUpdate{Kind: kind, Update: body})
 	switch {
 	case u.UsageUpdate != nil:
-		c.usageUpdated(u.UsageUpdate)
+		// Only when the SDK decoded one that proc.usageNotification did
+		// not recognise (an escaped "usage_update"): read it the one way.
+		raw, _ := json.Marshal(u.UsageUpdate)
+		c.usageUpdated(raw)
 	case u.ToolCall != nil:
 		tc := u.ToolCall
 		c.toolSeen(string(tc.ToolCallId), func(f *policies.ToolCallFields) {
@@ -335,59 +344,6 @@ func modeOption(options []acp.SessionConfigOption) *acp.SessionConfigOptionSelec
 		}
 	}
 	return nil
-}
-
-// usageUpdated keeps a usage_update: the session's cumulative cost, made
-// the turn's own by subtracting what the session had cost when the turn
-// began, and what its context holds. An update that says nothing new
-// (claude-agent-acp sends `used: null`) reports nothing.
-func (c *client) usageUpdated(uu *acp.SessionUsageUpdate) {
-	c.mu.Lock()
-	before := c.usage.Clone()
-	if uu.Used > 0 {
-		used, size := int64(uu.Used), int64(max(uu.Size, 0))
-		c.usage.ContextTokens, c.usage.ContextSize = &used, &size
-	}
-	if uu.Cost != nil && countable(*uu.Cost) {
-		cost := *uu.Cost
-		c.lastCost = &cost
-		own := steps.Cost{Amount: cost.Amount, Currency: cost.Currency}
-		if b := c.costBase; b != nil && b.Currency == cost.Currency {
-			own.Amount = max(cost.Amount-b.Amount, 0)
-		}
-		c.usage.Cost = &own
-	}
-	changed := !sameUsage(before, &c.usage)
-	report := c.usage.Clone()
-	c.mu.Unlock()
-	if changed {
-		c.inv.Emit(steps.UsageReport{Usage: *report})
-	}
-}
-
-// turnUsage keeps the prompt response's usage: the turn's token counts.
-// ACP's field says "for this turn" (its members' comments say "across all
-// turns"); claude-agent-acp 0.23.1, the one agent that sends it, counts
-// each prompt from zero, so it is taken as the turn's.
-func (c *client) turnUsage(u *acp.Usage) {
-	if u == nil {
-		return
-	}
-	// A negative count (an agent's bug, or one that wants to slip under a
-	// budget) counts as none.
-	n := func(v int) *int64 { x := int64(max(v, 0)); return &x }
-	opt := func(v *int) *int64 {
-		if v == nil {
-			return nil
-		}
-		return n(*v)
-	}
-	c.mu.Lock()
-	c.usage.InputTokens, c.usage.OutputTokens, c.usage.TotalTokens = n(u.InputTokens), n(u.OutputTokens), n(u.TotalTokens)
-	c.usage.ThoughtTokens, c.usage.CachedReadTokens, c.usage.CachedWriteTokens = opt(u.ThoughtTokens), opt(u.CachedReadTokens), opt(u.CachedWriteTokens)
-	report := c.usage.Clone()
-	c.mu.Unlock()
-	c.inv.Emit(steps.UsageReport{Usage: *report})
 }
 
 // turnUsageSoFar is what the agent reported of the turn, nil for nothing.
@@ -494,36 +450,58 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	c.asked(string(p.ToolCall.ToolCallId))
 	req := c.permissionRequest(p)
 	c.mu.Lock()
-	cancelled := c.cancelled
+	cancelled, sealed := c.cancelled, c.sealed
 	c.mu.Unlock()
 	var rec policies.PermissionRecord
-	if cancelled || !c.ours(p.SessionId) {
-		// No policy is asked: acpflow itself answers, and says why.
-		rec = policies.PermissionRecord{
-			ToolCallID: req.Tool.ID, Kind: req.Tool.Kind, Title: req.Tool.Title,
-			Command: req.Tool.Command, Locations: req.Tool.Locations,
-			Decision: policies.Cancel, Outcome: "cancelled", Layer: policies.LayerWorkflow, Policy: c.inv.PermissionSource,
-			Rule: "turn-cancelled", Reason: "the turn was cancelled",
-		}
-		if !cancelled {
-			rec.Rule, rec.Reason = "other-session", "request for another session"
-		}
-	} else {
+	switch {
+	// No policy is asked in the first three: acpflow itself answers, and
+	// says why (unowned.go).
+	case sealed:
+		rec = answeredItself(req, c.inv.PermissionSource, policies.RuleTurnEnded,
+			fmt.Sprintf("request for the session of step %s after its turn ended", c.inv.StepID))
+	case cancelled:
+		rec = answeredItself(req, c.inv.PermissionSource, policies.RuleTurnCancelled, "the turn was cancelled")
+	case !c.ours(p.SessionId):
+		rec = answeredItself(req, c.inv.PermissionSource, policies.RuleOtherSession,
+			fmt.Sprintf("request for session %s, which is not the step's", quotedSession(p.SessionId)))
+	default:
 		rec = c.answer(ctx, req)
 	}
-	c.mu.Lock()
-	c.permissions = append(c.permissions, rec)
-	c.mu.Unlock()
-	c.inv.Emit(steps.Permission{PermissionRecord: rec})
+	c.keep(rec)
+	return answerOf(rec), nil
+}
 
-	if rec.Outcome == "selected" {
-		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
-			Selected: &acp.RequestPermissionOutcomeSelected{OptionId: acp.PermissionOptionId(rec.OptionID)},
-		}}, nil
+// keep records an answer in the step's permissions and as its event; once
+// the step's result is taken (seal), in the run's, saying so.
+func (c *client) keep(rec policies.PermissionRecord) {
+	c.mu.Lock()
+	sealed := c.sealed
+	if !sealed {
+		c.permissions = append(c.permissions, rec)
 	}
-	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
-		Cancelled: &acp.RequestPermissionOutcomeCancelled{},
-	}}, nil
+	c.mu.Unlock()
+	if !sealed {
+		c.inv.Emit(steps.Permission{PermissionRecord: rec})
+		return
+	}
+	if rec.Rule != policies.RuleTurnEnded {
+		rec.Reason = joinReasons(rec.Reason, fmt.Sprintf("answered after the turn of step %s ended", c.inv.StepID))
+	}
+	recordForRun(c.inv, rec)
+}
+
+// seal ends the turn for permission requests: a question still put to a
+// person is withdrawn, the answers in flight are waited for (at most
+// limit), and from then on a request is answered `cancelled` and every
+// record goes to the run's (keep): the step's result is being taken.
+func (c *client) seal(limit time.Duration) {
+	if c.endTurn != nil {
+		c.endTurn()
+	}
+	c.answersSettled(limit)
+	c.mu.Lock()
+	c.sealed = true
+	c.mu.Unlock()
 }
 
 // answer asks the step's policy within the outer policy, and a person

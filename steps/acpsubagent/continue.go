@@ -47,6 +47,7 @@ func (a *attempt) continueSession(ctx, startCtx context.Context) error {
 		a.kept = k
 		if p := reg.take(k, a.inv); p != nil {
 			a.p = p
+			p.book.use(a.inv, a.cwd)
 			a.scribe.addSecrets(p.secrets)
 			p.listen(a.scribe)
 			if a.fork {
@@ -130,6 +131,9 @@ func (a *attempt) forkSession(ctx context.Context, sid acp.SessionId, live bool)
 	}
 	if resp.SessionId == "" {
 		return fmt.Errorf("agent %s answered session/fork without a session id", a.agent.Name)
+	}
+	if err := a.claimSession(acp.AgentMethodSessionFork, resp.SessionId, sid); err != nil {
+		return err
 	}
 	a.offered = forkOffered(resp)
 	a.p.opened(resp.SessionId)

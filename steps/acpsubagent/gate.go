@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	acp "github.com/coder/acp-go-sdk"
 	gojson "github.com/goccy/go-json"
 )
 
@@ -39,6 +40,10 @@ type stdoutGate struct {
 	closed  bool
 	err     error // why the stream was cut short
 
+	// asked counts the permission requests passed on, answered those the
+	// handler has answered and recorded (awaitAnswers).
+	asked, answered int64
+
 	// tap, when set, sees every line passed on to the SDK (the transcript).
 	tap func(line []byte)
 }
@@ -69,6 +74,10 @@ func (g *stdoutGate) Read(p []byte) (int, error) {
 			g.dropped++
 			g.mu.Unlock()
 			continue
+		case linePermission:
+			g.mu.Lock()
+			g.asked++
+			g.mu.Unlock()
 		}
 		if g.tap != nil {
 			g.tap(line)
@@ -164,6 +173,7 @@ const (
 	lineOther             lineKind = iota // a request, a response, or not JSON: the SDK's to judge
 	lineUpdate                            // a session/update notification
 	lineOtherNotification                 // any other notification
+	linePermission                        // a session/request_permission request
 )
 
 // classify looks at a line's top-level id and method.
@@ -172,7 +182,13 @@ func classify(line []byte) lineKind {
 		ID     gojson.RawMessage `json:"id"`
 		Method string            `json:"method"`
 	}
-	if gojson.Unmarshal(line, &head) != nil || head.Method == "" || head.ID != nil {
+	if gojson.Unmarshal(line, &head) != nil || head.Method == "" {
+		return lineOther
+	}
+	if head.ID != nil {
+		if head.Method == acp.ClientMethodSessionRequestPermission {
+			return linePermission
+		}
 		return lineOther
 	}
 	switch head.Method {
@@ -190,6 +206,40 @@ func classify(line []byte) lineKind {
 func (g *stdoutGate) awaitHandled(limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) && !g.caughtUp() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// answeredOne is called by the handler for every permission request it has
+// answered, once its record is made.
+func (g *stdoutGate) answeredOne() {
+	g.mu.Lock()
+	g.answered++
+	g.mu.Unlock()
+}
+
+// awaitAnswers waits, at most limit, until the stream has ended (done:
+// every line read) and every permission request passed on has been
+// answered and recorded: a request the agent sent as it was torn down is
+// on the run's record before the run ends. The SDK hands each request to
+// the handler on a goroutine of its own, so the end of the stream does not
+// say the handler has run.
+func (g *stdoutGate) awaitAnswers(done <-chan struct{}, limit time.Duration) {
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		return
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		g.mu.Lock()
+		settled := g.answered >= g.asked
+		g.mu.Unlock()
+		if settled {
+			return
+		}
 		time.Sleep(time.Millisecond)
 	}
 }

@@ -102,6 +102,10 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		return nil, err
 	}
 	s := &subagent{kind: k, id: cfg.ID, agent: agent, from: from, fork: fork, output: output}
+	if v, ok := cfg.With["mcp-servers"]; ok && v != nil {
+		s.ownMCP, _ = steps.MCPServersOf(v, withPath("mcp-servers")) // checked above
+	}
+	s.ownEnv, _ = cfg.With["env"].(map[string]any)
 	if v, ok := cfg.With["sandbox"]; ok {
 		sb, err := steps.ParseSandbox(v)
 		if err != nil {

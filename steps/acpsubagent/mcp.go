@@ -1,10 +1,12 @@
 package acpsubagent
 
 import (
+	"context"
 	"fmt"
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -22,67 +24,95 @@ func checkToolKeys(with map[string]any) error {
 	return checkAttach(with)
 }
 
-// mcpServers resolves the agent's and the step's mcp-servers, rendered.
-// The step's list is added to the agent's, and a step's server replaces
-// the agent's of the same name in its place. The agent's strings are
-// rendered with render (nil: as written); the step's come rendered in
-// with. The list is never nil: session/new must send [] for none.
+// mcpServer is one MCP server of a step, rendered: as session/new sends
+// it, with what its record must not show.
+type mcpServer struct {
+	steps.MCPServer
+	// setBy says whose list it came from ("step s's mcp-servers.docs"),
+	// for an outer policy's refusal of one of its values.
+	setBy string
+	// url is the url in pieces, so that its templated parts can be hidden
+	// wherever it is recorded; nil for a stdio server.
+	url []piece
+	// secrets are the values no record may hold: every env and header
+	// value, and what each ${{ }} in its command, args and url produced.
+	secrets []string
+}
+
+// mcpServers resolves the agent's and the step's mcp-servers (own, as the
+// step's with: wrote them), rendered with render (nil: as written). The
+// step's list is added to the agent's, and a step's server replaces the
+// agent's of the same name in its place. The list is never nil:
+// session/new must send [] for none.
 //
 // # Notes
 //
 // The env and header values are the user's explicit values and may be
 // credentials: no error here quotes one (or a command or url, which may
 // embed one), only the server's name and the key.
-func mcpServers(agent *steps.Agent, with map[string]any, render func(string) (string, error)) ([]acp.McpServer, error) {
+func mcpServers(agent *steps.Agent, step string, own []steps.MCPServer, render func(string) (string, error)) ([]mcpServer, error) {
 	if render == nil {
 		render = func(s string) (string, error) { return s, nil }
 	}
-	servers := make([]steps.MCPServer, 0, len(agent.MCPServers))
+	servers := make([]mcpServer, 0, len(agent.MCPServers)+len(own))
 	for _, s := range agent.MCPServers {
 		r, err := renderMCPServer(s, render, "agents."+agent.Name+".mcp-servers."+s.Name)
 		if err != nil {
 			return nil, err
 		}
+		r.setBy = "agent " + agent.Name + "'s mcp-servers." + s.Name
 		servers = append(servers, r)
 	}
-	if v, ok := with["mcp-servers"]; ok && v != nil {
-		own, err := steps.MCPServersOf(v, withPath("mcp-servers"))
+	for _, s := range own {
+		r, err := renderMCPServer(s, render, "with.mcp-servers."+s.Name)
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range own {
-			if err := checkRendered(s, "with.mcp-servers."+s.Name); err != nil {
-				return nil, err
-			}
-			if i := indexOfServer(servers, s.Name); i >= 0 {
-				servers[i] = s
-			} else {
-				servers = append(servers, s)
-			}
+		r.setBy = "step " + step + "'s mcp-servers." + s.Name
+		if i := indexOfServer(servers, s.Name); i >= 0 {
+			servers[i] = r
+		} else {
+			servers = append(servers, r)
 		}
 	}
-	out := make([]acp.McpServer, 0, len(servers))
-	for _, s := range servers {
-		out = append(out, wireServer(s))
-	}
-	return out, nil
+	return servers, nil
 }
 
-// renderMCPServer renders the strings of an agent's server (all but its
-// name and type, which are written as they are) and checks the result.
-func renderMCPServer(s steps.MCPServer, render func(string) (string, error), at string) (steps.MCPServer, error) {
-	r := steps.MCPServer{Name: s.Name, Type: s.Type}
-	var err error
-	if r.Command, err = render(s.Command); err != nil {
-		return r, fmt.Errorf("%s.command: %w", at, err)
+// wireServers are servers as session/new sends them.
+func wireServers(servers []mcpServer) []acp.McpServer {
+	out := make([]acp.McpServer, 0, len(servers))
+	for _, s := range servers {
+		out = append(out, wireServer(s.MCPServer))
 	}
-	if r.URL, err = render(s.URL); err != nil {
-		return r, fmt.Errorf("%s.url: %w", at, err)
+	return out
+}
+
+// renderMCPServer renders the strings of a server (all but its name and
+// type, which are written as they are) and checks the result.
+func renderMCPServer(s steps.MCPServer, render func(string) (string, error), at string) (mcpServer, error) {
+	r := mcpServer{MCPServer: steps.MCPServer{Name: s.Name, Type: s.Type}}
+	one := func(raw, key string) (string, error) {
+		pieces, err := renderPieces(raw, render)
+		if err != nil {
+			return "", fmt.Errorf("%s.%s: %w", at, key, err)
+		}
+		r.secrets = append(r.secrets, produced(pieces)...)
+		if key == "url" && raw != "" {
+			r.url = pieces
+		}
+		return joined(pieces), nil
+	}
+	var err error
+	if r.Command, err = one(s.Command, "command"); err != nil {
+		return r, err
+	}
+	if r.URL, err = one(s.URL, "url"); err != nil {
+		return r, err
 	}
 	for i, a := range s.Args {
-		v, err := render(a)
+		v, err := one(a, fmt.Sprintf("args[%d]", i))
 		if err != nil {
-			return r, fmt.Errorf("%s.args[%d]: %w", at, i, err)
+			return r, err
 		}
 		r.Args = append(r.Args, v)
 	}
@@ -92,14 +122,15 @@ func renderMCPServer(s steps.MCPServer, render func(string) (string, error), at 
 		to   *[]steps.MCPVar
 	}{{"env", s.Env, &r.Env}, {"headers", s.Headers, &r.Headers}} {
 		for _, kv := range f.from {
-			v, err := render(kv.Value)
+			v, err := one(kv.Value, f.key+"."+kv.Name)
 			if err != nil {
-				return r, fmt.Errorf("%s.%s.%s: %w", at, f.key, kv.Name, err)
+				return r, err
 			}
 			*f.to = append(*f.to, steps.MCPVar{Name: kv.Name, Value: v})
+			r.secrets = append(r.secrets, v)
 		}
 	}
-	return r, checkRendered(r, at)
+	return r, checkRendered(r.MCPServer, at)
 }
 
 // checkRendered checks what rendering may have broken: a command or url
@@ -118,7 +149,7 @@ func checkRendered(s steps.MCPServer, at string) error {
 	return nil
 }
 
-func indexOfServer(servers []steps.MCPServer, name string) int {
+func indexOfServer(servers []mcpServer, name string) int {
 	for i, s := range servers {
 		if s.Name == name {
 			return i
@@ -182,25 +213,45 @@ func checkMCP(agent string, servers []acp.McpServer, caps acp.McpCapabilities) e
 	return nil
 }
 
-// mcpSecrets are the values of the servers' env and headers, which a
-// transcript must not hold: session/new carries them.
-func mcpSecrets(servers []acp.McpServer) []string {
-	var out []string
+// vars are the values of a server that reach the agent's side named as
+// variables, for the outer policy (policies.Outer.Admit): a stdio server's
+// env, an http or sse server's headers; and where they were set.
+func (s mcpServer) vars() (map[string]string, string) {
+	list, key := s.Env, ".env"
+	if s.Type != steps.MCPStdio {
+		list, key = s.Headers, ".headers"
+	}
+	if len(list) == 0 {
+		return nil, ""
+	}
+	m := make(map[string]string, len(list))
+	for _, kv := range list {
+		m[kv.Name] = kv.Value
+	}
+	return m, s.setBy + key
+}
+
+// admitMCP puts the values that servers hand to the agent's side, named
+// as variables (each stdio server's env, each http or sse server's
+// headers), to the outer policy, as the agent's own explicit env is: a
+// value an outer file drops fails the step before anything is spawned or
+// sent, naming the variable and the server, never the value. A server's
+// command, args and url are not variables: like a prompt, the outer env
+// policy does not judge them (docs/policies.md#the-outer-policy).
+func (a *attempt) admitMCP(ctx context.Context, servers []mcpServer) error {
+	if len(a.inv.Outer) == 0 {
+		return nil
+	}
+	req := &policies.EnvRequest{
+		Request: policies.Request{Kind: policies.KindEnv, Workflow: a.inv.Workflow, RunID: a.inv.RunID, Step: a.inv.StepID,
+			Agent: a.agent.Name, Workspace: a.inv.Workspace, Cwd: a.cwd},
+		Ambient: a.inv.Ambient,
+	}
 	for _, s := range servers {
-		switch {
-		case s.Stdio != nil:
-			for _, e := range s.Stdio.Env {
-				out = append(out, e.Value)
-			}
-		case s.Http != nil:
-			for _, h := range s.Http.Headers {
-				out = append(out, h.Value)
-			}
-		case s.Sse != nil:
-			for _, h := range s.Sse.Headers {
-				out = append(out, h.Value)
-			}
+		values, setBy := s.vars()
+		if err := a.inv.Outer.Admit(ctx, req, values, setBy); err != nil {
+			return err
 		}
 	}
-	return out
+	return nil
 }

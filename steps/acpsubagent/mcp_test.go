@@ -20,6 +20,16 @@ func render(s string) (string, error) {
 	return strings.ReplaceAll(s, "${{ token }}", "tok-rendered"), nil
 }
 
+// stepServers reads a step's with.mcp-servers as Prepare does.
+func stepServers(t *testing.T, list []any) []steps.MCPServer {
+	t.Helper()
+	own, err := steps.MCPServersOf(list, []string{"with", "mcp-servers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return own
+}
+
 func TestMCPServersAreTheAgentsWithTheStepsLaidOver(t *testing.T) {
 	agent := steps.NewAgent("claude")
 	agent.MCPServers = []steps.MCPServer{
@@ -27,16 +37,16 @@ func TestMCPServersAreTheAgentsWithTheStepsLaidOver(t *testing.T) {
 		{Name: "docs", Type: "http", URL: "https://docs.example/mcp", Headers: []steps.MCPVar{{Name: "Authorization", Value: "Bearer ${{ token }}"}}},
 		{Name: "bare", Type: "stdio", Command: "bare-mcp"},
 	}
-	// with: as the engine hands it over, rendered.
-	with := map[string]any{"mcp-servers": []any{
+	// with: as the file wrote it.
+	own := stepServers(t, []any{
 		map[string]any{"name": "docs", "type": "sse", "url": "http://localhost:9/sse"},
 		map[string]any{"name": "fs", "command": "fs-mcp", "args": []any{"--root", 3}, "env": map[string]any{"B": true, "A": "x"}},
-	}}
-	servers, err := mcpServers(agent, with, render)
+	})
+	servers, err := mcpServers(agent, "s", own, render)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := json.Marshal(servers)
+	got, err := json.Marshal(wireServers(servers))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +66,11 @@ func TestMCPServersAreTheAgentsWithTheStepsLaidOver(t *testing.T) {
 }
 
 func TestMCPServersAreAnEmptyListWhenThereAreNone(t *testing.T) {
-	servers, err := mcpServers(steps.NewAgent("a"), map[string]any{}, nil)
+	servers, err := mcpServers(steps.NewAgent("a"), "s", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(acp.NewSessionRequest{Cwd: "/ws", McpServers: servers})
+	b, _ := json.Marshal(acp.NewSessionRequest{Cwd: "/ws", McpServers: wireServers(servers)})
 	if !strings.Contains(string(b), `"mcpServers":[]`) {
 		t.Errorf("session/new = %s, want mcpServers: [] (ACP requires the list; null is refused)", b)
 	}
@@ -85,17 +95,17 @@ func TestMCPServerErrorsNameTheServerAndKeyNeverTheValue(t *testing.T) {
 			"agents.claude.mcp-servers.gh.command: the command is empty once rendered"},
 		{"an agent's url that renders to no URL", []steps.MCPServer{{Name: "docs", Type: "http", URL: "ftp://${{ token }}"}}, nil,
 			"agents.claude.mcp-servers.docs.url: want an http:// or https:// URL"},
-		{"a step's url that renders to no URL", nil, []any{map[string]any{"name": "docs", "type": "http", "url": "tok-rendered", "headers": map[string]any{"A": secret}}},
-			"with.mcp-servers[0] (docs): url: want an http:// or https:// URL"},
-		{"a step's server without a url (a with: built in code)", nil, []any{map[string]any{"name": "docs", "type": "http", "headers": map[string]any{"A": secret}}},
-			"with.mcp-servers[0] (docs): missing url"},
+		{"a step's url that renders to no URL", nil, []any{map[string]any{"name": "docs", "type": "http", "url": "${{ token }}", "headers": map[string]any{"A": secret}}},
+			"with.mcp-servers.docs.url: want an http:// or https:// URL"},
+		{"a step's value that does not render", nil, []any{map[string]any{"name": "docs", "type": "http", "url": "https://h", "headers": map[string]any{"A": "${{ fail }}"}}},
+			"with.mcp-servers.docs.headers.A: in ${{ fail }}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			agent := steps.NewAgent("claude")
 			agent.MCPServers = tc.agent
-			with := map[string]any{}
+			var own []steps.MCPServer
 			if tc.with != nil {
-				with["mcp-servers"] = tc.with
+				own = stepServers(t, tc.with)
 			}
 			r := func(s string) (string, error) {
 				if strings.Contains(s, "${{ empty }}") {
@@ -103,7 +113,7 @@ func TestMCPServerErrorsNameTheServerAndKeyNeverTheValue(t *testing.T) {
 				}
 				return render(s)
 			}
-			_, err := mcpServers(agent, with, r)
+			_, err := mcpServers(agent, "s", own, r)
 			if err == nil {
 				t.Fatal("accepted")
 			}

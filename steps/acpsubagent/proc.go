@@ -25,7 +25,8 @@ import (
 // One connection serves several sessions over its life, so the agent's
 // requests and updates are routed by session id to the client of the turn
 // that owns the session now; an update for a session no turn owns is
-// dropped, a permission request for one is answered `cancelled`.
+// dropped, a permission request for one is answered `cancelled` and
+// recorded (unowned.go).
 type proc struct {
 	*agentConn
 	agent *steps.Agent
@@ -53,6 +54,9 @@ type proc struct {
 	// presetDir is the process's private config directory (presetdir.go),
 	// removed once it is gone; "" for none.
 	presetDir string
+	// book is what the process knows of its sessions beyond clients: whose
+	// they were, and who is using the process (unowned.go).
+	book sessionBook
 	// confinement is the process's sandbox (confine.go), released once it
 	// is gone; nil for none.
 	confinement *confinement
@@ -184,6 +188,7 @@ func (p *proc) route(id acp.SessionId, c *client) {
 		c.countCostFrom(cost)
 	}
 	p.mu.Unlock()
+	p.book.routed(id, c)
 }
 
 // unroute stops routing session id to c (if c still owns it).
@@ -233,6 +238,9 @@ func (p *proc) client(id acp.SessionId) *client {
 func (p *proc) handle(ctx context.Context, method string, params json.RawMessage) (any, *acp.RequestError) {
 	switch method {
 	case acp.ClientMethodSessionUpdate:
+		if p.usageNotification(params) {
+			return nil, nil
+		}
 		var n acp.SessionNotification
 		if err := decodeParams(params, &n); err != nil {
 			p.gate.handledOne()
@@ -248,13 +256,14 @@ func (p *proc) handle(ctx context.Context, method string, params json.RawMessage
 		}
 		return nil, nil
 	case acp.ClientMethodSessionRequestPermission:
+		defer p.gate.answeredOne()
 		var r acp.RequestPermissionRequest
 		if err := decodeParams(params, &r); err != nil {
 			return nil, err
 		}
 		c := p.client(r.SessionId)
 		if c == nil {
-			return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}, nil
+			return p.answerUnowned(ctx, r), nil
 		}
 		resp, err := c.RequestPermission(ctx, r)
 		if err != nil {
@@ -291,6 +300,7 @@ func (p *proc) teardown() {
 	// stdout flow, so an agent blocked writing can see its EOF.
 	p.gate.close()
 	rep := p.child.Teardown(ladder(p.agent))
+	p.gate.awaitAnswers(p.conn.Done(), answerLimit) // each on record before the run ends
 	if p.presetDir != "" {
 		os.RemoveAll(p.presetDir)
 	}

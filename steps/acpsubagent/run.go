@@ -53,6 +53,11 @@ type subagent struct {
 	// whatever the agent's).
 	sandbox    *steps.Sandbox
 	sandboxSet bool
+	// ownMCP and ownEnv are the step's with.mcp-servers and with.env as
+	// the file wrote them, templates and all: what each ${{ }} produced
+	// is a secret (redact.go).
+	ownMCP []steps.MCPServer
+	ownEnv map[string]any
 }
 
 var (
@@ -98,8 +103,9 @@ type attempt struct {
 	// the prompt.
 	mcp   []acp.McpServer
 	files []attachment
-	// scribe keeps the attempt's transcript; secrets are the values it
-	// must never hold (explicit env, what the env policy dropped).
+	// scribe keeps the attempt's transcript and scrubs what the attempt
+	// records; secrets are the values of its env that no record may hold
+	// (redact.go), which a process keeps for the steps it serves next.
 	scribe  *scribe
 	secrets []string
 }
@@ -110,19 +116,41 @@ type attempt struct {
 // run still does. A process that a later step continues, or that the pool
 // takes back, outlives the step (proc.release).
 func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
-	a := &attempt{subagent: s, inv: inv}
+	a := &attempt{subagent: s, scribe: newScribe(s.agent.Name, nil, inv.Workspace)}
+	// Every event of the attempt passes the scribe: the agent's words may
+	// hold a secret it was given.
+	own := *inv
+	if inv.Events != nil {
+		own.Events = redactingSink{next: inv.Events, scribe: a.scribe}
+	}
+	a.inv = &own
 	res := a.run(ctx)
 	if res.StopReason == "" {
 		res.StopReason = steps.Error
+	}
+	var early []policies.PermissionRecord
+	if a.p != nil {
+		// From here on, a request for no open session is the run's.
+		early = a.p.book.leave(a.inv)
 	}
 	if a.client != nil {
 		if res.StopReason != steps.Completed {
 			a.client.quiesce(a.p.conn.Done(), 250*time.Millisecond)
 		}
-		res.Output, res.Final, res.Permissions = a.client.snapshot()
-		res.Usage = a.client.turnUsageSoFar()
 		a.p.unroute(a.sessionID, a.client)
+		a.client.seal(cancelWriteLimit) // what is answered from now on is the run's
+		res.Output, res.Final, res.Permissions = a.client.snapshot()
+		select {
+		case <-a.client.overflowed():
+			// Past max-output the last message was cut off: what was kept
+			// of it ends output, and is not recorded twice (docs/results.md:
+			// a capped step's text is recorded once).
+			res.Final = ""
+		default:
+		}
+		res.Usage = a.client.turnUsageSoFar()
 	}
+	res.Permissions = append(early, res.Permissions...)
 	if a.prompted {
 		a.inv.Emit(steps.TurnEnd{StopReason: res.StopReason})
 	}
@@ -151,6 +179,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 	if a.unlock != nil {
 		a.unlock()
 	}
+	a.scribe.result(&res)
 	return res
 }
 
@@ -213,6 +242,7 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
 	a.cwd = cwd
+	a.scribe.keepPaths(cwd)
 	if a.outputLimit, err = a.maxOutput(); err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
@@ -221,10 +251,21 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 	if a.files, err = attachments(a.inv.With, a.inv.Workspace); err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
-	if a.mcp, err = mcpServers(a.agent, a.inv.With, a.render); err != nil {
+	defer closeAttachments(a.files)
+	servers, err := mcpServers(a.agent, a.inv.StepID, a.ownMCP, a.render)
+	if err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
-	a.scribe = newScribe(a.agent.Name, mcpSecrets(a.mcp))
+	for _, sv := range servers {
+		a.scribe.addSecrets(sv.secrets)
+		if sv.url != nil {
+			a.scribe.addMask(sv.url)
+		}
+	}
+	if err := a.admitMCP(ctx, servers); err != nil {
+		return steps.Result{StopReason: steps.Error, Err: err}
+	}
+	a.mcp = wireServers(servers)
 	if ctx.Err() != nil {
 		return steps.Result{StopReason: steps.Aborted, Err: ErrAbortedBeforeStart}
 	}
@@ -275,6 +316,9 @@ func (a *attempt) openSession(ctx, startCtx context.Context) error {
 		return errors.New("ACP child published without a session id")
 	}
 	a.offered = offered{modes: sess.Modes, options: sess.ConfigOptions}
+	if err := a.claimSession(acp.AgentMethodSessionNew, sess.SessionId, ""); err != nil {
+		return err
+	}
 	a.opened(sess.SessionId, "")
 	return a.configure(startCtx, a.sessionID, a.offered, settings)
 }
@@ -325,6 +369,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 			key = reuseKey(path, args, env, a.agent.Auth+"\x00"+sb.String())
 			if p := pl.take(key, a.inv); p != nil {
 				a.p = p
+				p.book.use(a.inv, a.cwd)
 				p.listen(a.scribe)
 				a.inv.Emit(steps.Reused{PID: p.child.Pid()})
 				return a.checkMCP()
@@ -369,6 +414,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 		return fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)
 	}
 	a.p = newProc(ac, a.agent, a.inv)
+	a.p.book.use(a.inv, a.cwd)
 	a.p.presetDir, a.p.confinement = dir, c
 	a.p.pool, a.p.poolKey, a.p.secrets = pl, key, a.secrets
 	a.p.listen(a.scribe)
@@ -446,6 +492,7 @@ func (a *attempt) startError(ctx context.Context, method string, err error) erro
 func (a *attempt) prompt(ctx context.Context) steps.Result {
 	text, _ := a.inv.With["prompt"].(string)
 	blocks, err := promptBlocks(text, a.files, a.p.caps.PromptCapabilities)
+	closeAttachments(a.files) // read: not held through the turn
 	if err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
@@ -477,7 +524,7 @@ func (a *attempt) prompt(ctx context.Context) steps.Result {
 // session/cancel and settles at once.
 func (a *attempt) turn(ctx context.Context, blocks []acp.ContentBlock) steps.Result {
 	type answer struct {
-		resp acp.PromptResponse
+		resp promptAnswer // its usage read leniently (usage.go)
 		err  error
 	}
 	// The prompt's own context is never cancelled: cancelling it would make
@@ -487,7 +534,7 @@ func (a *attempt) turn(ctx context.Context, blocks []acp.ContentBlock) steps.Res
 	done := make(chan answer, 1)
 	a.prompted = true
 	go func() {
-		resp, err := acp.SendRequest[acp.PromptResponse](a.p.conn, context.Background(), acp.AgentMethodSessionPrompt, acp.PromptRequest{
+		resp, err := acp.SendRequest[promptAnswer](a.p.conn, context.Background(), acp.AgentMethodSessionPrompt, acp.PromptRequest{
 			SessionId: a.sessionID,
 			Prompt:    blocks,
 		})
@@ -620,12 +667,16 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	explicit := map[string]string{}
 	// setBy says who set each explicit name, for an outer policy's refusal.
 	setBy := map[string]string{}
+	// The secrets of the environment (redact.go): what a template
+	// produced in an explicit value, and credentials by name.
+	var secrets []string
 	for k, v := range a.agent.Env {
-		r, err := a.render(v)
+		pieces, err := renderPieces(v, a.render)
 		if err != nil {
 			return nil, fmt.Errorf("agents.%s.env.%s: %w", a.agent.Name, k, err)
 		}
-		explicit[k], setBy[k] = r, "agent "+a.agent.Name+"'s env"
+		explicit[k], setBy[k] = joined(pieces), "agent "+a.agent.Name+"'s env"
+		secrets = append(secrets, produced(pieces)...)
 	}
 	stepEnv := "step " + a.inv.StepID + "'s env"
 	switch env := a.inv.With["env"].(type) {
@@ -638,6 +689,18 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 			explicit[k], setBy[k] = v, stepEnv
 		}
 	}
+	for k, v := range a.ownEnv {
+		if raw, ok := v.(string); ok && strings.Contains(raw, "${{") {
+			pieces, err := renderPieces(raw, a.render)
+			if err != nil {
+				return nil, fmt.Errorf("with.env.%s: %w", k, err)
+			}
+			secrets = append(secrets, produced(pieces)...)
+		}
+	}
+	secrets = append(secrets, credentialValues(explicit)...)
+	secrets = append(secrets, credentialValues(a.inv.Ambient)...)
+	a.scribe.addSecrets(secrets)
 	req := &policies.EnvRequest{
 		Request: policies.Request{Kind: "env", Workflow: a.inv.Workflow, RunID: a.inv.RunID, Step: a.inv.StepID,
 			Agent: a.agent.Name, Workspace: a.inv.Workspace, Cwd: a.cwd},
@@ -657,23 +720,16 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	a.recordSpawn(req, dec, err)
 	switch {
 	case refused != nil:
-		return nil, refused
+		return nil, a.sawAll(req).err(refused)
 	case err != nil:
-		return nil, fmt.Errorf("env policy (%s) failed, spawn refused: %w", a.inv.EnvSource, err)
+		return nil, a.sawAll(req).err(fmt.Errorf("env policy (%s) failed, spawn refused: %w", a.inv.EnvSource, err))
 	}
 	if dec.Deny != "" {
-		return nil, fmt.Errorf("env policy (%s) refused the spawn: %s", a.inv.EnvSource, dec.Deny)
+		return nil, a.sawAll(req).err(fmt.Errorf("env policy (%s) refused the spawn: %s", a.inv.EnvSource, dec.Deny))
 	}
 	withPWD(dec.Env, explicit, a.cwd)
-	a.secrets = a.secrets[:0]
-	for _, v := range explicit {
-		a.secrets = append(a.secrets, v)
-	}
-	for k, v := range a.inv.Ambient {
-		if _, passed := dec.Env[k]; !passed {
-			a.secrets = append(a.secrets, v)
-		}
-	}
+	// A module may add or change values: its credentials are secrets too.
+	a.secrets = append(secrets, credentialValues(dec.Env)...)
 	a.scribe.addSecrets(a.secrets)
 	names := make([]string, 0, len(dec.Env))
 	for k := range dec.Env {
@@ -685,8 +741,8 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 
 // recordSpawn keeps the env decision with the attempt's transcript, by
 // name only, for `acpflow policy test` (docs/transcripts.md). A refused
-// spawn gave the child nothing, so every value the policy saw is one the
-// transcript must not hold, its reason to refuse included.
+// spawn gave the child nothing, so its reason to refuse, the one thing
+// recorded then, is scrubbed of every value the policy saw.
 func (a *attempt) recordSpawn(req *policies.EnvRequest, dec policies.EnvDecision, err error) {
 	sp := &transcript.Spawn{
 		Policy: a.inv.EnvSource, Rule: dec.Rule, Cwd: a.cwd,
@@ -703,8 +759,7 @@ func (a *attempt) recordSpawn(req *policies.EnvRequest, dec policies.EnvDecision
 	}
 	if sp.Deny != "" {
 		sp.Env = []string{}
-		a.scribe.addSecrets(slices.Collect(maps.Values(req.Ambient)))
-		a.scribe.addSecrets(slices.Collect(maps.Values(req.Explicit)))
+		sp.Deny = a.sawAll(req).text(sp.Deny)
 	}
 	a.scribe.spawned(sp)
 }

@@ -29,6 +29,9 @@ type sessions struct {
 	scope *steps.Scope
 	mu    sync.Mutex
 	byID  map[string]*kept
+	// owners is the step that first had each session id of the run (a new
+	// session, or a fork): a fork must not answer with another's.
+	owners map[acp.SessionId]string
 }
 
 type sessionsKey struct{}
@@ -53,6 +56,7 @@ func (s *sessions) keep(step string, p *proc, id acp.SessionId, off offered, con
 	if !p.hold(nil) {
 		return
 	}
+	p.book.keep(id)
 	k := &kept{proc: p, sessionID: id, offered: off, pending: map[string]bool{}}
 	for _, c := range continuers {
 		k.pending[c] = true
@@ -64,6 +68,26 @@ func (s *sessions) keep(step string, p *proc, id acp.SessionId, off offered, con
 	if old != nil { // an earlier attempt's: superseded
 		s.drop(old)
 	}
+}
+
+// own books session id as step's, unless a step had it before.
+func (s *sessions) own(id acp.SessionId, step string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owners == nil {
+		s.owners = map[acp.SessionId]string{}
+	}
+	if _, had := s.owners[id]; !had {
+		s.owners[id] = step
+	}
+}
+
+// ownerOf is the step that first had session id in the run.
+func (s *sessions) ownerOf(id acp.SessionId) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	step, ok := s.owners[id]
+	return step, ok
 }
 
 // lookup returns what step kept, or nil.
@@ -98,6 +122,7 @@ func (s *sessions) detach(k *kept) {
 	k.proc = nil
 	s.mu.Unlock()
 	if p != nil {
+		p.book.unkeep(k.sessionID)
 		p.release(s.scope.Go)
 	}
 }
@@ -110,6 +135,7 @@ func (s *sessions) adopt(k *kept, p *proc) {
 	if k.proc != nil || len(k.pending) == 0 || !p.hold(nil) {
 		return
 	}
+	p.book.keep(k.sessionID)
 	k.proc = p
 }
 
@@ -144,6 +170,7 @@ func (s *sessions) drop(k *kept) {
 	if p == nil {
 		return
 	}
+	p.book.unkeep(k.sessionID)
 	s.scope.Go(func() {
 		if p.pool != nil {
 			p.closeSession(k.sessionID)

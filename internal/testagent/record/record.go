@@ -67,12 +67,14 @@ func PromptText(r map[string]any) string {
 }
 
 // AssertGone fails t for every process the agent recorded (itself, its
-// group, its grandchildren) that is still alive. An agent that ran in a PID
+// group, its grandchildren) that is still alive, and for every live process
+// that carries the agent's marker (its descendants, recorded or not). An agent that ran in a PID
 // namespace of its own (a sandbox; its start event's pid_ns is not the
 // test's) recorded that namespace's pids, which mean other processes here:
 // for it, every process still in that namespace fails t instead.
 func AssertGone(t testing.TB, path string) {
 	t.Helper()
+	assertNoneMarked(t, path)
 	own, _ := os.Readlink("/proc/self/ns/pid")
 	foreign := map[string]bool{}
 	for _, r := range Read(path) {
@@ -125,10 +127,15 @@ func inNamespaces(nss map[string]bool) []int {
 	return out
 }
 
-// alive reports whether pid exists and is not a zombie.
+// alive reports whether pid exists and is not dead: a zombie main thread
+// whose other threads still run is alive.
 func alive(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	return err == nil && state(b) != 'Z'
+	if err != nil {
+		return false
+	}
+	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	return len(f) > 17 && (f[0][0] != 'Z' || string(f[17]) != "1")
 }
 
 // members lists the live (non-zombie) members of a process group.

@@ -1,0 +1,84 @@
+package acpsubagent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/acpflow/acpflow/steps"
+)
+
+// teardownOf returns the step's teardown event.
+func teardownOf(t *testing.T, h *harness) steps.Teardown {
+	t.Helper()
+	for _, e := range h.events.all {
+		if td, ok := e.Data.(steps.Teardown); ok {
+			return td
+		}
+	}
+	t.Fatal("no teardown event")
+	return steps.Teardown{}
+}
+
+// TestAnAgentThatIdlesWhileItFlushesGetsItsWholeEOFGrace: a cooperative
+// agent that, once its stdin closes, sits idle while it finishes (here a
+// timer; a network write looks the same from outside) exits by itself
+// within its eof-grace, and is never sent SIGTERM.
+//
+// Class of input: an agent acpflow knows nothing about (no eof-idle, no
+// preset), flushing for a short, a middling and a long part of its grace:
+// with no CPU used, each flush is idle for far longer than any idle cut.
+func TestAnAgentThatIdlesWhileItFlushesGetsItsWholeEOFGrace(t *testing.T) {
+	for _, flush := range []string{"300ms", "1s", "2s"} {
+		t.Run("flushing for "+flush, func(t *testing.T) {
+			h := newHarness(t, "-eof-flush", flush)
+			h.agent.EOFGrace = 6 * time.Second
+			if h.agent.EOFIdle != 0 {
+				t.Fatalf("a new agent has eof-idle %s; want none", h.agent.EOFIdle)
+			}
+			if res := h.run(context.Background()); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			if len(h.recorded("flushed")) != 1 || len(h.recorded("sigterm")) != 0 {
+				t.Errorf("the agent's flush was cut short: %v", h.records())
+			}
+			if td := teardownOf(t, h); td.Tier != "eof" || td.Exit != "exit status 0" {
+				t.Errorf("teardown = %+v, want tier eof, exit status 0", td)
+			}
+		})
+	}
+}
+
+// TestEOFIdleEndsTheWaitForAnAgentThatSaysItNeverExitsOnEOF: with
+// dispose.eof-idle set, an agent that ignores EOF and sits idle is sent
+// SIGTERM once idle that long, not after its whole eof-grace.
+//
+// Class of input: the idle cut asked for, on an agent that never exits on
+// EOF, with and without a TERM handler that ends it (SIGKILL after the
+// term grace otherwise).
+func TestEOFIdleEndsTheWaitForAnAgentThatSaysItNeverExitsOnEOF(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		tier  string
+	}{
+		{"it exits on SIGTERM", []string{"-ignore-eof"}, "term"},
+		{"it ignores SIGTERM", []string{"-ignore-eof", "-trap-term"}, "kill"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.flags...)
+			h.agent.EOFGrace, h.agent.EOFIdle, h.agent.TermGrace = 60*time.Second, 100*time.Millisecond, 500*time.Millisecond
+			if res := h.run(context.Background()); res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			td := teardownOf(t, h)
+			if td.Tier != tc.tier || len(h.recorded("sigterm")) != 1 {
+				t.Errorf("teardown = %+v, records %v; want tier %s after one SIGTERM", td, h.records(), tc.tier)
+			}
+			// Far below the 60 s grace: the idle agent was not waited for.
+			if td.DurationMS > 30_000 {
+				t.Errorf("teardown took %d ms: the idle agent was given its whole eof-grace", td.DurationMS)
+			}
+		})
+	}
+}
