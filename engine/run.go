@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
@@ -86,6 +85,9 @@ type run struct {
 	continuedBy map[string][]string
 	// meter follows the usage the steps report, against the budget.
 	meter *meter
+	// sched decides what runs when (schedule.go); only schedule's loop
+	// feeds it.
+	sched *Schedule
 	// unowned keeps the permission records of no step (unowned.go).
 	unowned *runPermissions
 }
@@ -150,7 +152,7 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		runCtx, stop = context.WithTimeoutCause(runCtx, opt.Timeout, fmt.Errorf("run timed out after %s", opt.Timeout))
 		defer stop()
 	}
-	r.schedule(runCtx, cancel)
+	r.schedule(ctx, runCtx, cancel)
 	// What the steps kept for each other (a session a skipped step would
 	// have continued), then what they kept for later runs when the run is
 	// its own batch, then every agent's teardown.
@@ -159,93 +161,8 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		r.batch.End()
 	}
 	r.lingering.Wait()
-	r.finish(ctx, runCtx)
+	r.finish()
 	return r.res
-}
-
-// schedule starts each step when its needs have settled, at most
-// MaxParallel at once, until every step has settled.
-func (r *run) schedule(ctx context.Context, failRun context.CancelCauseFunc) {
-	limit := r.wf.MaxParallel
-	if limit <= 0 {
-		limit = runtime.NumCPU()
-	}
-	slots := make(chan struct{}, limit)
-	settled := make(chan string)
-	started := map[string]bool{}
-	for id := range r.results {
-		started[id] = true
-	}
-	running := 0
-	for {
-		// Start (or skip) every step whose needs have all settled.
-		progress := true
-		for progress {
-			progress = false
-			for _, st := range r.wf.Steps {
-				if started[st.ID] || !r.needsSettled(st) {
-					continue
-				}
-				started[st.ID] = true
-				progress = true
-				if res := r.unrun(ctx, st); res != nil {
-					r.settle(st, res)
-					if res.Status == StatusFailed && !st.ContinueOnError {
-						failRun(errRunFailing)
-					}
-					continue
-				}
-				running++
-				// A step's slot is held until its agents are gone, so that
-				// max-parallel bounds live agents; its dependants start as
-				// soon as it settles.
-				r.lingering.Go(func() {
-					slots <- struct{}{}
-					defer func() { <-slots }()
-					var linger sync.WaitGroup
-					res := r.runStep(ctx, st, &linger)
-					r.settle(st, res)
-					if res.Status == StatusFailed && !st.ContinueOnError {
-						failRun(errRunFailing)
-					}
-					settled <- st.ID
-					linger.Wait()
-				})
-			}
-		}
-		if running == 0 {
-			return
-		}
-		<-settled
-		running--
-	}
-}
-
-func (r *run) needsSettled(st *Step) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, n := range st.Needs {
-		if _, ok := r.results[n]; !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// unrun is the result of a step whose needs settled and that does not
-// run, nil when it runs (see Unrun).
-func (r *run) unrun(ctx context.Context, st *Step) *StepResult {
-	stopping := ""
-	if ctx.Err() != nil {
-		stopping = context.Cause(ctx).Error()
-	}
-	r.mu.Lock()
-	results := make(map[string]*StepResult, len(st.Needs))
-	for _, n := range st.Needs {
-		results[n] = r.results[n]
-	}
-	r.mu.Unlock()
-	return r.wf.Unrun(st, results, func() *Scope { return r.scope(nil) }, stopping)
 }
 
 // Unrun is the result of a step whose needs have settled (their results
@@ -392,30 +309,17 @@ type Element struct {
 	Index int
 }
 
-// finish computes the run's status and outputs and emits run_end.
-func (r *run) finish(parent, runCtx context.Context) {
-	status := StatusSucceeded
+// finish computes the run's status and outputs and emits run_end: the
+// status and error as the schedule ended the run, then the store's health
+// and the outputs.
+func (r *run) finish() {
 	for _, st := range r.wf.Steps {
-		res := r.res.Steps[st.ID]
-		if res == nil { // succeeded in an earlier attempt (resume)
+		if r.res.Steps[st.ID] == nil { // succeeded in an earlier attempt (resume)
 			r.res.Steps[st.ID] = r.results[st.ID]
-			continue
-		}
-		if res.Status == StatusFailed && !st.ContinueOnError {
-			status = StatusFailed
 		}
 	}
-	switch cause := context.Cause(runCtx); {
-	case errors.Is(context.Cause(parent), ErrInterrupted):
-		status = StatusCancelled
-		r.res.Error = "interrupted"
-	case cause != nil && !errors.Is(cause, errRunFailing) && !errors.Is(cause, context.Canceled):
-		status = StatusFailed
-		r.res.Error = cause.Error()
-	case parent.Err() != nil:
-		status = StatusCancelled
-		r.res.Error = context.Cause(parent).Error()
-	}
+	status, msg := r.sched.End()
+	r.res.Error = msg
 	if r.opt.Recorder != nil && status == StatusSucceeded {
 		if err := r.opt.Recorder.Err(); err != nil {
 			status = StatusFailed

@@ -23,65 +23,6 @@ const (
 // NextBackoff is the wait after backoff.
 func NextBackoff(backoff time.Duration) time.Duration { return min(backoff*2, MaxBackoff) }
 
-// runStep runs a step with its retries, or its for-each elements. What the
-// step hands on past its settling (agents' teardowns) joins linger.
-func (r *run) runStep(ctx context.Context, st *Step, linger *sync.WaitGroup) *StepResult {
-	begin := time.Now()
-	var res *StepResult
-	if st.ForEach != nil {
-		res = r.runForEach(ctx, st, linger)
-	} else {
-		res = r.attempts(ctx, st, nil, linger)
-	}
-	res.DurationMS = time.Since(begin).Milliseconds()
-	return res
-}
-
-// attempts runs one step (or one for-each element) until it succeeds or
-// its retries are spent.
-func (r *run) attempts(ctx context.Context, st *Step, el *Element, linger *sync.WaitGroup) *StepResult {
-	res := &StepResult{Permissions: []policies.PermissionRecord{}}
-	backoff := r.opt.RetryBackoff
-	for attempt := 1; ; attempt++ {
-		res.Attempts = attempt
-		start := steps.StepStart{Attempt: attempt}
-		if el != nil {
-			index := el.Index
-			start.Index = &index
-		}
-		if r.opt.Recorder != nil {
-			r.opt.Recorder.StepStarted(r.opt.RunID, st.ID, r.ord(st.ID), attempt)
-		}
-		r.emit(st.ID, start)
-		out := r.attempt(ctx, st, attempt, el, linger)
-		if t := out.Transcript; t != nil && r.opt.Recorder != nil {
-			t.Step, t.Attempt = st.ID, attempt
-			if el != nil {
-				index := el.Index
-				t.Index = &index
-			}
-			r.opt.Recorder.StepTranscript(r.opt.RunID, t)
-		}
-		res.AddAttempt(attemptResult(out))
-		res.Attempts = attempt
-		switch {
-		case ended(ctx, res, out):
-			return res
-		case attempt > st.Retries:
-			res.Status = StatusFailed
-			return res
-		}
-		r.emit(st.ID, steps.Retry{AfterMS: backoff.Milliseconds(), Error: res.Error})
-		select {
-		case <-ctx.Done():
-			res.Status = StatusCancelled
-			return res
-		case <-time.After(backoff):
-		}
-		backoff = NextBackoff(backoff)
-	}
-}
-
 // attempt runs the step kind once, under the step's timeout.
 func (r *run) attempt(ctx context.Context, st *Step, n int, el *Element, linger *sync.WaitGroup) steps.Result {
 	scope := r.scope(el)
@@ -150,40 +91,6 @@ func (r *run) envPolicy(st *Step) (policies.Env, policies.Source) {
 		return r.wf.Policies.Env, policies.SourceWorkflow
 	}
 	return policies.DefaultEnv(), policies.SourceDefault
-}
-
-// runForEach runs the step once per element of the list its for-each
-// yields, at most ForEachMaxParallel at once; the output is the list of
-// outputs in element order. It succeeds when every element succeeded.
-func (r *run) runForEach(ctx context.Context, st *Step, linger *sync.WaitGroup) *StepResult {
-	items, err := st.Items(r.scope(nil))
-	if err != nil {
-		return Errored(err.Error())
-	}
-	limit := st.ForEachMaxParallel
-	if limit <= 0 {
-		limit = len(items)
-	}
-	each := make([]*StepResult, len(items))
-	slots := make(chan struct{}, max(limit, 1))
-	var wg sync.WaitGroup
-	for i, item := range items {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slots <- struct{}{}
-			// The slot is free once this element's agent is gone, so
-			// max-parallel bounds live agents, not only turns.
-			var el sync.WaitGroup
-			each[i] = r.attempts(ctx, st, &Element{Item: item, Index: i}, &el)
-			linger.Go(func() {
-				el.Wait()
-				<-slots
-			})
-		}()
-	}
-	wg.Wait()
-	return st.Combine(each)
 }
 
 // Items evaluates the step's for-each: the list of its elements, or an

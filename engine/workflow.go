@@ -22,7 +22,8 @@ type Workflow struct {
 	// (hex), which tells a resumed run whether the file changed.
 	File string
 	Hash string
-	// MaxParallel bounds the steps in flight at once; 0 means the number of CPUs.
+	// MaxParallel bounds the steps in flight at once; the loader sets
+	// DefaultMaxParallel where the file says nothing.
 	MaxParallel int
 	Inputs      []*Input
 	Agents      map[string]*steps.Agent

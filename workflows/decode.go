@@ -78,6 +78,7 @@ func (d *decoder) workflow(root *node) {
 	if n := f["description"]; n != nil {
 		d.wf.Description, _ = d.str(n, "description")
 	}
+	d.wf.MaxParallel = engine.DefaultMaxParallel()
 	if n := f["max-parallel"]; n != nil {
 		d.wf.MaxParallel, _ = d.integer(n, "max-parallel", 1)
 	}

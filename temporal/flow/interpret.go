@@ -100,24 +100,19 @@ func (in *Interpreter) Interpret(ctx workflow.Context, req Request) (*Outcome, e
 		}
 		s.results[id], s.stored[id] = res, st
 	}
-	s.run(ctx)
+	// A run a release before the one schedule started replays as that
+	// release scheduled it (legacy.go).
+	if workflow.GetVersion(ctx, oneScheduleChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		l := &legacyRun{scheduler: s}
+		l.run(ctx)
+		out.Status, out.Error = l.end(ctx)
+	} else {
+		s.run(ctx)
+		out.Status, out.Error = s.sched.End()
+	}
 	// The end is computed as the CLI computes it, after a cancellation
 	// too: on a context the cancellation does not reach.
 	end, _ := workflow.NewDisconnectedContext(ctx)
-	out.Status = engine.StatusSucceeded
-	for _, st := range wf.Steps {
-		if res := s.results[st.ID]; res != nil && res.Status == engine.StatusFailed && !st.ContinueOnError {
-			out.Status = engine.StatusFailed
-		}
-	}
-	switch {
-	case ctx.Err() != nil:
-		out.Status, out.Error = engine.StatusCancelled, "cancelled"
-	case s.timedOut:
-		out.Status, out.Error = engine.StatusFailed, fmt.Sprintf("run timed out after %s", req.Timeout)
-	case s.overBudget != nil:
-		out.Status, out.Error = engine.StatusFailed, s.overBudget.Error()
-	}
 	if out.Status == engine.StatusSucceeded {
 		if err := wf.RenderOutputs(s.scope(nil), out.Outputs); err != nil {
 			out.Status, out.Error = engine.StatusFailed, err.Error()
@@ -136,19 +131,20 @@ func (in *Interpreter) Interpret(ctx workflow.Context, req Request) (*Outcome, e
 	return out, nil
 }
 
-// scheduler is one run's state in the workflow.
+// scheduler is one run's state in the workflow: it drives the run's
+// engine.Schedule (the same scheduling as the CLI's) with coroutines,
+// activities and workflow timers.
 type scheduler struct {
-	in         *Interpreter
-	req        Request
-	wf         *engine.Workflow
-	results    map[string]*engine.StepResult // settled steps, loaded
-	stored     map[string]Stored             // the same, as payloads
-	cause      string                        // why the run stopped starting steps; "": it did not
-	timedOut   bool
-	overBudget error // the budget's error, once the settled steps spent more
-	scheduled  int   // attempts scheduled as activities, against maxAttempts
-	root       workflow.Context
-	events     [][]byte // as EventsQuery answers them
+	in        *Interpreter
+	req       Request
+	wf        *engine.Workflow
+	sched     *engine.Schedule
+	results   map[string]*engine.StepResult // settled steps, loaded
+	stored    map[string]Stored             // the same, as payloads
+	cause     string                        // why the run stopped starting steps; "": it did not
+	scheduled int                           // attempts scheduled as activities, against maxAttempts
+	root      workflow.Context
+	events    [][]byte // as EventsQuery answers them
 }
 
 // emit keeps an event of the run for EventsQuery.
@@ -178,108 +174,91 @@ func (s *scheduler) eventsFrom(from int) ([]json.RawMessage, error) {
 	return out, nil
 }
 
-// settled is a step's end, sent by the coroutine that ran it.
-type settled struct {
-	id  string
-	res *engine.StepResult
-	err error
-}
+// oneScheduleChange marks, in a run's history, that the run is scheduled
+// by engine.Schedule; a history without it is a legacyRun's.
+const oneScheduleChange = "acpflow.one-schedule"
 
-// run starts each step once its needs have settled, at most MaxParallel
-// at once, until every step has settled. A step that fails (without
-// continue-on-error) cancels the others, as on the CLI.
+// happened is what a coroutine reports to the run's loop: it feeds the
+// schedule and returns what to do next.
+type happened func(now time.Time) []engine.Action
+
+// run drives the schedule until every step has settled: an attempt is an
+// activity in a coroutine, a wait between attempts a workflow timer, and a
+// cancelled workflow or the run's timeout a stop. Only this loop feeds the
+// schedule.
 func (s *scheduler) run(ctx workflow.Context) {
 	runCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
+	s.sched = engine.NewSchedule(s.wf, engine.ScopeOf{
+		RunID: s.req.RunID, Workspace: s.req.Workspace, Inputs: s.req.Inputs, Env: s.req.Env, Results: s.results,
+	}, engine.FirstBackoff)
+	recv, _ := workflow.NewDisconnectedContext(ctx)
+	ch := workflow.NewChannel(recv)
+	stop := func(st engine.Stop) happened {
+		return func(now time.Time) []engine.Action {
+			if s.cause == "" {
+				s.cause = st.Cause
+			}
+			cancel()
+			return s.sched.Stop(st, now)
+		}
+	}
 	if s.req.Timeout > 0 {
 		workflow.Go(runCtx, func(c workflow.Context) {
 			if workflow.NewTimer(c, s.req.Timeout).Get(c, nil) == nil {
-				s.timedOut, s.cause = true, fmt.Sprintf("run timed out after %s", s.req.Timeout)
-				cancel()
+				msg := fmt.Sprintf("run timed out after %s", s.req.Timeout)
+				ch.Send(c, stop(engine.Stop{Cause: msg, Status: engine.StatusFailed, Error: msg}))
 			}
 		})
 	}
-	recv, _ := workflow.NewDisconnectedContext(ctx)
-	ch := workflow.NewChannel(recv)
-	started := map[string]bool{}
-	for id := range s.results {
-		started[id] = true
-	}
-	running := 0
+	workflow.Go(recv, func(c workflow.Context) {
+		ctx.Done().Receive(c, nil) // the workflow was cancelled
+		ch.Send(c, stop(engine.Stop{Cause: "cancelled", Status: engine.StatusCancelled, Error: "cancelled"}))
+	})
+	acts := s.sched.Start(workflow.Now(ctx))
 	for {
-		for progress := true; progress; {
-			progress = false
-			for _, st := range s.wf.Steps {
-				if started[st.ID] || !s.needsSettled(st) || running >= s.wf.MaxParallel {
-					continue
+		for _, a := range acts {
+			switch a := a.(type) {
+			case *engine.StartAttempt:
+				ev := steps.StepStart{Attempt: a.N}
+				if a.Element != nil {
+					index := a.Element.Index
+					ev.Index = &index
 				}
-				started[st.ID], progress = true, true
-				if res := s.wf.Unrun(st, s.results, func() *engine.Scope { return s.scope(nil) }, s.stopping(runCtx)); res != nil {
-					s.settle(st, res)
-					if res.Status == engine.StatusFailed {
-						s.failed(st, cancel)
-					}
-					continue
-				}
-				running++
+				s.emit(a.Step.ID, ev)
 				workflow.Go(runCtx, func(c workflow.Context) {
-					res, err := s.runStep(c, st)
-					ch.Send(recv, settled{id: st.ID, res: res, err: err})
+					res, err := s.attempt(c, a.Step, a.Element, a.N)
+					if err != nil {
+						res = engine.Errored(err.Error())
+					}
+					// The activity returns once the agent is gone: its turn
+					// ended and its slot is free at once.
+					ch.Send(c, happened(func(now time.Time) []engine.Action {
+						return append(s.sched.Ended(a, res, now), s.sched.Released(a, now)...)
+					}))
 				})
+			case *engine.Wait:
+				s.emit(a.Step.ID, steps.Retry{AfterMS: a.After.Milliseconds(), Error: a.Error})
+				workflow.Go(runCtx, func(c workflow.Context) {
+					workflow.Sleep(c, a.After) // cancelled: the schedule has ended the wait already
+					ch.Send(c, happened(func(now time.Time) []engine.Action { return s.sched.Woke(a, now) }))
+				})
+			case *engine.Settle:
+				s.settle(a.Step, a.Result)
+			case *engine.Cancel:
+				if s.cause == "" {
+					s.cause = a.Cause
+				}
+				cancel()
 			}
 		}
-		if running == 0 {
+		if s.sched.Done() {
 			return
 		}
-		var d settled
-		ch.Receive(recv, &d)
-		running--
-		st := s.wf.Step(d.id)
-		if d.err != nil {
-			d.res = engine.Errored(d.err.Error())
-		}
-		s.settle(st, d.res)
-		if d.res.Status == engine.StatusFailed {
-			s.failed(st, cancel)
-		}
-		if err := s.wf.Budget.Check("", s.spent()); err != nil && s.overBudget == nil {
-			// As on the CLI: what runs is cancelled, nothing new starts.
-			s.overBudget, s.cause = err, err.Error()
-			cancel()
-		}
+		var f happened
+		ch.Receive(recv, &f)
+		acts = f(workflow.Now(ctx))
 	}
-}
-
-// failed stops the run from starting steps, and cancels those running,
-// when st may not fail alone.
-func (s *scheduler) failed(st *engine.Step, cancel workflow.CancelFunc) {
-	if st.ContinueOnError {
-		return
-	}
-	if s.cause == "" {
-		s.cause = "cancelled: another step failed"
-	}
-	cancel()
-}
-
-// stopping is why the run starts no more steps, "" while it goes on.
-func (s *scheduler) stopping(runCtx workflow.Context) string {
-	switch {
-	case runCtx.Err() == nil:
-		return ""
-	case s.cause != "":
-		return s.cause
-	}
-	return "cancelled"
-}
-
-func (s *scheduler) needsSettled(st *engine.Step) bool {
-	for _, n := range st.Needs {
-		if s.results[n] == nil {
-			return false
-		}
-	}
-	return true
 }
 
 // settle keeps a step's result, inline or by reference.
@@ -300,87 +279,6 @@ func (s *scheduler) scope(el *engine.Element) *engine.Scope {
 	return s.wf.Scope(engine.ScopeOf{
 		RunID: s.req.RunID, Workspace: s.req.Workspace, Inputs: s.req.Inputs, Env: s.req.Env, Results: s.results,
 	}, el)
-}
-
-// runStep runs a step with its retries, or its for-each elements.
-func (s *scheduler) runStep(ctx workflow.Context, st *engine.Step) (*engine.StepResult, error) {
-	begin := workflow.Now(ctx)
-	var res *engine.StepResult
-	if st.ForEach == nil {
-		var err error
-		if res, err = s.attempts(ctx, st, nil); err != nil {
-			return nil, err
-		}
-	} else {
-		items, err := st.Items(s.scope(nil))
-		if err != nil {
-			return engine.Errored(err.Error()), nil
-		}
-		limit := st.ForEachMaxParallel
-		if limit <= 0 {
-			limit = len(items)
-		}
-		each := make([]*engine.StepResult, len(items))
-		errs := make([]error, len(items))
-		slots := workflow.NewBufferedChannel(ctx, max(limit, 1))
-		wg := workflow.NewWaitGroup(ctx)
-		for i, item := range items {
-			wg.Add(1)
-			workflow.Go(ctx, func(c workflow.Context) {
-				defer wg.Done()
-				slots.Send(c, true)
-				defer slots.Receive(c, nil)
-				each[i], errs[i] = s.attempts(c, st, &engine.Element{Item: item, Index: i})
-			})
-		}
-		wg.Wait(ctx)
-		for _, err := range errs {
-			if err != nil {
-				return nil, err
-			}
-		}
-		res = st.Combine(each)
-	}
-	res.DurationMS = workflow.Now(ctx).Sub(begin).Milliseconds()
-	return res, nil
-}
-
-// attempts runs one step (or element) until it succeeds or its retries
-// are spent: each attempt is an activity, and the waits between them are
-// the CLI's.
-func (s *scheduler) attempts(ctx workflow.Context, st *engine.Step, el *engine.Element) (*engine.StepResult, error) {
-	total := &engine.StepResult{Permissions: []policies.PermissionRecord{}}
-	backoff := engine.FirstBackoff
-	for attempt := 1; ; attempt++ {
-		start := steps.StepStart{Attempt: attempt}
-		if el != nil {
-			index := el.Index
-			start.Index = &index
-		}
-		s.emit(st.ID, start)
-		res, err := s.attempt(ctx, st, el, attempt)
-		if err != nil {
-			return nil, err
-		}
-		total.AddAttempt(res)
-		total.Attempts = attempt
-		switch {
-		case res.Status == engine.StatusSucceeded || res.Status == engine.StatusCancelled:
-			return total, nil
-		case ctx.Err() != nil:
-			total.Status = engine.StatusCancelled
-			return total, nil
-		case attempt > st.Retries:
-			total.Status = engine.StatusFailed
-			return total, nil
-		}
-		s.emit(st.ID, steps.Retry{AfterMS: backoff.Milliseconds(), Error: res.Error})
-		if workflow.Sleep(ctx, backoff) != nil {
-			total.Status = engine.StatusCancelled
-			return total, nil
-		}
-		backoff = engine.NextBackoff(backoff)
-	}
 }
 
 // maxAttempts bounds the attempts of one run on Temporal: each is three

@@ -3,7 +3,6 @@ package flow
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
@@ -44,8 +43,8 @@ type PlanOutput struct{ Name, Template string }
 // number of CPUs on the CLI) becomes the submitting machine's.
 func PlanOf(wf *engine.Workflow) Plan {
 	p := Plan{Name: wf.Name, MaxParallel: wf.MaxParallel, Budget: wf.Budget}
-	if p.MaxParallel <= 0 {
-		p.MaxParallel = runtime.NumCPU()
+	if p.MaxParallel <= 0 { // a workflow not from the loader: settled here, at submit, as the loader would
+		p.MaxParallel = engine.DefaultMaxParallel()
 	}
 	for _, st := range wf.Steps {
 		ps := PlanStep{
@@ -69,10 +68,10 @@ func PlanOf(wf *engine.Workflow) Plan {
 // workflow compiles the plan into the engine's form, so that the engine's
 // own SkipReason, Scope, Items, Combine and RenderOutputs decide.
 func (p Plan) workflow() (*engine.Workflow, error) {
-	wf := &engine.Workflow{Name: p.Name, MaxParallel: p.MaxParallel, Budget: p.Budget}
-	if wf.MaxParallel <= 0 { // a plan not made by PlanOf
-		wf.MaxParallel = max(len(p.Steps), 1)
+	if p.MaxParallel <= 0 {
+		return nil, fmt.Errorf("plan %s: max-parallel %d (a plan made by PlanOf always has one)", p.Name, p.MaxParallel)
 	}
+	wf := &engine.Workflow{Name: p.Name, MaxParallel: p.MaxParallel, Budget: p.Budget}
 	for _, ps := range p.Steps {
 		st := &engine.Step{
 			ID: ps.ID, Needs: ps.Needs, Retries: ps.Retries, Timeout: ps.Timeout,

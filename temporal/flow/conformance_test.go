@@ -1,0 +1,66 @@
+package flow
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/engine/enginetest"
+	"github.com/acpflow/acpflow/internal/fakestep"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// fake is the fake step kind, registered as a kind's init would.
+var fake = fakestep.New()
+
+func init() { steps.Register(fake) }
+
+// The scheduling conformance suite (engine/enginetest) on the Temporal
+// interpreter, in the in-memory Temporal, with the worker's real activity
+// running the fake steps: the same cases engine's tests run on the CLI's
+// driver.
+func TestConformanceOnTemporal(t *testing.T) {
+	enginetest.Run(t, fake, func(t *testing.T, runID, path string, wf *engine.Workflow, inputs map[string]any) *engine.RunResult {
+		dir := filepath.Dir(path)
+		blobs := Blobs{Dir: filepath.Join(dir, "blobs")}
+		b, err := NewBundle(blobs, path, wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var suite testsuite.WorkflowTestSuite
+		env := suite.NewTestWorkflowEnvironment()
+		in := &Interpreter{Blobs: blobs}
+		env.RegisterWorkflowWithOptions(in.Interpret, workflow.RegisterOptions{Name: WorkflowName})
+		acts := &Activities{Blobs: blobs, Cache: filepath.Join(dir, "cache"), Ambient: policies.EnvMap(os.Environ())}
+		env.RegisterActivityWithOptions(func(ctx context.Context, task Task) (Stored, error) {
+			return acts.Attempt(ctx, task)
+		}, activity.RegisterOptions{Name: ActivityName})
+		env.SetTestTimeout(time.Minute)
+		env.ExecuteWorkflow(WorkflowName, Request{
+			RunID: runID, Bundle: b, Plan: PlanOf(wf), Workspace: dir, Inputs: inputs, Heartbeat: 2 * time.Second,
+		})
+		if !env.IsWorkflowCompleted() {
+			t.Fatal("the workflow did not complete")
+		}
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatalf("workflow error: %v", err)
+		}
+		var out Outcome
+		if err := env.GetWorkflowResult(&out); err != nil {
+			t.Fatal(err)
+		}
+		res, err := out.Result(blobs, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	})
+}
