@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // Batch sizes: as the issue asks, 1000 one-step runs at concurrency 8.
@@ -92,7 +93,7 @@ func storeCostPerRun(dir string) time.Duration {
 		check(s.ChildStarted(ctx, id, "one", 1000+i, 1000+i, 42))
 		for e := 0; e < eventsPerRun; e++ {
 			// As the run service's recorder writes an event.
-			ev := steps.Event{RunID: id, Step: "one", Time: time.Now(), Data: steps.MessageChunk{Text: "Hello, "}}
+			ev := steps.Event{RunID: id, Step: "one", Time: time.Now(), Data: acpagent.MessageChunk{Text: "Hello, "}}
 			fields, err := ev.FieldsJSON()
 			check(err)
 			s.AppendEvent(store.Event{RunID: id, StepID: "one", Type: ev.Type(), Time: ev.Time, FieldsJSON: fields})

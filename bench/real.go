@@ -14,7 +14,7 @@ import (
 
 	"github.com/acpflow/acpflow/realagents/agentsetup"
 	"github.com/acpflow/acpflow/realagents/modelserver"
-	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // The turn every real agent plays: one shell command (allowed by
@@ -62,7 +62,7 @@ func at(ns int64) time.Time { return time.Unix(0, ns) }
 // realSeries is one agent's runs.
 type realSeries struct {
 	name     string
-	preset   steps.Preset
+	preset   acpagent.Preset
 	flow     []realRun
 	bare     []realRun
 	failures []string
@@ -92,7 +92,7 @@ func realAgentsSection(b *bench) *section {
 	loadBefore := loadAverage()
 	series := make([]*realSeries, len(agentsetup.Names()))
 	for i, name := range agentsetup.Names() {
-		p, ok := steps.LookupPreset(name)
+		p, ok := acpagent.LookupPreset(name)
 		if !ok {
 			check(fmt.Errorf("no preset %q", name))
 		}
@@ -259,7 +259,7 @@ func (s *realSeries) tiers() string {
 	return strings.Join(out, ", ")
 }
 
-func ladderOf(p steps.Preset) string {
+func ladderOf(p acpagent.Preset) string {
 	return fmt.Sprintf("eof %s, term %s", p.EOFGrace, p.TermGrace)
 }
 
@@ -317,7 +317,7 @@ func (b *bench) realTurn(s *realSeries, round string, bare bool, modelURL, nodeM
 }
 
 // flowTurn runs the one-step workflow with `preset:` and the local command.
-func (b *bench) flowTurn(p steps.Preset, a agentsetup.Agent, mark, dir, work string) (realRun, error) {
+func (b *bench) flowTurn(p acpagent.Preset, a agentsetup.Agent, mark, dir, work string) (realRun, error) {
 	env := map[string]string{realMarkVar: mark}
 	for _, kv := range a.Env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -365,7 +365,7 @@ steps:
 
 // bareTurn runs the same turn through the bare client: the preset's args
 // and env as acpflow would give them, the agent killed at the answer.
-func (b *bench) bareTurn(p steps.Preset, a agentsetup.Agent, mark, work string) (realRun, error) {
+func (b *bench) bareTurn(p acpagent.Preset, a agentsetup.Agent, mark, work string) (realRun, error) {
 	argv := []string{b.bareclient, "-allow", "-kill", "-phases", "-timeout", "120s", "-prompt", realPrompt}
 	if a.Auth != "" {
 		argv = append(argv, "-auth", a.Auth)

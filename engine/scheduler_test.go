@@ -1,7 +1,7 @@
 package engine_test
 
 // Scheduler tests run workflows of in-process fake steps
-// (internal/fakestep): what they check is the engine's order, bounds and
+// (steps/steptest): what they check is the engine's order, bounds and
 // propagation, not processes, so they need no agent.
 
 import (
@@ -14,19 +14,19 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/internal/fakestep"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/steptest"
 	"github.com/acpflow/acpflow/workflows"
 )
 
 // fake is the fake kind, registered as a kind's init would register it.
-var fake = fakestep.New()
+var fake = steptest.NewFake()
 
 func init() { steps.Register(fake) }
 
 // runFake parses and runs a workflow of fake steps under ctx, returning its
 // result and the trace of what its steps did.
-func runFake(t *testing.T, ctx context.Context, yaml string) (*engine.RunResult, fakestep.Trace) {
+func runFake(t *testing.T, ctx context.Context, yaml string) (*engine.RunResult, steptest.Trace) {
 	t.Helper()
 	wf, err := workflows.Parse("wf.yaml", []byte(yaml))
 	if err != nil {
@@ -236,7 +236,7 @@ steps:
 	})
 }
 
-// TestANewKindIsOneFolder: internal/fakestep is a whole kind in its own
+// TestANewKindIsOneFolder: steps/steptest's Fake is a whole kind in its own
 // folder. Registered, it is known to uses:, its with: is checked strictly
 // and by its own Prepare, each error at its value, its schema is part of
 // the workflow schema, and its steps run.

@@ -41,12 +41,11 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *Element, linger 
 		defer cancel()
 	}
 	meter := r.meter.attempt()
-	perm, permSrc := r.permissionPolicy(st)
-	env, envSrc := r.envPolicy(st)
+	pol := PoliciesOf(r.wf, st)
 	inv := &steps.Invocation{
 		Workflow: r.wf.Name, RunID: r.opt.RunID, StepID: st.ID, Attempt: n,
 		Workspace: r.opt.Workspace, With: with, Ambient: r.opt.Ambient,
-		Permission: perm, PermissionSource: permSrc, Env: env, EnvSource: envSrc, Outer: r.opt.Outer,
+		Permission: pol.Permission, PermissionSource: pol.PermissionSource, Env: pol.Env, EnvSource: pol.EnvSource, Outer: r.opt.Outer,
 		Asker: r.opt.Asker,
 		Render: func(s string) (string, error) {
 			t, err := ParseTemplate(s)
@@ -69,28 +68,6 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *Element, linger 
 		out.Err = errors.New("step did not complete")
 	}
 	return out
-}
-
-// permissionPolicy picks the step's policy, else the workflow's, else the
-// default (reject), and says which for the record.
-func (r *run) permissionPolicy(st *Step) (policies.Permission, policies.Source) {
-	switch {
-	case st.Policies.Permission != nil:
-		return st.Policies.Permission, policies.SourceStep
-	case r.wf.Policies.Permission != nil:
-		return r.wf.Policies.Permission, policies.SourceWorkflow
-	}
-	return policies.DefaultPermission(), policies.SourceDefault
-}
-
-func (r *run) envPolicy(st *Step) (policies.Env, policies.Source) {
-	switch {
-	case st.Policies.Env != nil:
-		return st.Policies.Env, policies.SourceStep
-	case r.wf.Policies.Env != nil:
-		return r.wf.Policies.Env, policies.SourceWorkflow
-	}
-	return policies.DefaultEnv(), policies.SourceDefault
 }
 
 // Items evaluates the step's for-each: the list of its elements, or an

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/expr-lang/expr/vm"
@@ -25,46 +24,11 @@ type Limits struct {
 	Timeout time.Duration // per call
 }
 
-// Kinds of policy, as a WASMLoader is asked for them (and as Request.Kind
-// names the request).
+// Kinds of policy, as Request.Kind names the request.
 const (
 	KindPermission = "permission"
 	KindEnv        = "env"
 )
-
-// WASMLoader loads the WASM module of a `wasm:` policy and wraps it as a
-// policy: a Permission when kind is KindPermission, an Env when KindEnv.
-// path is absolute (resolved against the workflow file's directory); config
-// is the `config:` mapping (nil when absent).
-//
-// The WASM form lives in its own package (policies/wasmpolicy), which
-// registers its loader from an init function, as a step kind registers
-// with steps: this package, and everything that imports it, links no WASM
-// runtime, and a binary that wants the form imports that package.
-type WASMLoader func(path string, kind string, config map[string]any, limits Limits) (any, error)
-
-var (
-	wasmMu     sync.RWMutex
-	wasmLoader WASMLoader
-)
-
-// RegisterWASM makes the `wasm:` form of a policy available to
-// ParsePermission and ParseEnv. It panics when a loader is already
-// registered, which is a programming error found at start-up.
-func RegisterWASM(load WASMLoader) {
-	wasmMu.Lock()
-	defer wasmMu.Unlock()
-	if wasmLoader != nil {
-		panic("policies: a WASM loader registered twice")
-	}
-	wasmLoader = load
-}
-
-func registeredWASM() WASMLoader {
-	wasmMu.RLock()
-	defer wasmMu.RUnlock()
-	return wasmLoader
-}
 
 // SpecError is one mistake in a policy specification. Path locates the
 // value at fault from the policy's own value: keys joined by ".", list
@@ -138,8 +102,8 @@ var (
 // reason}) and `default`, or with `wasm` (a path relative to baseDir),
 // `config` and `limits` ({memory: "64MiB" or bytes, timeout: "2s"}).
 // `config` may also go with rules, whose conditions see it as `config`.
-// Every condition is compiled here. The wasm form is loaded by the loader
-// registered with RegisterWASM; without one, that form is an error.
+// Every condition is compiled here. The wasm form is made by the Form
+// registered under its name (RegisterForm); without one, it is an error.
 //
 // The error, if any, is a SpecErrors listing every mistake found.
 //
@@ -150,12 +114,16 @@ var (
 // or `default`, and `limits` without `wasm`. The shorthand, `default` and
 // each rule's `then` take the same five decisions (docs/policies.md#permission-policies).
 func ParsePermission(v any, baseDir string) (Permission, error) {
-	return parsePermission(v, baseDir, registeredWASM())
+	return parsePermission(v, baseDir, registeredForms())
 }
 
-func parsePermission(v any, baseDir string, w WASMLoader) (Permission, error) {
+// formLookup is the Form registered under a name, or the error that says
+// why there is none.
+type formLookup func(name string) (Form, error)
+
+func parsePermission(v any, baseDir string, forms formLookup) (Permission, error) {
 	p := &specParser{}
-	perm := p.permission(v, baseDir, w)
+	perm := p.permission(v, baseDir, forms)
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
@@ -172,12 +140,12 @@ func parsePermission(v any, baseDir string, w WASMLoader) (Permission, error) {
 // is as strict as ParsePermission's; `wasm` replaces inherit,
 // scrub-credentials and rules, so it goes with none of them.
 func ParseEnv(v any, baseDir string) (Env, error) {
-	return parseEnv(v, baseDir, registeredWASM())
+	return parseEnv(v, baseDir, registeredForms())
 }
 
-func parseEnv(v any, baseDir string, w WASMLoader) (Env, error) {
+func parseEnv(v any, baseDir string, forms formLookup) (Env, error) {
 	p := &specParser{}
-	env := p.env(v, baseDir, w)
+	env := p.env(v, baseDir, forms)
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
@@ -197,7 +165,7 @@ func (p *specParser) failErr(path string, err error) {
 	p.errs = append(p.errs, &SpecError{Path: path, Err: err})
 }
 
-func (p *specParser) permission(v any, baseDir string, w WASMLoader) Permission {
+func (p *specParser) permission(v any, baseDir string, forms formLookup) Permission {
 	if s, ok := v.(string); ok {
 		sh, err := ParseShorthand(s)
 		if err != nil {
@@ -210,7 +178,7 @@ func (p *specParser) permission(v any, baseDir string, w WASMLoader) Permission 
 	if !ok {
 		return nil
 	}
-	perm := p.permissionMapping(m, baseDir, w)
+	perm := p.permissionMapping(m, baseDir, forms)
 	if x, ok := m["ask-fallback"]; ok && perm != nil {
 		perm = p.askFallback("ask-fallback", perm, x)
 	}
@@ -287,11 +255,15 @@ func (p *specParser) askFallback(path string, perm Permission, v any) Permission
 
 // permissionMapping is the mapping form of a permission policy but its
 // ask-fallback.
-func (p *specParser) permissionMapping(m map[string]any, baseDir string, w WASMLoader) Permission {
-	if _, ok := m["wasm"]; ok {
-		p.exclusive(m, "wasm", "rules", "default")
-		perm, _ := p.wasm(m, baseDir, w, KindPermission).(Permission)
-		return perm
+func (p *specParser) permissionMapping(m map[string]any, baseDir string, forms formLookup) Permission {
+	if _, ok := m[FormWASM]; ok {
+		p.exclusive(m, FormWASM, "rules", "default")
+		f, spec, ok := p.form(m, baseDir, forms, FormWASM)
+		if !ok {
+			return nil
+		}
+		perm, err := f.Permission(spec)
+		return made(p, FormWASM, perm, err)
 	}
 	if _, ok := m["limits"]; ok {
 		p.fail("limits", "only a wasm policy has limits")
@@ -328,15 +300,19 @@ func (p *specParser) permissionMapping(m map[string]any, baseDir string, w WASML
 	return rules
 }
 
-func (p *specParser) env(v any, baseDir string, w WASMLoader) Env {
+func (p *specParser) env(v any, baseDir string, forms formLookup) Env {
 	m, ok := p.mapping("", v, envSpecKeys, "want a mapping with inherit:, scrub-credentials:, rules: or wasm:")
 	if !ok {
 		return nil
 	}
-	if _, ok := m["wasm"]; ok {
-		p.exclusive(m, "wasm", "inherit", "scrub-credentials", "rules")
-		env, _ := p.wasm(m, baseDir, w, KindEnv).(Env)
-		return env
+	if _, ok := m[FormWASM]; ok {
+		p.exclusive(m, FormWASM, "inherit", "scrub-credentials", "rules")
+		f, spec, ok := p.form(m, baseDir, forms, FormWASM)
+		if !ok {
+			return nil
+		}
+		env, err := f.Env(spec)
+		return made(p, FormWASM, env, err)
 	}
 	if _, ok := m["limits"]; ok {
 		p.fail("limits", "only a wasm policy has limits")
@@ -378,48 +354,49 @@ func (p *specParser) env(v any, baseDir string, w WASMLoader) Env {
 	return e
 }
 
-// wasm reads the wasm form's path, config and limits and has w load it.
-func (p *specParser) wasm(m map[string]any, baseDir string, w WASMLoader, kind string) any {
-	path, ok := p.str("wasm", m["wasm"])
+// form reads the path under the form's key name, config and limits, and
+// finds the form registered under name; ok is false when any is wrong (each
+// mistake reported).
+func (p *specParser) form(m map[string]any, baseDir string, forms formLookup, name string) (f Form, spec FormSpec, ok bool) {
+	path, ok := p.str(name, m[name])
 	if ok && path == "" {
-		p.fail("wasm", "want the path of a .wasm module; got an empty string")
+		p.fail(name, "want the path of a .%s module; got an empty string", name)
 		ok = false
 	}
-	var config map[string]any
 	if x, present := m["config"]; present {
-		config, _ = p.config("config", x)
+		spec.Config, _ = p.config("config", x)
 	}
-	var limits Limits
 	if x, present := m["limits"]; present {
-		limits = p.limits("limits", x)
+		spec.Limits = p.limits("limits", x)
 	}
 	if !ok || len(p.errs) > 0 {
-		return nil
+		return nil, spec, false
 	}
-	if w == nil {
-		p.fail("wasm", "WASM policies cannot be loaded here (this program does not link policies/wasmpolicy)")
-		return nil
+	f, err := forms(name)
+	if err != nil {
+		p.failErr(name, err)
+		return nil, spec, false
 	}
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(baseDir, path)
 	}
-	policy, err := w(path, kind, config, limits)
-	if err != nil {
-		p.failErr("wasm", err)
-		return nil
+	spec.Path = path
+	return f, spec, true
+}
+
+// made is the policy a form made, or nil with its error reported under the
+// form's key.
+func made[P any](p *specParser, name string, policy P, err error) P {
+	var none P
+	switch {
+	case err != nil:
+		p.failErr(name, err)
+		return none
+	case any(policy) == nil:
+		p.fail(name, "the %s form made no policy", name)
+		return none
 	}
-	switch kind {
-	case KindPermission:
-		if perm, ok := policy.(Permission); ok {
-			return perm
-		}
-	case KindEnv:
-		if env, ok := policy.(Env); ok {
-			return env
-		}
-	}
-	p.fail("wasm", "the WASM loader gave %T, not a %s policy", policy, kind)
-	return nil
+	return policy
 }
 
 // exclusive reports each of others present alongside key.

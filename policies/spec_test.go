@@ -35,12 +35,26 @@ func (f *fakeWASM) DecideEnv(context.Context, *EnvRequest) (EnvDecision, error) 
 	return EnvDecision{Rule: filepath.Base(f.path)}, nil
 }
 
-// fakeLoader loads every path except those named missing*.
-func fakeLoader(path, kind string, config map[string]any, limits Limits) (any, error) {
-	if strings.HasPrefix(filepath.Base(path), "missing") {
-		return nil, fmt.Errorf("open %s: no such file or directory", path)
+// fakeForm is the wasm form in these tests: it loads every path except
+// those named missing*.
+type fakeForm struct{}
+
+func (fakeForm) load(kind string, spec FormSpec) (*fakeWASM, error) {
+	if strings.HasPrefix(filepath.Base(spec.Path), "missing") {
+		return nil, fmt.Errorf("open %s: no such file or directory", spec.Path)
 	}
-	return &fakeWASM{path: path, kind: kind, config: config, limits: limits}, nil
+	return &fakeWASM{path: spec.Path, kind: kind, config: spec.Config, limits: spec.Limits}, nil
+}
+
+func (f fakeForm) Permission(spec FormSpec) (Permission, error) { return f.load(KindPermission, spec) }
+func (f fakeForm) Env(spec FormSpec) (Env, error)               { return f.load(KindEnv, spec) }
+
+// fakeForms has fakeForm as the wasm form, and no other.
+func fakeForms(name string) (Form, error) {
+	if name == FormWASM {
+		return fakeForm{}, nil
+	}
+	return nil, unlinkedForm(name)
 }
 
 const testBaseDir = "/wf"
@@ -73,9 +87,9 @@ func TestParseSpecs(t *testing.T) {
 			var policy any
 			switch {
 			case strings.HasPrefix(name, "permission-"):
-				policy, err = parsePermission(v, testBaseDir, fakeLoader)
+				policy, err = parsePermission(v, testBaseDir, fakeForms)
 			case strings.HasPrefix(name, "env-"):
-				policy, err = parseEnv(v, testBaseDir, fakeLoader)
+				policy, err = parseEnv(v, testBaseDir, fakeForms)
 			default:
 				t.Fatalf("%s: name it permission-* or env-*", file)
 			}
@@ -159,11 +173,67 @@ func TestParseWithoutTheWASMPackageRefusesWASM(t *testing.T) {
 	}
 }
 
-func TestParseRefusesALoaderThatGivesTheWrongKind(t *testing.T) {
-	loader := func(string, string, map[string]any, Limits) (any, error) { return "not a policy", nil }
-	_, err := parsePermission(map[string]any{"wasm": "p.wasm"}, "/wf", loader)
-	if err == nil || !strings.Contains(err.Error(), "not a permission policy") {
-		t.Errorf("ParsePermission() error = %v; want one about the loader's result", err)
+// nilForm makes no policy and says nothing of why.
+type nilForm struct{}
+
+func (nilForm) Permission(FormSpec) (Permission, error) { return nil, nil }
+func (nilForm) Env(FormSpec) (Env, error)               { return nil, nil }
+
+func TestParseRefusesAFormThatMakesNoPolicy(t *testing.T) {
+	forms := func(string) (Form, error) { return nilForm{}, nil }
+	if _, err := parsePermission(map[string]any{"wasm": "p.wasm"}, "/wf", forms); err == nil || err.Error() != "wasm: the wasm form made no policy" {
+		t.Errorf("ParsePermission() error = %v; want one about the form's result", err)
+	}
+	if _, err := parseEnv(map[string]any{"wasm": "p.wasm"}, "/wf", forms); err == nil || err.Error() != "wasm: the wasm form made no policy" {
+		t.Errorf("ParseEnv() error = %v; want one about the form's result", err)
+	}
+}
+
+// TestRegisterFormRefusesWhatTheFormatDoesNotKnow covers the registry's
+// programming errors, each found at start-up with a message that names
+// the form: a name that is no key of the file format (a typo, or a form
+// a package invented), and a form registered twice (two packages, or one
+// imported under two paths). The registry is left as it was.
+func TestRegisterFormRefusesWhatTheFormatDoesNotKnow(t *testing.T) {
+	panics := func(name string, f Form) (msg string) {
+		defer func() { msg = fmt.Sprint(recover()) }()
+		RegisterForm(name, f)
+		return ""
+	}
+	tests := []struct{ name, form, want string }{
+		{"an unknown form", "wsam", `policies: RegisterForm("wsam"): no such policy form; the forms are wasm`},
+		{"an empty name", "", `policies: RegisterForm(""): no such policy form; the forms are wasm`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := panics(tt.form, fakeForm{}); got != tt.want {
+				t.Errorf("RegisterForm(%q) panic = %q; want %q", tt.form, got, tt.want)
+			}
+		})
+	}
+	t.Run("a nil form", func(t *testing.T) {
+		if got, want := panics(FormWASM, nil), `policies: RegisterForm("wasm"): nil form`; got != want {
+			t.Errorf("panic = %q; want %q", got, want)
+		}
+	})
+	t.Run("a form registered twice", func(t *testing.T) {
+		formsMu.Lock()
+		saved := forms
+		forms = map[string]Form{FormWASM: fakeForm{}}
+		formsMu.Unlock()
+		defer func() { formsMu.Lock(); forms = saved; formsMu.Unlock() }()
+		if got, want := panics(FormWASM, fakeForm{}), `policies: the policy form "wasm" registered twice`; got != want {
+			t.Errorf("panic = %q; want %q", got, want)
+		}
+	})
+}
+
+func TestAFormNoPackageRegisteredSaysWhatToLink(t *testing.T) {
+	if _, err := registeredForms()(FormWASM); err == nil || err.Error() != "WASM policies cannot be loaded here (this program does not link policies/wasmpolicy)" {
+		t.Errorf("the wasm form, not linked: error = %v", err)
+	}
+	if _, err := registeredForms()("cel"); err == nil || err.Error() != `no policy form "cel"; the forms are wasm` {
+		t.Errorf("an unknown form: error = %v", err)
 	}
 }
 
@@ -175,7 +245,7 @@ func TestParseResolvesTheWASMPathAgainstTheBaseDir(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := parsePermission(map[string]any{"wasm": tt.path}, "/wf", fakeLoader)
+			p, err := parsePermission(map[string]any{"wasm": tt.path}, "/wf", fakeForms)
 			if err != nil {
 				t.Fatal(err)
 			}

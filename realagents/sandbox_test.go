@@ -16,7 +16,7 @@ import (
 	"github.com/acpflow/acpflow/internal/egress"
 	"github.com/acpflow/acpflow/realagents/agentsetup"
 	"github.com/acpflow/acpflow/realagents/modelserver"
-	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // Issue 22's real-agent checks (SPEC §9 "Sandbox"): each real agent, with
@@ -96,7 +96,7 @@ type sandboxRecord struct {
 // TestSandboxWholeTurn. Entries naming a file (~/.claude.json) are left.
 func (s *sandbox) makeStateDirs(preset string) {
 	s.t.Helper()
-	p, ok := steps.LookupPreset(preset)
+	p, ok := acpagent.LookupPreset(preset)
 	if !ok {
 		s.t.Fatalf("no preset %q", preset)
 	}

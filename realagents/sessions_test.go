@@ -15,7 +15,7 @@ import (
 
 	"github.com/acpflow/acpflow/realagents/agentsetup"
 	"github.com/acpflow/acpflow/realagents/modelserver"
-	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // Issue 13's sessions on every agent that completes whole turns: a step
@@ -202,7 +202,7 @@ func (s *sandbox) warm(ta *turnAgent, srv *modelserver.Server) {
 		args = append(args, "--auth", a.Auth)
 	}
 	agentArgs := a.Args
-	if p, ok := steps.LookupPreset(ta.name); ok && len(agentArgs) == 0 {
+	if p, ok := acpagent.LookupPreset(ta.name); ok && len(agentArgs) == 0 {
 		agentArgs = p.Args
 	}
 	args = append(append(args, "--", a.Command), agentArgs...)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -55,16 +55,19 @@ func NewBatch(wf *engine.Workflow, workspace, inputsFile string, concurrency int
 // (lines is a regular file), every line is stored before the first run, so
 // that resume can run those a crash kept from starting; otherwise (a
 // stream) each line is stored and run as it comes. A line that cannot be
-// read is an *InvalidError, and nothing ran.
+// read is an *InvalidError, and nothing ran. Without a Store nothing is
+// recorded and every batch runs as a stream.
 func (r *Runner) Batch(ctx context.Context, wf *engine.Workflow, b store.Batch, lines *LineReader, all bool, concurrency int) error {
-	if err := r.Store.CreateBatch(ctx, b); err != nil {
-		return err
+	if r.Store != nil {
+		if err := r.Store.CreateBatch(ctx, b); err != nil {
+			return err
+		}
 	}
 	var next jobSource
-	if all {
+	if all && r.Store != nil {
 		total, err := r.storeLines(ctx, b.ID, lines)
 		if err != nil {
-			r.storeErr(r.Store.FinishBatch(ctx, b.ID, engine.StatusFailed))
+			r.record(func(s *store.Store) error { return s.FinishBatch(ctx, b.ID, engine.StatusFailed) })
 			return invalid(err)
 		}
 		if r.BatchStarted != nil {
@@ -154,13 +157,13 @@ func (r *Runner) streamJobs(ctx context.Context, wf *engine.Workflow, b store.Ba
 			return batchJob{}, false, ctx.Err()
 		}
 		if errors.Is(rd.err, io.EOF) {
-			r.storeErr(r.Store.BatchInputsComplete(ctx, b.ID))
+			r.record(func(s *store.Store) error { return s.BatchInputsComplete(ctx, b.ID) })
 			return batchJob{}, false, nil
 		}
 		if rd.err != nil {
 			return batchJob{}, false, rd.err
 		}
-		r.storeErr(r.Store.AddBatchLines(ctx, b.ID, []store.BatchLine{rd.l}))
+		r.record(func(s *store.Store) error { return s.AddBatchLines(ctx, b.ID, []store.BatchLine{rd.l}) })
 		return batchJob{line: resolveLine(wf, b.InputsFile, rd.l)}, true, nil
 	}
 }
@@ -266,7 +269,9 @@ func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch
 	switch {
 	case over != nil:
 		status = engine.StatusFailed
-		r.storeErr(r.Store.SetBatchError(context.WithoutCancel(ctx), b.ID, r.Budget.String(), over.Error()))
+		r.record(func(s *store.Store) error {
+			return s.SetBatchError(context.WithoutCancel(ctx), b.ID, r.Budget.String(), over.Error())
+		})
 		r.notice("batch %s stopped: %s (acpflow resume %s --budget … runs what is left)", b.ID, over, b.ID)
 		r.mu.Lock()
 		r.failed++
@@ -276,9 +281,13 @@ func (r *Runner) runJobs(ctx context.Context, wf *engine.Workflow, b store.Batch
 	case readErr != nil || r.Failures() > 0:
 		status = engine.StatusFailed
 	}
-	r.storeErr(r.Store.FinishBatch(context.WithoutCancel(ctx), b.ID, status))
+	r.record(func(s *store.Store) error { return s.FinishBatch(context.WithoutCancel(ctx), b.ID, status) })
 	if readErr != nil {
-		r.notice("batch %s stopped reading its inputs: %s", b.ID, readErr)
+		if r.Store == nil { // no record: its id names nothing
+			r.notice("the batch stopped reading its inputs: %s", readErr)
+		} else {
+			r.notice("batch %s stopped reading its inputs: %s", b.ID, readErr)
+		}
 		r.mu.Lock()
 		r.failed++
 		r.mu.Unlock()
@@ -304,6 +313,7 @@ func (r *Runner) runJob(ctx context.Context, wf *engine.Workflow, b store.Batch,
 				r.mu.Lock()
 				r.runs++
 				r.failed++
+				r.failedRuns++
 				r.mu.Unlock()
 				r.emit(lineEvent(res))
 				return
@@ -327,16 +337,27 @@ func (r *Runner) invalidLine(ctx context.Context, wf *engine.Workflow, b store.B
 		Steps: map[string]*engine.StepResult{},
 	}
 	ctx = context.WithoutCancel(ctx)
-	err := r.Store.CreateRun(ctx, store.Run{
-		ID: res.RunID, BatchID: b.ID, BatchLine: l.line, Workflow: wf.Name, WorkflowFile: wf.File,
-		WorkflowHash: wf.Hash, Workspace: b.Workspace, Inputs: l.raw, StartedAt: now,
+	r.record(func(s *store.Store) error {
+		err := s.CreateRun(ctx, store.Run{
+			ID: res.RunID, BatchID: b.ID, BatchLine: l.line, Workflow: wf.Name, WorkflowFile: wf.File,
+			WorkflowHash: wf.Hash, Workspace: b.Workspace, Inputs: l.raw, StartedAt: now,
+		})
+		if err == nil {
+			err = s.FinishRun(ctx, res.RunID, res.Status, res.Error, nil, now)
+		}
+		if err != nil {
+			return fmt.Errorf("run %s: %w", res.RunID, err)
+		}
+		return nil
 	})
-	if err == nil {
-		err = r.Store.FinishRun(ctx, res.RunID, res.Status, res.Error, nil, now)
-	}
-	if err != nil {
-		r.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))
-	}
 	r.emit(lineEvent(res))
 	r.ended(res)
+}
+
+// record does a write of the run store, when the Runner has one, and
+// keeps its error for StoreErrors.
+func (r *Runner) record(write func(*store.Store) error) {
+	if r.Store != nil {
+		r.storeErr(write(r.Store))
+	}
 }

@@ -3,8 +3,8 @@ package runs
 import (
 	"context"
 
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/transcript"
+	"github.com/acpflow/acpflow/runs/store"
 )
 
 // TranscriptStore is the part of the run store that Export reads.

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/workflows"
 )
 

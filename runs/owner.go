@@ -3,8 +3,8 @@ package runs
 import (
 	"os"
 
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/runs/store"
 )
 
 // CurrentOwner is this process as the owner of the runs and batches it

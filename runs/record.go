@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/store"
 )
 
 // StepRecord and StepResult map a step's result to the run store's row and

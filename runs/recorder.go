@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/transcript"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/runs/store"
 )
 
 // A step's processes reach the store's children table through the

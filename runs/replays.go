@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/replayagent"
+	"github.com/acpflow/acpflow/runs/store"
 )
 
 // ResolveReplays turns every `builtin: replay` agent whose from: names a

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/runs/store"
 )
 
 // ResultOf is a recorded run's result as it was handed to Result when the

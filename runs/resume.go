@@ -4,36 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/workflows"
 )
-
-// LoadWorkflow loads and validates a workflow file; its recorded path is
-// absolute, so that a resume finds it from anywhere. A file that does not
-// load is an *InvalidError.
-func LoadWorkflow(file string) (*engine.Workflow, error) {
-	wf, err := workflows.Load(file)
-	if err != nil {
-		return nil, invalid(err)
-	}
-	if abs, err := filepath.Abs(file); err == nil {
-		wf.File = abs
-	}
-	return wf, nil
-}
 
 // recordedWorkflow reloads the workflow a run or batch used and checks that
 // it is the same file: resuming with other steps would mix two workflows'
 // results. force takes the file as it is now.
 func recordedWorkflow(file, hash string, force bool) (*engine.Workflow, error) {
-	wf, err := LoadWorkflow(file)
+	wf, err := workflows.Load(file)
 	if err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
 	if wf.Hash != hash && !force {
 		return nil, invalid(fmt.Errorf("%s changed since the run was recorded; resume with --force to use it as it is now", file))

@@ -1,11 +1,14 @@
 // Package runs is the run service: it runs a workflow once, runs a batch
 // (a run per input line, a pool of them at a time) and resumes a recorded
-// run or batch, recording every run in the run store (engine/store).
+// run or batch, recording every run in the run store (runs/store), which
+// its callers reach only through Service. Each run runs on a Backend:
+// Local (engine.Run, in this process) or another (acpflow-temporal's).
 //
-// It sits between the CLI and the engine: cmd/acpflow keeps flags, views,
-// output files and exit codes, and a worker or a server calls this package
-// the same way. Nothing here prints; what a person should be told goes to
-// the Runner's hooks.
+// It sits between the commands and the engine: cmd/acpflow and
+// acpflow-temporal keep flags, views and exit codes, and write --output
+// with Output; a worker or a server calls this package the same way.
+// Nothing here prints; what a person should be told goes to the Runner's
+// hooks.
 package runs
 
 import (
@@ -15,8 +18,8 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -24,7 +27,12 @@ import (
 // batch, a resume). It keeps counts of the runs, not their results: a
 // batch of any size holds only the runs in flight.
 type Runner struct {
-	Store   *store.Store
+	// Store records every run and batch; nil records nothing (a backend
+	// that keeps its runs itself, as Temporal does; a batch without a
+	// store cannot be resumed by acpflow resume).
+	Store *store.Store
+	// Backend runs each run; nil: Local, in this process.
+	Backend Backend
 	Timeout time.Duration     // for each run; 0: none
 	Ambient map[string]string // the environment runs see (env policies, `env.*`)
 	// Outer is the outer policy every run decides within (the CLI's
@@ -51,11 +59,11 @@ type Runner struct {
 	// unless this is set.
 	Budget engine.Budget
 
-	mu           sync.Mutex
-	runs, failed int
-	storeErrs    []error // the first maxStoreErrs
-	lostErrs     int     // how many more there were
-	scratch      string  // a private directory for the runs' files (ResolveReplays); Close removes it
+	mu                       sync.Mutex
+	runs, failed, failedRuns int
+	storeErrs                []error // the first maxStoreErrs
+	lostErrs                 int     // how many more there were
+	scratch                  string  // a private directory for the runs' files (ResolveReplays); Close removes it
 }
 
 // maxStoreErrs bounds the store errors kept for the end's warning: a store
@@ -88,17 +96,17 @@ func (e *InvalidError) Unwrap() error { return e.Err }
 
 func invalid(err error) error { return &InvalidError{Err: err} }
 
-// Run runs one run to its end, records it and returns its result.
+// Run runs one run to its end on the Runner's backend, records it and
+// returns its result. A run the backend could not run or await at all
+// (Temporal unreachable) is told as a notice, counted failed and written
+// to no Result; its result says so.
 func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engine.RunResult {
-	rec := &Recorder{
-		Store: r.Store, Workflow: wf, BatchID: spec.BatchID, BatchLine: spec.BatchLine,
-		Resume: spec.Resume, Owner: CurrentOwner(),
-	}
+	var rec *Recorder
 	var events steps.Sink = steps.Discard{}
 	if r.Events != nil {
 		events = r.Events
 	}
-	res := engine.Run(ctx, wf, engine.Options{
+	req := Request{Line: spec.BatchLine, Options: engine.Options{
 		RunID:     spec.RunID,
 		Workspace: spec.Workspace,
 		Inputs:    spec.Inputs,
@@ -107,13 +115,30 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 		Events:    events,
 		Timeout:   r.Timeout,
 		Done:      spec.Done,
-		Recorder:  rec,
 		Batch:     spec.Shared,
 		Asker:     r.Asker,
 		OnUsage:   onUsage(spec.Meter),
-	})
-	if err := rec.Err(); err != nil {
-		r.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))
+	}}
+	if r.Store != nil {
+		rec = &Recorder{
+			Store: r.Store, Workflow: wf, BatchID: spec.BatchID, BatchLine: spec.BatchLine,
+			Resume: spec.Resume, Owner: CurrentOwner(),
+		}
+		req.Recorder = rec
+	}
+	res, err := r.backend().Run(ctx, wf, req)
+	if err != nil {
+		if ctx.Err() == nil { // interrupted: the error is the interrupt
+			r.notice("%s", err)
+		}
+		res = &engine.RunResult{RunID: spec.RunID, Workflow: wf.Name, Status: engine.StatusFailed, Error: err.Error()}
+		r.count(res)
+		return res
+	}
+	if rec != nil {
+		if err := rec.Err(); err != nil {
+			r.storeErr(fmt.Errorf("run %s: %w", res.RunID, err))
+		}
 	}
 	r.ended(res)
 	return res
@@ -129,15 +154,30 @@ func onUsage(m *engine.BatchMeter) func(string, *steps.Usage) {
 
 // ended counts a run that ended and hands its result on.
 func (r *Runner) ended(res *engine.RunResult) {
+	r.count(res)
+	if r.Result != nil {
+		r.Result(res)
+	}
+}
+
+// count counts a run that ended.
+func (r *Runner) count(res *engine.RunResult) {
 	r.mu.Lock()
 	r.runs++
 	if res.Status != engine.StatusSucceeded {
 		r.failed++
+		r.failedRuns++
 	}
 	r.mu.Unlock()
-	if r.Result != nil {
-		r.Result(res)
-	}
+}
+
+// Runs is how many runs ended (a batch's lines that never ran among
+// them) and how many of those did not succeed (unlike Failures, which
+// counts what else failed too).
+func (r *Runner) Runs() (ended, failed int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs, r.failedRuns
 }
 
 // Failures is how many runs did not succeed, plus one if the store could

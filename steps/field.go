@@ -3,15 +3,15 @@ package steps
 import "fmt"
 
 // FieldError is a problem with one value of the configuration a kind's
-// Prepare or an agent's Check looks at. The workflow loader puts its caret
-// on the value Path leads to, so a kind never needs to know where the file
-// wrote it.
+// Prepare or an agent's check (acpagent.Check) looks at. The workflow
+// loader puts its caret on the value Path leads to, so a kind never needs
+// to know where the file wrote it.
 //
 // # Notes
 //
 // Path is the keys from the mapping that was checked down to the value:
 // from the step for Prepare ({"with", "config", "model"}), from the agent's
-// mapping for Agent.Check ({"dispose", "eof-grace"}). The loader follows
+// mapping for acpagent.Check ({"dispose", "eof-grace"}). The loader follows
 // it as deep as the file goes, so a value the file does not write (a
 // default, a preset's) is placed on the nearest key it does. An empty Path
 // is the step (or the agent) as a whole.

@@ -2,14 +2,11 @@ package steps
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-
-	"github.com/acpflow/acpflow/internal/egress"
 )
 
 // Sandbox is what `sandbox:` asks of an agent's confinement
-// (docs/sandbox.md): the kernel (Landlock and namespaces) holds the
+// (docs/sandbox.md; acpagent.ParseSandbox reads it): the kernel (Landlock and namespaces) holds the
 // agent's whole process group to it, whatever the agent asks or runs
 // unasked.
 type Sandbox struct {
@@ -34,91 +31,6 @@ const (
 	NetworkOff  = "off"
 	NetworkList = "list"
 )
-
-// SandboxKeys are the keys of a `sandbox:` mapping.
-var SandboxKeys = []string{"write", "deny", "network", "required"}
-
-// ParseSandbox reads a decoded `sandbox:` value: true (the defaults),
-// false (none: nil), or a mapping of SandboxKeys, each network host
-// checked as the step's proxy will read it. An error is a *FieldError at
-// the key at fault.
-func ParseSandbox(v any) (*Sandbox, error) {
-	switch x := v.(type) {
-	case bool:
-		if !x {
-			return nil, nil
-		}
-		return &Sandbox{Network: NetworkOn}, nil
-	case map[string]any:
-		sb := &Sandbox{Network: NetworkOn}
-		for k := range x {
-			if !slices.Contains(SandboxKeys, k) {
-				return nil, FieldErrorf([]string{k}, "sandbox: unknown key %q (known: %s)", k, strings.Join(SandboxKeys, ", "))
-			}
-		}
-		var err error
-		if sb.Write, err = pathList(x, "write"); err != nil {
-			return nil, err
-		}
-		if sb.Deny, err = pathList(x, "deny"); err != nil {
-			return nil, err
-		}
-		switch n := x["network"].(type) {
-		case nil:
-		case string:
-			if n != NetworkOn && n != NetworkOff {
-				return nil, FieldErrorf([]string{"network"}, "sandbox.network: want on, off or a list of hosts (host or host:port), got %q", n)
-			}
-			sb.Network = n
-		case bool: // YAML 1.1 readers may give on/off as booleans
-			sb.Network = map[bool]string{true: NetworkOn, false: NetworkOff}[n]
-		case []any:
-			sb.Network = NetworkList
-			for i, h := range n {
-				s, ok := h.(string)
-				if !ok || s == "" {
-					return nil, FieldErrorf([]string{"network"}, "sandbox.network[%d]: want a host or host:port", i)
-				}
-				if _, err := egress.ParseAllow([]string{s}); err != nil {
-					return nil, FieldErrorf([]string{"network"}, "sandbox.network[%d]: %v", i, err)
-				}
-				sb.Allow = append(sb.Allow, s)
-			}
-		default:
-			return nil, FieldErrorf([]string{"network"}, "sandbox.network: want on, off or a list of hosts")
-		}
-		if r, ok := x["required"]; ok {
-			b, isBool := r.(bool)
-			if !isBool {
-				return nil, FieldErrorf([]string{"required"}, "sandbox.required: want true or false")
-			}
-			sb.Optional = !b
-		}
-		return sb, nil
-	}
-	return nil, FieldErrorf(nil, "sandbox: want true, false or a mapping with write, deny, network, required")
-}
-
-// pathList reads one list of paths of a sandbox mapping.
-func pathList(m map[string]any, key string) ([]string, error) {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return nil, nil
-	}
-	list, ok := v.([]any)
-	if !ok {
-		return nil, FieldErrorf([]string{key}, "sandbox.%s: want a list of paths", key)
-	}
-	out := make([]string, 0, len(list))
-	for i, p := range list {
-		s, ok := p.(string)
-		if !ok || s == "" {
-			return nil, FieldErrorf([]string{key}, "sandbox.%s[%d]: want a path", key, i)
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
 
 // String describes the sandbox for messages.
 func (s *Sandbox) String() string {

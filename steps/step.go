@@ -6,6 +6,11 @@
 // anything starts), and the engine runs the prepared step (Step.Run) once
 // per attempt with the rendered values. Adding a kind touches one folder: it
 // calls Register from its init function.
+//
+// The package is the contract every kind shares. One kind's own vocabulary
+// lives with that kind: acp-subagent's presets, the decoding of its
+// agents' values and its step updates are package acpagent's
+// (steps/acpsubagent/acpagent).
 package steps
 
 import (

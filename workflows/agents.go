@@ -9,6 +9,7 @@ import (
 
 	"github.com/acpflow/acpflow/internal/replayagent"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 var (
@@ -130,7 +131,7 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 		}
 	}
 	if len(d.errs) == before {
-		if err := a.Check(); err != nil {
+		if err := acpagent.Check(a); err != nil {
 			d.at(agentErrorAt(err, key, v), "%s", err)
 		}
 	}
@@ -153,7 +154,7 @@ func (d *decoder) durationOrOff(n *node, what string) (time.Duration, bool) {
 	return d.duration(n, what)
 }
 
-// agentErrorAt places an error of steps.Agent.Check: on the value its
+// agentErrorAt places an error of acpagent.Check: on the value its
 // steps.FieldError path leads to, as deep as the file goes; on preset: when
 // the file does not write the key at all but names a preset (which gave
 // the value); else on the agent's name.
@@ -187,11 +188,11 @@ func (d *decoder) literal(n *node, what string) (string, bool) {
 
 // lookupPreset finds the preset an agent names, reporting an unknown one
 // with the list of those that exist.
-func (d *decoder) lookupPreset(agent, name string, n *node) (steps.Preset, bool) {
-	p, ok := steps.LookupPreset(name)
+func (d *decoder) lookupPreset(agent, name string, n *node) (acpagent.Preset, bool) {
+	p, ok := acpagent.LookupPreset(name)
 	if !ok {
 		var known []string
-		for _, p := range steps.Presets() {
+		for _, p := range acpagent.Presets() {
 			known = append(known, p.Name)
 		}
 		d.at(n.pos, "agent %q: unknown preset %q%s", agent, name, knownList(name, known))
@@ -216,7 +217,7 @@ func fileSets(f map[string]*node) func(key string) bool {
 // preset's args too (they are the preset command's, `-y @pkg` for npx),
 // unless the file gives args as well. A zero preset timing or an empty mode
 // keeps what a already has.
-func presetDefaults(a *steps.Agent, p steps.Preset, set func(key string) bool) {
+func presetDefaults(a *steps.Agent, p acpagent.Preset, set func(key string) bool) {
 	a.Preset = p.Name
 	switch {
 	case !set("command") && !set("args"):
@@ -307,7 +308,7 @@ func (d *decoder) mode(n *node, what string) (string, bool) {
 }
 
 // agentConfig reads config: ACP config option ids to value ids, a boolean
-// written as "true"/"false" (steps.ConfigValue, which the runner also uses
+// written as "true"/"false" (acpagent.ConfigValue, which the runner also uses
 // on a step's with.config). Values are compiled as agentEnv's are.
 func (d *decoder) agentConfig(n *node, ctx, agent string) map[string]string {
 	if !d.mapping(n, ctx+": config") {
@@ -321,7 +322,7 @@ func (d *decoder) agentConfig(n *node, ctx, agent string) map[string]string {
 			continue
 		}
 		v := n.vals[i]
-		s, err := steps.ConfigValue(v.plain())
+		s, err := acpagent.ConfigValue(v.plain())
 		if err != nil {
 			d.wrong(v, "%s: config: %s: %s", ctx, id, err)
 			continue
@@ -335,11 +336,11 @@ func (d *decoder) agentConfig(n *node, ctx, agent string) map[string]string {
 }
 
 // mcpServers reads an agent's mcp-servers (agent is the agent's mapping,
-// n the list). Their shape and rules are steps.MCPServersOf's, which a
+// n the list). Their shape and rules are acpagent.MCPServersOf's, which a
 // step's with.mcp-servers goes through too; the error is placed by its
 // path. The strings that are rendered are compiled here, as agentEnv's are.
 func (d *decoder) mcpServers(agent, n *node, ctx, name string) []steps.MCPServer {
-	servers, err := steps.MCPServersOf(n.plain(), []string{"mcp-servers"})
+	servers, err := acpagent.MCPServersOf(n.plain(), []string{"mcp-servers"})
 	if err != nil {
 		var fe *steps.FieldError
 		at := n.pos
@@ -373,13 +374,13 @@ func (d *decoder) mcpServers(agent, n *node, ctx, name string) []steps.MCPServer
 	return servers
 }
 
-// size reads a size (steps.SizeOf): a whole number of bytes, or a number
+// size reads a size (acpagent.SizeOf): a whole number of bytes, or a number
 // with a unit such as 8 MiB.
 func (d *decoder) size(n *node, what string) (int64, bool) {
 	if n.kind == scalarNode {
 		switch n.value.(type) {
 		case int, float64, string:
-			v, err := steps.SizeOf(n.value)
+			v, err := acpagent.SizeOf(n.value)
 			if err != nil {
 				d.at(n.pos, "%s: %s", what, err)
 				return 0, false

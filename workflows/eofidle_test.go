@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -33,7 +34,7 @@ func TestTheEOFWaitIsCutOnlyWhereTheFileOrAPresetSaysSo(t *testing.T) {
 		{"the demo builtin", "    builtin: demo\n"},
 		{"a command with its own graces", "    command: my-agent\n    dispose: {eof-grace: 20s, term-grace: 1s}\n"},
 	}
-	for _, p := range steps.Presets() {
+	for _, p := range acpagent.Presets() {
 		agents = append(agents, struct{ name, yaml string }{"preset " + p.Name, "    preset: " + p.Name + "\n"})
 	}
 	for _, tc := range agents {
@@ -42,7 +43,7 @@ func TestTheEOFWaitIsCutOnlyWhereTheFileOrAPresetSaysSo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, _ := steps.LookupPreset(a.Preset)
+			p, _ := acpagent.LookupPreset(a.Preset)
 			if a.EOFIdle != p.EOFIdle {
 				t.Errorf("eof-idle = %s, want the preset's measured %s", a.EOFIdle, p.EOFIdle)
 			}

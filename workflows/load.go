@@ -6,18 +6,30 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/steps"
 )
 
-// Load reads and checks the workflow file at path. See Parse.
+// Load reads and checks the workflow file at path. See Parse. The
+// workflow's File is absolute, so that a run records where to find it
+// again from any directory (resume); errors name the file as path does.
+// Its Modules stay as the file names them (a worker places them beside
+// it); they load relative to the file's directory.
 func Load(path string) (*engine.Workflow, error) {
 	src, err := ReadFile(path, "workflow")
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, src)
+	wf, err := Parse(path, src)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		wf.File = abs
+	}
+	return wf, nil
 }
 
 // Parse checks the workflow src, read from the file name, and returns it

@@ -12,7 +12,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
-	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -107,7 +107,7 @@ func TestParseReadsEveryKey(t *testing.T) {
 		t.Errorf("demo agent = %+v", demo)
 	}
 	codex := wf.Agents["codex"]
-	if p, _ := steps.LookupPreset("codex"); codex.Command != "npx" || !reflect.DeepEqual(codex.Args, p.Argv()) || codex.Args[1] != "@agentclientprotocol/codex-acp" {
+	if p, _ := acpagent.LookupPreset("codex"); codex.Command != "npx" || !reflect.DeepEqual(codex.Args, p.Argv()) || codex.Args[1] != "@agentclientprotocol/codex-acp" {
 		t.Errorf("codex preset gave command %q args %q", codex.Command, codex.Args)
 	}
 	if codex.Env["CODEX_API_KEY"] != "${{ env.CODEX_API_KEY }}" || codex.Env["PORT"] != "8080" {

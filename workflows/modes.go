@@ -5,11 +5,12 @@ import (
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // checkModes refuses a step whose session mode (the step's with.mode, else
 // its agent's mode:, a preset's included) is one in which the agent
-// decides alone (steps.DecidesAlone), under a permission policy other
+// decides alone (acpagent.DecidesAlone), under a permission policy other
 // than allow: the policy would see nothing, and acpflow's mode guard would
 // set the mode back at run time anyway. A templated mode is known only
 // when the step runs, where the guard judges it.
@@ -30,7 +31,7 @@ func (d *decoder) checkModes() {
 				at = n
 			}
 		}
-		if mode == "" || strings.Contains(mode, "${{") || !steps.DecidesAlone(agent.Preset, mode, "", "") {
+		if mode == "" || strings.Contains(mode, "${{") || !acpagent.DecidesAlone(agent.Preset, mode, "", "") {
 			continue
 		}
 		perm := s.step.Policies.Permission

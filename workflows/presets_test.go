@@ -6,20 +6,21 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // TestPresetDefaults uses a made-up preset with every default set, since
 // the real presets' measured values are filled in separately (and may be
 // zero): what the preset gives applies only where the file is silent.
 func TestPresetDefaults(t *testing.T) {
-	fake := steps.Preset{
+	fake := acpagent.Preset{
 		Name: "fake", Command: "npx", Launcher: []string{"-y", "@example/fake-acp"}, Args: []string{"--acp"},
 		EOFGrace: 200 * time.Millisecond, TermGrace: time.Second, Mode: "ask-everything",
 	}
 	def := steps.NewAgent("a")
 	for _, tc := range []struct {
 		name    string
-		preset  steps.Preset
+		preset  acpagent.Preset
 		set     []string
 		command string
 		args    []string
@@ -41,7 +42,7 @@ func TestPresetDefaults(t *testing.T) {
 			"npx", fake.Argv(), "ask-everything", def.EOFGrace, time.Second},
 		{"the file's term-grace wins over the preset's", fake, []string{"dispose.term-grace"},
 			"npx", fake.Argv(), "ask-everything", 200 * time.Millisecond, def.TermGrace},
-		{"a preset without defaults keeps acpflow's", steps.Preset{Name: "bare", Command: "bare", Args: []string{"acp"}}, nil,
+		{"a preset without defaults keeps acpflow's", acpagent.Preset{Name: "bare", Command: "bare", Args: []string{"acp"}}, nil,
 			"bare", []string{"acp"}, "", def.EOFGrace, def.TermGrace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,12 +4,13 @@ import (
 	"errors"
 
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // sandbox reads a `sandbox:` value (an agent's, whose context is what, or
-// the workflow's, what ""): true, false or a mapping (steps.ParseSandbox).
+// the workflow's, what ""): true, false or a mapping (acpagent.ParseSandbox).
 func (d *decoder) sandbox(n *node, what string) *steps.Sandbox {
-	sb, err := steps.ParseSandbox(n.plain())
+	sb, err := acpagent.ParseSandbox(n.plain())
 	if err != nil {
 		at := n
 		var fe *steps.FieldError

@@ -8,6 +8,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	_ "github.com/acpflow/acpflow/steps/acpsubagent"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // TestTheSchemaKnowsTheKeysTheLoaderKnows keeps schema.json and the
@@ -38,7 +39,7 @@ func TestTheSchemaKnowsTheKeysTheLoaderKnows(t *testing.T) {
 		return sortedKeys(s.Definitions[name].Properties)
 	}
 	var presets []string
-	for _, p := range steps.Presets() {
+	for _, p := range acpagent.Presets() {
 		presets = append(presets, p.Name)
 	}
 	permission := map[string]bool{}
@@ -58,8 +59,8 @@ func TestTheSchemaKnowsTheKeysTheLoaderKnows(t *testing.T) {
 		{"dispose keys", sortedKeys(s.Definitions["agent"].Properties["dispose"].Properties), disposeKeys},
 		{"agent presets", s.Definitions["agent"].Properties["preset"].Enum, presets},
 		{"step keys", def("step"), stepKeys},
-		{"MCP server keys", def("mcp-server"), steps.MCPServerKeys},
-		{"MCP server types", s.Definitions["mcp-server"].Properties["type"].Enum, []string{steps.MCPStdio, steps.MCPHTTP, steps.MCPSSE}},
+		{"MCP server keys", def("mcp-server"), acpagent.MCPServerKeys},
+		{"MCP server types", s.Definitions["mcp-server"].Properties["type"].Enum, []string{acpagent.MCPStdio, acpagent.MCPHTTP, acpagent.MCPSSE}},
 		{"step kinds", s.Definitions["step"].Properties["uses"].Enum, steps.Names()},
 		{"policies keys", def("policies"), policyKeys},
 		{"permission keys", sortedKeys(permission), policies.PermissionSpecKeys},

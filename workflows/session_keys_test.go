@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -85,7 +85,7 @@ func TestParseReadsModeConfigAndMaxOutput(t *testing.T) {
 	}
 	if s, err := mo.Render(&engine.Scope{}); err != nil {
 		t.Fatal(err)
-	} else if n, err := steps.SizeOf(s); err != nil || n != 2048 {
+	} else if n, err := acpagent.SizeOf(s); err != nil || n != 2048 {
 		t.Errorf("with.max-output renders %q, read as %d, %v", s, n, err)
 	}
 }
@@ -98,7 +98,7 @@ func TestCommandReplacesThePresetsArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	codex, _ := steps.LookupPreset("codex")
+	codex, _ := acpagent.LookupPreset("codex")
 	for _, tc := range []struct {
 		agent, command string
 		args           []string

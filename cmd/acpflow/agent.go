@@ -12,7 +12,7 @@ import (
 
 	"github.com/acpflow/acpflow/internal/demoagent"
 	"github.com/acpflow/acpflow/internal/replayagent"
-	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 func newAgentCmd() *cobra.Command {
@@ -63,14 +63,14 @@ func newAgentsCmd() *cobra.Command {
 			fmt.Fprintln(w, "PRESET\tMODE\tMEASURED\tCOMMAND\tENV\tAUTH")
 			fmt.Fprintln(w, "demo\t-\t-\t(builtin: demo) acpflow agent demo\t-\t-")
 			fmt.Fprintln(w, "replay\t-\t-\t(builtin: replay) acpflow agent replay FILE STEP\t-\t-")
-			for _, p := range steps.Presets() {
+			for _, p := range acpagent.Presets() {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Mode), orDash(p.Version),
 					strings.Join(append([]string{p.Command}, p.Argv()...), " "),
 					orDash(strings.Join(p.Env, " ")), orDash(strings.Join(p.Auth, " ")))
 			}
 			w.Flush()
 			fmt.Fprintln(out)
-			for _, p := range steps.Presets() {
+			for _, p := range acpagent.Presets() {
 				fmt.Fprintf(out, "%s: %s.", p.Name, p.Description)
 				if p.Notes != "" {
 					fmt.Fprintf(out, " %s.", sentence(p.Notes))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs"
 )
 
 // termAsker puts the permission requests a policy decided to ask about to
@@ -64,24 +65,8 @@ const maxAnswer = 1 << 10
 // readAnswer reads one line, to its end however long, and returns at most
 // maxAnswer bytes of it, without its newline.
 func readAnswer(r *bufio.Reader) (string, error) {
-	line, err := readLineHead(r, maxAnswer)
+	line, err := runs.ReadLineHead(r, maxAnswer)
 	return strings.TrimRight(string(line), "\r\n"), err
-}
-
-// readLineHead reads one line, to its end however long, and returns at
-// most its first max bytes (with its newline when they hold it): what a
-// reader of lines it does not control keeps of each.
-func readLineHead(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line) < max {
-			line = append(line, chunk[:min(len(chunk), max-len(line))]...)
-		}
-		if err != bufio.ErrBufferFull {
-			return line, err
-		}
-	}
 }
 
 // Ask implements policies.Asker.

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	agentrecord "github.com/acpflow/acpflow/internal/testagent/record"
-	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -157,7 +157,7 @@ func TestVersionAgentsAndProbe(t *testing.T) {
 	}
 	// Each preset's row shows the mode it starts its agent in, and what
 	// was measured, from the preset itself.
-	for _, p := range steps.Presets() {
+	for _, p := range acpagent.Presets() {
 		row := ""
 		for _, line := range strings.Split(r.stdout, "\n") {
 			if strings.HasPrefix(line, p.Name+" ") {

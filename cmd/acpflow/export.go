@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/regularfile"
 	"github.com/acpflow/acpflow/runs"
 )
@@ -30,10 +29,10 @@ parts of MCP server urls) were scrubbed before they were stored. See docs/transc
 				return err
 			}
 			defer s.Close()
-			if kind == store.KindBatch {
+			if kind == runs.KindBatch {
 				return usageErrorf("%s is a batch: export one of its runs (acpflow show %s lists them)", id, id)
 			}
-			f, err := runs.Export(cmd.Context(), s, id)
+			f, err := s.Export(cmd.Context(), id)
 			if err != nil {
 				return err
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/runs/store"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

@@ -15,6 +15,7 @@ import (
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // liveView redraws one line per step on a terminal: its state, its elapsed
@@ -69,20 +70,20 @@ func (v *liveView) Emit(e steps.Event) {
 		if d.Attempt > 1 {
 			s.state = fmt.Sprintf("running (attempt %d)", d.Attempt)
 		}
-	case steps.MessageChunk:
+	case acpagent.MessageChunk:
 		// s.last is already sanitised; a sequence split across chunks
 		// leaves only inert pieces behind.
 		s.last = lastLine(termtext.Sanitize(s.last + d.Text))
-	case steps.Session:
+	case acpagent.Session:
 		s.state = "prompting"
-	case steps.CancelSent:
+	case acpagent.CancelSent:
 		s.state = "cancelling"
-	case steps.Asking:
+	case acpagent.Asking:
 		s.state = "asking you"
 		s.last = "waiting for your answer: " + termtext.Quote(d.Title, titleMax)
 	case steps.UsageReport:
 		s.usage = usageText(&d.Usage)
-	case steps.SchemaRetry:
+	case acpagent.SchemaRetry:
 		s.state = fmt.Sprintf("follow-up %d/%d", d.Retry, d.Retries)
 		s.last = firstLine(termtext.Sanitize("output-schema: " + strings.Join(d.Errors, "; ")))
 	case steps.Permission:

@@ -16,8 +16,8 @@ import (
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/internal/termtext"
-	_ "github.com/acpflow/acpflow/policies/wasmpolicy" // registers the `wasm:` policy form
-	"github.com/acpflow/acpflow/steps/acpsubagent"     // registers the acp-subagent step kind
+	_ "github.com/acpflow/acpflow/standard" // every step kind and policy form
+	"github.com/acpflow/acpflow/steps/acpsubagent"
 )
 
 func main() {

@@ -77,30 +77,17 @@ layer decided: "layer" is "outer" (then "policy" is the outer file) or
 	return cmd
 }
 
-// boundPolicies are the policies that answer, with where they came from,
-// and the outer policy they answer within.
+// boundPolicies are the policies that answer, with where they came from
+// (engine.PoliciesOf), and the outer policy they answer within.
 type boundPolicies struct {
-	permission    policies.Permission
-	permissionSrc policies.Source
-	env           policies.Env
-	envSrc        policies.Source
-	outer         policies.Outer
+	engine.StepPolicies
+	outer policies.Outer
 }
 
-// loadPolicies reads FILE as a workflow if it is one, else as a bare policy file.
+// loadPolicies reads FILE as a workflow if it is one, else as a bare policy
+// file, which stands for a workflow's policies; the policies that answer
+// are those a run gives step (engine.PoliciesOf).
 func loadPolicies(file, step string) (*boundPolicies, error) {
-	b := &boundPolicies{
-		permission: policies.DefaultPermission(), permissionSrc: policies.SourceDefault,
-		env: policies.DefaultEnv(), envSrc: policies.SourceDefault,
-	}
-	set := func(p engine.Policies, src policies.Source) {
-		if p.Permission != nil {
-			b.permission, b.permissionSrc = p.Permission, src
-		}
-		if p.Env != nil {
-			b.env, b.envSrc = p.Env, src
-		}
-	}
 	src, err := workflows.ReadFile(file, "policy or workflow file")
 	if err != nil {
 		return nil, usageError(err)
@@ -110,15 +97,13 @@ func loadPolicies(file, step string) (*boundPolicies, error) {
 		if err != nil {
 			return nil, usageError(err)
 		}
-		set(wf.Policies, policies.SourceWorkflow)
+		var st *engine.Step
 		if step != "" {
-			st := findStep(wf, step)
-			if st == nil {
+			if st = findStep(wf, step); st == nil {
 				return nil, usageErrorf("--step %q: no such step in %s", step, file)
 			}
-			set(st.Policies, policies.SourceStep)
 		}
-		return b, nil
+		return &boundPolicies{StepPolicies: engine.PoliciesOf(wf, st)}, nil
 	}
 	if step != "" {
 		return nil, usageErrorf("--step goes with a workflow file; %s is a policy file", file)
@@ -127,8 +112,7 @@ func loadPolicies(file, step string) (*boundPolicies, error) {
 	if err != nil {
 		return nil, usageError(err)
 	}
-	set(p, policies.SourceWorkflow)
-	return b, nil
+	return &boundPolicies{StepPolicies: engine.PoliciesOf(&engine.Workflow{Policies: p}, nil)}, nil
 }
 
 // maxRequestSize bounds --request: a request is a few KiB; a pipe or
@@ -166,7 +150,7 @@ func evalPermission(cmd *cobra.Command, b *boundPolicies, data []byte) (any, err
 	if err != nil {
 		return nil, err
 	}
-	rec := b.outer.Answer(cmd.Context(), b.permission, b.permissionSrc, req)
+	rec := b.outer.Answer(cmd.Context(), b.Permission, b.PermissionSource, req)
 	return map[string]any{
 		"decision": rec.Decision, "reason": rec.Reason, "rule": rec.Rule, "policy": rec.Policy, "layer": rec.Layer,
 		"outcome": rec.Outcome, "option_id": rec.OptionID,
@@ -184,8 +168,8 @@ func evalEnv(cmd *cobra.Command, b *boundPolicies, data []byte) (any, error) {
 	if req.Explicit == nil {
 		req.Explicit = map[string]string{}
 	}
-	dec, err := b.outer.BuildEnv(cmd.Context(), b.env, &req)
-	answer := map[string]any{"policy": b.envSrc, "layer": policies.LayerWorkflow}
+	dec, err := b.outer.BuildEnv(cmd.Context(), b.Env, &req)
+	answer := map[string]any{"policy": b.EnvSource, "layer": policies.LayerWorkflow}
 	if dec.Outer != nil {
 		answer["outer"] = dec.Outer
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
@@ -129,10 +130,6 @@ is not one, a corrupted transcript in the store).`,
 // under another as changed, which says nothing about the permission
 // policy the file is there for).
 func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
-	pol := &whatif.Policies{
-		Permission: policies.DefaultPermission(), Source: policies.SourceDefault,
-		Env: policies.DefaultEnv(), EnvSource: policies.SourceDefault,
-	}
 	src, err := workflows.ReadFile(file, "policy or workflow file")
 	if err != nil {
 		return nil, usageError(err)
@@ -142,36 +139,33 @@ func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
 		if err != nil {
 			return nil, usageError(err)
 		}
-		pol.Permission, pol.Source = p.Permission, policies.SourceWorkflow
-		if p.Env != nil {
-			pol.Env, pol.EnvSource = p.Env, policies.SourceWorkflow
-		} else {
-			pol.NoSpawns = true
-		}
+		bound := engine.PoliciesOf(&engine.Workflow{Policies: p}, nil)
+		pol := &whatif.Policies{Permission: p.Permission, Source: policies.SourceWorkflow,
+			Env: bound.Env, EnvSource: bound.EnvSource, NoSpawns: p.Env == nil}
 		return pol, nil
 	}
 	wf, err := workflows.Load(file)
 	if err != nil {
 		return nil, usageError(err)
 	}
-	if wf.Policies.Permission != nil {
-		pol.Permission, pol.Source = wf.Policies.Permission, policies.SourceWorkflow
-	}
-	if wf.Policies.Env != nil {
-		pol.Env, pol.EnvSource = wf.Policies.Env, policies.SourceWorkflow
+	all := engine.PoliciesOf(wf, nil)
+	pol := &whatif.Policies{
+		Permission: all.Permission, Source: all.PermissionSource,
+		Env: all.Env, EnvSource: all.EnvSource,
 	}
 	for _, st := range wf.Steps {
-		if st.Policies.Permission != nil {
+		own := engine.PoliciesOf(wf, st)
+		if own.PermissionSource == policies.SourceStep {
 			if pol.Steps == nil {
 				pol.Steps = map[string]policies.Permission{}
 			}
-			pol.Steps[st.ID] = st.Policies.Permission
+			pol.Steps[st.ID] = own.Permission
 		}
-		if st.Policies.Env != nil {
+		if own.EnvSource == policies.SourceStep {
 			if pol.EnvSteps == nil {
 				pol.EnvSteps = map[string]policies.Env{}
 			}
-			pol.EnvSteps[st.ID] = st.Policies.Env
+			pol.EnvSteps[st.ID] = own.Env
 		}
 	}
 	return pol, nil

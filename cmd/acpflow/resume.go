@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/runs"
 )
 
@@ -33,16 +32,16 @@ func newResumeCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			out, err := openOutput(f.output)
+			out, err := runs.OpenOutput(f.output)
 			if err != nil {
 				return usageError(err)
 			}
 			defer out.Close()
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			x := newExecutor(s, out, f.timeout, outer)
+			x := newExecutor(s.Runner(), out, f.timeout, outer)
 			defer x.runner.Close()
-			if kind == store.KindBatch {
+			if kind == runs.KindBatch {
 				if f.budget != "" {
 					b, err := engine.ParseBudget(f.budget)
 					if err != nil {
@@ -69,7 +68,7 @@ func newResumeCmd() *cobra.Command {
 			x.setView(newView(cmd.OutOrStdout(), f.json))
 			res, err := x.runner.ResumeRun(ctx, id, force)
 			switch {
-			case errors.Is(err, store.ErrSucceeded):
+			case errors.Is(err, runs.ErrSucceeded):
 				if err := x.deliverRun(ctx, id, f.output); err != nil {
 					return asFailure(err)
 				}
@@ -107,7 +106,7 @@ func (x *executor) deliverEnded(ctx context.Context, c *runs.BatchClaim, output 
 	if output == "" {
 		return nil
 	}
-	written, err := x.out.written()
+	written, err := x.out.Written()
 	if err != nil {
 		return err
 	}
@@ -118,7 +117,7 @@ func (x *executor) deliverEnded(ctx context.Context, c *runs.BatchClaim, output 
 	if err != nil {
 		return err
 	}
-	return x.out.err()
+	return x.out.Err()
 }
 
 // deliverRun writes a lone run that already succeeded to --output when the
@@ -127,7 +126,7 @@ func (x *executor) deliverRun(ctx context.Context, id, output string) error {
 	if output == "" {
 		return nil
 	}
-	written, err := x.out.written()
+	written, err := x.out.Written()
 	if err != nil {
 		return err
 	}
@@ -138,5 +137,5 @@ func (x *executor) deliverRun(ctx context.Context, id, output string) error {
 	if err != nil {
 		return err
 	}
-	return x.out.err()
+	return x.out.Err()
 }

@@ -1,24 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
-	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
@@ -88,7 +80,7 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 			return usageErrorf("--budget: %v", err)
 		}
 	}
-	wf, err := runs.LoadWorkflow(file)
+	wf, err := workflows.Load(file)
 	if err != nil {
 		return usageError(err)
 	}
@@ -110,7 +102,7 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 	var inputs map[string]any
 	var in *batchInput
 	var lines *runs.LineReader
-	var first store.BatchLine
+	var first runs.BatchLine
 	if f.inputsFile != "" {
 		if in, err = openInputs(f.inputsFile, fifoWriterWait); err != nil {
 			return usageError(err)
@@ -138,7 +130,7 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 		return usageError(err)
 	}
 	defer s.Close()
-	out, err := openOutput(f.output)
+	out, err := runs.OpenOutput(f.output)
 	if err != nil {
 		return usageError(err)
 	}
@@ -146,7 +138,7 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 
 	ctx, stop := interruptible(cmd.Context())
 	defer stop()
-	x := newExecutor(s, out, f.timeout, outer)
+	x := newExecutor(s.Runner(), out, f.timeout, outer)
 	defer x.runner.Close()
 	if err := x.runner.ResolveReplays(ctx, wf); err != nil {
 		return runError(err)
@@ -155,7 +147,7 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 		b := runs.NewBatch(wf, workspace, f.inputsFile, f.concurrency, first)
 		b.Budget, x.runner.Budget = budget.String(), budget
 		x.setView(newBatchView(cmd.OutOrStdout(), f.json, b.ID, 0))
-		x.runner.BatchStarted = func(b store.Batch, total int) {
+		x.runner.BatchStarted = func(b runs.Batch, total int) {
 			if total < 0 {
 				fmt.Fprintf(os.Stderr, "acpflow: batch %s: a run per line as they come (if it stops half-way: acpflow resume %s)\n", b.ID, b.ID)
 				return
@@ -179,21 +171,17 @@ func runWorkflow(cmd *cobra.Command, file string, f *runFlags) error {
 // command's view and --output.
 type executor struct {
 	runner *runs.Runner
-	out    *resultWriter
+	out    *runs.Output
 	view   view
 }
 
-func newExecutor(s *store.Store, out *resultWriter, timeout time.Duration, outer policies.Outer) *executor {
-	x := &executor{out: out}
-	x.runner = &runs.Runner{
-		Store:   s,
-		Timeout: timeout,
-		Ambient: policies.EnvMap(os.Environ()),
-		Outer:   outer,
-		Result:  out.write,
-		Notice:  func(msg string) { fmt.Fprintln(os.Stderr, "acpflow: "+termtext.Sanitize(msg)) },
-	}
-	return x
+func newExecutor(r *runs.Runner, out *runs.Output, timeout time.Duration, outer policies.Outer) *executor {
+	r.Timeout = timeout
+	r.Ambient = policies.EnvMap(os.Environ())
+	r.Outer = outer
+	r.Result = out.Write
+	r.Notice = func(msg string) { fmt.Fprintln(os.Stderr, "acpflow: "+termtext.Sanitize(msg)) }
+	return &executor{runner: r, out: out}
 }
 
 func (x *executor) setView(v view) {
@@ -246,7 +234,7 @@ func runError(err error) error {
 func (x *executor) exit(ctx context.Context, results []*engine.RunResult) error {
 	x.view.Close(results)
 	x.reportStoreErrs()
-	if err := x.out.err(); err != nil {
+	if err := x.out.Err(); err != nil {
 		return &codedError{code: exitFailed, err: fmt.Errorf("--output: %w", err)}
 	}
 	if errors.Is(context.Cause(ctx), engine.ErrInterrupted) {
@@ -258,151 +246,10 @@ func (x *executor) exit(ctx context.Context, results []*engine.RunResult) error 
 	return nil
 }
 
-// resultWriter writes `--output`: one JSON object per run, one line each,
-// in completion order, each line in a single write so that no reader (and
-// no crash) ever sees a torn line.
-type resultWriter struct {
-	mu    sync.Mutex
-	path  string
-	f     *os.File
-	first error
-}
-
-func openOutput(path string) (*resultWriter, error) {
-	if path == "" {
-		return &resultWriter{}, nil
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("--output: %w", err)
-	}
-	return &resultWriter{path: path, f: f}, nil
-}
-
-// written reads the run ids of the lines already in the --output file, so
-// that resume writes the results a killed acpflow had recorded but not yet
-// written, and none twice. A last line cut short (a full disk) is ended
-// with a newline, so that the next line starts whole. No file: none.
-func (w *resultWriter) written() (map[string]bool, error) {
-	ids := map[string]bool{}
-	if w.f == nil {
-		return ids, nil
-	}
-	f, err := os.Open(w.path)
-	if err != nil {
-		return nil, fmt.Errorf("--output: %w", err)
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	for {
-		// A result line may be megabytes; its run id comes first. A line
-		// without its newline is the last write, perhaps cut short: it
-		// holds its run's result only if it is whole JSON.
-		const head = 4 << 10
-		line, err := readLineHead(r, head)
-		whole := err == nil || len(line) < head && json.Valid(line)
-		if id := leadingRunID(line); id != "" && whole {
-			ids[id] = true
-		}
-		if err == io.EOF {
-			if len(line) > 0 {
-				w.mu.Lock()
-				_, err = w.f.Write([]byte{'\n'})
-				w.mu.Unlock()
-				if err != nil {
-					return nil, fmt.Errorf("--output: %w", err)
-				}
-			}
-			return ids, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--output: %w", err)
-		}
-	}
-}
-
-// leadingRunID is the run id a result line begins with ({"run_id":"…",
-// as RunResult encodes), read from the line's head alone; "" if none.
-func leadingRunID(head []byte) string {
-	d := json.NewDecoder(bytes.NewReader(head))
-	if t, err := d.Token(); err != nil || t != json.Delim('{') {
-		return ""
-	}
-	if t, err := d.Token(); err != nil || t != "run_id" {
-		return ""
-	}
-	id, _ := d.Token()
-	s, _ := id.(string)
-	return s
-}
-
-func (w *resultWriter) write(res *engine.RunResult) {
-	if w.f == nil {
-		return
-	}
-	// Not json.Marshal: it would write each <, > and & of an agent's
-	// output as six bytes (\u003c), and a result line is no HTML.
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(res)
-	if err == nil {
-		w.mu.Lock()
-		_, err = w.f.Write(b.Bytes())
-		w.mu.Unlock()
-	}
-	if err != nil {
-		w.mu.Lock()
-		if w.first == nil {
-			w.first = err
-		}
-		w.mu.Unlock()
-	}
-}
-
-func (w *resultWriter) err() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.first
-}
-
-func (w *resultWriter) Close() error {
-	if w.f == nil {
-		return nil
-	}
-	return w.f.Close()
-}
-
-var _ io.Closer = (*resultWriter)(nil)
-
-// interruptible returns a context that the first SIGINT/SIGTERM cancels
-// with engine.ErrInterrupted (each step tears down with its graces); a
-// second one sends SIGKILL to every agent's process group at once.
+// interruptible is the run service's signal ladder (runs.Interruptible),
+// saying on stderr what the first signal does.
 func interruptible(parent context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-done:
-				return
-			case <-ch:
-				n++
-				if n == 1 {
-					fmt.Fprintln(os.Stderr, "acpflow: interrupted: cancelling steps (again to kill now)")
-					cancel(engine.ErrInterrupted)
-				} else {
-					procgroup.KillAll()
-				}
-			}
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(ch)
-		close(done)
-		cancel(nil)
-	}
+	return runs.Interruptible(parent, func() {
+		fmt.Fprintln(os.Stderr, "acpflow: interrupted: cancelling steps (again to kill now)")
+	})
 }

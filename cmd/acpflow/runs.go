@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
@@ -28,7 +27,7 @@ import (
 func newRunsCmd() *cobra.Command {
 	var (
 		state   string
-		filter  store.Filter
+		filter  runs.Filter
 		jsonOut bool
 	)
 	cmd := &cobra.Command{
@@ -76,7 +75,7 @@ const (
 	reasonMax  = 1000
 )
 
-func printRuns(w io.Writer, runs []store.Run) {
+func printRuns(w io.Writer, runs []runs.Run) {
 	var buf bytes.Buffer
 	defer writeSanitized(w, &buf)
 	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
@@ -94,7 +93,7 @@ func printRuns(w io.Writer, runs []store.Run) {
 
 // printBatch prints a batch's head (its budget, why it stopped, the
 // sums of its runs' usage) and its runs.
-func printBatch(w io.Writer, b *store.Batch, rs []store.Run) {
+func printBatch(w io.Writer, b *runs.Batch, rs []runs.Run) {
 	fmt.Fprintf(w, "batch %s: %d runs\n", b.ID, len(rs))
 	if b.Budget != "" {
 		fmt.Fprintf(w, "  budget: %s\n", b.Budget)
@@ -119,14 +118,14 @@ func printBatch(w io.Writer, b *store.Batch, rs []store.Run) {
 }
 
 // runUsageCell is a run's usage in the runs table: "-" while it runs.
-func runUsageCell(r store.Run) string {
+func runUsageCell(r runs.Run) string {
 	if r.EndedAt.IsZero() {
 		return "-"
 	}
 	return runUsageText(r.Usage)
 }
 
-func duration(r store.Run) string {
+func duration(r runs.Run) string {
 	if r.EndedAt.IsZero() {
 		return "-"
 	}
@@ -146,7 +145,7 @@ func durationText(ms int64) string {
 
 // runJSON is a run as `runs --json` and `show --json` print it, with the
 // field names of the result JSON (docs/results.md).
-func runJSON(r store.Run) map[string]any {
+func runJSON(r runs.Run) map[string]any {
 	m := map[string]any{
 		"run_id": r.ID, "workflow": r.Workflow, "workflow_file": r.WorkflowFile, "status": r.Status,
 		"error": r.Error, "inputs": r.Inputs, "outputs": r.Outputs, "workspace": r.Workspace,
@@ -203,12 +202,12 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 			}
 			defer s.Close()
 			if transcripts {
-				if kind == store.KindBatch {
+				if kind == runs.KindBatch {
 					return usageErrorf("%s is a batch: show the transcript of one of its runs (acpflow show %s lists them)", id, id)
 				}
 				return showTranscript(cmd, s, id, step, jsonOut)
 			}
-			if kind == store.KindBatch {
+			if kind == runs.KindBatch {
 				runs, err := s.RunsOfBatch(cmd.Context(), id)
 				if err != nil {
 					return err
@@ -249,8 +248,8 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 
 // showTranscript prints a run's transcripts (show --transcript): readably,
 // or the raw messages as JSON lines.
-func showTranscript(cmd *cobra.Command, s *store.Store, id, step string, jsonOut bool) error {
-	f, err := runs.Export(cmd.Context(), s, id)
+func showTranscript(cmd *cobra.Command, s *runs.Service, id, step string, jsonOut bool) error {
+	f, err := s.Export(cmd.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -312,7 +311,7 @@ func writeRawTranscript(w io.Writer, f *transcript.File, step string) error {
 // detailJSON is a run as `show --json` prints it: the run as runJSON has
 // it, and each step's result (as the run store keeps it, runs.StepResult)
 // with the kept tail of its stderr.
-func detailJSON(d *store.RunDetail) map[string]any {
+func detailJSON(d *runs.RunDetail) map[string]any {
 	m := runJSON(d.Run)
 	stepsOut := map[string]any{}
 	for _, st := range d.Steps {
@@ -342,7 +341,7 @@ func detailJSON(d *store.RunDetail) map[string]any {
 // come from an agent (output, errors, stderr, titles, reasons, session ids),
 // so each text is sanitised before it is indented, and the whole once more
 // as it is written; show --json keeps the text exact.
-func printDetail(out io.Writer, d *store.RunDetail, stderrLines int) {
+func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 	var buf bytes.Buffer
 	defer writeSanitized(out, &buf)
 	w := &buf

@@ -5,29 +5,23 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/runs"
 )
 
 func addStateFlag(cmd *cobra.Command, state *string) {
 	cmd.Flags().StringVar(state, "state", "", "the run store (default: $ACPFLOW_STATE, else $XDG_STATE_HOME/acpflow/state.db, else ~/.local/state/acpflow/state.db)")
 }
 
-// openStore opens the run store at --state, or where docs/cli.md says.
-func openStore(flag string) (*store.Store, error) {
-	path := flag
-	if path == "" {
-		var err error
-		if path, err = store.DefaultPath(); err != nil {
-			return nil, err
-		}
-	}
-	return store.Open(path)
+// openStore opens the run service over the run store at --state, or where
+// docs/cli.md says.
+func openStore(flag string) (*runs.Service, error) {
+	return runs.Open(flag)
 }
 
 // openRecorded opens the run store at flag and resolves ref, a run or
 // batch id or a unique prefix of one (show, export, resume). Its errors
 // are bad usage; on success the caller closes the store.
-func openRecorded(ctx context.Context, flag, ref string) (s *store.Store, id, kind string, err error) {
+func openRecorded(ctx context.Context, flag, ref string) (s *runs.Service, id, kind string, err error) {
 	if s, err = openStore(flag); err != nil {
 		return nil, "", "", usageError(err)
 	}

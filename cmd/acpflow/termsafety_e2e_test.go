@@ -14,9 +14,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // What a hostile agent prints: a clipboard write (OSC 52), a window title,
@@ -225,8 +226,8 @@ func TestTheLiveViewShowsAgentTextNeutralised(t *testing.T) {
 	for _, e := range []steps.Event{
 		{RunID: "r", Time: now, Data: steps.RunStart{Steps: []string{"a", "b", "c", "d", "e"}}},
 		{RunID: "r", Step: "a", Time: now, Data: steps.StepStart{Attempt: 1}},
-		{RunID: "r", Step: "a", Time: now, Data: steps.MessageChunk{Text: "x\x1b]52;c;"}},
-		{RunID: "r", Step: "a", Time: now, Data: steps.MessageChunk{Text: "aGk=\x07" + hostileOutput}},
+		{RunID: "r", Step: "a", Time: now, Data: acpagent.MessageChunk{Text: "x\x1b]52;c;"}},
+		{RunID: "r", Step: "a", Time: now, Data: acpagent.MessageChunk{Text: "aGk=\x07" + hostileOutput}},
 		{RunID: "r", Step: "b", Time: now, Data: steps.Permission{PermissionRecord: policies.PermissionRecord{Kind: "execute", Title: hostileTitle, Decision: policies.Allow}}},
 		{RunID: "r", Step: "c", Time: now, Data: steps.StepEnd{Status: "failed", Error: hostileStderr}},
 		// A kind and title that break the line: the step keeps its one line.

@@ -16,6 +16,7 @@ import (
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // view renders a run's events for the user.
@@ -131,20 +132,20 @@ func plainLine(e steps.Event) string {
 	case steps.Permission:
 		return fmt.Sprintf("permission %s %s: %s -> %s (%s, rule %s%s)%s", termtext.Line(d.Kind, kindMax), termtext.Quote(d.Title, titleMax), d.Decision,
 			termtext.Line(outcome(d.PermissionRecord), idMax), policyName(d.Layer, d.Policy), d.Rule, askSuffix(d.Ask), reasonSuffix(d.Reason))
-	case steps.Asking:
+	case acpagent.Asking:
 		return fmt.Sprintf("permission %s: waiting for your answer", termtext.Quote(d.Title, titleMax))
 	case steps.Unasked:
 		return fmt.Sprintf("unasked %s %s: ran without asking; the policy would %s (%s, rule %s)%s", termtext.Line(d.Kind, kindMax),
 			termtext.Quote(unaskedWhat(d.PermissionRecord), commandMax), d.Would, policyName(d.Layer, d.Policy), d.Rule, reasonSuffix(d.Reason))
-	case steps.ModeRestored:
+	case acpagent.ModeRestored:
 		return fmt.Sprintf("mode %s lets the agent decide alone: set back to %s", termtext.Quote(d.From, idMax), termtext.Quote(d.To, idMax))
 	case steps.Warning:
 		return "warning: " + d.Message
 	case steps.Retry:
 		return fmt.Sprintf("retrying in %d ms: %s", d.AfterMS, d.Error)
-	case steps.CancelSent:
+	case acpagent.CancelSent:
 		return "cancelling: session/cancel sent"
-	case steps.SchemaRetry:
+	case acpagent.SchemaRetry:
 		return fmt.Sprintf("the answer does not match output-schema; follow-up %d of %d: %s", d.Retry, d.Retries, strings.Join(d.Errors, "; "))
 	case steps.StepEnd:
 		s := fmt.Sprintf("%s in %s", d.Status, durationText(d.DurationMS))

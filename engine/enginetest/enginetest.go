@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/internal/fakestep"
+	"github.com/acpflow/acpflow/steps/steptest"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -29,12 +29,12 @@ type Case struct {
 	Name     string
 	Workflow string // YAML; every step uses: fake
 	// Check looks at the result and at the fake steps' trace.
-	Check func(t *testing.T, res *engine.RunResult, tr fakestep.Trace)
+	Check func(t *testing.T, res *engine.RunResult, tr steptest.Trace)
 }
 
 // Run runs every case with drive; kind is the fake kind the test binary
 // registered (steps.Register).
-func Run(t *testing.T, kind *fakestep.Kind, drive Driver) {
+func Run(t *testing.T, kind *steptest.Fake, drive Driver) {
 	for i, c := range Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -92,7 +92,7 @@ steps:
 outputs:
   d: ${{ steps.d.output }}
 `,
-		Check: func(t *testing.T, res *engine.RunResult, tr fakestep.Trace) {
+		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
 			want(t, "status", res.Status, engine.StatusSucceeded)
 			want(t, "outputs.d", res.Outputs["d"], "ab+ac")
 			if len(tr.Started) != 4 || tr.Started[0] != "a" || tr.Started[3] != "d" {
@@ -111,7 +111,7 @@ steps:
   - {id: s3, uses: fake, with: {sleep: 40ms}}
   - {id: s4, uses: fake, with: {sleep: 40ms}}
 `,
-		Check: func(t *testing.T, res *engine.RunResult, tr fakestep.Trace) {
+		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
 			want(t, "status", res.Status, engine.StatusSucceeded)
 			if tr.Peak != 2 {
 				t.Errorf("%d steps at once, want max-parallel's 2", tr.Peak)
@@ -129,7 +129,7 @@ steps:
   - {id: c, needs: [b], uses: fake}
   - {id: d, needs: [a], if: 'steps.a.output == "no"', uses: fake}
 `,
-		Check: func(t *testing.T, res *engine.RunResult, tr fakestep.Trace) {
+		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
 			want(t, "status", res.Status, engine.StatusSucceeded)
 			want(t, "steps", Statuses(res, "a", "b", "c", "d"), "a=succeeded b=skipped c=skipped d=succeeded")
 			want(t, "b's reason", res.Steps["b"].Error, `if: steps.a.output == "yes" is false`)
@@ -143,7 +143,7 @@ name: retry
 steps:
   - {id: a, uses: fake, retries: 3, with: {fail-attempts: 2, output: third}}
 `,
-		Check: func(t *testing.T, res *engine.RunResult, tr fakestep.Trace) {
+		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
 			want(t, "status", res.Status, engine.StatusSucceeded)
 			want(t, "attempts", res.Steps["a"].Attempts, 3)
 			want(t, "output", res.Steps["a"].Output, "third")
@@ -159,7 +159,7 @@ steps:
   - {id: slow, uses: fake, with: {wait-for-cancel: true}}
   - {id: after, needs: [bad], uses: fake}
 `,
-		Check: func(t *testing.T, res *engine.RunResult, tr fakestep.Trace) {
+		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
 			want(t, "status", res.Status, engine.StatusFailed)
 			want(t, "steps", Statuses(res, "bad", "slow", "after"), "bad=failed slow=cancelled after=skipped")
 			want(t, "bad's attempts", res.Steps["bad"].Attempts, 2)
@@ -178,7 +178,7 @@ steps:
   - {id: bad, uses: fake, continue-on-error: true, with: {fail: true}}
   - {id: after, needs: [bad], uses: fake, with: {output: "${{ steps.bad.status }}"}}
 `,
-		Check: func(t *testing.T, res *engine.RunResult, tr fakestep.Trace) {
+		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
 			want(t, "status", res.Status, engine.StatusSucceeded)
 			want(t, "after's output", res.Steps["after"].Output, "failed")
 		},
@@ -192,7 +192,7 @@ steps:
   - {id: each, uses: fake, for-each: "[3, 1, 2]", max-parallel: 2, with: {output: "n${{ item }}-${{ index }}", sleep: 20ms}}
   - {id: after, needs: [each], uses: fake, with: {output: "${{ steps.each.output }}"}}
 `,
-		Check: func(t *testing.T, res *engine.RunResult, tr fakestep.Trace) {
+		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
 			want(t, "status", res.Status, engine.StatusSucceeded)
 			want(t, "each's output", res.Steps["each"].Output, "[n3-0 n1-1 n2-2]")
 			want(t, "after's output", res.Steps["after"].Output, `["n3-0","n1-1","n2-2"]`)
@@ -212,7 +212,7 @@ max-parallel: 4
 steps:
   - {id: each, uses: fake, for-each: "[1, 2]", with: {fail: true}}
 `,
-		Check: func(t *testing.T, res *engine.RunResult, tr fakestep.Trace) {
+		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
 			want(t, "status", res.Status, engine.StatusFailed)
 			if !strings.HasPrefix(res.Steps["each"].Error, "item 0: ") {
 				t.Errorf("each's error %q, want it to name item 0", res.Steps["each"].Error)

@@ -106,13 +106,14 @@ func (r *Reader) At(at int64) (*Step, error) {
 		}
 	}
 	lr := &budgetReader{r: br, left: MaxStepBytes}
-	var s Step
-	if err := json.NewDecoder(lr).Decode(&s); err != nil {
+	var f stepJSON
+	if err := json.NewDecoder(lr).Decode(&f); err != nil {
 		if errors.Is(err, errOverBudget) {
 			return nil, fmt.Errorf("%s: the step attempt at byte %d is over %s", r.path, at, bytesize.Format(MaxStepBytes))
 		}
 		return nil, fmt.Errorf("%s: the step attempt at byte %d: %w", r.path, at, err)
 	}
+	s := f.step()
 	defaultLayer(&s)
 	return &s, nil
 }
@@ -208,15 +209,17 @@ func Decode(in io.Reader, each func(s *Step, at int64) error) (Header, error) {
 	return h, err
 }
 
-func newStep() any { return new(Step) }
+// newStep is a step attempt as decode reads it: in the format's own types
+// (format.go), made a Step by stepsTo.
+func newStep() any { return new(stepJSON) }
 
 // stepsTo hands decode's values to each as steps, their records' layers
 // set (defaultLayer).
 func stepsTo(each func(s *Step, at int64) error) func(v any, at int64) error {
 	return func(v any, at int64) error {
-		s := v.(*Step)
-		defaultLayer(s)
-		return each(s, at)
+		s := v.(*stepJSON).step()
+		defaultLayer(&s)
+		return each(&s, at)
 	}
 }
 

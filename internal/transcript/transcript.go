@@ -39,18 +39,19 @@ type Message struct {
 
 // Step is the transcript of one attempt of one step (of one for-each
 // element when Index is set), with the permission records acpflow made
-// and the env decision of the attempt's spawn.
+// and the env decision of the attempt's spawn. However it is encoded, it
+// is written in the format (stepJSON, format.go).
 type Step struct {
-	Step        string                      `json:"step"`
-	Index       *int                        `json:"index,omitempty"`
-	Attempt     int                         `json:"attempt"`
-	Agent       string                      `json:"agent,omitempty"`
-	Truncated   bool                        `json:"truncated,omitempty"`
-	Messages    []Message                   `json:"messages"`
-	Permissions []policies.PermissionRecord `json:"permissions,omitempty"`
+	Step        string
+	Index       *int
+	Attempt     int
+	Agent       string
+	Truncated   bool
+	Messages    []Message
+	Permissions []policies.PermissionRecord
 	// Spawn is nil when the attempt asked no env policy (it continued a
 	// session on a live process) or was recorded before spawns were.
-	Spawn *Spawn `json:"spawn,omitempty"`
+	Spawn *Spawn
 }
 
 // Spawn is what the env policy decided before an attempt's spawn, by name
@@ -138,7 +139,7 @@ func (f *File) Write(w io.Writer) error {
 // an element of "steps": its fields indented, in Step's order, but its
 // messages one compact line each.
 func writeStep(w *bufio.Writer, s *Step) error {
-	bare := *s
+	bare := s.file()
 	bare.Messages = nil
 	b, err := encode(bare, "    ", "  ")
 	if err != nil {

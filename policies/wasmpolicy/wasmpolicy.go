@@ -1,9 +1,10 @@
 // Package wasmpolicy is the `wasm:` form of a policy (docs: the WASM ABI):
 // a permission or env policy decided by a WebAssembly module run by
-// package wasm. It registers its loader with policies from its init
-// function, as a step kind registers with steps, so a program has the form
-// by importing this package for its side effect (cmd/acpflow does) and
-// links no WASM runtime otherwise.
+// package wasm. It registers the form with policies under its name
+// (policies.RegisterForm(policies.FormWASM, …)) from its init function, as
+// a step kind registers with steps, so a program has the form by importing
+// this package for its side effect (every acpflow binary does, through
+// package standard) and links no WASM runtime otherwise.
 package wasmpolicy
 
 import (
@@ -23,22 +24,15 @@ import (
 	"github.com/acpflow/acpflow/wasm"
 )
 
-func init() { policies.RegisterWASM(SharedLoader()) }
+func init() { policies.RegisterForm(policies.FormWASM, SharedForm()) }
 
-// SharedLoader loads modules into one wasm.Host per process, created on
+// SharedForm loads modules into one wasm.Host per process, created on
 // first use: compiling a module is what costs (a Go module takes a second
 // and a half), so every workflow and policy file a process loads shares the
-// host's cache of compiled modules. It is the loader this package
-// registers.
-func SharedLoader() policies.WASMLoader {
-	return func(path, kind string, config map[string]any, limits policies.Limits) (any, error) {
-		shared.once.Do(func() { shared.host, shared.err = wasm.NewHost(context.Background()) })
-		if shared.err != nil {
-			return nil, fmt.Errorf("start the WASM host: %w", shared.err)
-		}
-		return NewLoader(context.Background(), shared.host)(path, kind, config, limits)
-	}
-}
+// host's cache of compiled modules. It is the form this package registers.
+func SharedForm() policies.Form { return sharedForm{} }
+
+type sharedForm struct{}
 
 var shared struct {
 	once sync.Once
@@ -46,26 +40,66 @@ var shared struct {
 	err  error
 }
 
-// NewLoader returns a loader of the form policies.WASMLoader describes:
-// it loads the module with host, under the file's limits, and makes a
-// Permission for policies.KindPermission or an Env (proposing
-// policies.DefaultEnv's environment: the wasm form replaces inherit and
-// scrub-credentials) for policies.KindEnv. ctx bounds the loads, which
-// compile.
-func NewLoader(ctx context.Context, host *wasm.Host) policies.WASMLoader {
-	return func(path, kind string, config map[string]any, limits policies.Limits) (any, error) {
-		m, err := host.Load(ctx, path, wasm.Limits{Memory: limits.Memory, Timeout: limits.Timeout})
-		if err != nil {
-			return nil, err
-		}
-		switch kind {
-		case policies.KindPermission:
-			return NewPermission(m, "", config), nil
-		case policies.KindEnv:
-			return NewEnv(m, "", config), nil
-		}
-		return nil, fmt.Errorf("policy module %s: no %q policy kind; want %s or %s", path, kind, policies.KindPermission, policies.KindEnv)
+func (sharedForm) form() (*Form, error) {
+	shared.once.Do(func() { shared.host, shared.err = wasm.NewHost(context.Background()) })
+	if shared.err != nil {
+		return nil, fmt.Errorf("start the WASM host: %w", shared.err)
 	}
+	return NewForm(context.Background(), shared.host), nil
+}
+
+// Permission implements policies.Form.
+func (s sharedForm) Permission(spec policies.FormSpec) (policies.Permission, error) {
+	f, err := s.form()
+	if err != nil {
+		return nil, err
+	}
+	return f.Permission(spec)
+}
+
+// Env implements policies.Form.
+func (s sharedForm) Env(spec policies.FormSpec) (policies.Env, error) {
+	f, err := s.form()
+	if err != nil {
+		return nil, err
+	}
+	return f.Env(spec)
+}
+
+// Form is the `wasm:` form on one host: it loads the module with the host,
+// under the file's limits, and makes a Permission, or an Env (proposing
+// policies.DefaultEnv's environment: the wasm form replaces inherit and
+// scrub-credentials).
+type Form struct {
+	ctx  context.Context
+	host *wasm.Host
+}
+
+var _ policies.Form = (*Form)(nil)
+
+// NewForm returns the form on host; ctx bounds the loads, which compile.
+func NewForm(ctx context.Context, host *wasm.Host) *Form { return &Form{ctx: ctx, host: host} }
+
+func (f *Form) load(spec policies.FormSpec) (*wasm.Module, error) {
+	return f.host.Load(f.ctx, spec.Path, wasm.Limits{Memory: spec.Limits.Memory, Timeout: spec.Limits.Timeout})
+}
+
+// Permission implements policies.Form.
+func (f *Form) Permission(spec policies.FormSpec) (policies.Permission, error) {
+	m, err := f.load(spec)
+	if err != nil {
+		return nil, err
+	}
+	return NewPermission(m, "", spec.Config), nil
+}
+
+// Env implements policies.Form.
+func (f *Form) Env(spec policies.FormSpec) (policies.Env, error) {
+	m, err := f.load(spec)
+	if err != nil {
+		return nil, err
+	}
+	return NewEnv(m, "", spec.Config), nil
 }
 
 // Permission is a permission policy decided by a WASM module (docs/wasm.md):

@@ -10,7 +10,7 @@
 // Args are only what the agent needs to speak ACP at all (gemini's --acp).
 // A preset's own args and env (codex's approval settings, gemini's
 // GEMINI_CLI_NO_RELAUNCH) are the caller's to add: a workflow with `preset:`
-// gets them from acpflow, a bare client from steps.LookupPreset.
+// gets them from acpflow, a bare client from acpagent.LookupPreset.
 package agentsetup
 
 import (

@@ -3,8 +3,9 @@ package agentsetup
 // claude-agent-acp 0.101.0 (Claude Code 2.1.318) needs no file under HOME
 // to reach the model server: only env. What makes it ask before every
 // command and write is the claude preset's (session/new _meta and mode
-// default, steps/preset_claude.go), never written here: a test HOME with
-// those settings would prove nothing about a user's.
+// default, steps/acpsubagent/acpagent/preset_claude.go), never written
+// here: a test HOME with those settings would prove nothing about a
+// user's.
 func init() {
 	setups["claude"] = func(a *Agent, _ string, modelURL string) error {
 		a.Command = "claude-agent-acp"

@@ -8,13 +8,13 @@ import (
 	"strings"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
 	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/store"
 )
 
-// Store is the part of the run store (engine/store.Store) that `policy
+// Store is the part of the run store (runs/store.Store) that `policy
 // test --runs` reads.
 type Store interface {
 	ListRuns(ctx context.Context, f store.Filter) ([]store.Run, error)

@@ -2,7 +2,7 @@
 // other policies: what `acpflow policy test` reports (docs/transcripts.md).
 // It reads transcripts (files, or the run store's), rebuilds every
 // session/request_permission the agent sent as the live ACP client did
-// (policies.FromACP), asks the policy within the outer policy
+// (acpagent.FromACP), asks the policy within the outer policy
 // (policies.Outer.Answer), and compares the answer with the one recorded;
 // and it asks the env policy again for the environment of every recorded
 // spawn, by name (spawn.go). No agent runs and nothing leaves the process;
@@ -21,6 +21,7 @@ import (
 
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // Policies is what a what-if decides under: the permission and env
@@ -486,7 +487,7 @@ func (t *Tester) decide(ctx context.Context, run *Run, s *transcript.Step, r *re
 	if workspace == "" {
 		workspace = r.cwd
 	}
-	req := policies.FromACP(policies.Request{
+	req := acpagent.FromACP(policies.Request{
 		Workflow: run.Workflow, RunID: run.ID, Step: s.Step, Agent: s.Agent, Workspace: workspace, Cwd: r.cwd,
 	}, r.params)
 	res.Kind, res.Title, res.Command = req.Tool.Kind, req.Tool.Title, req.Tool.Command

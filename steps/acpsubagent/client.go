@@ -14,6 +14,7 @@ import (
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // client is acpflow's side of one ACP connection: it collects the answer,
@@ -243,7 +244,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		}
 		if mode, ok := modeUpdateText(text); ok {
 			c.modeChanged(mode)
-			c.inv.Emit(steps.AgentUpdate{Kind: "current_mode_update", Update: map[string]string{"currentModeId": mode, "via": "agent_message_chunk"}})
+			c.inv.Emit(acpagent.AgentUpdate{Kind: "current_mode_update", Update: map[string]string{"currentModeId": mode, "via": "agent_message_chunk"}})
 			return nil
 		}
 		c.mu.Lock()
@@ -260,7 +261,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		if !kept {
 			c.overflowOnce.Do(func() { close(c.overflow) })
 		}
-		c.inv.Emit(steps.MessageChunk{Text: text})
+		c.inv.Emit(acpagent.MessageChunk{Text: text})
 		return nil
 	}
 	if endsMessage(u) {
@@ -269,7 +270,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		c.mu.Unlock()
 	}
 	kind, body := describeUpdate(u)
-	c.inv.Emit(steps.AgentUpdate{Kind: kind, Update: body})
+	c.inv.Emit(acpagent.AgentUpdate{Kind: kind, Update: body})
 	switch {
 	case u.UsageUpdate != nil:
 		// Only when the SDK decoded one that proc.usageNotification did
@@ -278,7 +279,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		c.usageUpdated(raw)
 	case u.ToolCall != nil:
 		tc := u.ToolCall
-		c.toolSeen(string(tc.ToolCallId), func(f *policies.ToolCallFields) {
+		c.toolSeen(string(tc.ToolCallId), func(f *acpagent.ToolCallFields) {
 			if tc.Kind != "" {
 				f.Kind = &tc.Kind
 			}
@@ -295,7 +296,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		})
 	case u.ToolCallUpdate != nil:
 		tc := u.ToolCallUpdate
-		c.toolSeen(string(tc.ToolCallId), func(f *policies.ToolCallFields) {
+		c.toolSeen(string(tc.ToolCallId), func(f *acpagent.ToolCallFields) {
 			if tc.Kind != nil {
 				f.Kind = tc.Kind
 			}
@@ -523,14 +524,14 @@ func (c *client) answer(ctx context.Context, req *policies.PermissionRequest) po
 type stepAsker struct{ inv *steps.Invocation }
 
 func (s stepAsker) Ask(ctx context.Context, q *policies.Question) (string, error) {
-	s.inv.Emit(steps.Asking{ToolCallID: q.Request.Tool.ID, Title: q.Request.Tool.Title})
+	s.inv.Emit(acpagent.Asking{ToolCallID: q.Request.Tool.ID, Title: q.Request.Tool.Title})
 	return s.inv.Asker.Ask(ctx, q)
 }
 
 // permissionRequest flattens the ACP request into the policy's input
-// (policies.FromACP, which `acpflow policy test` uses too).
+// (acpagent.FromACP, which `acpflow policy test` uses too).
 func (c *client) permissionRequest(p acp.RequestPermissionRequest) *policies.PermissionRequest {
-	return policies.FromACP(policies.Request{
+	return acpagent.FromACP(policies.Request{
 		Workflow: c.inv.Workflow, RunID: c.inv.RunID, Step: c.inv.StepID,
 		Agent: agentName(c.inv), Workspace: c.inv.Workspace, Cwd: c.cwd,
 	}, p)

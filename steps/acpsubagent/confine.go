@@ -11,6 +11,7 @@ import (
 	"github.com/acpflow/acpflow/internal/egress"
 	"github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // SandboxSubcommand is the hidden subcommand of acpflow's binaries that
@@ -85,7 +86,7 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 	for _, p := range sb.Deny {
 		spec.Deny = append(spec.Deny, abs(p))
 	}
-	if p, ok := steps.LookupPreset(a.agent.Preset); ok {
+	if p, ok := acpagent.LookupPreset(a.agent.Preset); ok {
 		for _, d := range p.StateDirs {
 			d = abs(d)
 			makeStateDir(d)

@@ -5,19 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // teardownOf returns the step's teardown event.
-func teardownOf(t *testing.T, h *harness) steps.Teardown {
+func teardownOf(t *testing.T, h *harness) acpagent.Teardown {
 	t.Helper()
 	for _, e := range h.events.all {
-		if td, ok := e.Data.(steps.Teardown); ok {
+		if td, ok := e.Data.(acpagent.Teardown); ok {
 			return td
 		}
 	}
 	t.Fatal("no teardown event")
-	return steps.Teardown{}
+	return acpagent.Teardown{}
 }
 
 // TestAnAgentThatIdlesWhileItFlushesGetsItsWholeEOFGrace: a cooperative

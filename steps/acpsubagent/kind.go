@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // Name is the `uses:` value of this kind.
@@ -103,11 +104,11 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	}
 	s := &subagent{kind: k, id: cfg.ID, agent: agent, from: from, fork: fork, output: output}
 	if v, ok := cfg.With["mcp-servers"]; ok && v != nil {
-		s.ownMCP, _ = steps.MCPServersOf(v, withPath("mcp-servers")) // checked above
+		s.ownMCP, _ = acpagent.MCPServersOf(v, withPath("mcp-servers")) // checked above
 	}
 	s.ownEnv, _ = cfg.With["env"].(map[string]any)
 	if v, ok := cfg.With["sandbox"]; ok {
-		sb, err := steps.ParseSandbox(v)
+		sb, err := acpagent.ParseSandbox(v)
 		if err != nil {
 			var fe *steps.FieldError
 			if errors.As(err, &fe) {
@@ -156,8 +157,8 @@ func continuation(with map[string]any) (from string, fork bool, err error) {
 //
 // After rendering, the runner finds: mode a string ("" sets no mode);
 // config a map[string]any whose values are strings or booleans (read each
-// with steps.ConfigValue); max-output an int (bytes) or a string (read
-// either with steps.SizeOf).
+// with acpagent.ConfigValue); max-output an int (bytes) or a string (read
+// either with acpagent.SizeOf).
 func checkSessionKeys(with map[string]any) error {
 	if v, ok := with["mode"]; ok {
 		switch x := v.(type) {
@@ -182,7 +183,7 @@ func checkSessionKeys(with map[string]any) error {
 			if id == "" {
 				return steps.FieldErrorf(withPath("config"), "with.config: an option id is empty")
 			}
-			if _, err := steps.ConfigValue(cfg[id]); err != nil {
+			if _, err := acpagent.ConfigValue(cfg[id]); err != nil {
 				return steps.FieldErrorf(withPath("config", id), "with.config.%s: %w", id, err)
 			}
 		}
@@ -193,11 +194,11 @@ func checkSessionKeys(with map[string]any) error {
 			if strings.Contains(x, "${{") {
 				break
 			}
-			if _, err := steps.ParseSize(x); err != nil {
+			if _, err := acpagent.ParseSize(x); err != nil {
 				return steps.FieldErrorf(withPath("max-output"), "with.max-output: %w", err)
 			}
 		case int, float64:
-			if _, err := steps.SizeOf(x); err != nil {
+			if _, err := acpagent.SizeOf(x); err != nil {
 				return steps.FieldErrorf(withPath("max-output"), "with.max-output: %w", err)
 			}
 		default:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // checkToolKeys checks the shapes of with.mcp-servers and with.attach at
@@ -17,7 +18,7 @@ import (
 // checked when the step runs.
 func checkToolKeys(with map[string]any) error {
 	if v, ok := with["mcp-servers"]; ok {
-		if _, err := steps.MCPServersOf(v, withPath("mcp-servers")); err != nil {
+		if _, err := acpagent.MCPServersOf(v, withPath("mcp-servers")); err != nil {
 			return err
 		}
 	}
@@ -137,12 +138,12 @@ func renderMCPServer(s steps.MCPServer, render func(string) (string, error), at 
 // that came out empty, a url that is not one.
 func checkRendered(s steps.MCPServer, at string) error {
 	switch s.Type {
-	case steps.MCPStdio:
+	case acpagent.MCPStdio:
 		if s.Command == "" {
 			return fmt.Errorf("%s.command: the command is empty once rendered", at)
 		}
-	case steps.MCPHTTP, steps.MCPSSE:
-		if err := steps.CheckMCPURL(s.URL); err != nil {
+	case acpagent.MCPHTTP, acpagent.MCPSSE:
+		if err := acpagent.CheckMCPURL(s.URL); err != nil {
 			return fmt.Errorf("%s.url: %w", at, err)
 		}
 	}
@@ -163,9 +164,9 @@ func indexOfServer(servers []mcpServer, name string) int {
 // null.
 func wireServer(s steps.MCPServer) acp.McpServer {
 	switch s.Type {
-	case steps.MCPHTTP:
+	case acpagent.MCPHTTP:
 		return acp.McpServer{Http: &acp.McpServerHttpInline{Name: s.Name, Type: "http", Url: s.URL, Headers: headers(s.Headers)}}
-	case steps.MCPSSE:
+	case acpagent.MCPSSE:
 		return acp.McpServer{Sse: &acp.McpServerSseInline{Name: s.Name, Type: "sse", Url: s.URL, Headers: headers(s.Headers)}}
 	}
 	args := append([]string{}, s.Args...)
@@ -218,7 +219,7 @@ func checkMCP(agent string, servers []acp.McpServer, caps acp.McpCapabilities) e
 // env, an http or sse server's headers; and where they were set.
 func (s mcpServer) vars() (map[string]string, string) {
 	list, key := s.Env, ".env"
-	if s.Type != steps.MCPStdio {
+	if s.Type != acpagent.MCPStdio {
 		list, key = s.Headers, ".headers"
 	}
 	if len(list) == 0 {

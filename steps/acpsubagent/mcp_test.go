@@ -9,6 +9,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // render is a step's Render for the tests: ${{ token }} is the one
@@ -23,7 +24,7 @@ func render(s string) (string, error) {
 // stepServers reads a step's with.mcp-servers as Prepare does.
 func stepServers(t *testing.T, list []any) []steps.MCPServer {
 	t.Helper()
-	own, err := steps.MCPServersOf(list, []string{"with", "mcp-servers"})
+	own, err := acpagent.MCPServersOf(list, []string{"with", "mcp-servers"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
-// presetDir writes a preset's private files (steps.Preset.Files) into a
+// presetDir writes a preset's private files (acpagent.Preset.Files) into a
 // new directory for one spawn and puts its path where the env names
-// steps.PresetDirVar, and where the args do. It returns the directory ("" when the preset has no
+// acpagent.PresetDirVar, and where the args do. It returns the directory ("" when the preset has no
 // files), which the process's teardown removes.
 //
 // # Notes
@@ -22,7 +23,7 @@ import (
 // environment variable the preset sets. The directory is private (0700)
 // and new for each process, so two steps never share one.
 func presetDir(agent *steps.Agent, env map[string]string, args []string) (string, error) {
-	p, ok := steps.LookupPreset(agent.Preset)
+	p, ok := acpagent.LookupPreset(agent.Preset)
 	if !ok || len(p.Files) == 0 {
 		return "", nil
 	}
@@ -33,7 +34,7 @@ func presetDir(agent *steps.Agent, env map[string]string, args []string) (string
 	for name, content := range p.Files {
 		path := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
-			err = os.WriteFile(path, []byte(strings.ReplaceAll(content, steps.PresetDirVar, dir)), 0o600)
+			err = os.WriteFile(path, []byte(strings.ReplaceAll(content, acpagent.PresetDirVar, dir)), 0o600)
 		}
 		if err != nil {
 			os.RemoveAll(dir)
@@ -41,19 +42,19 @@ func presetDir(agent *steps.Agent, env map[string]string, args []string) (string
 		}
 	}
 	for k, v := range env {
-		if strings.Contains(v, steps.PresetDirVar) {
-			env[k] = strings.ReplaceAll(v, steps.PresetDirVar, dir)
+		if strings.Contains(v, acpagent.PresetDirVar) {
+			env[k] = strings.ReplaceAll(v, acpagent.PresetDirVar, dir)
 		}
 	}
 	for i, arg := range args {
-		args[i] = strings.ReplaceAll(arg, steps.PresetDirVar, dir)
+		args[i] = strings.ReplaceAll(arg, acpagent.PresetDirVar, dir)
 	}
 	return dir, nil
 }
 
 // presetMeta is the `_meta` a preset sends with session/new, nil for none.
 func presetMeta(agent *steps.Agent) map[string]any {
-	if p, ok := steps.LookupPreset(agent.Preset); ok {
+	if p, ok := acpagent.LookupPreset(agent.Preset); ok {
 		return p.Meta
 	}
 	return nil

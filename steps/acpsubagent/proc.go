@@ -12,6 +12,7 @@ import (
 
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // proc is one live agent process and its ACP connection. Usually one
@@ -308,7 +309,7 @@ func (p *proc) teardown() {
 		p.confinement.release()
 	}
 	p.spawner.ProcessEnded(p.child.Pid(), rep.Descendants)
-	td := steps.Teardown{
+	td := acpagent.Teardown{
 		PID: p.child.Pid(), Tier: rep.Tier, Exit: rep.Exit, DurationMS: rep.Duration.Milliseconds(),
 		EscapedKilled: rep.Escaped, Descendants: rep.Descendants,
 		NonProtocolLines: p.noise.Load(), UnhandledNotifications: p.gate.droppedNotifications(),

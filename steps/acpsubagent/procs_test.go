@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 func TestTheAgentsPWDIsItsOwnWorkingDirectory(t *testing.T) {
@@ -44,18 +44,18 @@ func TestASetsidGrandchildIsReportedForTheRunStore(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	gc := int(h.recorded("grandchild")[0]["pid"].(float64))
-	var spawned *steps.Spawned
-	var descendant *steps.Descendant
-	var teardown *steps.Teardown
+	var spawned *acpagent.Spawned
+	var descendant *acpagent.Descendant
+	var teardown *acpagent.Teardown
 	for _, e := range h.events.all {
 		switch d := e.Data.(type) {
-		case steps.Spawned:
+		case acpagent.Spawned:
 			spawned = &d
-		case steps.Descendant:
+		case acpagent.Descendant:
 			if d.PID == gc {
 				descendant = &d
 			}
-		case steps.Teardown:
+		case acpagent.Teardown:
 			teardown = &d
 			if descendant == nil {
 				t.Error("no descendant event before the teardown event")

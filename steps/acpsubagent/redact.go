@@ -10,6 +10,7 @@ import (
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // What a step must never record (docs/transcripts.md#what-is-kept): the
@@ -211,10 +212,10 @@ func (r redactingSink) Emit(ev steps.Event) {
 // event is d with the agent's words scrubbed.
 func (s *scribe) event(d steps.EventData) steps.EventData {
 	switch x := d.(type) {
-	case steps.MessageChunk:
+	case acpagent.MessageChunk:
 		x.Text = s.text(x.Text)
 		return x
-	case steps.AgentUpdate:
+	case acpagent.AgentUpdate:
 		b, err := json.Marshal(x.Update)
 		if err != nil {
 			return x
@@ -239,13 +240,13 @@ func (s *scribe) event(d steps.EventData) steps.EventData {
 	case steps.Unasked:
 		x.PermissionRecord = s.permission(x.PermissionRecord)
 		return x
-	case steps.Asking:
+	case acpagent.Asking:
 		x.Title = s.text(x.Title)
 		return x
 	case steps.Warning:
 		x.Message = s.text(x.Message)
 		return x
-	case steps.SchemaRetry:
+	case acpagent.SchemaRetry:
 		errs := make([]string, len(x.Errors))
 		for i, e := range x.Errors {
 			errs[i] = s.text(e)

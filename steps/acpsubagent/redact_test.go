@@ -9,6 +9,7 @@ import (
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // TestEveryEventThatCarriesTheAgentsWordsIsScrubbed covers each kind of
@@ -22,13 +23,13 @@ func TestEveryEventThatCarriesTheAgentsWordsIsScrubbed(t *testing.T) {
 	rec := policies.PermissionRecord{Title: "curl -H " + secret, Command: "curl " + secret, Reason: "saw " + secret,
 		Locations: []policies.ToolLocation{{Path: "/srv/ws/" + secret, InWorkspace: true}}}
 	for _, d := range []steps.EventData{
-		steps.MessageChunk{Text: "the key is " + secret},
-		steps.AgentUpdate{Kind: "tool_call", Update: map[string]any{"title": "echo " + secret, "n": 1}},
+		acpagent.MessageChunk{Text: "the key is " + secret},
+		acpagent.AgentUpdate{Kind: "tool_call", Update: map[string]any{"title": "echo " + secret, "n": 1}},
 		steps.Permission{PermissionRecord: rec},
 		steps.Unasked{PermissionRecord: rec},
-		steps.Asking{ToolCallID: "c1", Title: "run " + secret},
+		acpagent.Asking{ToolCallID: "c1", Title: "run " + secret},
 		steps.Warning{Message: "agent said " + secret},
-		steps.SchemaRetry{Retry: 1, Retries: 2, Errors: []string{"got " + secret}},
+		acpagent.SchemaRetry{Retry: 1, Retries: 2, Errors: []string{"got " + secret}},
 	} {
 		t.Run(fmt.Sprintf("%T", d), func(t *testing.T) {
 			var sink events
@@ -47,7 +48,7 @@ func TestEveryEventThatCarriesTheAgentsWordsIsScrubbed(t *testing.T) {
 		})
 	}
 	var sink events
-	chunk := steps.MessageChunk{Text: "nothing to hide"}
+	chunk := acpagent.MessageChunk{Text: "nothing to hide"}
 	redactingSink{next: &sink, scribe: s}.Emit(steps.Event{Data: chunk})
 	if sink.all[0].Data != chunk {
 		t.Errorf("an event without a secret became %v", sink.all[0].Data)

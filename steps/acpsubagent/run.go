@@ -23,6 +23,7 @@ import (
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // ErrAbortedBeforeStart is the seed's message for a step cancelled before
@@ -336,7 +337,7 @@ func (a *attempt) opened(id acp.SessionId, via string) {
 	a.client.turnEnded, a.client.endTurn = context.WithCancel(context.Background())
 	a.client.setSession(string(id))
 	a.p.route(id, a.client)
-	ev := steps.Session{SessionID: string(id), Via: via}
+	ev := acpagent.Session{SessionID: string(id), Via: via}
 	if via != "" {
 		ev.From = a.from
 	}
@@ -371,7 +372,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 				a.p = p
 				p.book.use(a.inv, a.cwd)
 				p.listen(a.scribe)
-				a.inv.Emit(steps.Reused{PID: p.child.Pid()})
+				a.inv.Emit(acpagent.Reused{PID: p.child.Pid()})
 				return a.checkMCP()
 			}
 		}
@@ -422,9 +423,9 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	// On record before it is announced: if acpflow dies from here on,
 	// resume can find the agent's group.
 	a.inv.ProcessStarted(ac.child.Pid(), ac.child.StartTicks())
-	a.inv.Emit(steps.Spawned{PID: ac.child.Pid(), StartTicks: ac.child.StartTicks(), Cwd: a.cwd})
+	a.inv.Emit(acpagent.Spawned{PID: ac.child.Pid(), StartTicks: ac.child.StartTicks(), Cwd: a.cwd})
 	var aliases map[string]string
-	if p, ok := steps.LookupPreset(a.agent.Preset); ok {
+	if p, ok := acpagent.LookupPreset(a.agent.Preset); ok {
 		aliases = p.AuthAliases
 	}
 	warn := func(msg string) { a.inv.Emit(steps.Warning{Message: "agent " + a.agent.Name + ": " + msg}) }
@@ -461,7 +462,7 @@ func (a *attempt) initialized(raw json.RawMessage) error {
 		}
 	}
 	a.p.caps = init.AgentCapabilities
-	info := steps.Initialized{ProtocolVersion: int(init.ProtocolVersion)}
+	info := acpagent.Initialized{ProtocolVersion: int(init.ProtocolVersion)}
 	if init.AgentInfo != nil {
 		info.AgentName, info.AgentVersion = &init.AgentInfo.Name, &init.AgentInfo.Version
 	}
@@ -512,7 +513,7 @@ func (a *attempt) prompt(ctx context.Context) steps.Result {
 		if ctx.Err() != nil {
 			return steps.Result{StopReason: steps.Aborted, Err: context.Cause(ctx)}
 		}
-		a.inv.Emit(steps.SchemaRetry{Retry: retry, Retries: a.output.retries, Errors: wrong})
+		a.inv.Emit(acpagent.SchemaRetry{Retry: retry, Retries: a.output.retries, Errors: wrong})
 		a.client.beginTurn()
 		res = a.turn(ctx, []acp.ContentBlock{acp.TextBlock(a.output.followUp(wrong))})
 	}
@@ -593,7 +594,7 @@ func (a *attempt) cancel() {
 	case <-sent:
 	case <-time.After(cancelWriteLimit):
 	}
-	a.inv.Emit(steps.CancelSent{})
+	a.inv.Emit(acpagent.CancelSent{})
 	a.client.answersSettled(cancelWriteLimit)
 }
 
@@ -618,7 +619,7 @@ func settle(r acp.StopReason) steps.Result {
 // can kill it if acpflow is killed, then reports it.
 func (a *attempt) descendantSeen(agent int, p procgroup.Proc) {
 	a.inv.ProcessSeen(agent, p.PID, p.StartTicks)
-	a.inv.Emit(steps.Descendant{AgentPID: agent, PID: p.PID, PGID: p.PGID, StartTicks: p.StartTicks})
+	a.inv.Emit(acpagent.Descendant{AgentPID: agent, PID: p.PID, PGID: p.PGID, StartTicks: p.StartTicks})
 }
 
 // command resolves what to spawn. A builtin agent is acpflow's own
@@ -735,7 +736,7 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	for k := range dec.Env {
 		names = append(names, k)
 	}
-	a.inv.Emit(steps.Env{Policy: string(a.inv.EnvSource), Rule: dec.Rule, Names: len(names), PolicyStderr: dec.Stderr, Outer: dec.Outer})
+	a.inv.Emit(acpagent.Env{Policy: string(a.inv.EnvSource), Rule: dec.Rule, Names: len(names), PolicyStderr: dec.Stderr, Outer: dec.Outer})
 	return dec.Env, nil
 }
 

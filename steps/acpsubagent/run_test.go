@@ -14,6 +14,7 @@ import (
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 func TestStopReasonsMapAsTheSeed(t *testing.T) {
@@ -476,7 +477,7 @@ func TestOutputPastMaxOutputFailsTheStepAndKeepsTheFirstPart(t *testing.T) {
 	}
 	var logged int
 	for _, e := range h.events.all {
-		if c, ok := e.Data.(steps.MessageChunk); ok {
+		if c, ok := e.Data.(acpagent.MessageChunk); ok {
 			logged += len(c.Text)
 		}
 	}
@@ -558,7 +559,7 @@ func TestTheStepSettlesAtTurnEndAndTheTeardownLingers(t *testing.T) {
 		switch d := e.Data.(type) {
 		case steps.TurnEnd:
 			order = append(order, "turn_end:"+string(d.StopReason))
-		case steps.Teardown:
+		case acpagent.Teardown:
 			order = append(order, "teardown:"+d.Tier)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // sessionSettings are the mode and config options a step asks of its
@@ -53,7 +54,7 @@ func (a *attempt) stepSettings(st sessionSettings) (sessionSettings, error) {
 	}
 	if c, ok := a.inv.With["config"].(map[string]any); ok {
 		for id, v := range c {
-			value, err := steps.ConfigValue(v)
+			value, err := acpagent.ConfigValue(v)
 			if err != nil {
 				return st, fmt.Errorf("with.config.%s: %w", id, err)
 			}
@@ -67,7 +68,7 @@ func (a *attempt) stepSettings(st sessionSettings) (sessionSettings, error) {
 // agent's, else the default.
 func (a *attempt) maxOutput() (int64, error) {
 	if v, ok := a.inv.With["max-output"]; ok && v != nil {
-		n, err := steps.SizeOf(v)
+		n, err := acpagent.SizeOf(v)
 		if err != nil {
 			return 0, fmt.Errorf("with.max-output: %w", err)
 		}
@@ -145,7 +146,7 @@ func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered,
 		}
 	}
 	if st.mode != "" || len(st.config) > 0 {
-		a.inv.Emit(steps.SessionConfigured{Mode: st.mode, Config: st.config})
+		a.inv.Emit(acpagent.SessionConfigured{Mode: st.mode, Config: st.config})
 	}
 	return a.guardMode(ctx, sid, off, st, mode)
 }
@@ -198,7 +199,7 @@ func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered,
 		if err := g.restore(current); err != nil {
 			return fmt.Errorf("agent %s: %w", a.agent.Name, err)
 		}
-		a.inv.Emit(steps.ModeRestored{From: cutUTF8(current, 80), To: g.safe})
+		a.inv.Emit(acpagent.ModeRestored{From: cutUTF8(current, 80), To: g.safe})
 		current = g.safe
 	}
 	a.client.mu.Lock()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/acpflow/acpflow/internal/testagent/record"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // approval is the schema most tests here check answers against.
@@ -278,9 +279,9 @@ func TestAMismatchedAnswerIsFollowedUpInTheSameSessionOnTheSameProcess(t *testin
 	if !strings.Contains(follow, "the final message is neither JSON nor holds a ```json block") {
 		t.Errorf("the follow-up does not say what was wrong:\n%s", follow)
 	}
-	var retries []steps.SchemaRetry
+	var retries []acpagent.SchemaRetry
 	for _, e := range h.events.all {
-		if r, ok := e.Data.(steps.SchemaRetry); ok {
+		if r, ok := e.Data.(acpagent.SchemaRetry); ok {
 			retries = append(retries, r)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // maxBookedSessions bounds the sessions a process remembers the step of: a
@@ -173,7 +174,7 @@ func (p *proc) answerUnowned(ctx context.Context, r acp.RequestPermissionRequest
 	if cwd == "" {
 		cwd = inv.Workspace
 	}
-	req := policies.FromACP(policies.Request{Workflow: inv.Workflow, RunID: inv.RunID, Step: inv.StepID,
+	req := acpagent.FromACP(policies.Request{Workflow: inv.Workflow, RunID: inv.RunID, Step: inv.StepID,
 		Agent: agentName(inv), Workspace: inv.Workspace, Cwd: cwd}, r)
 	sid := quotedSession(r.SessionId)
 	rule, reason := policies.RuleOtherSession, fmt.Sprintf("request for session %s, which no step has open", sid)

@@ -11,6 +11,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // What an agent reports of its usage is read here, by acpflow, and not by
@@ -265,7 +266,7 @@ func (c *client) usageNotified(sessionID string, update json.RawMessage) {
 	if !c.ours(acp.SessionId(sessionID)) {
 		return
 	}
-	c.inv.Emit(steps.AgentUpdate{Kind: "usage_update", Update: update})
+	c.inv.Emit(acpagent.AgentUpdate{Kind: "usage_update", Update: update})
 	c.usageUpdated(update)
 }
 

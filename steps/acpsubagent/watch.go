@@ -13,6 +13,7 @@ import (
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // What the client watches for while a turn runs, besides the answer
@@ -30,7 +31,7 @@ const maxTracked = 4096
 // tool_call and tool_call_update messages set them, and whether a
 // permission request for it came (asked) or it was judged as unasked.
 type toolState struct {
-	fields policies.ToolCallFields
+	fields acpagent.ToolCallFields
 	asked  bool
 	judged bool
 }
@@ -48,14 +49,14 @@ type toolState struct {
 // completed call has run; judging it then costs the early warning, not
 // the verdict, since the call has run by the time any report of it
 // arrives.
-func (c *client) toolSeen(id string, merge func(f *policies.ToolCallFields)) {
+func (c *client) toolSeen(id string, merge func(f *acpagent.ToolCallFields)) {
 	c.mu.Lock()
 	st := c.tools[id]
 	if st == nil {
 		if len(c.tools) >= maxTracked {
 			clear(c.tools)
 		}
-		st = &toolState{fields: policies.ToolCallFields{ID: id}}
+		st = &toolState{fields: acpagent.ToolCallFields{ID: id}}
 		c.tools[id] = st
 	}
 	merge(&st.fields)
@@ -88,17 +89,17 @@ func (c *client) asked(id string) {
 	if len(c.tools) >= maxTracked {
 		clear(c.tools)
 	}
-	c.tools[id] = &toolState{fields: policies.ToolCallFields{ID: id}, asked: true}
+	c.tools[id] = &toolState{fields: acpagent.ToolCallFields{ID: id}, asked: true}
 }
 
 // judgeUnasked judges a call that ran without asking as the policy would
 // have answered a request for it, records it with the step's permissions
 // and as an `unasked` event, and fails the turn when the setting in force
 // says so and the policy would not have allowed it.
-func (c *client) judgeUnasked(f policies.ToolCallFields) {
+func (c *client) judgeUnasked(f acpagent.ToolCallFields) {
 	where := policies.Request{Workflow: c.inv.Workflow, RunID: c.inv.RunID, Step: c.inv.StepID,
 		Agent: agentName(c.inv), Workspace: c.inv.Workspace, Cwd: c.cwd, Kind: policies.KindPermission}
-	req := &policies.PermissionRequest{Request: where, Tool: policies.ToolFromACP(where, f), Options: []policies.Option{}, Config: map[string]any{}}
+	req := &policies.PermissionRequest{Request: where, Tool: acpagent.ToolFromACP(where, f), Options: []policies.Option{}, Config: map[string]any{}}
 	ctx, cancel := context.WithTimeout(context.Background(), unaskedJudgeLimit)
 	defer cancel()
 	rec, fail := c.inv.Outer.JudgeUnasked(ctx, c.inv.Permission, c.inv.PermissionSource, req)
@@ -170,7 +171,7 @@ func (g *modeGuard) decidesAlone(id string) bool {
 			}
 		}
 	}
-	return steps.DecidesAlone(g.preset, id, name, desc)
+	return acpagent.DecidesAlone(g.preset, id, name, desc)
 }
 
 // restoreLimit bounds setting a mode back.
@@ -198,7 +199,7 @@ func (c *client) modeChanged(id string) {
 		c.mu.Lock()
 		c.mode = g.safe
 		c.mu.Unlock()
-		c.inv.Emit(steps.ModeRestored{From: cutUTF8(id, 80), To: g.safe})
+		c.inv.Emit(acpagent.ModeRestored{From: cutUTF8(id, 80), To: g.safe})
 	}()
 }
 

@@ -13,13 +13,13 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/engine/enginetest"
-	"github.com/acpflow/acpflow/internal/fakestep"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/steptest"
 )
 
 // fake is the fake step kind, registered as a kind's init would.
-var fake = fakestep.New()
+var fake = steptest.NewFake()
 
 func init() { steps.Register(fake) }
 

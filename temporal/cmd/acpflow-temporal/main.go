@@ -4,26 +4,21 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/acpflow/acpflow/engine"
-	_ "github.com/acpflow/acpflow/policies/wasmpolicy" // registers the `wasm:` policy form
-	_ "github.com/acpflow/acpflow/steps/acpsubagent"   // registers the acp-subagent step kind
+	_ "github.com/acpflow/acpflow/standard" // every step kind and policy form
 	"github.com/acpflow/acpflow/temporal/builtin"
 )
 
@@ -108,32 +103,6 @@ func defaultBlobs() string {
 		dir = os.TempDir()
 	}
 	return filepath.Join(dir, "acpflow", "temporal-blobs")
-}
-
-// interruptible is a context that SIGINT or SIGTERM cancels.
-func interruptible() (context.Context, func()) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
-
-// resultWriter writes --output: one JSON result per run, one line each,
-// in completion order, each line in a single write.
-type resultWriter struct {
-	mu sync.Mutex
-	w  io.WriteCloser
-}
-
-func (w *resultWriter) write(res *engine.RunResult) error {
-	if w.w == nil {
-		return nil
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_, err = w.w.Write(append(b, '\n'))
-	return err
 }
 
 // eventView prints the events of runs (flow.EventsQuery): with --json

@@ -65,7 +65,9 @@ func usage(format string, a ...any) error {
 	return &codedError{exitUsage, fmt.Errorf(format, a...)}
 }
 
-func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags) error {
+// check refuses the flags that cannot go together or mean nothing here,
+// before anything is read or dialled.
+func (f *runFlags) check() error {
 	switch {
 	case f.state != "":
 		return usage("--state: on Temporal the runs are Temporal's workflow executions; there is no run store to name")
@@ -82,7 +84,17 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 	case f.inputsFile != "" && len(f.inputs) > 0:
 		return usage("--input and --inputs do not go together: put every input in the JSONL lines")
 	}
-	wf, err := runs.LoadWorkflow(file)
+	return nil
+}
+
+// runOnTemporal is acpflow-temporal run: the run service's Runner (its
+// batch pool, input lines, counts and --output) with the Temporal backend
+// and no run store.
+func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	wf, err := workflows.Load(file)
 	if err != nil {
 		return &codedError{exitUsage, err}
 	}
@@ -96,40 +108,37 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 		return &codedError{exitUsage, err}
 	}
 	lone := f.inputsFile == ""
-	var src *jobSource
+	var inputs map[string]any
+	var in *batchInputs
 	if lone {
 		given, err := workflows.ParseInputFlags(wf, f.inputs)
 		if err == nil {
-			var inputs map[string]any
-			if inputs, err = workflows.ResolveInputs(wf, given); err == nil {
-				src = &jobSource{ahead: &job{inputs: inputs}}
-			}
+			inputs, err = workflows.ResolveInputs(wf, given)
 		}
 		if err != nil {
 			return &codedError{exitUsage, err}
 		}
 	} else {
-		if src, err = openJobs(wf, f.inputsFile); err != nil {
+		if in, err = openInputs(f.inputsFile); err != nil {
 			return &codedError{exitUsage, err}
 		}
-		defer src.Close()
+		defer in.Close()
 	}
 
-	var out resultWriter
-	if f.output != "" {
-		fh, err := os.OpenFile(f.output, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return usage("--output: %v", err)
-		}
-		defer fh.Close()
-		out.w = fh
+	out, err := runs.OpenOutput(f.output)
+	if err != nil {
+		return &codedError{exitUsage, err}
 	}
+	defer out.Close()
 	cl, err := conn.dial()
 	if err != nil {
 		return &codedError{exitFailed, err}
 	}
 	defer cl.Close()
-	ctx, stop := interruptible()
+	// The run service's signal ladder: the first signal stops waiting
+	// (the runs go on on Temporal), a second kills no agent of this
+	// process's (it has none).
+	ctx, stop := runs.Interruptible(context.Background(), nil)
 	defer stop()
 	warnWithoutWorkers(ctx, cl, conn.taskQueue)
 	sub := &client.Submitter{Client: cl, TaskQueue: conn.taskQueue, Blobs: blobs}
@@ -144,69 +153,43 @@ func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags
 			sub.Poll = 250 * time.Millisecond
 		}
 	}
-	base := flow.Request{
+	backend := &temporalBackend{sub: sub, blobs: blobs, id: f.id, base: flow.Request{
 		Bundle: bundle, Plan: flow.PlanOf(wf), Workspace: workspace,
 		Env: flow.EnvFor(wf, policies.EnvMap(os.Environ())), Timeout: f.timeout, Heartbeat: f.heartbeat,
-	}
-	if !lone {
-		fmt.Fprintf(os.Stderr, "acpflow-temporal: a run per line of %s on task queue %s (the same command again takes them up)\n", f.inputsFile, conn.taskQueue)
-	}
-	var (
-		mu           sync.Mutex
-		failed, done int
-		firstErr     error
-		slots        = make(chan struct{}, f.concurrency)
-		wg           sync.WaitGroup
-	)
-	var readErr error
-	for ctx.Err() == nil {
-		j, ok, err := src.Next()
-		if err != nil || !ok {
-			readErr = err
-			break
-		}
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			req := base
-			req.Inputs = j.inputs
-			req.RunID = j.runID(wf, workspace, f.id)
-			res, err := resultOf(ctx, sub, blobs, req, j)
-			if err == nil {
-				err = out.write(res)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			done++
-			if err != nil {
-				failed++
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
-			}
-			if res.Status != engine.StatusSucceeded {
-				failed++
-			}
+	}}
+	// The run service's pool, lines and counts, with Temporal as the
+	// backend and no run store: Temporal keeps the runs.
+	r := &runs.Runner{
+		Backend: backend,
+		Notice:  func(msg string) { fmt.Fprintln(os.Stderr, "acpflow-temporal:", msg) },
+		Result: func(res *engine.RunResult) {
+			out.Write(res)
 			if !f.json && !lone {
 				report(stdout, &printMu, wf, res)
 			}
-		}()
+		},
+		BatchStarted: func(runs.Batch, int) {
+			fmt.Fprintf(os.Stderr, "acpflow-temporal: a run per line of %s on task queue %s (the same command again takes them up)\n", f.inputsFile, conn.taskQueue)
+		},
 	}
-	wg.Wait()
-	if firstErr != nil && ctx.Err() == nil { // interrupted: the error is the interrupt
-		fmt.Fprintln(os.Stderr, "acpflow-temporal:", firstErr)
-	}
-	if !lone && !f.json {
-		fmt.Fprintf(stdout, "%d runs: %d succeeded, %d failed\n", done, done-failed, failed)
+	if lone {
+		r.Run(ctx, wf, runs.Spec{Inputs: inputs, Workspace: workspace})
+	} else {
+		b := runs.NewBatch(wf, workspace, f.inputsFile, f.concurrency, in.first)
+		if err := r.Batch(ctx, wf, b, in.lines, false, f.concurrency); err != nil {
+			return &codedError{exitFailed, err}
+		}
+		if !f.json {
+			ended, failed := r.Runs()
+			fmt.Fprintf(stdout, "%d runs: %d succeeded, %d failed\n", ended, ended-failed, failed)
+		}
 	}
 	switch {
-	case readErr != nil:
-		return &codedError{exitFailed, fmt.Errorf("stopped reading the inputs: %w", readErr)}
 	case ctx.Err() != nil:
 		return &codedError{130, errors.New("interrupted: the runs go on on Temporal; the same command takes them up")}
-	case failed > 0:
+	case out.Err() != nil:
+		return &codedError{exitFailed, fmt.Errorf("--output: %w", out.Err())}
+	case r.Failures() > 0:
 		return &codedError{exitFailed, nil}
 	}
 	return nil
@@ -239,115 +222,79 @@ func validID(id string) bool {
 	return id != ""
 }
 
-// job is one run to submit: a lone run's inputs, or a batch line's.
-type job struct {
-	line    int // 0 for a lone run
-	inputs  map[string]any
-	invalid error // the line's inputs do not fit the workflow
+// temporalBackend runs each run on Temporal: submitted to the task queue
+// (taken up if it was submitted before) and awaited.
+type temporalBackend struct {
+	sub   *client.Submitter
+	blobs flow.Blobs
+	base  flow.Request
+	id    string // --id: the runs' ids; "": derived from what is run
 }
 
-func (j job) runID(wf *engine.Workflow, workspace, id string) string {
-	switch {
-	case id != "" && j.line == 0:
-		return id
-	case id != "":
-		return fmt.Sprintf("%s-%d", id, j.line)
-	}
-	return client.RunID(wf, workspace, j.line, j.inputs)
-}
-
-// resultOf runs one job, or fails it as acpflow run fails a bad line.
-func resultOf(ctx context.Context, sub *client.Submitter, blobs flow.Blobs, req flow.Request, j job) (*engine.RunResult, error) {
-	if j.invalid != nil {
-		return &engine.RunResult{
-			RunID: req.RunID, Workflow: req.Plan.Name, Status: engine.StatusFailed, Error: j.invalid.Error(),
-			Workspace: req.Workspace, Inputs: map[string]any{}, Outputs: map[string]any{}, StartedAt: time.Now().UTC(),
-			Steps: map[string]*engine.StepResult{},
-		}, nil
-	}
-	outcome, err := sub.Run(ctx, req)
+// Run implements runs.Backend: it submits the run (see runID) and waits
+// for its outcome.
+func (b *temporalBackend) Run(ctx context.Context, wf *engine.Workflow, req runs.Request) (*engine.RunResult, error) {
+	r := b.base
+	r.Inputs = req.Inputs
+	r.RunID = b.runID(wf, req)
+	outcome, err := b.sub.Run(ctx, r)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", req.RunID, err)
+		return nil, fmt.Errorf("run %s: %w", r.RunID, err)
 	}
-	return outcome.Result(blobs, req.Workspace)
+	return outcome.Result(b.blobs, r.Workspace)
 }
 
-// jobSource yields the runs to submit one at a time: a lone run's, or a
-// batch's lines as they are read, so that a batch of any size holds only
-// the runs in flight.
-type jobSource struct {
-	wf    *engine.Workflow
-	path  string
-	lines *runs.LineReader // nil: a lone run
-	file  *os.File         // nil: stdin or a lone run
-	ahead *job             // read before anything was submitted
+// runID is a run's id: --id (a batch's runs: ID-LINE), else derived from
+// the file, workspace, line and inputs, so that the same run submitted
+// again is taken up.
+func (b *temporalBackend) runID(wf *engine.Workflow, req runs.Request) string {
+	switch {
+	case b.id != "" && req.Line == 0:
+		return b.id
+	case b.id != "":
+		return fmt.Sprintf("%s-%d", b.id, req.Line)
+	}
+	return client.RunID(wf, b.base.Workspace, req.Line, req.Inputs)
 }
 
-// openJobs opens a batch's inputs (- for stdin) and reads its first line,
-// so that an input with no line at all is bad usage before anything
-// starts, as acpflow run --inputs does.
-func openJobs(wf *engine.Workflow, path string) (*jobSource, error) {
-	src := &jobSource{wf: wf, path: path}
+// batchInputs is a batch's inputs (- for stdin), its first line read.
+type batchInputs struct {
+	lines *runs.LineReader
+	first runs.BatchLine
+	file  *os.File // nil: stdin
+}
+
+// openInputs opens a batch's inputs and reads its first line, so that an
+// input with no line at all is bad usage before anything starts, as
+// acpflow run --inputs does.
+func openInputs(path string) (*batchInputs, error) {
+	in := &batchInputs{}
 	var r io.Reader = os.Stdin
 	if path != "-" {
 		fh, err := os.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("--inputs: %w", err)
 		}
-		src.file, r = fh, fh
+		in.file, r = fh, fh
 	}
-	src.lines = runs.NewLineReader(r, path)
-	first, ok, err := src.read()
-	switch {
-	case err != nil:
-		src.Close()
-		return nil, err
-	case !ok:
-		src.Close()
-		return nil, fmt.Errorf("--inputs %s: no input lines", path)
-	}
-	src.ahead = &first
-	return src, nil
-}
-
-// Next is the next run to submit; false when there is none left.
-func (s *jobSource) Next() (job, bool, error) {
-	if s.ahead != nil {
-		j := *s.ahead
-		s.ahead = nil
-		return j, true, nil
-	}
-	if s.lines == nil {
-		return job{}, false, nil
-	}
-	return s.read()
-}
-
-// read reads a batch's next line: a line that is not an object of inputs
-// that fit the workflow is a job that fails alone, with its line number.
-func (s *jobSource) read() (job, bool, error) {
-	l, err := s.lines.Next()
-	if errors.Is(err, io.EOF) {
-		return job{}, false, nil
+	in.lines = runs.NewLineReader(r, path)
+	var err error
+	if in.first, err = in.lines.Next(); errors.Is(err, io.EOF) {
+		err = fmt.Errorf("--inputs %s: no input lines", path)
 	}
 	if err != nil {
-		return job{}, false, err
+		in.Close()
+		return nil, err
 	}
-	j := job{line: l.Line, inputs: l.Inputs}
-	if l.Error != "" {
-		j.invalid = fmt.Errorf("%s:%d: %s", s.path, l.Line, l.Error)
-	} else if j.inputs, err = workflows.ResolveInputs(s.wf, l.Inputs); err != nil {
-		j.invalid = fmt.Errorf("%s:%d: %w", s.path, l.Line, err)
-	}
-	return j, true, nil
+	return in, nil
 }
 
 // Close closes the inputs file, if any.
-func (s *jobSource) Close() error {
-	if s.file == nil {
+func (in *batchInputs) Close() error {
+	if in.file == nil {
 		return nil
 	}
-	return s.file.Close()
+	return in.file.Close()
 }
 
 // report tells a batch run's end in a line, and each step that did not

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/engine/store"
+	"github.com/acpflow/acpflow/runs/store"
 )
 
 // A run is recorded as it happens: created when it starts, each step saved

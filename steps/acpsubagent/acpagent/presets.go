@@ -1,4 +1,4 @@
-package steps
+package acpagent
 
 import (
 	"sort"
@@ -86,7 +86,7 @@ var presets = map[string]Preset{}
 // registerPreset adds a preset; each preset_NAME.go calls it once.
 func registerPreset(p Preset) Preset {
 	if _, dup := presets[p.Name]; dup {
-		panic("steps: duplicate preset " + p.Name)
+		panic("acpagent: duplicate preset " + p.Name)
 	}
 	presets[p.Name] = p
 	return p

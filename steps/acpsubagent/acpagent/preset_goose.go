@@ -1,4 +1,4 @@
-package steps
+package acpagent
 
 // goose: Block's goose in ACP mode (`goose acp`). Not measured here:
 // goose is a Rust binary published on GitHub releases and crates.io, not

@@ -1,12 +1,12 @@
-// Package fakestep is a step kind that runs in-process, for tests of what
-// lies above the steps (the scheduler, the loader): it waits, fails or
-// answers as its `with:` says, and keeps a trace of what ran when, so a
-// test needs no subprocess.
+// Package steptest helps test what lies above the step contract (the
+// scheduler, the loader, a backend) without a subprocess: Fake is a step
+// kind that runs in-process, waits, fails or answers as its `with:` says,
+// and keeps a trace of what ran when.
 //
-// It is also the smallest complete kind, and shows what one is: this
-// folder, and a steps.Register call (a real kind makes it from an init, and
-// cmd/acpflow imports it).
-package fakestep
+// Fake is also the smallest complete kind, and shows what one is: a folder
+// that imports only package steps, and a steps.Register call (a real kind
+// makes it from an init, and package standard imports it).
+package steptest
 
 import (
 	"context"
@@ -19,40 +19,41 @@ import (
 	"github.com/acpflow/acpflow/steps"
 )
 
-// Name is the `uses:` value of this kind.
-const Name = "fake"
+// FakeName is the `uses:` value of the Fake kind.
+const FakeName = "fake"
 
-// Kind makes fake steps and keeps the trace of every run they ran in.
-type Kind struct {
+// Fake is a step kind that makes fake steps and keeps the trace of every
+// run they ran in.
+type Fake struct {
 	mu     sync.Mutex
 	traces map[string]*Trace // by run id
 }
 
-var _ steps.Kind = (*Kind)(nil)
+var _ steps.Kind = (*Fake)(nil)
 
-// New returns a kind to register (steps.Register) once per test binary.
-func New() *Kind { return &Kind{traces: map[string]*Trace{}} }
+// NewFake returns a kind to register (steps.Register) once per test binary.
+func NewFake() *Fake { return &Fake{traces: map[string]*Trace{}} }
 
 // Name implements steps.Kind.
-func (k *Kind) Name() string { return Name }
+func (k *Fake) Name() string { return FakeName }
 
 // Keys implements steps.Kind.
-func (k *Kind) Keys() []string {
+func (k *Fake) Keys() []string {
 	return []string{"output", "sleep", "fail", "fail-attempts", "wait-for-cancel"}
 }
 
 // Required implements steps.Kind.
-func (k *Kind) Required() []string { return nil }
+func (k *Fake) Required() []string { return nil }
 
 //go:embed schema.json
 var withSchema []byte
 
 // Schema implements steps.Kind.
-func (k *Kind) Schema() json.RawMessage { return withSchema }
+func (k *Fake) Schema() json.RawMessage { return withSchema }
 
 // Prepare implements steps.Kind: sleep must be a duration and
 // fail-attempts a whole number, each reported at its value.
-func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
+func (k *Fake) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	s := &step{kind: k}
 	if v, ok := cfg.With["sleep"]; ok {
 		text, _ := v.(string)
@@ -85,7 +86,7 @@ type Trace struct {
 }
 
 // Trace returns a copy of the trace of the run runID.
-func (k *Kind) Trace(runID string) Trace {
+func (k *Fake) Trace(runID string) Trace {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	t := k.traces[runID]
@@ -95,7 +96,7 @@ func (k *Kind) Trace(runID string) Trace {
 	return Trace{Started: append([]string(nil), t.Started...), Ended: append([]string(nil), t.Ended...), Peak: t.Peak}
 }
 
-func (k *Kind) enter(runID, stepID string) {
+func (k *Fake) enter(runID, stepID string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	t := k.traces[runID]
@@ -108,7 +109,7 @@ func (k *Kind) enter(runID, stepID string) {
 	t.Peak = max(t.Peak, t.live)
 }
 
-func (k *Kind) leave(runID, stepID string) {
+func (k *Fake) leave(runID, stepID string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	t := k.traces[runID]
@@ -118,7 +119,7 @@ func (k *Kind) leave(runID, stepID string) {
 
 // step is one prepared fake step.
 type step struct {
-	kind          *Kind
+	kind          *Fake
 	sleep         time.Duration
 	fail          bool
 	failAttempts  int

@@ -1,4 +1,4 @@
-package main
+package runs
 
 import (
 	"os"
@@ -16,12 +16,12 @@ func TestTheRunIDsOfAnOutputFileAreReadFromEachLinesHead(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out.jsonl")
 	long := `{"run_id":"r-long","output":"` + strings.Repeat("x", 8<<20) + `"}`
 	os.WriteFile(path, []byte(long+"\nnot a result\n"+`{"workflow":"w","run_id":"r-late"}`+"\n"+`{"run_id":"r-torn","outp`), 0o644)
-	w, err := openOutput(path)
+	w, err := OpenOutput(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	ids, err := w.written()
+	ids, err := w.Written()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestTheRunIDsOfAnOutputFileAreReadFromEachLinesHead(t *testing.T) {
 		t.Errorf("the cut last line did not get its newline: ends %q", data[len(data)-10:])
 	}
 	os.WriteFile(path, []byte(`{"run_id":"r-whole","status":"succeeded"}`), 0o644)
-	if ids, err := w.written(); err != nil || len(ids) != 1 || !ids["r-whole"] {
+	if ids, err := w.Written(); err != nil || len(ids) != 1 || !ids["r-whole"] {
 		t.Errorf("a whole last line without its newline: ids %v, %v", ids, err)
 	}
 }

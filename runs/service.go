@@ -1,0 +1,103 @@
+package runs
+
+import (
+	"context"
+
+	"github.com/acpflow/acpflow/internal/transcript"
+	"github.com/acpflow/acpflow/runs/store"
+)
+
+// The records of the run service, as its callers read them. They are the
+// run store's own types: a caller names them here and never imports the
+// store.
+type (
+	// Run is a recorded run, as `acpflow runs` lists it.
+	Run = store.Run
+	// RunDetail is a recorded run with its steps, as `acpflow show` shows it.
+	RunDetail = store.RunDetail
+	// Batch is a recorded batch.
+	Batch = store.Batch
+	// BatchLine is one input line of a batch.
+	BatchLine = store.BatchLine
+	// Filter selects recorded runs (`acpflow runs --status …`).
+	Filter = store.Filter
+)
+
+// KindBatch is what Service.ResolveID says of a batch's id (KindRun of a
+// run's).
+const (
+	KindRun   = store.KindRun
+	KindBatch = store.KindBatch
+)
+
+// ErrSucceeded is what resuming a run that already succeeded returns
+// (wrapped).
+var ErrSucceeded = store.ErrSucceeded
+
+// Service is the run service over one run store: what the commands read
+// of it (runs, a run's detail, a batch, transcripts) and the Runners that
+// run, resume and record into it. A caller reaches the store only here.
+type Service struct {
+	store *store.Store
+}
+
+// Open opens the run store at path, or where docs/cli.md says when path is
+// "" ($ACPFLOW_STATE, else $XDG_STATE_HOME/acpflow/state.db, else
+// ~/.local/state/acpflow/state.db).
+func Open(path string) (*Service, error) {
+	if path == "" {
+		var err error
+		if path, err = store.DefaultPath(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := store.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{store: s}, nil
+}
+
+// Close closes the run store, after the last Runner is done.
+func (v *Service) Close() error { return v.store.Close() }
+
+// Runner is a new Runner that records into the service's store; the
+// caller sets its hooks and closes it.
+func (v *Service) Runner() *Runner { return &Runner{Store: v.store} }
+
+// ResolveID resolves a run or batch id, or a unique prefix of one, to the
+// id and its kind (KindRun or KindBatch).
+func (v *Service) ResolveID(ctx context.Context, idOrPrefix string) (id, kind string, err error) {
+	return v.store.ResolveID(ctx, idOrPrefix)
+}
+
+// ListRuns lists the recorded runs f selects, newest first.
+func (v *Service) ListRuns(ctx context.Context, f Filter) ([]Run, error) {
+	return v.store.ListRuns(ctx, f)
+}
+
+// RunsOfBatch lists a batch's runs.
+func (v *Service) RunsOfBatch(ctx context.Context, batchID string) ([]Run, error) {
+	return v.store.RunsOfBatch(ctx, batchID)
+}
+
+// GetBatch is a recorded batch.
+func (v *Service) GetBatch(ctx context.Context, id string) (*Batch, error) {
+	return v.store.GetBatch(ctx, id)
+}
+
+// GetRun is a recorded run with its steps.
+func (v *Service) GetRun(ctx context.Context, id string) (*RunDetail, error) {
+	return v.store.GetRun(ctx, id)
+}
+
+// Transcripts is a run's step attempts, without their permission records
+// (see Export, which joins them).
+func (v *Service) Transcripts(ctx context.Context, runID string) ([]transcript.Step, error) {
+	return v.store.Transcripts(ctx, runID)
+}
+
+// Export is a recorded run as a transcript file (see the func Export).
+func (v *Service) Export(ctx context.Context, runID string) (*transcript.File, error) {
+	return Export(ctx, v.store, runID)
+}
