@@ -76,6 +76,13 @@ type AttemptOptions struct {
 	// sum): the attempt is cancelled, as a run's steps are, once it and
 	// they together are over the workflow's budget.
 	Spent *steps.Usage
+	// TurnEnded, when set, is called with the attempt's result as soon as
+	// its turn ends, before its agents are torn down (SPEC §8: the step
+	// settles then): a scheduler elsewhere can start the step's dependants
+	// while the teardown goes on. RunAttempt still returns only once the
+	// agents are gone, with the same result (cancelled instead if ctx ends
+	// meanwhile and the turn had not completed).
+	TurnEnded func(*StepResult)
 }
 
 // RunAttempt runs one attempt of one step (or of one for-each element) of
@@ -119,13 +126,21 @@ func RunAttempt(ctx context.Context, wf *Workflow, stepID string, opt AttemptOpt
 	r.meter.addSettled(opt.Spent)
 	var linger sync.WaitGroup
 	out := r.attempt(ctx, st, opt.Attempt, opt.Element, &linger)
+	if opt.TurnEnded != nil {
+		opt.TurnEnded(attemptEnd(ctx, out, opt.Attempt))
+	}
 	r.kept.End()
 	r.batch.End()
 	linger.Wait()
+	return attemptEnd(ctx, out, opt.Attempt), nil
+}
+
+// attemptEnd is the result of attempt n, whose turn gave out.
+func attemptEnd(ctx context.Context, out steps.Result, n int) *StepResult {
 	res := attemptResult(out)
-	res.Attempts = opt.Attempt
+	res.Attempts = n
 	if !ended(ctx, res, out) {
 		res.Status = StatusFailed
 	}
-	return res, nil
+	return res
 }

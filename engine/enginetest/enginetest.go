@@ -219,4 +219,44 @@ steps:
 			}
 		},
 	},
+	{
+		// SPEC §8: a step settles at its turn's end (turn_end), before its
+		// agent is torn down. a's teardown lasts until b has started (or
+		// 20s, which fails): a backend that settles a only once a is gone
+		// shows "gone a" before "start b".
+		Name: "a dependant starts while its need's agent is still tearing down",
+		Workflow: `
+name: turnend
+max-parallel: 2
+steps:
+  - {id: a, uses: fake, with: {output: a, teardown: 20s, teardown-until: b}}
+  - {id: b, needs: [a], uses: fake, with: {output: "${{ steps.a.output }}b"}}
+outputs:
+  b: ${{ steps.b.output }}
+`,
+		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
+			want(t, "status", res.Status, engine.StatusSucceeded)
+			want(t, "outputs.b", res.Outputs["b"], "ab")
+			if slices.Index(tr.Log, "start b") > slices.Index(tr.Log, "gone a") {
+				t.Errorf("log %v: b must start while a's agent is still tearing down", tr.Log)
+			}
+		},
+	},
+	{
+		// The other half of the same rule: the step's run slot is held
+		// until its agent is gone, so with max-parallel 1 b starts only
+		// after a's teardown (which ends by itself after 50ms).
+		Name: "a step's slot stays held until its agent is gone",
+		Workflow: `
+name: slotheld
+max-parallel: 1
+steps:
+  - {id: a, uses: fake, with: {output: a, teardown: 50ms}}
+  - {id: b, uses: fake, with: {output: b}}
+`,
+		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
+			want(t, "status", res.Status, engine.StatusSucceeded)
+			want(t, "log", tr.Log, []string{"start a", "end a", "gone a", "start b", "end b"})
+		},
+	},
 }

@@ -13,6 +13,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,7 +40,7 @@ func (k *Fake) Name() string { return FakeName }
 
 // Keys implements steps.Kind.
 func (k *Fake) Keys() []string {
-	return []string{"output", "sleep", "fail", "fail-attempts", "wait-for-cancel"}
+	return []string{"output", "sleep", "fail", "fail-attempts", "wait-for-cancel", "teardown", "teardown-until"}
 }
 
 // Required implements steps.Kind.
@@ -70,6 +71,15 @@ func (k *Fake) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		}
 		s.failAttempts = n
 	}
+	if v, ok := cfg.With["teardown"]; ok {
+		text, _ := v.(string)
+		d, err := time.ParseDuration(text)
+		if err != nil || d <= 0 {
+			return nil, steps.FieldErrorf([]string{"with", "teardown"}, "with.teardown: want a duration such as 50ms, got %v", v)
+		}
+		s.teardown = d
+	}
+	s.teardownUntil, _ = cfg.With["teardown-until"].(string)
 	s.fail, _ = cfg.With["fail"].(bool)
 	s.waitForCancel, _ = cfg.With["wait-for-cancel"].(bool)
 	return s, nil
@@ -82,6 +92,9 @@ type Trace struct {
 	Started, Ended []string
 	// Peak is the most attempts that were running at once.
 	Peak int
+	// Log is "start STEP", "end STEP" (the turn returned) and "gone STEP"
+	// (its teardown ended), in the order they happened.
+	Log  []string
 	live int
 }
 
@@ -93,7 +106,7 @@ func (k *Fake) Trace(runID string) Trace {
 	if t == nil {
 		return Trace{}
 	}
-	return Trace{Started: append([]string(nil), t.Started...), Ended: append([]string(nil), t.Ended...), Peak: t.Peak}
+	return Trace{Started: append([]string(nil), t.Started...), Ended: append([]string(nil), t.Ended...), Peak: t.Peak, Log: append([]string(nil), t.Log...)}
 }
 
 func (k *Fake) enter(runID, stepID string) {
@@ -105,6 +118,7 @@ func (k *Fake) enter(runID, stepID string) {
 		k.traces[runID] = t
 	}
 	t.Started = append(t.Started, stepID)
+	t.Log = append(t.Log, "start "+stepID)
 	t.live++
 	t.Peak = max(t.Peak, t.live)
 }
@@ -114,7 +128,24 @@ func (k *Fake) leave(runID, stepID string) {
 	defer k.mu.Unlock()
 	t := k.traces[runID]
 	t.Ended = append(t.Ended, stepID)
+	t.Log = append(t.Log, "end "+stepID)
 	t.live--
+}
+
+// gone logs the end of stepID's teardown.
+func (k *Fake) gone(runID, stepID string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t := k.traces[runID]
+	t.Log = append(t.Log, "gone "+stepID)
+}
+
+// started reports whether stepID has started in the run runID.
+func (k *Fake) started(runID, stepID string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t := k.traces[runID]
+	return t != nil && slices.Contains(t.Started, stepID)
 }
 
 // step is one prepared fake step.
@@ -124,10 +155,18 @@ type step struct {
 	fail          bool
 	failAttempts  int
 	waitForCancel bool
+	// teardown is how long the step's "agent" takes to go after its turn
+	// (as steps.Invocation.Linger runs it), or until teardownUntil has
+	// started if that comes first.
+	teardown      time.Duration
+	teardownUntil string
 }
 
 // Run implements steps.Step.
 func (s *step) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
+	if s.teardown > 0 { // after leave: the turn ends, then the agent goes
+		defer inv.Linger(s.tearDown(inv.RunID, inv.StepID))
+	}
 	s.kind.enter(inv.RunID, inv.StepID)
 	defer s.kind.leave(inv.RunID, inv.StepID)
 	if s.sleep > 0 {
@@ -152,4 +191,19 @@ func (s *step) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
 		out = fmt.Sprint(v)
 	}
 	return steps.Result{StopReason: steps.Completed, Output: out, Final: out}
+}
+
+// tearDown is the step's teardown: it lasts s.teardown, or until
+// s.teardownUntil has started.
+func (s *step) tearDown(runID, stepID string) func() {
+	return func() {
+		defer s.kind.gone(runID, stepID)
+		deadline := time.Now().Add(s.teardown)
+		for time.Now().Before(deadline) {
+			if s.teardownUntil != "" && s.kind.started(runID, s.teardownUntil) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }

@@ -34,7 +34,31 @@ type Task struct {
 	// Spent is what the run's settled steps spent: the attempt is
 	// cancelled once it and they are over the workflow's budget.
 	Spent *steps.Usage `json:",omitempty"`
+	// TurnEnd asks the worker to send the run's workflow TurnEndSignal
+	// when the attempt's turn ends, before teardown: the workflow listens
+	// for it (a worker of an earlier release ignores it, and the
+	// activity's completion then says both).
+	TurnEnd bool `json:",omitempty"`
 }
+
+// TurnEndSignal is the signal an attempt's activity sends its run's
+// workflow when the attempt's turn ends (a TurnEnd): the step settles
+// then, as on the CLI, and its dependants start while its agents are torn
+// down; the activity's completion frees its slot.
+const TurnEndSignal = "acpflow.turn-end"
+
+// TurnEnd is an attempt's result at its turn's end, as TurnEndSignal
+// carries it.
+type TurnEnd struct {
+	Step    string
+	Index   *int `json:",omitempty"` // the for-each element's; nil: none
+	Attempt int
+	Result  Stored
+}
+
+// Signaller sends a workflow execution a signal; the Temporal client's
+// SignalWorkflow is one.
+type Signaller func(ctx context.Context, workflowID, runID, name string, arg any) error
 
 // Activities runs attempts on a worker: the policies and env policies
 // decide here, with the worker's environment, so that the workflow's
@@ -48,6 +72,9 @@ type Activities struct {
 	Ambient map[string]string
 	// Outer is the worker's outer policy (its --policy and config files).
 	Outer policies.Outer
+	// Signal sends TurnEndSignal; nil: the worker's client
+	// (activity.GetClient).
+	Signal Signaller
 
 	mu     sync.Mutex
 	loaded map[string]*engine.Workflow
@@ -73,23 +100,61 @@ func (a *Activities) Attempt(ctx context.Context, t Task) (Stored, error) {
 			return Stored{}, err
 		}
 	}
-	stop := heartbeat(ctx)
-	res, err := engine.RunAttempt(ctx, wf, t.Step, engine.AttemptOptions{
+	opt := engine.AttemptOptions{
 		RunID: t.RunID, Workspace: t.Workspace, Inputs: t.Inputs, Ambient: a.Ambient, Outer: a.Outer,
 		Results: settled, Element: t.Element, Attempt: t.Attempt, Spent: t.Spent,
-	})
+	}
+	if t.TurnEnd {
+		opt.TurnEnded = func(res *engine.StepResult) { a.turnEnded(ctx, t, res) }
+	}
+	stop := heartbeat(ctx)
+	res, err := engine.RunAttempt(ctx, wf, t.Step, opt)
 	stop()
 	if err != nil {
 		return Stored{}, temporal.NewNonRetryableApplicationError(err.Error(), badTask, nil)
 	}
-	// Cancelled or not, the agent is gone: the result says what became of
-	// the step (cancelled, with what it had said), as on the CLI. Why it
-	// was cancelled is the workflow's to say: here it is only Temporal's
-	// "canceled".
+	return a.Blobs.store(forWorkflow(ctx, res))
+}
+
+// forWorkflow is res as the workflow takes it. Cancelled or not, the turn
+// is over: the result says what became of the step (cancelled, with what
+// it had said), as on the CLI. Why it was cancelled is the workflow's to
+// say: here it is only Temporal's "canceled".
+func forWorkflow(ctx context.Context, res *engine.StepResult) *engine.StepResult {
 	if res.Status == engine.StatusCancelled && ctx.Err() != nil && res.Error == context.Cause(ctx).Error() {
 		res.Error = ""
 	}
-	return a.Blobs.store(res)
+	return res
+}
+
+// turnEnded tells the run's workflow that attempt t's turn ended with
+// res. A signal that cannot be sent is only logged: the activity's
+// completion says the same a teardown later. An attempt Temporal
+// cancelled (the run stopped, or the attempt is no longer this worker's)
+// signals nothing: its completion says it was cancelled.
+func (a *Activities) turnEnded(ctx context.Context, t Task, res *engine.StepResult) {
+	if ctx.Err() != nil {
+		return
+	}
+	log := activity.GetLogger(ctx)
+	stored, err := a.Blobs.store(forWorkflow(ctx, res))
+	if err != nil {
+		log.Warn("the turn's end is not signalled: its result cannot be stored", "step", t.Step, "error", err)
+		return
+	}
+	te := TurnEnd{Step: t.Step, Attempt: t.Attempt, Result: stored}
+	if t.Element != nil {
+		index := t.Element.Index
+		te.Index = &index
+	}
+	signal := a.Signal
+	if signal == nil {
+		signal = activity.GetClient(ctx).SignalWorkflow
+	}
+	run := activity.GetInfo(ctx).WorkflowExecution
+	if err := signal(ctx, run.ID, run.RunID, TurnEndSignal, te); err != nil {
+		log.Warn("the turn's end is not signalled", "step", t.Step, "error", err)
+	}
 }
 
 // heartbeat beats at a quarter of the attempt's heartbeat timeout until

@@ -124,7 +124,7 @@ func (f *fixture) environment(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env := suite.NewTestWorkflowEnvironment()
 	in := &Interpreter{Blobs: f.blobs}
 	env.RegisterWorkflowWithOptions(in.Interpret, workflow.RegisterOptions{Name: WorkflowName})
-	acts := &Activities{Blobs: f.blobs, Cache: filepath.Join(f.dir, "cache"), Ambient: policies.EnvMap(os.Environ())}
+	acts := &Activities{Blobs: f.blobs, Cache: filepath.Join(f.dir, "cache"), Ambient: policies.EnvMap(os.Environ()), Signal: signalIn(env)}
 	attempt := func(ctx context.Context, task Task) (Stored, error) {
 		f.attempts.Add(1)
 		defer f.attempts.Done()
@@ -356,7 +356,7 @@ steps:
 	env := suite.NewTestWorkflowEnvironment()
 	in := &Interpreter{Blobs: f.blobs}
 	env.RegisterWorkflowWithOptions(in.Interpret, workflow.RegisterOptions{Name: WorkflowName})
-	acts := &Activities{Blobs: f.blobs, Cache: filepath.Join(f.dir, "cache"), Ambient: policies.EnvMap(os.Environ())}
+	acts := &Activities{Blobs: f.blobs, Cache: filepath.Join(f.dir, "cache"), Ambient: policies.EnvMap(os.Environ()), Signal: signalIn(env)}
 	calls := 0
 	env.RegisterActivityWithOptions(func(ctx context.Context, task Task) (Stored, error) {
 		calls++

@@ -145,6 +145,8 @@ type scheduler struct {
 	scheduled int                           // attempts scheduled as activities, against maxAttempts
 	root      workflow.Context
 	events    [][]byte // as EventsQuery answers them
+	// turnEnd: the run's attempts signal their turn's end (turnEndChange).
+	turnEnd bool
 }
 
 // emit keeps an event of the run for EventsQuery.
@@ -178,15 +180,54 @@ func (s *scheduler) eventsFrom(from int) ([]json.RawMessage, error) {
 // by engine.Schedule; a history without it is a legacyRun's.
 const oneScheduleChange = "acpflow.one-schedule"
 
+// turnEndChange marks, in a run's history, that the run's attempts
+// signal their turn's end (TurnEndSignal), which settles the step, and
+// free their slot when their activity completes; without it both came
+// with the activity's completion, after teardown.
+const turnEndChange = "acpflow.turn-end"
+
+// turn is an attempt in flight, by turnKey: whether its turn's end was
+// fed to the schedule (by TurnEndSignal or by the activity's completion).
+type turn struct {
+	a     *engine.StartAttempt
+	ended bool
+}
+
+// turnKey names an attempt of a run: step, element index (-1: none),
+// attempt number.
+type turnKey struct {
+	step     string
+	index, n int
+}
+
+func keyOf(step string, index *int, n int) turnKey {
+	k := turnKey{step: step, index: -1, n: n}
+	if index != nil {
+		k.index = *index
+	}
+	return k
+}
+
+func indexOf(el *engine.Element) *int {
+	if el == nil {
+		return nil
+	}
+	return &el.Index
+}
+
 // happened is what a coroutine reports to the run's loop: it feeds the
 // schedule and returns what to do next.
 type happened func(now time.Time) []engine.Action
 
 // run drives the schedule until every step has settled: an attempt is an
 // activity in a coroutine, a wait between attempts a workflow timer, and a
-// cancelled workflow or the run's timeout a stop. Only this loop feeds the
-// schedule.
+// cancelled workflow or the run's timeout a stop. An attempt's turn ends
+// when its activity signals so (TurnEndSignal; or, from a worker that did
+// not, when the activity completes), and its slot is free when the
+// activity completes, its agents gone; the run ends once every activity
+// has. Only this loop feeds the schedule.
 func (s *scheduler) run(ctx workflow.Context) {
+	s.turnEnd = workflow.GetVersion(ctx, turnEndChange, workflow.DefaultVersion, 1) == 1
 	runCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	s.sched = engine.NewSchedule(s.wf, engine.ScopeOf{
@@ -196,6 +237,12 @@ func (s *scheduler) run(ctx workflow.Context) {
 	ch := workflow.NewChannel(recv)
 	stop := func(st engine.Stop) happened {
 		return func(now time.Time) []engine.Action {
+			if s.sched.Done() {
+				// Every step settled; only teardowns go on, and the run's
+				// end is decided: they are cut short, nothing else.
+				cancel()
+				return nil
+			}
 			if s.cause == "" {
 				s.cause = st.Cause
 			}
@@ -215,6 +262,32 @@ func (s *scheduler) run(ctx workflow.Context) {
 		ctx.Done().Receive(c, nil) // the workflow was cancelled
 		ch.Send(c, stop(engine.Stop{Cause: "cancelled", Status: engine.StatusCancelled, Error: "cancelled"}))
 	})
+	turns := map[turnKey]*turn{}
+	if s.turnEnd {
+		signals := workflow.GetSignalChannel(recv, TurnEndSignal)
+		workflow.Go(recv, func(c workflow.Context) {
+			for {
+				var te TurnEnd
+				signals.Receive(c, &te)
+				ch.Send(c, happened(func(now time.Time) []engine.Action {
+					// A signal of an attempt whose end was fed already (a
+					// worker ran it again after signalling) changes nothing;
+					// one whose result cannot be read is left to the
+					// activity's completion.
+					t := turns[keyOf(te.Step, te.Index, te.Attempt)]
+					if t == nil || t.ended {
+						return nil
+					}
+					res, err := s.load(te.Result)
+					if err != nil {
+						return nil
+					}
+					t.ended = true
+					return s.sched.Ended(t.a, res, now)
+				}))
+			}
+		})
+	}
 	acts := s.sched.Start(workflow.Now(ctx))
 	for {
 		for _, a := range acts {
@@ -226,15 +299,24 @@ func (s *scheduler) run(ctx workflow.Context) {
 					ev.Index = &index
 				}
 				s.emit(a.Step.ID, ev)
+				key := keyOf(a.Step.ID, indexOf(a.Element), a.N)
+				t := &turn{a: a}
+				turns[key] = t
 				workflow.Go(runCtx, func(c workflow.Context) {
 					res, err := s.attempt(c, a.Step, a.Element, a.N)
 					if err != nil {
 						res = engine.Errored(err.Error())
 					}
-					// The activity returns once the agent is gone: its turn
-					// ended and its slot is free at once.
+					// The activity returns once the agents are gone: the
+					// slot is free, and the turn ended if no signal said so.
 					ch.Send(c, happened(func(now time.Time) []engine.Action {
-						return append(s.sched.Ended(a, res, now), s.sched.Released(a, now)...)
+						var acts []engine.Action
+						if !t.ended {
+							t.ended = true
+							acts = s.sched.Ended(a, res, now)
+						}
+						delete(turns, key)
+						return append(acts, s.sched.Released(a, now)...)
 					}))
 				})
 			case *engine.Wait:
@@ -252,7 +334,7 @@ func (s *scheduler) run(ctx workflow.Context) {
 				cancel()
 			}
 		}
-		if s.sched.Done() {
+		if s.sched.Done() && len(turns) == 0 {
 			return
 		}
 		var f happened
@@ -311,7 +393,7 @@ func (s *scheduler) attempt(ctx workflow.Context, st *engine.Step, el *engine.El
 	})
 	task := Task{
 		RunID: s.req.RunID, Bundle: s.req.Bundle, Step: st.ID, Element: el, Attempt: n,
-		Workspace: s.req.Workspace, Inputs: s.req.Inputs, Settled: s.ancestors(st),
+		Workspace: s.req.Workspace, Inputs: s.req.Inputs, Settled: s.ancestors(st), TurnEnd: s.turnEnd,
 	}
 	if !s.wf.Budget.IsZero() {
 		task.Spent = s.spent()
@@ -335,6 +417,12 @@ func (s *scheduler) attempt(ctx workflow.Context, st *engine.Step, el *engine.El
 	case err != nil:
 		return engine.Errored("the worker failed the attempt: " + err.Error()), nil
 	}
+	return s.load(stored)
+}
+
+// load is an attempt's result as its worker stored it; a cancelled one
+// says why the run cancelled it.
+func (s *scheduler) load(stored Stored) (*engine.StepResult, error) {
 	res, err := s.in.Blobs.Load(stored)
 	if err == nil && res.Status == engine.StatusCancelled && res.Error == "" {
 		res.Error = s.cause
