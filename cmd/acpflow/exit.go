@@ -2,39 +2,31 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
-// Exit codes are API (docs/results.md#exit-codes): one place defines them, typed errors carry
-// them, and execute maps an error to its code.
+// Exit codes are API (docs/results.md#exit-codes): runcmd defines them,
+// typed errors carry them, and execute maps an error to its code.
 const (
-	exitOK          = 0
-	exitFailed      = 1   // at least one run failed
-	exitUsage       = 2   // bad usage, invalid workflow, policy or input: nothing started
-	exitInterrupted = 130 // SIGINT/SIGTERM, after every child was torn down
+	exitOK          = runcmd.ExitOK
+	exitFailed      = runcmd.ExitFailed
+	exitUsage       = runcmd.ExitUsage
+	exitInterrupted = runcmd.ExitInterrupted
 )
 
 // codedError carries an exit code.
-type codedError struct {
-	code   int
-	err    error
-	silent bool // already reported (e.g. by the run view)
-}
+type codedError = runcmd.ExitError
 
-func (e *codedError) Error() string { return e.err.Error() }
-func (e *codedError) Unwrap() error { return e.err }
+func usageError(err error) error { return runcmd.UsageError(err) }
 
-func usageError(err error) error { return &codedError{code: exitUsage, err: err} }
-
-func usageErrorf(format string, a ...any) error { return usageError(fmt.Errorf(format, a...)) }
+func usageErrorf(format string, a ...any) error { return runcmd.UsageErrorf(format, a...) }
 
 // runOutcome is the error of a run that did not succeed; the view has
 // already said why.
-func runOutcome(code int) error {
-	return &codedError{code: code, err: fmt.Errorf("exit %d", code), silent: true}
-}
+func runOutcome(code int) error { return runcmd.Outcome(code) }
 
 // exitCode is the code an error exits with: its own, else 1. Usage errors
 // carry exitUsage from where they are found, cobra's included (see
@@ -43,7 +35,7 @@ func runOutcome(code int) error {
 func exitCode(err error) int {
 	var ce *codedError
 	if errors.As(err, &ce) {
-		return ce.code
+		return ce.Code
 	}
 	return exitFailed
 }
@@ -80,5 +72,5 @@ func unknownCommand(root, ran *cobra.Command, err error) error {
 
 func isSilent(err error) bool {
 	var ce *codedError
-	return errors.As(err, &ce) && ce.silent
+	return errors.As(err, &ce) && ce.Silent
 }

@@ -43,7 +43,7 @@ func execute(args []string) int {
 	}
 	if err == nil && stdout.failed() != nil {
 		// A command whose output was cut short did not do what was asked.
-		err = &codedError{code: exitFailed, err: fmt.Errorf("stdout: %w", stdout.failed())}
+		err = &codedError{Code: exitFailed, Err: fmt.Errorf("stdout: %w", stdout.failed())}
 	}
 	if err == nil {
 		return exitOK

@@ -6,13 +6,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/workflows"
 )
 
 // addPolicyFlag adds --policy, an outer policy file, to a command that
 // decides permissions or builds environments.
 func addPolicyFlag(cmd *cobra.Command, file *string) {
-	cmd.Flags().StringVar(file, "policy", "", "an outer policy file, decided before the workflow's policies, which cannot loosen it; it stacks on /etc/acpflow/policy.yaml, the user's and $ACPFLOW_POLICY, and can only tighten them (docs/policies.md)")
+	cmd.Flags().StringVar(file, "policy", "", runcmd.PolicyHelp)
 }
 
 // loadOuter loads the outer policy (docs/policies.md#the-outer-policy): a

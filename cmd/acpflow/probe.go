@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/runcmd"
 	"os"
 	"strings"
 	"time"
@@ -70,7 +71,7 @@ func newProbeCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), terminalJSON(b))
 			}
 			if err != nil {
-				return &codedError{code: exitFailed, err: err}
+				return &codedError{Code: exitFailed, Err: err}
 			}
 			return nil
 		},
@@ -80,7 +81,7 @@ func newProbeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's cwd (default: the current directory)")
 	addPolicyFlag(cmd, &policy)
 	cmd.Flags().BoolVar(&sandbox, "sandbox", false, "print what this machine's kernel can enforce of a sandbox: (Landlock ABI, namespaces), without starting an agent")
-	durationFlag(cmd.Flags(), &timeout, "timeout", steps.DefaultStartTimeout, "bound on spawn + initialize + session/new (a duration, or seconds)")
+	runcmd.DurationFlag(cmd.Flags(), &timeout, "timeout", steps.DefaultStartTimeout, "bound on spawn + initialize + session/new (a duration, or seconds)")
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 func newResumeCmd() *cobra.Command {
@@ -23,53 +24,54 @@ func newResumeCmd() *cobra.Command {
 		Short: "Finish a run or batch that failed or was interrupted, without redoing succeeded steps",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			outer, err := loadOuter(f.policy)
+			outer, err := loadOuter(f.Policy)
 			if err != nil {
 				return err
 			}
-			s, id, kind, err := openRecorded(cmd.Context(), f.state, args[0])
+			s, id, kind, err := openRecorded(cmd.Context(), f.State, args[0])
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			out, err := runs.OpenOutput(f.output)
+			out, err := runs.OpenOutput(f.Output)
 			if err != nil {
 				return usageError(err)
 			}
 			defer out.Close()
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			x := newExecutor(s.Runner(), out, f.timeout, outer)
-			defer x.runner.Close()
+			x := runcmd.NewExecutor("acpflow", s.Runner(), out, f.Timeout)
+			x.Runner.Outer = outer
+			defer x.Runner.Close()
 			if kind == runs.KindBatch {
-				if f.budget != "" {
-					b, err := engine.ParseBudget(f.budget)
+				if f.Budget != "" {
+					b, err := engine.ParseBudget(f.Budget)
 					if err != nil {
 						return usageErrorf("--budget: %v", err)
 					}
-					x.runner.Budget = b
+					x.Runner.Budget = b
 				}
-				c, err := x.runner.ClaimBatch(ctx, id, force)
+				c, err := x.Runner.ClaimBatch(ctx, id, force)
 				if err != nil {
-					x.reportStoreErrs()
+					x.ReportStoreErrs()
 					return runError(err)
 				}
-				if err := x.deliverEnded(ctx, c, f.output); err != nil {
+				if err := deliverEnded(ctx, x, c, f.Output); err != nil {
 					return asFailure(err)
 				}
 				if c.Pending == 0 {
 					fmt.Fprintf(cmd.OutOrStdout(), "batch %s: every line already succeeded: nothing to resume\n", id)
 					return nil
 				}
-				x.setView(newBatchView(cmd.OutOrStdout(), f.json, id, c.Pending))
-				x.runner.ResumeBatch(ctx, c, concurrency)
-				return x.exit(ctx, nil)
+				x.SetView(runcmd.NewBatchView(cmd.OutOrStdout(), f.JSON, id, c.Pending))
+				x.Runner.ResumeBatch(ctx, c, concurrency)
+				return x.Exit(ctx, nil)
 			}
-			x.setView(newView(cmd.OutOrStdout(), f.json))
-			res, err := x.runner.ResumeRun(ctx, id, force)
+			x.SetView(runcmd.NewView(cmd.OutOrStdout(), f.JSON))
+			res, err := x.Runner.ResumeRun(ctx, id, force)
 			switch {
 			case errors.Is(err, runs.ErrSucceeded):
-				if err := x.deliverRun(ctx, id, f.output); err != nil {
+				if err := deliverRun(ctx, x, id, f.Output); err != nil {
 					return asFailure(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "run %s already succeeded: nothing to resume\n", id)
@@ -77,65 +79,59 @@ func newResumeCmd() *cobra.Command {
 			case err != nil:
 				return runError(err)
 			}
-			return x.exit(ctx, []*engine.RunResult{res})
+			return x.Exit(ctx, []*engine.RunResult{res})
 		},
 	}
 	addOutputFlags(cmd, &f)
-	durationFlag(cmd.Flags(), &f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
+	runcmd.DurationFlag(cmd.Flags(), &f.Timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
 	cmd.Flags().BoolVar(&force, "force", false, "resume even if the workflow file changed since the run")
-	cmd.Flags().StringVar(&f.budget, "budget", "", "a batch's budget from now on, instead of the one it was started with (tokens=N, cost=AMOUNTCUR)")
+	cmd.Flags().StringVar(&f.Budget, "budget", "", "a batch's budget from now on, instead of the one it was started with (tokens=N, cost=AMOUNTCUR)")
 	cmd.Flags().IntVarP(&concurrency, "concurrency", "c", 0, "runs in flight at once when resuming a batch (default: the batch's)")
 	return cmd
 }
 
 // asFailure keeps an error's exit code if it has one, else makes it exit 1:
 // a store that fails is not bad usage.
-func asFailure(err error) error {
-	var ce *codedError
-	if errors.As(err, &ce) {
-		return err
-	}
-	return &codedError{code: exitFailed, err: err}
-}
+func asFailure(err error) error { return runcmd.AsFailure(err) }
 
 // deliverEnded writes to --output the results of the batch's runs that
 // succeeded but are not in the file: an acpflow killed between recording a
 // run's end and writing its line leaves them, and resume does not run
 // them again.
-func (x *executor) deliverEnded(ctx context.Context, c *runs.BatchClaim, output string) error {
+func deliverEnded(ctx context.Context, x *runcmd.Executor, c *runs.BatchClaim, output string) error {
 	if output == "" {
 		return nil
 	}
-	written, err := x.out.Written()
+	written, err := x.Out.Written()
 	if err != nil {
 		return err
 	}
-	n, err := x.runner.DeliverEnded(ctx, c, func(id string) bool { return written[id] })
+	n, err := x.Runner.DeliverEnded(ctx, c, func(id string) bool { return written[id] })
 	if n > 0 {
 		fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the results of %d runs that had ended before the interruption\n", output, n)
 	}
 	if err != nil {
 		return err
 	}
-	return x.out.Err()
+	return x.Out.Err()
 }
 
 // deliverRun writes a lone run that already succeeded to --output when the
 // file does not hold it (see deliverEnded).
-func (x *executor) deliverRun(ctx context.Context, id, output string) error {
+func deliverRun(ctx context.Context, x *runcmd.Executor, id, output string) error {
 	if output == "" {
 		return nil
 	}
-	written, err := x.out.Written()
+	written, err := x.Out.Written()
 	if err != nil {
 		return err
 	}
-	wrote, err := x.runner.DeliverRun(ctx, id, func(id string) bool { return written[id] })
+	wrote, err := x.Runner.DeliverRun(ctx, id, func(id string) bool { return written[id] })
 	if wrote {
 		fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the result of run %s, which had ended before the interruption\n", output, id)
 	}
 	if err != nil {
 		return err
 	}
-	return x.out.Err()
+	return x.Out.Err()
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -132,16 +132,8 @@ func duration(r runs.Run) string {
 	return durationText(r.DurationMS)
 }
 
-// durationText words a duration recorded in milliseconds: "1.234s". One
-// past what a time.Duration holds (292 years: only a damaged record has
-// one) is shown as that bound, a negative one as "-".
-func durationText(ms int64) string {
-	const maxMS = math.MaxInt64 / int64(time.Millisecond)
-	if ms < 0 {
-		return "-"
-	}
-	return (time.Duration(min(ms, maxMS)) * time.Millisecond).String()
-}
+// durationText is a duration in ms as a person reads it (runcmd.DurationText).
+func durationText(ms int64) string { return runcmd.DurationText(ms) }
 
 // runJSON is a run as `runs --json` and `show --json` print it, with the
 // field names of the result JSON (docs/results.md).
@@ -385,7 +377,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 					what = p.Title
 				}
 				fmt.Fprintf(w, "  unasked %s %s: ran without asking; the policy would %s (%s, rule %s)", termtext.Line(p.Kind, kindMax),
-					termtext.Quote(what, commandMax), p.Would, policyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+					termtext.Quote(what, commandMax), p.Would, runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
 				if p.Reason != "" {
 					fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
 				}
@@ -397,7 +389,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 				opt = "cancelled"
 			}
 			fmt.Fprintf(w, "  permission %s %s: %s -> %s (%s, rule %s)", termtext.Line(p.Kind, kindMax), termtext.Quote(p.Title, titleMax),
-				p.Decision, termtext.Line(opt, idMax), policyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+				p.Decision, termtext.Line(opt, idMax), runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
 			if p.Reason != "" {
 				fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
 			}
@@ -445,11 +437,8 @@ func writeSanitized(w io.Writer, buf *bytes.Buffer) {
 	io.WriteString(w, termtext.Sanitize(buf.String()))
 }
 
-// indentLines sanitises s first, so that a carriage return turned newline is
-// indented like any other line.
-func indentLines(s, prefix string) string {
-	return strings.ReplaceAll(termtext.Sanitize(s), "\n", "\n"+prefix)
-}
+// indentLines sanitizes s and indents its lines after the first (runcmd.IndentLines).
+func indentLines(s, prefix string) string { return runcmd.IndentLines(s, prefix) }
 
 func lastLines(s string, n int) string {
 	s = strings.TrimRight(termtext.Sanitize(s), "\n")

@@ -6,10 +6,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 func addStateFlag(cmd *cobra.Command, state *string) {
-	cmd.Flags().StringVar(state, "state", "", "the run store (default: $ACPFLOW_STATE, else $XDG_STATE_HOME/acpflow/state.db, else ~/.local/state/acpflow/state.db)")
+	cmd.Flags().StringVar(state, "state", "", runcmd.StateHelp)
 }
 
 // openStore opens the run service over the run store at --state, or where

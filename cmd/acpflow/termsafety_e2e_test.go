@@ -14,10 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
-	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
 // What a hostile agent prints: a clipboard write (OSC 52), a window title,
@@ -217,38 +215,6 @@ func TestAgentTextReachesTheTerminalNeutralisedAndTheRecordsExact(t *testing.T) 
 		assertTerminalSafe(t, "batch", r, "failed")
 	})
 	assertAgentsGone(t, record)
-}
-
-func TestTheLiveViewShowsAgentTextNeutralised(t *testing.T) {
-	var buf strings.Builder
-	v := newLiveView(&buf)
-	now := time.Now()
-	for _, e := range []steps.Event{
-		{RunID: "r", Time: now, Data: steps.RunStart{Steps: []string{"a", "b", "c", "d", "e"}}},
-		{RunID: "r", Step: "a", Time: now, Data: steps.StepStart{Attempt: 1}},
-		{RunID: "r", Step: "a", Time: now, Data: acpagent.MessageChunk{Text: "x\x1b]52;c;"}},
-		{RunID: "r", Step: "a", Time: now, Data: acpagent.MessageChunk{Text: "aGk=\x07" + hostileOutput}},
-		{RunID: "r", Step: "b", Time: now, Data: steps.Permission{PermissionRecord: policies.PermissionRecord{Kind: "execute", Title: hostileTitle, Decision: policies.Allow}}},
-		{RunID: "r", Step: "c", Time: now, Data: steps.StepEnd{Status: "failed", Error: hostileStderr}},
-		// A kind and title that break the line: the step keeps its one line.
-		{RunID: "r", Step: "d", Time: now, Data: steps.Permission{PermissionRecord: policies.PermissionRecord{Kind: "execute" + evilID, Title: evilID, Decision: policies.Allow}}},
-		{RunID: "r", Step: "e", Time: now, Data: steps.Unasked{PermissionRecord: policies.PermissionRecord{Kind: "edit" + evilID, Title: evilID, Would: policies.Reject}}},
-	} {
-		v.Emit(e)
-	}
-	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		line := v.steps[id].describe(false)
-		if where := terminalUnsafe(line); where != "" {
-			t.Errorf("step %s's line: %s", id, where)
-		}
-		if strings.ContainsAny(line, "\n\u2028\u2029\u202e") {
-			t.Errorf("step %s's line breaks or is reordered: %q", id, line)
-		}
-	}
-	if got := v.steps["a"].describe(false); !strings.Contains(got, "🎉 tab\tend") {
-		t.Errorf("step a's line lost the agent's text: %q", got)
-	}
-	v.Close(nil)
 }
 
 func TestProbeTellsTheTruth(t *testing.T) {

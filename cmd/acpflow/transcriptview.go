@@ -9,6 +9,7 @@ import (
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 // transcriptView prints step attempts for a person (`acpflow show RUN
@@ -190,11 +191,11 @@ func (v *transcriptView) permission(m transcript.Message, arrow string, r *rpc) 
 	if rec.Outcome != "selected" {
 		answer = "cancelled"
 	}
-	by := policyName(rec.Layer, rec.Policy)
+	by := runcmd.PolicyName(rec.Layer, rec.Policy)
 	if rec.Rule != "" {
 		by += ", rule " + rec.Rule
 	}
-	by += reasonSuffix(rec.Reason)
+	by += runcmd.ReasonSuffix(rec.Reason)
 	v.line(m, "%s: %s → %s (%s)", head, rec.Decision, answer, by)
 	if rec.Command != "" && rec.Command != tc.Title {
 		fmt.Fprintf(v.w, "           command: %s\n", termtext.Quote(rec.Command, commandMax))
@@ -211,11 +212,11 @@ func (v *transcriptView) unasked(toolCallID string) {
 	}
 	rec := recs[0]
 	v.records[k] = recs[1:]
-	by := policyName(rec.Layer, rec.Policy)
+	by := runcmd.PolicyName(rec.Layer, rec.Policy)
 	if rec.Rule != "" {
 		by += ", rule " + rec.Rule
 	}
-	by += reasonSuffix(rec.Reason)
+	by += runcmd.ReasonSuffix(rec.Reason)
 	fmt.Fprintf(v.w, "           unasked: ran without asking; the policy would %s (%s)\n", rec.Would, by)
 }
 

@@ -4,29 +4,26 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
+	"github.com/acpflow/acpflow/runs/runcmd"
 	_ "github.com/acpflow/acpflow/standard" // every step kind and policy form
 	"github.com/acpflow/acpflow/temporal/builtin"
 )
 
-// Exit codes, as acpflow's (docs/results.md#exit-codes).
+// Exit codes, acpflow's (docs/results.md#exit-codes).
 const (
-	exitOK     = 0
-	exitFailed = 1
-	exitUsage  = 2
+	exitOK     = runcmd.ExitOK
+	exitFailed = runcmd.ExitFailed
+	exitUsage  = runcmd.ExitUsage
 )
 
 func main() {
@@ -50,21 +47,17 @@ func main() {
 	}
 	var coded *codedError
 	if errors.As(err, &coded) {
-		if coded.err != nil {
-			fmt.Fprintln(os.Stderr, "acpflow-temporal:", coded.err)
+		if coded.Err != nil && !coded.Silent {
+			fmt.Fprintln(os.Stderr, "acpflow-temporal:", coded.Err)
 		}
-		os.Exit(coded.code)
+		os.Exit(coded.Code)
 	}
 	fmt.Fprintln(os.Stderr, "acpflow-temporal:", err)
 	os.Exit(exitUsage)
 }
 
-type codedError struct {
-	code int
-	err  error
-}
-
-func (e *codedError) Error() string { return fmt.Sprint(e.err) }
+// codedError carries an exit code, as acpflow's.
+type codedError = runcmd.ExitError
 
 // connFlags say where Temporal and the blob store are.
 type connFlags struct {
@@ -103,68 +96,6 @@ func defaultBlobs() string {
 		dir = os.TempDir()
 	}
 	return filepath.Join(dir, "acpflow", "temporal-blobs")
-}
-
-// eventView prints the events of runs (flow.EventsQuery): with --json
-// each line as acpflow run --json prints it, else a line per step's start
-// and end and the run's end, as acpflow run's plain view.
-type eventView struct {
-	out  io.Writer
-	mu   *sync.Mutex
-	json bool
-}
-
-func (v *eventView) line(line []byte) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.json {
-		v.out.Write(append(append([]byte(nil), line...), '\n'))
-		return
-	}
-	var e struct {
-		Type       string `json:"type"`
-		RunID      string `json:"run_id"`
-		Step       string `json:"step"`
-		Status     string `json:"status"`
-		StopReason string `json:"stop_reason"`
-		DurationMS int64  `json:"duration_ms"`
-		Error      string `json:"error"`
-		Attempt    int    `json:"attempt"`
-		AfterMS    int64  `json:"after_ms"`
-		Kind       string `json:"kind"`
-	}
-	if json.Unmarshal(line, &e) != nil {
-		return
-	}
-	took := time.Duration(e.DurationMS) * time.Millisecond
-	switch e.Type {
-	case "step_start":
-		if e.Attempt > 1 {
-			fmt.Fprintf(v.out, "[%s] attempt %d\n", e.Step, e.Attempt)
-		} else {
-			fmt.Fprintf(v.out, "[%s] started\n", e.Step)
-		}
-	case "step_update":
-		if e.Kind != "retry" {
-			return
-		}
-		fmt.Fprintf(v.out, "[%s] retrying in %s: %s\n", e.Step, time.Duration(e.AfterMS)*time.Millisecond, e.Error)
-	case "step_end":
-		switch {
-		case e.Status == "skipped":
-			fmt.Fprintf(v.out, "[%s] skipped: %s\n", e.Step, e.Error)
-		case e.Error != "":
-			fmt.Fprintf(v.out, "[%s] %s in %s (%s): %s\n", e.Step, e.Status, took, e.StopReason, e.Error)
-		default:
-			fmt.Fprintf(v.out, "[%s] %s in %s (%s)\n", e.Step, e.Status, took, e.StopReason)
-		}
-	case "run_end":
-		if e.Error != "" {
-			fmt.Fprintf(v.out, "run %s %s in %s: %s\n", e.RunID, e.Status, took, e.Error)
-		} else {
-			fmt.Fprintf(v.out, "run %s %s in %s\n", e.RunID, e.Status, took)
-		}
-	}
 }
 
 // quietLogger is the SDK's logger: warnings and errors only, on stderr.

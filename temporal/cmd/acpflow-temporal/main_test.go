@@ -6,9 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 var bin string
@@ -46,7 +51,13 @@ func TestRunRefusesWhatItCannotDoBeforeItDials(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", broken}, "broken.yaml:3:"},
-		{[]string{"run", ok, "--budget", "tokens=10"}, "--budget (a batch's) is not supported on Temporal yet"},
+		// --budget is acpflow run's: a batch's, and parsed before anything
+		// is read.
+		{[]string{"run", ok, "--budget", "tokens=10"}, "--budget is a batch's (with --inputs)"},
+		{[]string{"run", ok, "--budget", "tokens=lots", "--inputs", empty}, "--budget:"},
+		{[]string{"run", ok, "--sandbox"}, "--sandbox: on Temporal"},
+		{[]string{"run", ok, "--concurrency", "0"}, "--concurrency must be at least 1"},
+		{[]string{"run", ok, "--timeout", "soon"}, "--timeout"},
 		{[]string{"run", ok, "--state", "x.db"}, "--state: on Temporal"},
 		{[]string{"run", ok, "--policy", "p.yaml"}, "acpflow-temporal worker --policy"},
 		{[]string{"run", ok, "--input", "x=1", "--inputs", empty}, "do not go together"},
@@ -88,5 +99,29 @@ func TestTheBinaryServesTheDemoAgent(t *testing.T) {
 	in.Close()
 	if werr := cmd.Wait(); err != nil || werr != nil || !strings.Contains(line, `"protocolVersion"`) {
 		t.Errorf("agent demo: %v, %v, %q", err, werr, line)
+	}
+}
+
+// Covers: `acpflow-temporal run --help` shows every flag of acpflow run
+// (runcmd's, which cmd/acpflow's own test holds its binary to) with its
+// words, and only Temporal's --heartbeat and --id besides.
+func TestRunHelpListsTheFlagsOfAcpflowRun(t *testing.T) {
+	out, err := exec.Command(bin, "run", "--help").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := string(out)
+	local, _, _ := strings.Cut(help, "Global Flags:")
+	want := map[string]bool{"help": true, "heartbeat": true, "id": true}
+	runcmd.New(runcmd.Config{}).Flags().VisitAll(func(f *pflag.Flag) {
+		want[f.Name] = true
+		if !strings.Contains(help, "--"+f.Name+" ") || !strings.Contains(help, f.Usage) {
+			t.Errorf("--%s (%q) is not in run --help:\n%s", f.Name, f.Usage, help)
+		}
+	})
+	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z-]+)`).FindAllStringSubmatch(local, -1) {
+		if !want[m[1]] {
+			t.Errorf("run --help has --%s, which acpflow run has not", m[1])
+		}
 	}
 }

@@ -4,195 +4,109 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	sdkclient "go.temporal.io/sdk/client"
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/temporal/client"
 	"github.com/acpflow/acpflow/temporal/flow"
-	"github.com/acpflow/acpflow/workflows"
 )
 
-type runFlags struct {
-	inputs      []string
-	inputsFile  string
-	concurrency int
-	workspace   string
-	output      string
-	json        bool
-	timeout     time.Duration
-	heartbeat   time.Duration
-	id          string
-	// Flags of acpflow run that mean nothing here, refused with why.
-	state, budget, policy string
+// temporalFlags are the flags run has on Temporal only.
+type temporalFlags struct {
+	heartbeat time.Duration
+	id        string
 }
 
+// newRunCmd is acpflow's run command (runcmd: the same flags, views, exit
+// codes, --budget and --output) with the Temporal backend plugged in and
+// no run store: Temporal keeps the runs.
 func newRunCmd(conn *connFlags) *cobra.Command {
-	var f runFlags
-	cmd := &cobra.Command{
-		Use:   "run FILE",
-		Short: "Run a workflow on Temporal, once or once per input line, and wait for the results",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOnTemporal(cmd, conn, args[0], &f)
+	var t temporalFlags
+	return runcmd.New(runcmd.Config{
+		Name: "acpflow-temporal",
+		// Runs submitted and awaited at once: the workers' --concurrency
+		// bounds the agents.
+		Concurrency: 64,
+		Flags:       t.add,
+		Check:       t.check,
+		Open: func(ctx context.Context, s runcmd.Setup) (*runs.Runner, func(), error) {
+			return openTemporal(ctx, conn, &t, s)
 		},
-	}
-	fl := cmd.Flags()
-	fl.StringArrayVarP(&f.inputs, "input", "i", nil, "one workflow input, KEY=VALUE (repeatable)")
-	fl.StringVar(&f.inputsFile, "inputs", "", "batch: one run per line of a JSONL file of input objects (- for stdin)")
-	fl.IntVarP(&f.concurrency, "concurrency", "c", 64, "runs submitted and awaited at once (the workers' --concurrency bounds agents)")
-	fl.StringVarP(&f.workspace, "workspace", "w", "", "the run's workspace, a path every worker sees (default: the current directory)")
-	fl.StringVarP(&f.output, "output", "o", "", "write one JSON result object per run to FILE, one per line")
-	fl.BoolVar(&f.json, "json", false, "print the event stream as JSON lines (run_start, step_start, step_update retry, step_end, run_end; a batch's, run by run as each ends)")
-	fl.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m)")
-	fl.DurationVar(&f.heartbeat, "heartbeat", flow.DefaultHeartbeat, "how long a worker may go silent before its steps move to another worker")
-	fl.StringVar(&f.id, "id", "", "the run's id (a batch's runs get ID-LINE); default: derived from the file, workspace and inputs, so the same run submitted again is taken up")
-	fl.StringVar(&f.state, "state", "", "not on Temporal: Temporal keeps the runs")
-	fl.StringVar(&f.budget, "budget", "", "not on Temporal yet")
-	fl.StringVar(&f.policy, "policy", "", "not on the client: the outer policy is the workers' (acpflow-temporal worker --policy)")
-	return cmd
+		Resume: func(string) string {
+			return "the same command again takes its runs up on task queue " + conn.taskQueue
+		},
+		Interrupted: "interrupted: the runs go on on Temporal; the same command takes them up",
+	})
 }
 
-func usage(format string, a ...any) error {
-	return &codedError{exitUsage, fmt.Errorf(format, a...)}
+func (t *temporalFlags) add(fl *pflag.FlagSet) {
+	fl.DurationVar(&t.heartbeat, "heartbeat", flow.DefaultHeartbeat, "how long a worker may go silent before its steps move to another worker")
+	fl.StringVar(&t.id, "id", "", "the run's id (a batch's runs get ID-LINE); default: derived from the file, workspace and inputs, so the same run submitted again is taken up")
 }
 
-// check refuses the flags that cannot go together or mean nothing here,
-// before anything is read or dialled.
-func (f *runFlags) check() error {
+// check refuses the flags of acpflow run that mean nothing on Temporal,
+// and its own bad ones, before anything is read or dialled.
+func (t *temporalFlags) check(f *runcmd.Flags) error {
 	switch {
-	case f.state != "":
-		return usage("--state: on Temporal the runs are Temporal's workflow executions; there is no run store to name")
-	case f.budget != "":
-		return usage("--budget (a batch's) is not supported on Temporal yet; a workflow's own budget: applies to each run")
-	case f.policy != "":
-		return usage("--policy: the outer policy is the workers' own (acpflow-temporal worker --policy FILE)")
-	case f.id != "" && !validID(f.id):
-		return usage("--id %q: want 1 to %d letters, digits, '.', '_' or '-'", f.id, maxIDLen)
-	case f.heartbeat < time.Second:
-		return usage("--heartbeat must be at least 1s, got %s", f.heartbeat)
-	case f.concurrency < 1:
-		return usage("--concurrency must be at least 1, got %d", f.concurrency)
-	case f.inputsFile != "" && len(f.inputs) > 0:
-		return usage("--input and --inputs do not go together: put every input in the JSONL lines")
+	case f.State != "":
+		return errors.New("--state: on Temporal the runs are Temporal's workflow executions; there is no run store to name")
+	case f.Policy != "":
+		return errors.New("--policy: the outer policy is the workers' own (acpflow-temporal worker --policy FILE)")
+	case f.Sandbox:
+		return errors.New("--sandbox: on Temporal each worker loads the workflow file as written; set sandbox: on its agents (docs/sandbox.md)")
+	case t.id != "" && !validID(t.id):
+		return fmt.Errorf("--id %q: want 1 to %d letters, digits, '.', '_' or '-'", t.id, maxIDLen)
+	case t.heartbeat < time.Second:
+		return fmt.Errorf("--heartbeat must be at least 1s, got %s", t.heartbeat)
 	}
 	return nil
 }
 
-// runOnTemporal is acpflow-temporal run: the run service's Runner (its
-// batch pool, input lines, counts and --output) with the Temporal backend
-// and no run store.
-func runOnTemporal(cmd *cobra.Command, conn *connFlags, file string, f *runFlags) error {
-	if err := f.check(); err != nil {
-		return err
-	}
-	wf, err := workflows.Load(file)
-	if err != nil {
-		return &codedError{exitUsage, err}
-	}
-	workspace, err := runs.ResolveWorkspace(f.workspace)
-	if err != nil {
-		return &codedError{exitUsage, err}
-	}
+// openTemporal is the Runner of runs on Temporal: the workflow's bundle
+// in the blob store, a client dialled, the Temporal backend.
+func openTemporal(ctx context.Context, conn *connFlags, t *temporalFlags, s runcmd.Setup) (*runs.Runner, func(), error) {
 	blobs := flow.Blobs{Dir: conn.blobs}
-	bundle, err := flow.NewBundle(blobs, file, wf)
+	bundle, err := flow.NewBundle(blobs, s.File, s.Workflow)
 	if err != nil {
-		return &codedError{exitUsage, err}
+		return nil, nil, runcmd.UsageError(err)
 	}
-	lone := f.inputsFile == ""
-	var inputs map[string]any
-	var in *batchInputs
-	if lone {
-		given, err := workflows.ParseInputFlags(wf, f.inputs)
-		if err == nil {
-			inputs, err = workflows.ResolveInputs(wf, given)
-		}
-		if err != nil {
-			return &codedError{exitUsage, err}
-		}
-	} else {
-		if in, err = openInputs(f.inputsFile); err != nil {
-			return &codedError{exitUsage, err}
-		}
-		defer in.Close()
-	}
-
-	out, err := runs.OpenOutput(f.output)
-	if err != nil {
-		return &codedError{exitUsage, err}
-	}
-	defer out.Close()
 	cl, err := conn.dial()
 	if err != nil {
-		return &codedError{exitFailed, err}
+		return nil, nil, &codedError{Code: exitFailed, Err: err}
 	}
-	defer cl.Close()
-	// The run service's signal ladder: the first signal stops waiting
-	// (the runs go on on Temporal), a second kills no agent of this
-	// process's (it has none).
-	ctx, stop := runs.Interruptible(context.Background(), nil)
-	defer stop()
 	warnWithoutWorkers(ctx, cl, conn.taskQueue)
-	sub := &client.Submitter{Client: cl, TaskQueue: conn.taskQueue, Blobs: blobs}
-	var printMu sync.Mutex
-	stdout := cmd.OutOrStdout()
-	// Events as they happen for a lone run; for a batch, each run's when
-	// it ends (one query per run, not a poll of thousands).
-	if f.json || lone {
-		view := &eventView{out: stdout, mu: &printMu, json: f.json}
-		sub.Events = view.line
-		if lone {
-			sub.Poll = 250 * time.Millisecond
-		}
-	}
-	backend := &temporalBackend{sub: sub, blobs: blobs, id: f.id, base: flow.Request{
-		Bundle: bundle, Plan: flow.PlanOf(wf), Workspace: workspace,
-		Env: flow.EnvFor(wf, policies.EnvMap(os.Environ())), Timeout: f.timeout, Heartbeat: f.heartbeat,
-	}}
-	// The run service's pool, lines and counts, with Temporal as the
-	// backend and no run store: Temporal keeps the runs.
-	r := &runs.Runner{
-		Backend: backend,
-		Notice:  func(msg string) { fmt.Fprintln(os.Stderr, "acpflow-temporal:", msg) },
-		Result: func(res *engine.RunResult) {
-			out.Write(res)
-			if !f.json && !lone {
-				report(stdout, &printMu, wf, res)
-			}
+	b := &temporalBackend{
+		sub: &client.Submitter{Client: cl, TaskQueue: conn.taskQueue, Blobs: blobs}, blobs: blobs, id: t.id,
+		json: s.Flags.JSON, cancel: func(ctx context.Context, workflowID string) error {
+			return cl.CancelWorkflow(ctx, workflowID, "")
 		},
-		BatchStarted: func(runs.Batch, int) {
-			fmt.Fprintf(os.Stderr, "acpflow-temporal: a run per line of %s on task queue %s (the same command again takes them up)\n", f.inputsFile, conn.taskQueue)
+		base: flow.Request{
+			Bundle: bundle, Plan: flow.PlanOf(s.Workflow), Workspace: s.Workspace,
+			Env: flow.EnvFor(s.Workflow, policies.EnvMap(os.Environ())), Timeout: s.Flags.Timeout, Heartbeat: t.heartbeat,
 		},
 	}
-	if lone {
-		r.Run(ctx, wf, runs.Spec{Inputs: inputs, Workspace: workspace})
-	} else {
-		b := runs.NewBatch(wf, workspace, f.inputsFile, f.concurrency, in.first)
-		if err := r.Batch(ctx, wf, b, in.lines, false, f.concurrency); err != nil {
-			return &codedError{exitFailed, err}
-		}
-		if !f.json {
-			ended, failed := r.Runs()
-			fmt.Fprintf(stdout, "%d runs: %d succeeded, %d failed\n", ended, ended-failed, failed)
-		}
-	}
+	// Events as they happen: a lone run's, and a metered batch's (its
+	// budget counts what its runs spend as they spend it); an unmetered
+	// batch's at each run's end (one query per run, not a poll of
+	// thousands).
 	switch {
-	case ctx.Err() != nil:
-		return &codedError{130, errors.New("interrupted: the runs go on on Temporal; the same command takes them up")}
-	case out.Err() != nil:
-		return &codedError{exitFailed, fmt.Errorf("--output: %w", out.Err())}
-	case r.Failures() > 0:
-		return &codedError{exitFailed, nil}
+	case s.Flags.InputsFile == "":
+		b.poll = 250 * time.Millisecond
+	case s.Flags.Budget != "":
+		b.poll = time.Second
 	}
-	return nil
+	return &runs.Runner{Backend: b}, cl.Close, nil
 }
 
 // warnWithoutWorkers says so when no worker polls the task queue: the
@@ -223,12 +137,17 @@ func validID(id string) bool {
 }
 
 // temporalBackend runs each run on Temporal: submitted to the task queue
-// (taken up if it was submitted before) and awaited.
+// (taken up if it was submitted before) and awaited, its events told to
+// the command's view and its usage to the batch's meter.
 type temporalBackend struct {
 	sub   *client.Submitter
 	blobs flow.Blobs
 	base  flow.Request
-	id    string // --id: the runs' ids; "": derived from what is run
+	id    string        // --id: the runs' ids; "": derived from what is run
+	json  bool          // --json: events handed on as the workers wrote them
+	poll  time.Duration // how often a run's events are asked for (0: at its end)
+	// cancel cancels a workflow execution (the client's CancelWorkflow).
+	cancel func(ctx context.Context, workflowID string) error
 }
 
 // Run implements runs.Backend: it submits the run (see runID) and waits
@@ -237,11 +156,62 @@ func (b *temporalBackend) Run(ctx context.Context, wf *engine.Workflow, req runs
 	r := b.base
 	r.Inputs = req.Inputs
 	r.RunID = b.runID(wf, req)
-	outcome, err := b.sub.Run(ctx, r)
+	sub := *b.sub
+	sub.Poll = b.poll
+	sub.Events = b.events(r.RunID, req)
+	outcome, err := sub.Run(ctx, r)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", r.RunID, err)
+		return nil, b.stopped(ctx, r.RunID, err)
 	}
-	return outcome.Result(b.blobs, r.Workspace)
+	res, err := outcome.Result(b.blobs, r.Workspace)
+	if err == nil && res.Usage != nil && req.OnUsage != nil {
+		req.OnUsage(r.RunID, &res.Usage.Usage)
+	}
+	return res, err
+}
+
+// events is the Submitter's hook for one run's event lines: each goes to
+// the view (the lines as written with --json, else as the events they
+// are), and what its steps spent to the meter.
+func (b *temporalBackend) events(runID string, req runs.Request) func([]byte) {
+	spent := &steps.Usage{}
+	return func(line []byte) {
+		e, raw, ok := decodeEvent(line)
+		if !ok {
+			return
+		}
+		if req.OnUsage != nil {
+			if u := usageOf(e); u != nil {
+				spent.Add(u)
+				req.OnUsage(runID, spent.Clone())
+			}
+		}
+		if req.Events == nil {
+			return
+		}
+		if b.json {
+			e.Data = raw
+		}
+		req.Events.Emit(e)
+	}
+}
+
+// stopped is the error of a run no longer waited for. A run stopped by an
+// interrupt goes on on Temporal (the same command takes it up); one
+// stopped otherwise (the batch's budget exceeded) has its workflow
+// execution cancelled, so that it spends no more.
+func (b *temporalBackend) stopped(ctx context.Context, runID string, err error) error {
+	err = fmt.Errorf("run %s: %w", runID, err)
+	if ctx.Err() == nil || errors.Is(context.Cause(ctx), engine.ErrInterrupted) || b.cancel == nil {
+		return err
+	}
+	cctx, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer done()
+	var notFound *serviceerror.NotFound
+	if cerr := b.cancel(cctx, client.WorkflowID(runID)); cerr != nil && !errors.As(cerr, &notFound) {
+		return fmt.Errorf("%w; cancelling its workflow execution: %v", err, cerr)
+	}
+	return fmt.Errorf("%w: its workflow execution is cancelled (%v)", err, context.Cause(ctx))
 }
 
 // runID is a run's id: --id (a batch's runs: ID-LINE), else derived from
@@ -255,61 +225,4 @@ func (b *temporalBackend) runID(wf *engine.Workflow, req runs.Request) string {
 		return fmt.Sprintf("%s-%d", b.id, req.Line)
 	}
 	return client.RunID(wf, b.base.Workspace, req.Line, req.Inputs)
-}
-
-// batchInputs is a batch's inputs (- for stdin), its first line read.
-type batchInputs struct {
-	lines *runs.LineReader
-	first runs.BatchLine
-	file  *os.File // nil: stdin
-}
-
-// openInputs opens a batch's inputs and reads its first line, so that an
-// input with no line at all is bad usage before anything starts, as
-// acpflow run --inputs does.
-func openInputs(path string) (*batchInputs, error) {
-	in := &batchInputs{}
-	var r io.Reader = os.Stdin
-	if path != "-" {
-		fh, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("--inputs: %w", err)
-		}
-		in.file, r = fh, fh
-	}
-	in.lines = runs.NewLineReader(r, path)
-	var err error
-	if in.first, err = in.lines.Next(); errors.Is(err, io.EOF) {
-		err = fmt.Errorf("--inputs %s: no input lines", path)
-	}
-	if err != nil {
-		in.Close()
-		return nil, err
-	}
-	return in, nil
-}
-
-// Close closes the inputs file, if any.
-func (in *batchInputs) Close() error {
-	if in.file == nil {
-		return nil
-	}
-	return in.file.Close()
-}
-
-// report tells a batch run's end in a line, and each step that did not
-// succeed.
-func report(w io.Writer, mu *sync.Mutex, wf *engine.Workflow, res *engine.RunResult) {
-	mu.Lock()
-	defer mu.Unlock()
-	line := fmt.Sprintf("run %s %s in %s", res.RunID, res.Status, time.Duration(res.DurationMS)*time.Millisecond)
-	if res.Error != "" {
-		line += ": " + res.Error
-	}
-	fmt.Fprintln(w, line)
-	for _, st := range wf.Steps {
-		if sr := res.Steps[st.ID]; sr != nil && sr.Status != engine.StatusSucceeded && sr.Error != "" {
-			fmt.Fprintf(w, "  [%s] %s: %s\n", st.ID, sr.Status, sr.Error)
-		}
-	}
 }

@@ -28,18 +28,18 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if concurrency < 1 {
-				return &codedError{exitUsage, fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)}
+				return &codedError{Code: exitUsage, Err: fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)}
 			}
 			// Orphans of the agents' trees come back to the worker, so that
 			// teardown finds and kills them, as acpflow's does.
 			procgroup.EnableSubreaper()
 			outer, err := workflows.LoadOuterPolicy(policy, os.Getenv)
 			if err != nil {
-				return &codedError{exitUsage, err}
+				return &codedError{Code: exitUsage, Err: err}
 			}
 			cl, err := conn.dial()
 			if err != nil {
-				return &codedError{exitFailed, err}
+				return &codedError{Code: exitFailed, Err: err}
 			}
 			defer cl.Close()
 			blobs := flow.Blobs{Dir: conn.blobs}
@@ -55,7 +55,7 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 			w.RegisterActivityWithOptions(acts.Attempt, activity.RegisterOptions{Name: flow.ActivityName})
 			fmt.Fprintf(os.Stderr, "acpflow-temporal: worker on %s, task queue %s, %d steps at once\n", conn.address, conn.taskQueue, concurrency)
 			if err := w.Run(worker.InterruptCh()); err != nil {
-				return &codedError{exitFailed, err}
+				return &codedError{Code: exitFailed, Err: err}
 			}
 			return nil
 		},

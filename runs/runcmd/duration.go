@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"fmt"
@@ -43,8 +43,8 @@ func (v durationValue) Set(s string) error {
 
 func (v durationValue) Type() string { return "duration" }
 
-// durationFlag adds a duration flag with durationValue's parsing.
-func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+// DurationFlag adds a duration flag with durationValue's parsing.
+func DurationFlag(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fs.Var(durationValue{p}, name, usage)
 }

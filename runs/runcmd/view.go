@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"encoding/json"
@@ -19,18 +19,18 @@ import (
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
-// view renders a run's events for the user.
-type view interface {
+// View renders a run's events for the user.
+type View interface {
 	steps.Sink
 	// Close is called once every run has ended, with their results.
 	Close(results []*engine.RunResult)
 }
 
-// newView picks the renderer: JSON lines when asked, the live view on a
+// NewView picks the renderer: JSON lines when asked, the live view on a
 // terminal, plain prefixed lines otherwise (logs, CI, pipes, and a
 // terminal that reports no width, as a fresh `docker run -t` does, where
 // the live view could draw nothing).
-func newView(w io.Writer, jsonLines bool) view {
+func NewView(w io.Writer, jsonLines bool) View {
 	switch {
 	case jsonLines:
 		return &jsonView{w: w}
@@ -131,12 +131,12 @@ func plainLine(e steps.Event) string {
 		return "started"
 	case steps.Permission:
 		return fmt.Sprintf("permission %s %s: %s -> %s (%s, rule %s%s)%s", termtext.Line(d.Kind, kindMax), termtext.Quote(d.Title, titleMax), d.Decision,
-			termtext.Line(outcome(d.PermissionRecord), idMax), policyName(d.Layer, d.Policy), d.Rule, askSuffix(d.Ask), reasonSuffix(d.Reason))
+			termtext.Line(outcome(d.PermissionRecord), idMax), PolicyName(d.Layer, d.Policy), d.Rule, askSuffix(d.Ask), ReasonSuffix(d.Reason))
 	case acpagent.Asking:
 		return fmt.Sprintf("permission %s: waiting for your answer", termtext.Quote(d.Title, titleMax))
 	case steps.Unasked:
 		return fmt.Sprintf("unasked %s %s: ran without asking; the policy would %s (%s, rule %s)%s", termtext.Line(d.Kind, kindMax),
-			termtext.Quote(unaskedWhat(d.PermissionRecord), commandMax), d.Would, policyName(d.Layer, d.Policy), d.Rule, reasonSuffix(d.Reason))
+			termtext.Quote(unaskedWhat(d.PermissionRecord), commandMax), d.Would, PolicyName(d.Layer, d.Policy), d.Rule, ReasonSuffix(d.Reason))
 	case acpagent.ModeRestored:
 		return fmt.Sprintf("mode %s lets the agent decide alone: set back to %s", termtext.Quote(d.From, idMax), termtext.Quote(d.To, idMax))
 	case steps.Warning:
@@ -148,12 +148,12 @@ func plainLine(e steps.Event) string {
 	case acpagent.SchemaRetry:
 		return fmt.Sprintf("the answer does not match output-schema; follow-up %d of %d: %s", d.Retry, d.Retries, strings.Join(d.Errors, "; "))
 	case steps.StepEnd:
-		s := fmt.Sprintf("%s in %s", d.Status, durationText(d.DurationMS))
+		s := fmt.Sprintf("%s in %s", d.Status, DurationText(d.DurationMS))
 		if d.StopReason != "" {
 			s += " (" + d.StopReason + ")"
 		}
 		if d.Usage != nil {
-			s += ", " + usageText(d.Usage)
+			s += ", " + UsageText(d.Usage)
 		}
 		if d.Error != "" {
 			s += ": " + d.Error
@@ -173,12 +173,12 @@ func (v *plainView) Close(results []*engine.RunResult) {
 func (v *plainView) summary(res *engine.RunResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	fmt.Fprintf(v.w, "run %s %s in %s", res.RunID, res.Status, durationText(res.DurationMS))
+	fmt.Fprintf(v.w, "run %s %s in %s", res.RunID, res.Status, DurationText(res.DurationMS))
 	if res.Usage != nil {
-		fmt.Fprintf(v.w, ", %s", runUsageText(res.Usage))
+		fmt.Fprintf(v.w, ", %s", RunUsageText(res.Usage))
 	}
 	if res.Error != "" {
-		fmt.Fprintf(v.w, ": %s", indentLines(strings.TrimRight(res.Error, "\n"), "    "))
+		fmt.Fprintf(v.w, ": %s", IndentLines(strings.TrimRight(res.Error, "\n"), "    "))
 	}
 	fmt.Fprintln(v.w)
 	if len(res.Outputs) == 0 {
@@ -216,17 +216,18 @@ func askSuffix(ask string) string {
 	return ""
 }
 
-// policyName says which policy made a permission decision: "workflow
+// PolicyName says which policy made a permission decision: "workflow
 // policy" (or step, default), or "outer policy /etc/acpflow/policy.yaml"
 // when an outer policy file did.
-func policyName(layer policies.Layer, policy policies.Source) string {
+func PolicyName(layer policies.Layer, policy policies.Source) string {
 	if layer == policies.LayerOuter {
 		return "outer policy " + string(policy)
 	}
 	return string(policy) + " policy"
 }
 
-func reasonSuffix(r string) string {
+// ReasonSuffix is ": reason", cut to a line, or "" without one.
+func ReasonSuffix(r string) string {
 	if r != "" {
 		return ": " + termtext.Line(r, reasonMax)
 	}

@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"fmt"
@@ -82,7 +82,7 @@ func (v *liveView) Emit(e steps.Event) {
 		s.state = "asking you"
 		s.last = "waiting for your answer: " + termtext.Quote(d.Title, titleMax)
 	case steps.UsageReport:
-		s.usage = usageText(&d.Usage)
+		s.usage = UsageText(&d.Usage)
 	case acpagent.SchemaRetry:
 		s.state = fmt.Sprintf("follow-up %d/%d", d.Retry, d.Retries)
 		s.last = firstLine(termtext.Sanitize("output-schema: " + strings.Join(d.Errors, "; ")))
@@ -99,7 +99,7 @@ func (v *liveView) Emit(e steps.Event) {
 	case steps.StepEnd:
 		s.state, s.ended = d.Status, e.Time
 		if d.Attempts > 0 {
-			s.usage = usageText(d.Usage)
+			s.usage = UsageText(d.Usage)
 		}
 		if d.Error != "" {
 			s.last = firstLine(termtext.Sanitize(d.Error))

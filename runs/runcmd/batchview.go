@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"fmt"
@@ -39,10 +39,10 @@ type batchView struct {
 // --batch ID --status failed` lists them all.
 const maxFailedIDs = 10
 
-// newBatchView picks JSON lines, a live line on a terminal, or a plain
+// NewBatchView picks JSON lines, a live line on a terminal, or a plain
 // line per finished run. total is the number of runs, 0 when not known
-// yet (setTotal tells it later).
-func newBatchView(w io.Writer, jsonLines bool, batchID string, total int) view {
+// yet (SetTotal tells it later).
+func NewBatchView(w io.Writer, jsonLines bool, batchID string, total int) View {
 	if jsonLines {
 		return &jsonView{w: w}
 	}
@@ -57,8 +57,8 @@ func newBatchView(w io.Writer, jsonLines bool, batchID string, total int) view {
 	return v
 }
 
-// setTotal tells a batch view how many runs the batch has, once known.
-func setTotal(v view, total int) {
+// SetTotal tells a batch view how many runs the batch has, once known.
+func SetTotal(v View, total int) {
 	bv, ok := v.(*batchView)
 	if !ok {
 		return
@@ -154,7 +154,7 @@ func (v *batchView) Close([]*engine.RunResult) {
 	fmt.Fprintf(v.w, "batch: %d runs, %d succeeded, %d failed, in %s\n", v.done, v.done-v.failed, v.failed,
 		time.Since(v.begin).Round(time.Millisecond))
 	if v.reported > 0 {
-		fmt.Fprintf(v.w, "usage: %s", usageText(&v.usage))
+		fmt.Fprintf(v.w, "usage: %s", UsageText(&v.usage))
 		if v.unreported > 0 {
 			fmt.Fprintf(v.w, " (+%d run(s) unknown)", v.unreported)
 		}

@@ -1,0 +1,327 @@
+// Package runcmd is the `run` command of every acpflow binary: its flags,
+// its views (live, plain lines, --json), its exit codes, --budget and
+// --output, with the backend that runs the runs plugged in (runs.Local in
+// acpflow, Temporal's in acpflow-temporal). It links no backend itself.
+package runcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/workflows"
+)
+
+// Flags are run's flags, the same on every backend.
+type Flags struct {
+	Inputs      []string
+	InputsFile  string
+	Concurrency int
+	Workspace   string
+	State       string
+	Output      string
+	JSON        bool
+	Timeout     time.Duration
+	Budget      string
+	Sandbox     bool
+	Policy      string // an outer policy file
+}
+
+// The help of the flags other commands share with run.
+const (
+	StateHelp  = "the run store (default: $ACPFLOW_STATE, else $XDG_STATE_HOME/acpflow/state.db, else ~/.local/state/acpflow/state.db)"
+	PolicyHelp = "an outer policy file, decided before the workflow's policies, which cannot loosen it; it stacks on /etc/acpflow/policy.yaml, the user's and $ACPFLOW_POLICY, and can only tighten them (docs/policies.md)"
+)
+
+// Config is what a binary plugs into run.
+type Config struct {
+	// Name begins what the command says on stderr ("acpflow").
+	Name string
+	// Concurrency is --concurrency's default.
+	Concurrency int
+	// Flags adds the backend's own flags (nil: none).
+	Flags func(*pflag.FlagSet)
+	// Check refuses, before anything is read or opened, what the backend
+	// cannot do with f (nil: nothing). Its error is bad usage.
+	Check func(f *Flags) error
+	// Open is called once the workflow and its inputs are read, under the
+	// command's signal ladder: the Runner the runs go through (its
+	// Backend, Store and Outer set) and what ends it (nil: nothing).
+	Open func(ctx context.Context, s Setup) (*runs.Runner, func(), error)
+	// Resume says on stderr, when a batch starts, how to take it up if it
+	// stops half-way.
+	Resume func(batchID string) string
+	// Interrupted is what the first signal makes the command say.
+	Interrupted string
+	// Asker, when set, is who answers a policy's ask for a lone run
+	// watched at a terminal, writing its questions to w; nil: no one (the
+	// policies' ask-fallback decides).
+	Asker func(w io.Writer) policies.Asker
+}
+
+// Setup is what Config.Open is given.
+type Setup struct {
+	File      string
+	Workflow  *engine.Workflow
+	Workspace string // absolute
+	Flags     *Flags
+}
+
+// New is the run command on c's backend.
+func New(c Config) *cobra.Command {
+	var f Flags
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a workflow once, or once per input line (batch)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return run(cmd, c, args[0], &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.Inputs, "input", "i", nil, "one workflow input, KEY=VALUE (repeatable)")
+	fl.StringVar(&f.InputsFile, "inputs", "", "batch: one run per line of a JSONL file of input objects (- for stdin)")
+	fl.IntVarP(&f.Concurrency, "concurrency", "c", max(c.Concurrency, 1), "runs in flight at once in a batch")
+	fl.StringVarP(&f.Workspace, "workspace", "w", "", "the run's workspace (default: the current directory)")
+	fl.StringVar(&f.Budget, "budget", "", "batch: what all its runs may spend together, tokens=N and/or cost=AMOUNTCUR (e.g. tokens=100000,cost=5USD)")
+	fl.BoolVar(&f.Sandbox, "sandbox", false, "confine every agent that sets no sandbox: as with sandbox: true (docs/sandbox.md)")
+	AddOutputFlags(cmd, &f)
+	DurationFlag(fl, &f.Timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
+	if c.Flags != nil {
+		c.Flags(fl)
+	}
+	return cmd
+}
+
+// AddOutputFlags adds the flags `run` and `resume` share.
+func AddOutputFlags(cmd *cobra.Command, f *Flags) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.State, "state", "", StateHelp)
+	fl.StringVar(&f.Policy, "policy", "", PolicyHelp)
+	fl.StringVarP(&f.Output, "output", "o", "", "write one JSON result object per run to FILE, one per line")
+	fl.BoolVar(&f.JSON, "json", false, "print the event stream as JSON lines instead of the human view")
+}
+
+// check refuses the flags that do not go together, before anything is
+// read.
+func (f *Flags) check(c Config) (engine.Budget, error) {
+	switch {
+	case f.Concurrency < 1:
+		return engine.Budget{}, UsageErrorf("--concurrency must be at least 1, got %d", f.Concurrency)
+	case f.InputsFile != "" && len(f.Inputs) > 0:
+		return engine.Budget{}, UsageErrorf("--input and --inputs do not go together: put every input in the JSONL lines")
+	case f.Budget != "" && f.InputsFile == "":
+		return engine.Budget{}, UsageErrorf("--budget is a batch's (with --inputs); a run's budget is the workflow's budget: key")
+	}
+	if c.Check != nil {
+		if err := c.Check(f); err != nil {
+			return engine.Budget{}, UsageError(err)
+		}
+	}
+	if f.Budget == "" {
+		return engine.Budget{}, nil
+	}
+	budget, err := engine.ParseBudget(f.Budget)
+	if err != nil {
+		return engine.Budget{}, UsageErrorf("--budget: %v", err)
+	}
+	return budget, nil
+}
+
+func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
+	budget, err := f.check(c)
+	if err != nil {
+		return err
+	}
+	wf, err := workflows.Load(file)
+	if err != nil {
+		return UsageError(err)
+	}
+	if f.Sandbox {
+		for _, a := range wf.Agents {
+			if a.Sandbox == nil && !a.SandboxSet {
+				a.Sandbox = &steps.Sandbox{Network: steps.NetworkOn}
+			}
+		}
+	}
+	workspace, err := runs.ResolveWorkspace(f.Workspace)
+	if err != nil {
+		return UsageError(err)
+	}
+	var inputs map[string]any
+	var in *batchInput
+	var lines *runs.LineReader
+	var first runs.BatchLine
+	if f.InputsFile != "" {
+		if in, err = openInputs(f.InputsFile, fifoWriterWait); err != nil {
+			return UsageError(err)
+		}
+		defer in.Close()
+		lines = runs.NewLineReader(in, f.InputsFile)
+		// The first line is read before anything is recorded: an input with
+		// no line at all is bad usage, and nothing starts.
+		if first, err = lines.Next(); errors.Is(err, io.EOF) {
+			return UsageErrorf("--inputs %s: no input lines", f.InputsFile)
+		} else if err != nil {
+			return UsageError(err)
+		}
+	} else {
+		given, err := workflows.ParseInputFlags(wf, f.Inputs)
+		if err != nil {
+			return UsageError(err)
+		}
+		if inputs, err = workflows.ResolveInputs(wf, given); err != nil {
+			return UsageError(err)
+		}
+	}
+	out, err := runs.OpenOutput(f.Output)
+	if err != nil {
+		return UsageError(err)
+	}
+	defer out.Close()
+
+	ctx, stop := Interruptible(cmd.Context(), c.Name, c.Interrupted)
+	defer stop()
+	r, end, err := c.Open(ctx, Setup{File: file, Workflow: wf, Workspace: workspace, Flags: f})
+	if err != nil {
+		return err
+	}
+	if end != nil {
+		defer end()
+	}
+	x := NewExecutor(c.Name, r, out, f.Timeout)
+	if lines != nil {
+		b := runs.NewBatch(wf, workspace, f.InputsFile, f.Concurrency, first)
+		b.Budget, r.Budget = budget.String(), budget
+		x.SetView(NewBatchView(cmd.OutOrStdout(), f.JSON, b.ID, 0))
+		r.BatchStarted = func(b runs.Batch, total int) {
+			hint := ""
+			if c.Resume != nil {
+				hint = " (if it stops half-way: " + c.Resume(b.ID) + ")"
+			}
+			if total < 0 {
+				fmt.Fprintf(os.Stderr, "%s: batch %s: a run per line as they come%s\n", c.Name, b.ID, hint)
+				return
+			}
+			fmt.Fprintf(os.Stderr, "%s: batch %s: %d runs%s\n", c.Name, b.ID, total, hint)
+			SetTotal(x.View, total)
+		}
+		if err := r.Batch(ctx, wf, b, lines, in.regular, f.Concurrency); err != nil {
+			x.ReportStoreErrs()
+			return RunError(err)
+		}
+		return x.Exit(ctx, nil)
+	}
+	x.SetView(NewView(cmd.OutOrStdout(), f.JSON))
+	if c.Asker != nil && !f.JSON {
+		// A person answers at the terminal only when one run is watched:
+		// not with --json (a program reads it), not in a batch.
+		if a := c.Asker(x.Questions()); a != nil {
+			r.Asker = a
+		}
+	}
+	res := r.Run(ctx, wf, runs.Spec{Inputs: inputs, Workspace: workspace})
+	return x.Exit(ctx, []*engine.RunResult{res})
+}
+
+// Executor is one command's runs: the run service's Runner, with the
+// command's view and --output.
+type Executor struct {
+	Runner *runs.Runner
+	Out    *runs.Output
+	View   View
+	name   string
+}
+
+// NewExecutor sets r up for a command named name: its results go to out,
+// its notices to stderr.
+func NewExecutor(name string, r *runs.Runner, out *runs.Output, timeout time.Duration) *Executor {
+	r.Timeout = timeout
+	r.Ambient = policies.EnvMap(os.Environ())
+	r.Result = out.Write
+	r.Notice = func(msg string) { fmt.Fprintln(os.Stderr, name+": "+termtext.Sanitize(msg)) }
+	return &Executor{Runner: r, Out: out, name: name}
+}
+
+// SetView makes v the view of the runs' events.
+func (x *Executor) SetView(v View) {
+	x.View = v
+	x.Runner.Events = v
+}
+
+// Questions is where a person's questions are written: through the view,
+// so that they do not tear its lines.
+func (x *Executor) Questions() io.Writer {
+	if q, ok := x.View.(interface{ questions() io.Writer }); ok {
+		return q.questions()
+	}
+	return os.Stdout
+}
+
+// ReportStoreErrs warns of every store error kept, once.
+func (x *Executor) ReportStoreErrs() {
+	errs, more := x.Runner.StoreErrors()
+	for _, err := range errs {
+		fmt.Fprintf(os.Stderr, "%s: warning: the run store could not record everything: %s\n", x.name, termtext.Sanitize(err.Error()))
+	}
+	if more > 0 {
+		fmt.Fprintf(os.Stderr, "%s: warning: and %d more errors of the run store\n", x.name, more)
+	}
+}
+
+// RunError is the error of a run service call that did not run: a request
+// that was invalid as given exits 2, anything else 1.
+func RunError(err error) error {
+	var inv *runs.InvalidError
+	if errors.As(err, &inv) {
+		return UsageError(err)
+	}
+	return AsFailure(err)
+}
+
+// AsFailure keeps an error's exit code if it has one, else makes it exit 1:
+// a store that fails is not bad usage.
+func AsFailure(err error) error {
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &ExitError{Code: ExitFailed, Err: err}
+}
+
+// Exit ends the command: the view's summary, then the exit code of
+// docs/results.md#exit-codes. results are the runs the view's summary
+// shows (a batch's view counts its own).
+func (x *Executor) Exit(ctx context.Context, results []*engine.RunResult) error {
+	x.View.Close(results)
+	x.ReportStoreErrs()
+	if err := x.Out.Err(); err != nil {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("--output: %w", err)}
+	}
+	if errors.Is(context.Cause(ctx), engine.ErrInterrupted) {
+		return Outcome(ExitInterrupted)
+	}
+	if x.Runner.Failures() > 0 {
+		return Outcome(ExitFailed)
+	}
+	return nil
+}
+
+// Interruptible is the run service's signal ladder (runs.Interruptible),
+// saying on stderr, as name, what the first signal does.
+func Interruptible(parent context.Context, name, says string) (context.Context, func()) {
+	return runs.Interruptible(parent, func() {
+		fmt.Fprintln(os.Stderr, name+": "+says)
+	})
+}
