@@ -16,13 +16,14 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/steps/steptest"
-	"github.com/acpflow/acpflow/workflows"
 )
 
-// Driver runs the workflow loaded from path to its end, as its backend
+// Driver loads the workflow file at path (with no inputs given: every
+// case's inputs have defaults) and runs it to its end, as its backend
 // does, under run id runID (the fake kind's trace is kept by it), and
-// returns the run's result.
-type Driver func(t *testing.T, runID, path string, wf *engine.Workflow, inputs map[string]any) *engine.RunResult
+// returns the run's result. Loading is the driver's: the suite sits below
+// the workflow loader.
+type Driver func(t *testing.T, runID, path string) *engine.RunResult
 
 // Case is one workflow of fake steps and what must come of it.
 type Case struct {
@@ -42,16 +43,8 @@ func Run(t *testing.T, kind *steptest.Fake, drive Driver) {
 			if err := os.WriteFile(path, []byte(c.Workflow), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			wf, err := workflows.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			inputs, err := workflows.ResolveInputs(wf, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			runID := fmt.Sprintf("conformance-%d-%s", i, t.Name())
-			res := drive(t, runID, path, wf, inputs)
+			res := drive(t, runID, path)
 			c.Check(t, res, kind.Trace(runID))
 		})
 	}

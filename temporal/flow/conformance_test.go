@@ -17,6 +17,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/steptest"
+	"github.com/acpflow/acpflow/workflows"
 )
 
 // fake is the fake step kind, registered as a kind's init would.
@@ -29,8 +30,8 @@ func init() { steps.Register(fake) }
 // running the fake steps: the same cases engine's tests run on the CLI's
 // driver.
 func TestConformanceOnTemporal(t *testing.T) {
-	enginetest.Run(t, fake, func(t *testing.T, runID, path string, wf *engine.Workflow, inputs map[string]any) *engine.RunResult {
-		res, _ := onTemporal(t, runID, path, wf, inputs, signalIn)
+	enginetest.Run(t, fake, func(t *testing.T, runID, path string) *engine.RunResult {
+		res, _ := onTemporal(t, runID, path, signalIn)
 		return res
 	})
 }
@@ -39,8 +40,16 @@ func TestConformanceOnTemporal(t *testing.T) {
 // in-memory Temporal, with the worker's real activity, which signals with
 // signal(env); it returns the run's result and the run's events (as
 // EventsQuery answers them).
-func onTemporal(t *testing.T, runID, path string, wf *engine.Workflow, inputs map[string]any, signal func(*testsuite.TestWorkflowEnvironment) Signaller) (*engine.RunResult, []string) {
+func onTemporal(t *testing.T, runID, path string, signal func(*testsuite.TestWorkflowEnvironment) Signaller) (*engine.RunResult, []string) {
 	t.Helper()
+	wf, err := workflows.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs, err := workflows.ResolveInputs(wf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Dir(path)
 	blobs := Blobs{Dir: filepath.Join(dir, "blobs")}
 	b, err := NewBundle(blobs, path, wf)

@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/workflows"
 )
 
 // runFake loads yaml and runs it on Temporal with signal as the worker's
@@ -25,16 +24,8 @@ func runFake(t *testing.T, yaml string, signal func(*testsuite.TestWorkflowEnvir
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wf, err := workflows.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inputs, err := workflows.ResolveInputs(wf, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	runID := "turnend-" + t.Name()
-	res, events := onTemporal(t, runID, path, wf, inputs, signal)
+	res, events := onTemporal(t, runID, path, signal)
 	retries := 0
 	for _, e := range events {
 		if strings.Contains(e, `"retry"`) {
