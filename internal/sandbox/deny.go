@@ -75,6 +75,11 @@ func (s Spec) denyList() denyList {
 	return d
 }
 
+// Denied is what spec keeps unreadable, as its result records it: DefaultDeny
+// resolved against Home, less the entries inside the agent's own StateDirs,
+// and Deny.
+func (s Spec) Denied() []string { return s.denyList().all() }
+
 // resolved adds, for each entry that is or passes through a symlink, the
 // path it resolves to: Landlock grants follow the real directory tree, so
 // a denied ~/.ssh that links to /data/ssh must keep /data/ssh unread too.

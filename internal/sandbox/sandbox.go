@@ -130,6 +130,11 @@ func Launcher(self string, selfArgs []string) (path string, args []string) {
 	return self, selfArgs
 }
 
+// maxArgLen is Linux's bound on one argument string (MAX_ARG_STRLEN,
+// with its NUL): the Spec travels as one, and a longer one would fail
+// the exec with a bare E2BIG.
+const maxArgLen = 32 * 4096
+
 // LaunchFailed is the launcher's exit code when it could not set up the
 // sandbox; it then never started the agent. (125 is what env(1) and
 // container runtimes use for "the wrapper failed", so it is rarely an
@@ -163,11 +168,14 @@ func Command(launcher string, launcherArgs []string, spec Spec, path string, arg
 	if !filepath.IsAbs(path) {
 		return Launch{}, fmt.Errorf("sandbox: agent path %q is not absolute", path)
 	}
-	if err := Probe().enforces(spec); err != nil {
-		return Launch{}, err
-	}
 	js, err := json.Marshal(spec)
 	if err != nil {
+		return Launch{}, err
+	}
+	if len(js) >= maxArgLen {
+		return Launch{}, fmt.Errorf("sandbox: its paths take %d bytes, more than the launcher's argument can hold (%d): give fewer or shorter write: and deny: entries", len(js), maxArgLen-1)
+	}
+	if err := Probe().enforces(spec); err != nil {
 		return Launch{}, err
 	}
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -490,6 +491,19 @@ func TestCommandRefusesWhatItCannotEnforce(t *testing.T) {
 	if _, err := Command("/bin/acpflow", nil, bad, "/bin/true", nil); err == nil || !strings.Contains(err.Error(), "inside the denied") {
 		t.Errorf("a writable path inside a denied one: %v", err)
 	}
+	// Input class: a spec too long for the one argument it travels as
+	// (many deny: entries, or one of them long), refused before any exec
+	// could fail with a bare E2BIG.
+	for _, deny := range [][]string{
+		slices.Repeat([]string{filepath.Join(f.home, "secret")}, maxArgLen/10),
+		{"/" + strings.Repeat("x", maxArgLen)},
+	} {
+		bad = f.spec()
+		bad.Deny = deny
+		if _, err := Command("/bin/acpflow", nil, bad, "/bin/true", nil); err == nil || !strings.Contains(err.Error(), "more than the launcher's argument can hold") {
+			t.Errorf("a spec of %d deny entries: %v", len(deny), err)
+		}
+	}
 	r := Report{LandlockABI: 3, FS: true, UserNS: true, PIDNS: true, SocketFilter: true}
 	spec := f.spec()
 	spec.Network, spec.ProxyPort = NetworkProxy, 8080
@@ -577,5 +591,34 @@ func childCPU(b *testing.B) func() {
 		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after)
 		cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "child-cpu-ns/op")
+	}
+}
+
+// Denied is what a step's result records as unreadable. Input class: a
+// preset's state dirs, which lift the default entries inside them (an
+// agent reads its own credentials) and only those; and deny: entries,
+// exact and glob, which are added.
+func TestDeniedIsWhatTheRulesKeepUnread(t *testing.T) {
+	f := newFixture(t)
+	spec := f.spec()
+	spec.StateDirs = []string{filepath.Join(f.home, ".claude"), filepath.Join(f.home, ".claude.json")}
+	spec.Deny = []string{filepath.Join(f.home, "notes"), filepath.Join(f.cwd, "keys", "*.pem")}
+	got := spec.Denied()
+	for _, want := range []string{
+		filepath.Join(f.home, ".ssh"),
+		filepath.Join(f.home, ".codex", "auth.json"),
+		filepath.Join(f.home, ".cargo", "credentials*"),
+		filepath.Join(f.home, "notes"),
+		filepath.Join(f.cwd, "keys", "*.pem"),
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("Denied lacks %s: %v", want, got)
+		}
+	}
+	if own := filepath.Join(f.home, ".claude", ".credentials.json"); slices.Contains(got, own) {
+		t.Errorf("Denied keeps the agent's own %s: %v", own, got)
+	}
+	if n := len(DefaultDeny) - 1 + len(spec.Deny); len(got) != n {
+		t.Errorf("Denied has %d entries, want %d: %v", len(got), n, got)
 	}
 }

@@ -129,13 +129,7 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 	}
 	c.record.LandlockABI = sandbox.Probe().LandlockABI
 	c.record.Write = append(append([]string{a.cwd, tmp}, spec.StateDirs...), spec.Write...)
-	for _, d := range sandbox.DefaultDeny {
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(home, d)
-		}
-		c.record.Deny = append(c.record.Deny, d)
-	}
-	c.record.Deny = append(c.record.Deny, spec.Deny...)
+	c.record.Deny = spec.Denied()
 	return c, nil
 }
 
