@@ -85,15 +85,10 @@ func (r *run) schedule(parent, ctx context.Context, failRun context.CancelCauseF
 // are gone.
 func (r *run) start(ctx context.Context, a *StartAttempt, report func(func(time.Time) []Action)) {
 	st := a.Step
-	ev := steps.StepStart{Attempt: a.N}
-	if a.Element != nil {
-		index := a.Element.Index
-		ev.Index = &index
-	}
 	if r.opt.Recorder != nil {
 		r.opt.Recorder.StepStarted(r.opt.RunID, st.ID, r.ord(st.ID), a.N)
 	}
-	r.emit(st.ID, ev)
+	r.emit(st.ID, a.StepStart())
 	r.lingering.Add(1)
 	go func() {
 		defer r.lingering.Done()

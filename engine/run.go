@@ -376,6 +376,16 @@ func (wf *Workflow) Usage(results map[string]*StepResult) *RunUsage {
 	return SumUsage(us, ran)
 }
 
+// Spent is what the settled steps in results spent, as a budget counts it
+// (nil: nothing reported): a scheduler's sum, which an attempt may change.
+func (wf *Workflow) Spent(results map[string]*StepResult) *steps.Usage {
+	u := wf.Usage(results)
+	if u == nil {
+		return nil
+	}
+	return u.Usage.Clone() // SumUsage left out the context fields
+}
+
 // teeSink sends every event to two sinks.
 type teeSink [2]steps.Sink
 

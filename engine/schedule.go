@@ -28,7 +28,6 @@ type Schedule struct {
 	backoff time.Duration
 	runs    map[string]*stepRun // steps that need no more than a slot, or started
 	held    int                 // run slots held
-	settled int                 // steps settled, those of earlier attempts at the run included
 
 	stop       *Stop // why no new step starts; nil while the run goes on
 	end        *Stop // what ends the run: the first stop, or an interrupt that came later
@@ -47,6 +46,16 @@ type StartAttempt struct {
 	Step    *Step
 	Element *Element
 	N       int
+}
+
+// StepStart is the step_start event a driver emits for a.
+func (a *StartAttempt) StepStart() steps.StepStart {
+	ev := steps.StepStart{Attempt: a.N}
+	if a.Element != nil {
+		index := a.Element.Index
+		ev.Index = &index
+	}
+	return ev
 }
 
 // Wait asks the driver to wait After, then report Woke. It comes between a
@@ -128,22 +137,19 @@ func NewSchedule(wf *Workflow, of ScopeOf, backoff time.Duration) *Schedule {
 	if backoff <= 0 {
 		backoff = FirstBackoff
 	}
+	// Only the workflow's own steps count: Done compares the two lengths.
 	results := make(map[string]*StepResult, len(wf.Steps))
-	for id, res := range of.Results {
-		results[id] = res
+	for _, st := range wf.Steps {
+		if res := of.Results[st.ID]; res != nil {
+			results[st.ID] = res
+		}
 	}
 	of.Results = results
 	limit := wf.MaxParallel
 	if limit <= 0 {
 		limit = DefaultMaxParallel()
 	}
-	s := &Schedule{wf: wf, of: of, limit: limit, backoff: backoff, runs: map[string]*stepRun{}}
-	for _, st := range wf.Steps {
-		if results[st.ID] != nil {
-			s.settled++
-		}
-	}
-	return s
+	return &Schedule{wf: wf, of: of, limit: limit, backoff: backoff, runs: map[string]*stepRun{}}
 }
 
 // Start is what to do first.
@@ -151,7 +157,7 @@ func (s *Schedule) Start(now time.Time) []Action { return s.advance(now, nil) }
 
 // Done reports whether every step has settled. Agents may still be going
 // (Released not yet reported); the run ends once they are gone.
-func (s *Schedule) Done() bool { return s.settled == len(s.wf.Steps) }
+func (s *Schedule) Done() bool { return len(s.of.Results) == len(s.wf.Steps) }
 
 // Results are the settled steps' results, by id; the caller must not
 // change them.
@@ -282,9 +288,6 @@ func (s *Schedule) advance(now time.Time, acts []Action) []Action {
 				}
 				sr = &stepRun{st: st}
 				s.runs[st.ID] = sr
-			}
-			if sr.settled {
-				continue
 			}
 			if !sr.started {
 				if s.stop != nil {
@@ -426,7 +429,6 @@ func (s *Schedule) freeSlots(sr *stepRun) {
 // budget).
 func (s *Schedule) settle(st *Step, res *StepResult, acts []Action) []Action {
 	s.of.Results[st.ID] = res
-	s.settled++
 	acts = append(acts, &Settle{Step: st, Result: res})
 	if res.Status == StatusFailed && !st.ContinueOnError {
 		s.stepFailed = true
@@ -472,15 +474,7 @@ func (s *Schedule) stopWith(stop Stop, own bool, acts []Action) []Action {
 
 // Spent is what the settled steps spent, as a budget counts it (nil:
 // nothing reported).
-func (s *Schedule) Spent() *steps.Usage {
-	u := s.wf.Usage(s.of.Results)
-	if u == nil {
-		return nil
-	}
-	t := u.Usage.Clone()
-	t.ContextTokens, t.ContextSize = nil, nil
-	return t
-}
+func (s *Schedule) Spent() *steps.Usage { return s.wf.Spent(s.of.Results) }
 
 func (s *Schedule) needsSettled(st *Step) bool {
 	for _, n := range st.Needs {
@@ -515,5 +509,5 @@ func newTotal() *StepResult {
 // String says where the schedule is, for a driver's error messages and
 // tests.
 func (s *Schedule) String() string {
-	return fmt.Sprintf("%d/%d steps settled, %d of %d slots held", s.settled, len(s.wf.Steps), s.held, s.limit)
+	return fmt.Sprintf("%d/%d steps settled, %d of %d slots held", len(s.of.Results), len(s.wf.Steps), s.held, s.limit)
 }

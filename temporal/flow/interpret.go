@@ -293,12 +293,7 @@ func (s *scheduler) run(ctx workflow.Context) {
 		for _, a := range acts {
 			switch a := a.(type) {
 			case *engine.StartAttempt:
-				ev := steps.StepStart{Attempt: a.N}
-				if a.Element != nil {
-					index := a.Element.Index
-					ev.Index = &index
-				}
-				s.emit(a.Step.ID, ev)
+				s.emit(a.Step.ID, a.StepStart())
 				key := keyOf(a.Step.ID, indexOf(a.Element), a.N)
 				t := &turn{a: a}
 				turns[key] = t
@@ -435,15 +430,7 @@ func (s *scheduler) load(stored Stored) (*engine.StepResult, error) {
 
 // spent is what the settled steps spent, as a budget counts it (nil:
 // nothing reported).
-func (s *scheduler) spent() *steps.Usage {
-	u := s.wf.Usage(s.results)
-	if u == nil {
-		return nil
-	}
-	t := u.Usage.Clone()
-	t.ContextTokens, t.ContextSize = nil, nil
-	return t
-}
+func (s *scheduler) spent() *steps.Usage { return s.wf.Spent(s.results) }
 
 // ancestors are the settled results a step's templates may read: those of
 // the steps it needs, directly or not.
