@@ -9,6 +9,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
@@ -206,12 +207,16 @@ func (s sessionOf) describe(inv *steps.Invocation) string {
 	return s.step
 }
 
+// maxSessionID bounds an agent's session id: acpflow routes by it, keeps
+// it in the step's result and the run store, and shows it.
+const maxSessionID = 1024
+
 // claimSession checks the id the agent answered method (session/new or
 // session/fork) with: a session of the step's own, never one the process
 // gave a step before, the one forked, or (for a fork) one another step of
 // the run had. Routing is by session id, so a shared id would make one
 // step's policy answer the other's requests. A fresh id is booked for the
-// step in the run.
+// step in the run. An id longer than maxSessionID fails the step too.
 //
 // # Notes
 //
@@ -219,6 +224,10 @@ func (s sessionOf) describe(inv *steps.Invocation) string {
 // their sessions from 1 in each process give two processes the same ids,
 // and a process routes only its own.
 func (a *attempt) claimSession(method string, id, forked acp.SessionId) error {
+	if len(id) > maxSessionID {
+		return fmt.Errorf("agent %s answered %s with a session id of %d bytes, more than the %d acpflow keeps: this step fails",
+			a.agent.Name, method, len(id), maxSessionID)
+	}
 	whose := ""
 	of, kept, known := a.p.book.sessionOf(id)
 	reg := runSessions(a.inv)
@@ -280,9 +289,9 @@ func recordForRun(inv *steps.Invocation, rec policies.PermissionRecord) {
 }
 
 // quotedSession is an agent's session id as a reason or an error shows
-// it: quoted, escaped and bounded.
+// it: quoted, escaped and bounded, a cut one saying so.
 func quotedSession(id acp.SessionId) string {
-	return fmt.Sprintf("%q", cutUTF8(string(id), 80))
+	return termtext.Quote(string(id), 80)
 }
 
 func joinReasons(a, b string) string {

@@ -187,3 +187,47 @@ func TestTheSessionBookIsBounded(t *testing.T) {
 		t.Errorf("released twice, the session is still kept: %v", b.kept)
 	}
 }
+
+// An agent's session id is kept in the result and the run store and
+// routed by: one longer than maxSessionID fails the step with a clear
+// error, and the agent is gone. The class of input: the length of the id
+// session/new answers, at the bound, just past it, and far past it (as
+// long as one argument of the scripted agent may be).
+func TestASessionIDPastTheBoundFailsTheStep(t *testing.T) {
+	for _, n := range []int{maxSessionID, maxSessionID + 1, 100_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			id := strings.Repeat("s", n)
+			res := newHarness(t, "-session-id", id).run(context.Background())
+			if n <= maxSessionID {
+				if res.Err != nil || res.SessionID != id {
+					t.Errorf("err = %v, session id of %d bytes", res.Err, len(res.SessionID))
+				}
+				return
+			}
+			want := fmt.Sprintf("agent test answered session/new with a session id of %d bytes, more than the %d acpflow keeps: this step fails", n, maxSessionID)
+			if res.Err == nil || res.Err.Error() != want {
+				t.Errorf("err = %v, want %q", res.Err, want)
+			}
+			if res.SessionID != "" {
+				t.Errorf("session id of %d bytes kept in the result", len(res.SessionID))
+			}
+		})
+	}
+}
+
+// A session id in a reason or an error is on one line, quoted, and
+// bounded, a cut one saying so. The class of input: the id an agent
+// sends, plain, with a line break and a bidi override, with a quote, and
+// longer than the bound.
+func TestAQuotedSessionIDStaysOnItsLine(t *testing.T) {
+	for _, tc := range []struct{ id, want string }{
+		{"sess-1", `"sess-1"`},
+		{"a\nb\u202ec", `"a\nb\u202ec"`},
+		{`say "hi"`, `"say \"hi\""`},
+		{strings.Repeat("x", 100), `"` + strings.Repeat("x", 80) + `"… (cut from 100 bytes)`},
+	} {
+		if got := quotedSession(acp.SessionId(tc.id)); got != tc.want {
+			t.Errorf("quotedSession(%q) = %s, want %s", tc.id, got, tc.want)
+		}
+	}
+}
