@@ -49,9 +49,9 @@ type Module struct {
 	// (blocked senders of a channel are served first come, first served).
 	slots   chan struct{}
 	waiting atomic.Int64 // calls waiting in line for a slot
-	// running counts the calls holding a slot, and peak the most at once
-	// (for the tests: the bound is the channel's capacity).
-	running, peak atomic.Int64
+	// peak is the most calls that held a slot at once (len(slots), for
+	// the tests: the bound is the channel's capacity).
+	peak atomic.Int64
 	// spare are linear memories of ended instances, zeroed, for the next
 	// ones: a fresh instance per call would otherwise leave its memory to
 	// the collector each time, and the garbage of many calls, not the
@@ -277,7 +277,6 @@ func (m *Module) enter(ctx context.Context) (leave func(), err error) {
 	weight := m.host.instances.weight(m.limits.Memory)
 	leave = func() {
 		m.host.instances.release(weight)
-		m.running.Add(-1)
 		<-m.slots
 	}
 	select {
@@ -287,13 +286,12 @@ func (m *Module) enter(ctx context.Context) (leave func(), err error) {
 			return nil, err
 		}
 	}
-	for now, peak := m.running.Add(1), m.peak.Load(); now > peak && !m.peak.CompareAndSwap(peak, now); peak = m.peak.Load() {
+	for now, peak := int64(len(m.slots)), m.peak.Load(); now > peak && !m.peak.CompareAndSwap(peak, now); peak = m.peak.Load() {
 	}
 	if m.host.instances.tryAcquire(weight) {
 		return leave, nil
 	}
 	if err := m.waitForRoom(ctx, weight); err != nil {
-		m.running.Add(-1)
 		<-m.slots
 		return nil, err
 	}

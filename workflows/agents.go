@@ -147,7 +147,7 @@ func (d *decoder) durationOrOff(n *node, what string) (time.Duration, bool) {
 			return 0, true
 		}
 	case string:
-		if v, err := time.ParseDuration(strings.TrimSpace(x)); err == nil && v == 0 || strings.TrimSpace(x) == "0" {
+		if v, err := time.ParseDuration(strings.TrimSpace(x)); err == nil && v == 0 { // "0", "0s", "0ms"…
 			return 0, true
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goccy/go-yaml"
+
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/workflows"
@@ -21,6 +23,7 @@ import (
 // not shorter than the grace, negative, not a duration), errors placed
 // at the value.
 func TestTheEOFWaitIsCutOnlyWhereTheFileOrAPresetSaysSo(t *testing.T) {
+	schema := compileSchema(t)
 	load := func(agent string) (*steps.Agent, error) {
 		src := "name: t\nagents:\n  a:\n" + agent + "steps:\n  - {id: s, uses: acp-subagent, with: {agent: a, prompt: hi}}\n"
 		wf, err := workflows.Parse("t.yaml", []byte(src))
@@ -60,6 +63,7 @@ func TestTheEOFWaitIsCutOnlyWhereTheFileOrAPresetSaysSo(t *testing.T) {
 		{"a bare number of seconds", "{eof-grace: 10s, eof-idle: 2}", 2 * time.Second},
 		{"0 is off", "{eof-idle: 0}", 0},
 		{"0s is off", `{eof-idle: "0s"}`, 0},
+		{"a quoted 0 is off", `{eof-idle: "0"}`, 0},
 	} {
 		t.Run("eof-idle as "+tc.name, func(t *testing.T) {
 			a, err := load("    command: my-agent\n    dispose: " + tc.dispose + "\n")
@@ -68,6 +72,15 @@ func TestTheEOFWaitIsCutOnlyWhereTheFileOrAPresetSaysSo(t *testing.T) {
 			}
 			if a.EOFIdle != tc.want {
 				t.Errorf("eof-idle = %s, want %s", a.EOFIdle, tc.want)
+			}
+			// What validate accepts, an editor's schema accepts too: "0"
+			// and "0s" are both a duration and the off value.
+			var v any
+			if err := yaml.Unmarshal([]byte("{name: t, agents: {a: {command: my-agent, dispose: "+tc.dispose+"}}, steps: [{id: s, uses: acp-subagent, with: {agent: a, prompt: hi}}]}"), &v); err != nil {
+				t.Fatal(err)
+			}
+			if err := schema.Validate(v); err != nil {
+				t.Errorf("the schema refuses it: %v", err)
 			}
 		})
 	}
