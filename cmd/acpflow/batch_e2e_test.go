@@ -383,27 +383,15 @@ outputs:
 		}
 		f.Close()
 		out := filepath.Join(dir, fmt.Sprintf("out%d.jsonl", runs))
-		// Through the launcher, so the peak is acpflow's own (launchAndReport).
-		report := filepath.Join(dir, fmt.Sprintf("rusage%d", runs))
-		cmd := exec.Command(os.Args[0], acpflowBin, "run", wf, "--inputs", inputs, "--concurrency", "8",
+		r, rss := runMeasured(t, dir, nil, "run", wf, "--inputs", inputs, "--concurrency", "8",
 			"--state", filepath.Join(dir, fmt.Sprintf("state%d.db", runs)), "--output", out)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), launchReportVar+"="+report)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%d runs: %v\n%s", runs, err, stderr.String())
+		if r.code != 0 {
+			t.Fatalf("%d runs: exit %d\n%s", runs, r.code, r.stderr)
 		}
 		assertNoProcessFrom(t, binDir)
 		if got := countLines(out); got != runs {
 			t.Fatalf("%d results for %d runs", got, runs)
 		}
-		b, err := os.ReadFile(report)
-		if err != nil {
-			t.Fatalf("the launcher wrote no report: %v", err)
-		}
-		var rss int64
-		fmt.Sscan(string(b), &rss)
 		return rss >> 10 // KiB
 	}
 	small, large := peak(n), peak(4*n)

@@ -8,36 +8,18 @@ import (
 	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
-// Exit codes are API (docs/results.md#exit-codes): runcmd defines them,
-// typed errors carry them, and execute maps an error to its code.
-const (
-	exitOK          = runcmd.ExitOK
-	exitFailed      = runcmd.ExitFailed
-	exitUsage       = runcmd.ExitUsage
-	exitInterrupted = runcmd.ExitInterrupted
-)
-
-// codedError carries an exit code.
-type codedError = runcmd.ExitError
-
-func usageError(err error) error { return runcmd.UsageError(err) }
-
-func usageErrorf(format string, a ...any) error { return runcmd.UsageErrorf(format, a...) }
-
-// runOutcome is the error of a run that did not succeed; the view has
-// already said why.
-func runOutcome(code int) error { return runcmd.Outcome(code) }
-
-// exitCode is the code an error exits with: its own, else 1. Usage errors
-// carry exitUsage from where they are found, cobra's included (see
+// exitCode is the code an error exits with: its own, else 1. Exit codes
+// are API (docs/results.md#exit-codes): runcmd defines them, and
+// *runcmd.ExitError carries them from where an error is found. Usage errors
+// carry runcmd.ExitUsage from where they are found, cobra's included (see
 // usageArgs and the root's flag error function); an error nobody coded is a
 // failure, not bad usage.
 func exitCode(err error) int {
-	var ce *codedError
+	var ce *runcmd.ExitError
 	if errors.As(err, &ce) {
 		return ce.Code
 	}
-	return exitFailed
+	return runcmd.ExitFailed
 }
 
 // usageArgs makes the argument check of cmd and of each of its
@@ -47,7 +29,7 @@ func usageArgs(cmd *cobra.Command) {
 	if check := cmd.Args; check != nil {
 		cmd.Args = func(c *cobra.Command, args []string) error {
 			if err := check(c, args); err != nil {
-				return usageError(err)
+				return runcmd.UsageError(err)
 			}
 			return nil
 		}
@@ -63,14 +45,14 @@ func usageArgs(cmd *cobra.Command) {
 // cobra runs while finding the command, before any Args validator); its
 // flag errors are coded already (SetFlagErrorFunc).
 func unknownCommand(root, ran *cobra.Command, err error) error {
-	var ce *codedError
+	var ce *runcmd.ExitError
 	if ran == root && !errors.As(err, &ce) {
-		return usageError(err)
+		return runcmd.UsageError(err)
 	}
 	return err
 }
 
 func isSilent(err error) bool {
-	var ce *codedError
+	var ce *runcmd.ExitError
 	return errors.As(err, &ce) && ce.Silent
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 // Exit codes are API (docs: exit codes): 2 is bad usage and nothing
@@ -16,25 +18,25 @@ func TestExitCodes(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"an unknown command exits 2", []string{"bogus"}, exitUsage},
-		{"a misspelt command exits 2 and suggests one", []string{"rnu"}, exitUsage},
-		{"an unknown flag exits 2", []string{"runs", "--no-such-flag"}, exitUsage},
-		{"a flag without its value exits 2", []string{"runs", "--limit"}, exitUsage},
-		{"a flag value of the wrong type exits 2", []string{"runs", "--limit", "many"}, exitUsage},
-		{"too few arguments exit 2", []string{"show"}, exitUsage},
-		{"too many arguments exit 2", []string{"show", "a", "b"}, exitUsage},
-		{"an argument to a command that takes none exits 2", []string{"version", "extra"}, exitUsage},
-		{"no argument where one or more are needed exits 2", []string{"validate"}, exitUsage},
-		{"a subcommand's wrong argument count exits 2", []string{"policy", "eval"}, exitUsage},
-		{"help exits 0", []string{"help", "run"}, exitOK},
-		{"no command at all shows help and exits 0", nil, exitOK},
+		{"an unknown command exits 2", []string{"bogus"}, runcmd.ExitUsage},
+		{"a misspelt command exits 2 and suggests one", []string{"rnu"}, runcmd.ExitUsage},
+		{"an unknown flag exits 2", []string{"runs", "--no-such-flag"}, runcmd.ExitUsage},
+		{"a flag without its value exits 2", []string{"runs", "--limit"}, runcmd.ExitUsage},
+		{"a flag value of the wrong type exits 2", []string{"runs", "--limit", "many"}, runcmd.ExitUsage},
+		{"too few arguments exit 2", []string{"show"}, runcmd.ExitUsage},
+		{"too many arguments exit 2", []string{"show", "a", "b"}, runcmd.ExitUsage},
+		{"an argument to a command that takes none exits 2", []string{"version", "extra"}, runcmd.ExitUsage},
+		{"no argument where one or more are needed exits 2", []string{"validate"}, runcmd.ExitUsage},
+		{"a subcommand's wrong argument count exits 2", []string{"policy", "eval"}, runcmd.ExitUsage},
+		{"help exits 0", []string{"help", "run"}, runcmd.ExitOK},
+		{"no command at all shows help and exits 0", nil, runcmd.ExitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := acpflow(t, dir, tc.args...)
 			if r.code != tc.code {
 				t.Errorf("exit %d, want %d\n%s", r.code, tc.code, r.stderr)
 			}
-			if tc.code == exitUsage && !strings.HasPrefix(r.stderr, "acpflow: ") {
+			if tc.code == runcmd.ExitUsage && !strings.HasPrefix(r.stderr, "acpflow: ") {
 				t.Errorf("stderr does not say why:\n%s", r.stderr)
 			}
 		})
@@ -67,7 +69,7 @@ func TestAnErrorThatIsNotUsageExits1(t *testing.T) {
 	db.Close()
 
 	r = acpflow(t, dir, "show", id, "--state", state)
-	if r.code != exitFailed {
+	if r.code != runcmd.ExitFailed {
 		t.Errorf("show of an unreadable record: exit %d, want 1\n%s", r.code, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "acpflow: ") {

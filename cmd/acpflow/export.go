@@ -9,6 +9,7 @@ import (
 
 	"github.com/acpflow/acpflow/internal/regularfile"
 	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 func newExportCmd() *cobra.Command {
@@ -30,7 +31,7 @@ parts of MCP server urls) were scrubbed before they were stored. See docs/transc
 			}
 			defer s.Close()
 			if kind == runs.KindBatch {
-				return usageErrorf("%s is a batch: export one of its runs (acpflow show %s lists them)", id, id)
+				return runcmd.UsageErrorf("%s is a batch: export one of its runs (acpflow show %s lists them)", id, id)
 			}
 			f, err := s.Export(cmd.Context(), id)
 			if err != nil {
@@ -47,7 +48,7 @@ parts of MCP server urls) were scrubbed before they were stored. See docs/transc
 			err = regularfile.Write(output, func(fh *os.File) error { return f.Write(fh) })
 			var nr *regularfile.NotReplacedError
 			if errors.As(err, &nr) {
-				return usageErrorf("--output: %v", err)
+				return runcmd.UsageErrorf("--output: %v", err)
 			}
 			return err
 		},

@@ -5,12 +5,9 @@ package main
 // or kind (replay, policy test), export -o onto what is not a regular file.
 
 import (
-	"bytes"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -232,38 +229,6 @@ func TestPolicyTestOfUnreadableTranscriptsExits2(t *testing.T) {
 	})
 }
 
-// runMeasured runs acpflow as acpflow() does, with stdin from /dev/null,
-// and returns its peak resident set (KiB). It starts acpflow through this
-// test binary as a launcher (launchAndReport): a process Go starts shares
-// the starter's memory until it execs, and the kernel carries that high
-// water mark into the child's own, so measured directly acpflow would
-// count the test's memory (the 160 MiB file it wrote) as its own.
-func runMeasured(t *testing.T, dir string, args ...string) (result, int64) {
-	t.Helper()
-	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
-	report := filepath.Join(t.TempDir(), "rusage")
-	cmd := exec.Command(os.Args[0], append([]string{acpflowBin}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", launchReportVar+"="+report)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatalf("the launcher wrote no report: %v", err)
-	}
-	var rss int64
-	fmt.Sscan(string(b), &rss)
-	return result{code, out.String(), errb.String()}, rss >> 10
-}
-
 // TestLargeTranscriptFilesAreReadInBoundedMemory: the class of input is a
 // transcript file far larger than any of its attempts (issue 23: 150 MB
 // cost 0.87 GB in replay, 0.57 GB in policy test). Here 160 attempts of
@@ -290,23 +255,23 @@ func TestLargeTranscriptFilesAreReadInBoundedMemory(t *testing.T) {
 	}
 	pol := filepath.Join(dir, "allow.yaml")
 	os.WriteFile(pol, []byte("permission: allow\n"), 0o644)
-	const bound = 160 << 10 // KiB
+	const bound = 160 << 20 // bytes
 
-	r, rss := runMeasured(t, dir, "policy", "test", pol, "--transcripts", big)
+	r, rss := runMeasured(t, dir, nil, "policy", "test", pol, "--transcripts", big)
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "160 requests in 1 run: 0 changed, 160 unchanged\n") {
 		t.Errorf("policy test: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if rss > bound {
-		t.Errorf("policy test of a 160 MiB file peaked at %d MiB resident, want under %d", rss>>10, bound>>10)
+		t.Errorf("policy test of a 160 MiB file peaked at %d MiB resident, want under %d", rss>>20, bound>>20)
 	}
-	t.Logf("policy test: %d MiB resident at most", rss>>10)
+	t.Logf("policy test: %d MiB resident at most", rss>>20)
 
-	r, rss = runMeasured(t, dir, "agent", "replay", big, "work")
+	r, rss = runMeasured(t, dir, nil, "agent", "replay", big, "work")
 	if r.code != 0 {
 		t.Errorf("agent replay: exit %d\n%s", r.code, r.stderr)
 	}
 	if rss > bound {
-		t.Errorf("agent replay of a 160 MiB file peaked at %d MiB resident, want under %d", rss>>10, bound>>10)
+		t.Errorf("agent replay of a 160 MiB file peaked at %d MiB resident, want under %d", rss>>20, bound>>20)
 	}
-	t.Logf("agent replay: %d MiB resident at most", rss>>10)
+	t.Logf("agent replay: %d MiB resident at most", rss>>20)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/runs/runcmd"
 	_ "github.com/acpflow/acpflow/standard" // every step kind and policy form
 	"github.com/acpflow/acpflow/steps/acpsubagent"
 )
@@ -43,10 +44,10 @@ func execute(args []string) int {
 	}
 	if err == nil && stdout.failed() != nil {
 		// A command whose output was cut short did not do what was asked.
-		err = &codedError{Code: exitFailed, Err: fmt.Errorf("stdout: %w", stdout.failed())}
+		err = &runcmd.ExitError{Code: runcmd.ExitFailed, Err: fmt.Errorf("stdout: %w", stdout.failed())}
 	}
 	if err == nil {
-		return exitOK
+		return runcmd.ExitOK
 	}
 	code := exitCode(err)
 	if !isSilent(err) {
@@ -68,7 +69,7 @@ func newRootCmd() *cobra.Command {
 			procgroup.EnableSubreaper()
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return runcmd.UsageError(err) })
 	root.AddCommand(
 		newRunCmd(),
 		newValidateCmd(),

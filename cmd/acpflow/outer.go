@@ -21,7 +21,7 @@ func addPolicyFlag(cmd *cobra.Command, file *string) {
 func loadOuter(flag string) (policies.Outer, error) {
 	outer, err := workflows.LoadOuterPolicy(flag, os.Getenv)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, runcmd.UsageError(err)
 	}
 	return outer, nil
 }

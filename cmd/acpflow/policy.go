@@ -11,6 +11,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -34,7 +35,7 @@ layer decided: "layer" is "outer" (then "policy" is the outer file) or
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if request == "" {
-				return usageErrorf("--request REQ.json is required")
+				return runcmd.UsageErrorf("--request REQ.json is required")
 			}
 			pol, err := loadPolicies(args[0], step)
 			if err != nil {
@@ -45,13 +46,13 @@ layer decided: "layer" is "outer" (then "policy" is the outer file) or
 			}
 			data, err := readRequest(request)
 			if err != nil {
-				return usageErrorf("--request: %v", err)
+				return runcmd.UsageErrorf("--request: %v", err)
 			}
 			var head struct {
 				Kind string `json:"kind"`
 			}
 			if err := json.Unmarshal(data, &head); err != nil {
-				return usageErrorf("--request %s: not a JSON object: %v", request, err)
+				return runcmd.UsageErrorf("--request %s: not a JSON object: %v", request, err)
 			}
 			var answer any
 			switch head.Kind {
@@ -60,10 +61,10 @@ layer decided: "layer" is "outer" (then "policy" is the outer file) or
 			case policies.KindEnv:
 				answer, err = evalEnv(cmd, pol, data)
 			default:
-				return usageErrorf("--request %s: \"kind\" must be %q or %q, got %q", request, policies.KindPermission, policies.KindEnv, head.Kind)
+				return runcmd.UsageErrorf("--request %s: \"kind\" must be %q or %q, got %q", request, policies.KindPermission, policies.KindEnv, head.Kind)
 			}
 			if err != nil {
-				return usageErrorf("--request %s: %v", request, err)
+				return runcmd.UsageErrorf("--request %s: %v", request, err)
 			}
 			b, _ := json.MarshalIndent(answer, "", "  ")
 			fmt.Fprintln(cmd.OutOrStdout(), string(b))
@@ -90,27 +91,27 @@ type boundPolicies struct {
 func loadPolicies(file, step string) (*boundPolicies, error) {
 	src, err := workflows.ReadFile(file, "policy or workflow file")
 	if err != nil {
-		return nil, usageError(err)
+		return nil, runcmd.UsageError(err)
 	}
 	if workflows.IsWorkflow(src) {
 		wf, err := workflows.Load(file)
 		if err != nil {
-			return nil, usageError(err)
+			return nil, runcmd.UsageError(err)
 		}
 		var st *engine.Step
 		if step != "" {
 			if st = findStep(wf, step); st == nil {
-				return nil, usageErrorf("--step %q: no such step in %s", step, file)
+				return nil, runcmd.UsageErrorf("--step %q: no such step in %s", step, file)
 			}
 		}
 		return &boundPolicies{StepPolicies: engine.PoliciesOf(wf, st)}, nil
 	}
 	if step != "" {
-		return nil, usageErrorf("--step goes with a workflow file; %s is a policy file", file)
+		return nil, runcmd.UsageErrorf("--step goes with a workflow file; %s is a policy file", file)
 	}
 	p, err := workflows.LoadPolicyFile(file)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, runcmd.UsageError(err)
 	}
 	return &boundPolicies{StepPolicies: engine.PoliciesOf(&engine.Workflow{Policies: p}, nil)}, nil
 }

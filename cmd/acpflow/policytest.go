@@ -15,6 +15,7 @@ import (
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/runs/whatif"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -72,11 +73,11 @@ is not one, a corrupted transcript in the store).`,
 			files = append(files, args[1:]...)
 			switch {
 			case runsFilter != "" && len(files) > 0:
-				return usageErrorf("give --runs or --transcripts, not both")
+				return runcmd.UsageErrorf("give --runs or --transcripts, not both")
 			case runsFilter == "" && len(files) == 0 && len(args) > 1:
-				return usageErrorf("unexpected arguments %q: transcript files go with --transcripts", args[1:])
+				return runcmd.UsageErrorf("unexpected arguments %q: transcript files go with --transcripts", args[1:])
 			case runsFilter == "" && len(files) == 0:
-				return usageErrorf("policy test needs the requests to decide: --runs FILTER (recorded runs) or --transcripts FILE...")
+				return runcmd.UsageErrorf("policy test needs the requests to decide: --runs FILTER (recorded runs) or --transcripts FILE...")
 			}
 			pol, err := loadWhatIfPolicies(args[0])
 			if err != nil {
@@ -105,7 +106,7 @@ is not one, a corrupted transcript in the store).`,
 				return err
 			}
 			if tot.Changes() > 0 {
-				return runOutcome(exitFailed)
+				return runcmd.Outcome(runcmd.ExitFailed)
 			}
 			return nil
 		},
@@ -132,12 +133,12 @@ is not one, a corrupted transcript in the store).`,
 func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
 	src, err := workflows.ReadFile(file, "policy or workflow file")
 	if err != nil {
-		return nil, usageError(err)
+		return nil, runcmd.UsageError(err)
 	}
 	if !workflows.IsWorkflow(src) {
 		p, err := workflows.LoadPolicyFile(file)
 		if err != nil {
-			return nil, usageError(err)
+			return nil, runcmd.UsageError(err)
 		}
 		bound := engine.PoliciesOf(&engine.Workflow{Policies: p}, nil)
 		pol := &whatif.Policies{Permission: p.Permission, Source: policies.SourceWorkflow,
@@ -146,7 +147,7 @@ func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
 	}
 	wf, err := workflows.Load(file)
 	if err != nil {
-		return nil, usageError(err)
+		return nil, runcmd.UsageError(err)
 	}
 	all := engine.PoliciesOf(wf, nil)
 	pol := &whatif.Policies{
@@ -186,7 +187,7 @@ func testTranscriptFiles(cmd *cobra.Command, t *whatif.Tester, files []string, r
 func testTranscriptFile(cmd *cobra.Command, t *whatif.Tester, path string, report whatif.Report) error {
 	r, err := transcript.Open(path)
 	if err != nil {
-		return usageErrorf("--transcripts: %v", err)
+		return runcmd.UsageErrorf("--transcripts: %v", err)
 	}
 	defer r.Close()
 	return unreadableIsUsage("--transcripts", t.Test(cmd.Context(), whatif.FromReader(r), report))
@@ -197,7 +198,7 @@ func testTranscriptFile(cmd *cobra.Command, t *whatif.Tester, path string, repor
 func unreadableIsUsage(flag string, err error) error {
 	var ue *whatif.UnreadableError
 	if errors.As(err, &ue) {
-		return usageErrorf("%s: %v", flag, err)
+		return runcmd.UsageErrorf("%s: %v", flag, err)
 	}
 	return err
 }
@@ -205,21 +206,21 @@ func unreadableIsUsage(flag string, err error) error {
 func testRecordedRuns(cmd *cobra.Command, t *whatif.Tester, state, filter string, report whatif.Report) error {
 	sel, err := whatif.ParseSelection(filter)
 	if err != nil {
-		return usageErrorf("--runs: %v", err)
+		return runcmd.UsageErrorf("--runs: %v", err)
 	}
 	s, err := openStore(state)
 	if err != nil {
-		return usageError(err)
+		return runcmd.UsageError(err)
 	}
 	defer s.Close()
 	st, ok := any(s).(whatif.Store)
 	if !ok {
-		return usageErrorf("--runs: this acpflow's run store keeps no transcripts; use --transcripts")
+		return runcmd.UsageErrorf("--runs: this acpflow's run store keeps no transcripts; use --transcripts")
 	}
 	ctx := cmd.Context()
 	list, err := sel.Runs(ctx, st)
 	if err != nil {
-		return usageErrorf("--runs %s: %v", filter, err)
+		return runcmd.UsageErrorf("--runs %s: %v", filter, err)
 	}
 	for _, r := range list {
 		run, err := whatif.LoadRun(ctx, st, r)

@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"os"
 	"strings"
 	"time"
@@ -14,6 +12,8 @@ import (
 
 	sandboxpkg "github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent"
 )
@@ -33,9 +33,9 @@ func newProbeCmd() *cobra.Command {
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0 && !sandbox:
-				return usageErrorf("probe needs an agent to start (probe -- CMD [ARGS...]) or --sandbox")
+				return runcmd.UsageErrorf("probe needs an agent to start (probe -- CMD [ARGS...]) or --sandbox")
 			case len(args) > 0 && sandbox:
-				return usageErrorf("probe --sandbox starts no agent: give --sandbox or an agent, not both")
+				return runcmd.UsageErrorf("probe --sandbox starts no agent: give --sandbox or an agent, not both")
 			}
 			return nil
 		},
@@ -53,13 +53,13 @@ func newProbeCmd() *cobra.Command {
 			for _, kv := range env {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok {
-					return usageErrorf("--env %q: want KEY=VALUE", kv)
+					return runcmd.UsageErrorf("--env %q: want KEY=VALUE", kv)
 				}
 				agent.Env[k] = v
 			}
 			dir, err := runs.ResolveWorkspace(cwd)
 			if err != nil {
-				return usageError(err)
+				return runcmd.UsageError(err)
 			}
 			outer, err := loadOuter(policy)
 			if err != nil {
@@ -71,7 +71,7 @@ func newProbeCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), terminalJSON(b))
 			}
 			if err != nil {
-				return &codedError{Code: exitFailed, Err: err}
+				return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
 			}
 			return nil
 		},

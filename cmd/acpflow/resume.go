@@ -35,10 +35,10 @@ func newResumeCmd() *cobra.Command {
 			defer s.Close()
 			out, err := runs.OpenOutput(f.Output)
 			if err != nil {
-				return usageError(err)
+				return runcmd.UsageError(err)
 			}
 			defer out.Close()
-			ctx, stop := interruptible(cmd.Context())
+			ctx, stop := runcmd.Interruptible(cmd.Context(), localRun.Name, localRun.Interrupted)
 			defer stop()
 			x := runcmd.NewExecutor("acpflow", s.Runner(), out, f.Timeout)
 			x.Runner.Outer = outer
@@ -47,17 +47,17 @@ func newResumeCmd() *cobra.Command {
 				if f.Budget != "" {
 					b, err := engine.ParseBudget(f.Budget)
 					if err != nil {
-						return usageErrorf("--budget: %v", err)
+						return runcmd.UsageErrorf("--budget: %v", err)
 					}
 					x.Runner.Budget = b
 				}
 				c, err := x.Runner.ClaimBatch(ctx, id, force)
 				if err != nil {
 					x.ReportStoreErrs()
-					return runError(err)
+					return runcmd.RunError(err)
 				}
 				if err := deliverEnded(ctx, x, c, f.Output); err != nil {
-					return asFailure(err)
+					return runcmd.AsFailure(err)
 				}
 				if c.Pending == 0 {
 					fmt.Fprintf(cmd.OutOrStdout(), "batch %s: every line already succeeded: nothing to resume\n", id)
@@ -72,27 +72,23 @@ func newResumeCmd() *cobra.Command {
 			switch {
 			case errors.Is(err, runs.ErrSucceeded):
 				if err := deliverRun(ctx, x, id, f.Output); err != nil {
-					return asFailure(err)
+					return runcmd.AsFailure(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "run %s already succeeded: nothing to resume\n", id)
 				return nil
 			case err != nil:
-				return runError(err)
+				return runcmd.RunError(err)
 			}
 			return x.Exit(ctx, []*engine.RunResult{res})
 		},
 	}
-	addOutputFlags(cmd, &f)
+	runcmd.AddOutputFlags(cmd, &f)
 	runcmd.DurationFlag(cmd.Flags(), &f.Timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
 	cmd.Flags().BoolVar(&force, "force", false, "resume even if the workflow file changed since the run")
 	cmd.Flags().StringVar(&f.Budget, "budget", "", "a batch's budget from now on, instead of the one it was started with (tokens=N, cost=AMOUNTCUR)")
 	cmd.Flags().IntVarP(&concurrency, "concurrency", "c", 0, "runs in flight at once when resuming a batch (default: the batch's)")
 	return cmd
 }
-
-// asFailure keeps an error's exit code if it has one, else makes it exit 1:
-// a store that fails is not bad usage.
-func asFailure(err error) error { return runcmd.AsFailure(err) }
 
 // deliverEnded writes to --output the results of the batch's runs that
 // succeeded but are not in the file: an acpflow killed between recording a

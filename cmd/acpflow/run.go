@@ -46,26 +46,14 @@ func openLocal(ctx context.Context, s runcmd.Setup) (*runs.Runner, func(), error
 	}
 	svc, err := openStore(s.Flags.State)
 	if err != nil {
-		return nil, nil, usageError(err)
+		return nil, nil, runcmd.UsageError(err)
 	}
 	r := svc.Runner()
 	r.Outer = outer
 	end := func() { r.Close(); svc.Close() }
 	if err := r.ResolveReplays(ctx, s.Workflow); err != nil {
 		end()
-		return nil, nil, runError(err)
+		return nil, nil, runcmd.RunError(err)
 	}
 	return r, end, nil
-}
-
-// addOutputFlags adds the flags `run` and `resume` share.
-func addOutputFlags(cmd *cobra.Command, f *runFlags) { runcmd.AddOutputFlags(cmd, f) }
-
-// runError is runcmd.RunError: invalid as given exits 2, else 1.
-func runError(err error) error { return runcmd.RunError(err) }
-
-// interruptible is the run service's signal ladder, saying on stderr what
-// the first signal does.
-func interruptible(parent context.Context) (context.Context, func()) {
-	return runcmd.Interruptible(parent, localRun.Name, localRun.Interrupted)
 }

@@ -37,7 +37,7 @@ func newRunsCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := openStore(state)
 			if err != nil {
-				return usageError(err)
+				return runcmd.UsageError(err)
 			}
 			defer s.Close()
 			runs, err := s.ListRuns(cmd.Context(), filter)
@@ -99,7 +99,7 @@ func printBatch(w io.Writer, b *runs.Batch, rs []runs.Run) {
 		fmt.Fprintf(w, "  budget: %s\n", b.Budget)
 	}
 	if b.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", indentLines(b.Error, "    "))
+		fmt.Fprintf(w, "  error: %s\n", runcmd.IndentLines(b.Error, "    "))
 	}
 	var usages []*steps.Usage
 	var ran []bool
@@ -112,7 +112,7 @@ func printBatch(w io.Writer, b *runs.Batch, rs []runs.Run) {
 		ran = append(ran, !r.EndedAt.IsZero())
 	}
 	if sum := engine.SumUsage(usages, ran); sum != nil {
-		fmt.Fprintf(w, "  usage: %s\n", strings.Replace(runUsageText(sum), "step(s)", "run(s)", 1))
+		fmt.Fprintf(w, "  usage: %s\n", strings.Replace(runcmd.RunUsageText(sum), "step(s)", "run(s)", 1))
 	}
 	printRuns(w, rs)
 }
@@ -122,18 +122,15 @@ func runUsageCell(r runs.Run) string {
 	if r.EndedAt.IsZero() {
 		return "-"
 	}
-	return runUsageText(r.Usage)
+	return runcmd.RunUsageText(r.Usage)
 }
 
 func duration(r runs.Run) string {
 	if r.EndedAt.IsZero() {
 		return "-"
 	}
-	return durationText(r.DurationMS)
+	return runcmd.DurationText(r.DurationMS)
 }
-
-// durationText is a duration in ms as a person reads it (runcmd.DurationText).
-func durationText(ms int64) string { return runcmd.DurationText(ms) }
 
 // runJSON is a run as `runs --json` and `show --json` print it, with the
 // field names of the result JSON (docs/results.md).
@@ -186,7 +183,7 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if step != "" && !transcripts {
-				return usageErrorf("--step is for --transcript")
+				return runcmd.UsageErrorf("--step is for --transcript")
 			}
 			s, id, kind, err := openRecorded(cmd.Context(), state, args[0])
 			if err != nil {
@@ -195,7 +192,7 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 			defer s.Close()
 			if transcripts {
 				if kind == runs.KindBatch {
-					return usageErrorf("%s is a batch: show the transcript of one of its runs (acpflow show %s lists them)", id, id)
+					return runcmd.UsageErrorf("%s is a batch: show the transcript of one of its runs (acpflow show %s lists them)", id, id)
 				}
 				return showTranscript(cmd, s, id, step, jsonOut)
 			}
@@ -256,7 +253,7 @@ func showTranscript(cmd *cobra.Command, s *runs.Service, id, step string, jsonOu
 		if c := suggest.Closest(step, ids); c != "" {
 			hint = "did you mean " + c + "?"
 		}
-		return usageErrorf("run %s has no transcript of a step %q (%s)", id, step, hint)
+		return runcmd.UsageErrorf("run %s has no transcript of a step %q (%s)", id, step, hint)
 	}
 	if len(f.Steps) == 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "run %s has no transcript: none of its steps talked to an agent, or it was recorded before transcripts were kept\n", id)
@@ -345,10 +342,10 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 		fmt.Fprintf(w, "  batch:     %s line %d\n", r.BatchID, r.BatchLine)
 	}
 	if r.Error != "" {
-		fmt.Fprintf(w, "  error:     %s\n", indentLines(r.Error, "    "))
+		fmt.Fprintf(w, "  error:     %s\n", runcmd.IndentLines(r.Error, "    "))
 	}
 	if !r.EndedAt.IsZero() {
-		fmt.Fprintf(w, "  usage:     %s\n", runUsageText(r.Usage))
+		fmt.Fprintf(w, "  usage:     %s\n", runcmd.RunUsageText(r.Usage))
 	}
 	printMap(w, "inputs", r.Inputs)
 	printMap(w, "outputs", r.Outputs)
@@ -357,7 +354,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 		if st.StopReason != "" {
 			fmt.Fprintf(w, " (%s)", termtext.Line(st.StopReason, kindMax))
 		}
-		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, durationText(st.DurationMS))
+		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, runcmd.DurationText(st.DurationMS))
 		if st.SessionID != "" {
 			fmt.Fprintf(w, "  session: %s\n", termtext.Line(st.SessionID, idMax))
 		}
@@ -365,10 +362,10 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 			fmt.Fprintf(w, "  usage: %s\n", usageDetail(st.Usage))
 		}
 		if st.Error != "" {
-			fmt.Fprintf(w, "  error: %s\n", indentLines(st.Error, "    "))
+			fmt.Fprintf(w, "  error: %s\n", runcmd.IndentLines(st.Error, "    "))
 		}
 		if sb := st.Sandbox; sb != nil {
-			fmt.Fprintf(w, "  sandbox: %s\n", indentLines(sandboxText(sb), "    "))
+			fmt.Fprintf(w, "  sandbox: %s\n", runcmd.IndentLines(sandboxText(sb), "    "))
 		}
 		for _, p := range st.Permissions {
 			if p.Decision == string(policies.DecisionUnasked) {
@@ -396,7 +393,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 			fmt.Fprintln(w)
 		}
 		if out, ok := st.Output.(string); ok && out != "" {
-			fmt.Fprintf(w, "  output:\n    %s\n", indentLines(strings.TrimRight(out, "\n"), "    "))
+			fmt.Fprintf(w, "  output:\n    %s\n", runcmd.IndentLines(strings.TrimRight(out, "\n"), "    "))
 		} else if st.Output != nil && !ok {
 			b, _ := json.Marshal(st.Output)
 			fmt.Fprintf(w, "  output: %s\n", b)
@@ -406,7 +403,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 			fmt.Fprintf(w, "  json: %s\n", b)
 		}
 		if tail := lastLines(st.Stderr, stderrLines); tail != "" {
-			fmt.Fprintf(w, "  stderr (last lines):\n    %s\n", indentLines(tail, "    "))
+			fmt.Fprintf(w, "  stderr (last lines):\n    %s\n", runcmd.IndentLines(tail, "    "))
 		}
 	}
 }
@@ -428,7 +425,7 @@ func printMap(w io.Writer, name string, m map[string]any) {
 			b, _ := json.Marshal(v)
 			s = string(b)
 		}
-		fmt.Fprintf(w, "    %s: %s\n", k, indentLines(strings.TrimRight(s, "\n"), "      "))
+		fmt.Fprintf(w, "    %s: %s\n", k, runcmd.IndentLines(strings.TrimRight(s, "\n"), "      "))
 	}
 }
 
@@ -436,9 +433,6 @@ func printMap(w io.Writer, name string, m map[string]any) {
 func writeSanitized(w io.Writer, buf *bytes.Buffer) {
 	io.WriteString(w, termtext.Sanitize(buf.String()))
 }
-
-// indentLines sanitizes s and indents its lines after the first (runcmd.IndentLines).
-func indentLines(s, prefix string) string { return runcmd.IndentLines(s, prefix) }
 
 func lastLines(s string, n int) string {
 	s = strings.TrimRight(termtext.Sanitize(s), "\n")

@@ -21,7 +21,7 @@ var errOutputClosed = errors.New("stdout was closed")
 
 // commandContext is the context every command runs in. SIGHUP (the terminal
 // was closed) cancels it with engine.ErrInterrupted, as SIGINT and SIGTERM
-// cancel a run's (see interruptible): each step tears down, the run is
+// cancel a run's (see runcmd.Interruptible): each step tears down, the run is
 // recorded, and acpflow exits 130; a second SIGHUP kills every agent's group
 // at once. A write to stdout that fails cancels it with errOutputClosed.
 //

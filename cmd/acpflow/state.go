@@ -24,11 +24,11 @@ func openStore(flag string) (*runs.Service, error) {
 // are bad usage; on success the caller closes the store.
 func openRecorded(ctx context.Context, flag, ref string) (s *runs.Service, id, kind string, err error) {
 	if s, err = openStore(flag); err != nil {
-		return nil, "", "", usageError(err)
+		return nil, "", "", runcmd.UsageError(err)
 	}
 	if id, kind, err = s.ResolveID(ctx, ref); err != nil {
 		s.Close()
-		return nil, "", "", usageError(err)
+		return nil, "", "", runcmd.UsageError(err)
 	}
 	return s, id, kind, nil
 }

@@ -4,7 +4,9 @@ package main
 // real binary on a workflow file.
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -113,25 +115,14 @@ steps:
     with: {agent: flood, prompt: talk}
 `, testAgent, agentArgs("-record", rec, "-no-chunks", "-flood", "102400", "-flood-size", "1024")))
 	out := filepath.Join(dir, "out.jsonl")
-	report := filepath.Join(dir, "rusage")
-	cmd := exec.Command(os.Args[0], acpflowBin, "run", wf, "--output", out, "--workspace", dir)
-	cmd.Dir = dir
 	// A soft limit makes the collector keep up on a loaded machine, so the
 	// peak says what acpflow retains, not how far its garbage got ahead of
 	// a starved collector; retention past it would still show.
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "GOMEMLIMIT=96MiB", launchReportVar+"="+report)
-	msg, _ := cmd.CombinedOutput()
-	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
+	r, rss := runMeasured(t, dir, []string{"GOMEMLIMIT=96MiB"}, "run", wf, "--output", out, "--workspace", dir)
 	assertAgentsGone(t, rec)
-	if code := cmd.ProcessState.ExitCode(); code != 1 {
-		t.Fatalf("exit %d, want 1\n%s", code, msg)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	b, err := os.ReadFile(report)
-	if err != nil {
-		t.Fatalf("the launcher wrote no report: %v\n%s", err, msg)
-	}
-	var rss int64
-	fmt.Sscan(string(b), &rss)
 	t.Logf("peak RSS %d MiB", rss>>20)
 	// The default max-output is 8 MiB; the store, the result and the
 	// events each hold a copy at most. Before the limit: 0.94 GB.
@@ -144,7 +135,7 @@ steps:
 			Status, Output, Error string
 		}
 	}
-	b, _ = os.ReadFile(out)
+	b, _ := os.ReadFile(out)
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -190,4 +181,34 @@ func launchAndReport(report string, argv []string) {
 	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
 	os.WriteFile(report, []byte(fmt.Sprint(rss)), 0o644)
 	os.Exit(cmd.ProcessState.ExitCode())
+}
+
+// runMeasured runs acpflow as acpflow() does, with env added, and returns
+// its peak resident set in bytes. It starts acpflow through this test
+// binary as a launcher (launchAndReport), so that the peak is acpflow's
+// own, not the test's (a file it wrote, the tests run before).
+func runMeasured(t *testing.T, dir string, env []string, args ...string) (result, int64) {
+	t.Helper()
+	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
+	report := filepath.Join(t.TempDir(), "rusage")
+	cmd := exec.Command(os.Args[0], append([]string{acpflowBin}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", launchReportVar+"="+report), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("the launcher wrote no report: %v\n%s", err, errb.String())
+	}
+	var rss int64
+	fmt.Sscan(string(b), &rss)
+	return result{code, out.String(), errb.String()}, rss
 }

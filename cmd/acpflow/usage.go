@@ -9,13 +9,10 @@ import (
 	"github.com/acpflow/acpflow/steps"
 )
 
-// usageText words a usage for a person (runcmd.UsageText).
-func usageText(u *steps.Usage) string { return runcmd.UsageText(u) }
-
-// usageDetail is usageText with the token counts that make up the total
+// usageDetail is runcmd.UsageText with the token counts that make up the total
 // and the context the agent last reported: what `show` prints.
 func usageDetail(u *steps.Usage) string {
-	s := usageText(u)
+	s := runcmd.UsageText(u)
 	if u.Empty() {
 		return s
 	}
@@ -41,6 +38,3 @@ func usageDetail(u *steps.Usage) string {
 	}
 	return s
 }
-
-// runUsageText words a run's usage (runcmd.RunUsageText).
-func runUsageText(u *engine.RunUsage) string { return runcmd.RunUsageText(u) }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -39,7 +40,7 @@ file) is loaded and checked too, and each of its files is listed.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s, %d steps)\n", file, wf.Name, len(wf.Steps))
 			}
 			if len(errs) > 0 {
-				return usageError(errors.Join(errs...))
+				return runcmd.UsageError(errors.Join(errs...))
 			}
 			return nil
 		},

@@ -19,13 +19,6 @@ import (
 	"github.com/acpflow/acpflow/temporal/builtin"
 )
 
-// Exit codes, acpflow's (docs/results.md#exit-codes).
-const (
-	exitOK     = runcmd.ExitOK
-	exitFailed = runcmd.ExitFailed
-	exitUsage  = runcmd.ExitUsage
-)
-
 func main() {
 	// A builtin agent, or the sandbox's launcher, is this executable
 	// started again (builtin: demo; docs/sandbox.md).
@@ -43,9 +36,9 @@ func main() {
 	root.AddCommand(newWorkerCmd(&conn), newRunCmd(&conn))
 	err := root.Execute()
 	if err == nil {
-		os.Exit(exitOK)
+		os.Exit(runcmd.ExitOK)
 	}
-	var coded *codedError
+	var coded *runcmd.ExitError
 	if errors.As(err, &coded) {
 		if coded.Err != nil && !coded.Silent {
 			fmt.Fprintln(os.Stderr, "acpflow-temporal:", coded.Err)
@@ -53,11 +46,8 @@ func main() {
 		os.Exit(coded.Code)
 	}
 	fmt.Fprintln(os.Stderr, "acpflow-temporal:", err)
-	os.Exit(exitUsage)
+	os.Exit(runcmd.ExitUsage)
 }
-
-// codedError carries an exit code, as acpflow's.
-type codedError = runcmd.ExitError
 
 // connFlags say where Temporal and the blob store are.
 type connFlags struct {

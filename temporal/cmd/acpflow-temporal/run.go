@@ -83,7 +83,7 @@ func openTemporal(ctx context.Context, conn *connFlags, t *temporalFlags, s runc
 	}
 	cl, err := conn.dial()
 	if err != nil {
-		return nil, nil, &codedError{Code: exitFailed, Err: err}
+		return nil, nil, &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
 	}
 	warnWithoutWorkers(ctx, cl, conn.taskQueue)
 	b := &temporalBackend{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/temporal/flow"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -28,18 +29,18 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if concurrency < 1 {
-				return &codedError{Code: exitUsage, Err: fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)}
+				return runcmd.UsageErrorf("--concurrency must be at least 1, got %d", concurrency)
 			}
 			// Orphans of the agents' trees come back to the worker, so that
 			// teardown finds and kills them, as acpflow's does.
 			procgroup.EnableSubreaper()
 			outer, err := workflows.LoadOuterPolicy(policy, os.Getenv)
 			if err != nil {
-				return &codedError{Code: exitUsage, Err: err}
+				return runcmd.UsageError(err)
 			}
 			cl, err := conn.dial()
 			if err != nil {
-				return &codedError{Code: exitFailed, Err: err}
+				return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
 			}
 			defer cl.Close()
 			blobs := flow.Blobs{Dir: conn.blobs}
@@ -55,7 +56,7 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 			w.RegisterActivityWithOptions(acts.Attempt, activity.RegisterOptions{Name: flow.ActivityName})
 			fmt.Fprintf(os.Stderr, "acpflow-temporal: worker on %s, task queue %s, %d steps at once\n", conn.address, conn.taskQueue, concurrency)
 			if err := w.Run(worker.InterruptCh()); err != nil {
-				return &codedError{Code: exitFailed, Err: err}
+				return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
 			}
 			return nil
 		},
