@@ -14,7 +14,7 @@ import (
 func attemptResult(out steps.Result) *StepResult {
 	res := &StepResult{
 		StopReason: string(out.StopReason), Output: out.Output, Final: out.Final, JSON: out.JSON,
-		SessionID: out.SessionID, Stderr: out.Stderr, Usage: out.Usage, Sandbox: out.Sandbox,
+		SessionID: out.SessionID, Stderr: out.Stderr, Usage: out.Usage, Sandbox: out.Sandbox, ExitCode: out.ExitCode,
 		Permissions: append([]policies.PermissionRecord{}, out.Permissions...),
 	}
 	if out.Err != nil {

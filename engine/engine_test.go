@@ -351,8 +351,11 @@ steps:
 	}
 }
 
+// The error names the run's timeout, which alone can end the hanging
+// agent (the harness's own limit is a minute and says otherwise): no time
+// is asserted, since the agent's start and teardown take what the machine
+// gives them.
 func TestRunTimeoutFailsTheRunAndCancelsItsSteps(t *testing.T) {
-	begin := time.Now()
 	res, _ := run(t, `
 name: slow
 agents:
@@ -367,9 +370,6 @@ steps:
 	}
 	if got := statuses(res); got != "next=skipped stuck=cancelled" {
 		t.Errorf("statuses = %s", got)
-	}
-	if d := time.Since(begin); d > 10*time.Second {
-		t.Errorf("took %s", d)
 	}
 }
 

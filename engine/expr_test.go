@@ -106,7 +106,7 @@ func TestExpressionsCannotExhaustMemory(t *testing.T) {
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<30 {
 				t.Errorf("allocated %d MiB", alloc>>20)
 			}
-			if took > 5*time.Second {
+			if took > 30*time.Second { // a hang guard: 60 ms idle
 				t.Errorf("took %v", took)
 			}
 		})

@@ -44,10 +44,12 @@ func (r *run) schedule(parent, ctx context.Context, failRun context.CancelCauseF
 			case *StartAttempt:
 				r.start(ctx, a, report)
 			case *Wait:
-				r.emit(a.Step.ID, steps.Retry{AfterMS: a.After.Milliseconds(), Error: a.Error})
+				r.emitAt(a.Step.ID, a.Element, steps.Retry{AfterMS: a.After.Milliseconds(), Error: a.Error})
 				timers = append(timers, time.AfterFunc(a.After, func() {
 					report(func(now time.Time) []Action { return r.sched.Woke(a, now) })
 				}))
+			case *ElementDone:
+				r.emitAt(a.Step.ID, a.Element, a.ElementEnd())
 			case *Settle:
 				r.settle(a.Step, a.Result)
 			case *Cancel:
@@ -88,7 +90,7 @@ func (r *run) start(ctx context.Context, a *StartAttempt, report func(func(time.
 	if r.opt.Recorder != nil {
 		r.opt.Recorder.StepStarted(r.opt.RunID, st.ID, r.ord(st.ID), a.N)
 	}
-	r.emit(st.ID, a.StepStart())
+	r.emitAt(st.ID, a.Element, a.StepStart())
 	r.lingering.Add(1)
 	go func() {
 		defer r.lingering.Done()

@@ -41,6 +41,9 @@ type RunResult struct {
 	// step's turn (a session kept between turns, a teardown): `cancelled`,
 	// each with the rule and reason saying why. Absent when there were none.
 	Permissions []policies.PermissionRecord `json:"permissions,omitempty"`
+	// OutputNames are the workflow's output names in the order its file
+	// writes them: the order a person reads Outputs in (a map has none).
+	OutputNames []string `json:"-"`
 }
 
 // StepResult is one step's result.
@@ -65,6 +68,11 @@ type StepResult struct {
 	// Sandbox is what the last attempt's sandbox enforced (the first
 	// element's for for-each); nil without one.
 	Sandbox *steps.SandboxRecord `json:"sandbox,omitempty"`
+	// ExitCode is how a shell step's command exited (steps.Result.ExitCode);
+	// for for-each, the first element that failed's, else 0 when every
+	// element's command exited 0. Nil (and absent from the JSON) for any
+	// other kind of step.
+	ExitCode *int `json:"exit_code,omitempty"`
 	// Stderr is the kept tail of the agent's stderr; it goes to the run
 	// store and `show`, not to the result JSON.
 	Stderr string `json:"-"`

@@ -326,6 +326,7 @@ func (r *run) finish() {
 			r.res.Error = "the run store could not record the run: " + err.Error()
 		}
 	}
+	r.res.OutputNames = r.wf.OutputNames()
 	if status == StatusSucceeded {
 		if err := r.wf.RenderOutputs(r.scope(nil), r.res.Outputs); err != nil {
 			status = StatusFailed
@@ -357,6 +358,15 @@ func (wf *Workflow) RenderOutputs(scope *Scope, out map[string]any) error {
 		out[o.Name] = v
 	}
 	return nil
+}
+
+// OutputNames are the names of the workflow's outputs, in file order.
+func (wf *Workflow) OutputNames() []string {
+	names := make([]string, len(wf.Outputs))
+	for i, o := range wf.Outputs {
+		names[i] = o.Name
+	}
+	return names
 }
 
 // usage sums the steps' usage, in file order (nil: none reported).
@@ -394,6 +404,33 @@ func (t teeSink) Emit(e steps.Event) {
 	t[1].Emit(e)
 }
 
-func (r *run) emit(step string, d steps.EventData) {
-	r.sink.Emit(steps.Event{RunID: r.opt.RunID, Step: step, Time: time.Now(), Data: d})
+func (r *run) emit(step string, d steps.EventData) { r.emitAt(step, nil, d) }
+
+// emitAt emits an event of step's for-each element el (nil: of the step,
+// or of the run).
+func (r *run) emitAt(step string, el *Element, d steps.EventData) {
+	r.sink.Emit(steps.Event{RunID: r.opt.RunID, Step: step, Index: Index(el), Time: time.Now(), Data: d})
+}
+
+// elementSink is sink for the events of a for-each element's attempt:
+// each gets the element's index, whichever part of the step kind emits it
+// (its chunks, permissions, turn_end, teardown), so that no step kind
+// needs to know it runs an element. For a step without for-each (el nil)
+// it is sink.
+func elementSink(sink steps.Sink, el *Element) steps.Sink {
+	if el == nil {
+		return sink
+	}
+	return indexSink{sink, el.Index}
+}
+
+type indexSink struct {
+	steps.Sink
+	index int
+}
+
+func (s indexSink) Emit(e steps.Event) {
+	i := s.index
+	e.Index = &i
+	s.Sink.Emit(e)
 }

@@ -29,13 +29,14 @@ type Schedule struct {
 	runs    map[string]*stepRun // steps that need no more than a slot, or started
 	held    int                 // run slots held
 
-	stop       *Stop // why no new step starts; nil while the run goes on
-	end        *Stop // what ends the run: the first stop, or an interrupt that came later
-	stepFailed bool  // a step failed without continue-on-error
+	now        time.Time // the time the driver last gave
+	stop       *Stop     // why no new step starts; nil while the run goes on
+	end        *Stop     // what ends the run: the first stop, or an interrupt that came later
+	stepFailed bool      // a step failed without continue-on-error
 }
 
 // Action is what a Schedule asks its driver to do: *StartAttempt, *Wait,
-// *Settle or *Cancel, in the order given.
+// *ElementDone, *Settle or *Cancel, in the order given.
 type Action interface{ isAction() }
 
 // StartAttempt asks the driver to run attempt N (from 1) of Step, of its
@@ -46,6 +47,9 @@ type StartAttempt struct {
 	Step    *Step
 	Element *Element
 	N       int
+	// Elements is how many elements the for-each has; 0 for a step
+	// without one.
+	Elements int
 }
 
 // StepStart is the step_start event a driver emits for a.
@@ -53,7 +57,7 @@ func (a *StartAttempt) StepStart() steps.StepStart {
 	ev := steps.StepStart{Attempt: a.N}
 	if a.Element != nil {
 		index := a.Element.Index
-		ev.Index = &index
+		ev.Index, ev.Elements = &index, a.Elements
 	}
 	return ev
 }
@@ -67,6 +71,33 @@ type Wait struct {
 	N       int
 	After   time.Duration
 	Error   string
+}
+
+// ElementDone says that a for-each element is done (its last attempt
+// ended, or the run stopped while it waited to retry): the driver emits
+// the element_end event, with the element's index.
+type ElementDone struct {
+	Step    *Step
+	Element *Element
+	Result  *StepResult
+	// DurationMS is from the element's first attempt's start.
+	DurationMS int64
+}
+
+// ElementEnd is the element_end event a driver emits for a.
+func (a *ElementDone) ElementEnd() steps.ElementEnd {
+	return steps.ElementEnd{Status: string(a.Result.Status), StopReason: a.Result.StopReason, Attempts: a.Result.Attempts,
+		DurationMS: a.DurationMS, Error: a.Result.Error}
+}
+
+// Index is the element's index, for the event's envelope; nil when el is
+// nil (a step without for-each).
+func Index(el *Element) *int {
+	if el == nil {
+		return nil
+	}
+	i := el.Index
+	return &i
 }
 
 // Settle gives a step's final result: the driver records it (durably,
@@ -83,6 +114,7 @@ type Cancel struct{ Cause string }
 
 func (*StartAttempt) isAction() {}
 func (*Wait) isAction()         {}
+func (*ElementDone) isAction()  {}
 func (*Settle) isAction()       {}
 func (*Cancel) isAction()       {}
 
@@ -112,7 +144,8 @@ type stepRun struct {
 
 // elemRun is one element of a for-each step, or the whole of another step.
 type elemRun struct {
-	el       *Element // nil for a step without for-each
+	el       *Element  // nil for a step without for-each
+	begin    time.Time // its first attempt's start
 	res      *StepResult
 	n        int // attempts started
 	inFlight int // attempts started whose agents are not gone
@@ -153,7 +186,7 @@ func NewSchedule(wf *Workflow, of ScopeOf, backoff time.Duration) *Schedule {
 }
 
 // Start is what to do first.
-func (s *Schedule) Start(now time.Time) []Action { return s.advance(now, nil) }
+func (s *Schedule) Start(now time.Time) []Action { s.now = now; return s.advance(now, nil) }
 
 // Done reports whether every step has settled. Agents may still be going
 // (Released not yet reported); the run ends once they are gone.
@@ -185,6 +218,7 @@ func (s *Schedule) End() (Status, string) {
 // the driver cancels itself; each still reports Ended. The first stop is
 // the one that counts.
 func (s *Schedule) Stop(stop Stop, now time.Time) []Action {
+	s.now = now
 	return s.advance(now, s.stopWith(stop, false, nil))
 }
 
@@ -193,6 +227,7 @@ func (s *Schedule) Stop(stop Stop, now time.Time) []Action {
 // StatusCancelled when the run's cancellation cut it, anything else
 // otherwise).
 func (s *Schedule) Ended(a *StartAttempt, out *StepResult, now time.Time) []Action {
+	s.now = now
 	sr, er := s.find(a.Step, a.Element)
 	if er == nil || er.done || a.N != er.n {
 		return nil
@@ -215,6 +250,9 @@ func (s *Schedule) Ended(a *StartAttempt, out *StepResult, now time.Time) []Acti
 		acts = append(acts, &Wait{Step: a.Step, Element: a.Element, N: a.N + 1, After: er.backoff, Error: er.res.Error})
 		er.backoff = NextBackoff(er.backoff)
 	}
+	if er.done {
+		acts = s.elementDone(a.Step, er, acts)
+	}
 	acts, _ = s.settleIfDone(sr, now, acts)
 	return s.advance(now, acts)
 }
@@ -222,6 +260,7 @@ func (s *Schedule) Ended(a *StartAttempt, out *StepResult, now time.Time) []Acti
 // Released reports that the agents of attempt a are gone: its slot (and,
 // with the step's last, the step's run slot) is free.
 func (s *Schedule) Released(a *StartAttempt, now time.Time) []Action {
+	s.now = now
 	sr, er := s.find(a.Step, a.Element)
 	if er == nil || er.inFlight == 0 {
 		return nil
@@ -234,6 +273,7 @@ func (s *Schedule) Released(a *StartAttempt, now time.Time) []Action {
 // Woke reports that wait w is over: the next attempt starts, unless the
 // run stopped meanwhile (the element then ended as cancelled).
 func (s *Schedule) Woke(w *Wait, now time.Time) []Action {
+	s.now = now
 	_, er := s.find(w.Step, w.Element)
 	if er == nil || !er.waiting || er.done || w.N != er.n+1 {
 		return nil
@@ -256,11 +296,27 @@ func (s *Schedule) find(st *Step, el *Element) (*stepRun, *elemRun) {
 	return sr, nil
 }
 
+// elementDone is acts with er's ElementDone when er is a for-each
+// element (another step's end is its Settle).
+func (s *Schedule) elementDone(st *Step, er *elemRun, acts []Action) []Action {
+	if er.el == nil {
+		return acts
+	}
+	return append(acts, &ElementDone{Step: st, Element: er.el, Result: er.res, DurationMS: s.now.Sub(er.begin).Milliseconds()})
+}
+
 // attempt starts er's next attempt.
 func (s *Schedule) attempt(er *elemRun, st *Step) Action {
+	if er.n == 0 {
+		er.begin = s.now
+	}
 	er.n++
 	er.inFlight++
-	return &StartAttempt{Step: st, Element: er.el, N: er.n}
+	a := &StartAttempt{Step: st, Element: er.el, N: er.n}
+	if sr := s.runs[st.ID]; sr != nil && er.el != nil {
+		a.Elements = len(sr.items)
+	}
+	return a
 }
 
 // advance settles and starts what it can, after acts, until nothing more
@@ -466,6 +522,7 @@ func (s *Schedule) stopWith(stop Stop, own bool, acts []Action) []Action {
 			if er.waiting && !er.done {
 				er.waiting, er.done = false, true
 				er.res.Status, er.res.Error = StatusCancelled, stop.Cause
+				acts = s.elementDone(st, er, acts)
 			}
 		}
 	}

@@ -54,7 +54,7 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *Element, linger 
 			}
 			return t.Render(scope)
 		},
-		Events:    usageSink{r.sink, meter},
+		Events:    usageSink{elementSink(r.sink, el), meter},
 		Processes: r.processes(st.ID),
 		Lingering: linger,
 
@@ -115,10 +115,28 @@ func (st *Step) Combine(each []*StepResult) *StepResult {
 		}
 	}
 	res.Output, res.Final = outputs, finals
+	res.ExitCode = firstExitCode(each)
 	if st.Structured() {
 		res.JSON = values
 	}
 	return res
+}
+
+// firstExitCode is a for-each step's exit code: the first element whose
+// command exited non-zero gives it, else 0 when any element ran a command
+// (every one exited 0), else nil (no element runs one).
+func firstExitCode(each []*StepResult) *int {
+	var code *int
+	for _, e := range each {
+		switch {
+		case e.ExitCode == nil:
+		case *e.ExitCode != 0:
+			return e.ExitCode
+		case code == nil:
+			code = e.ExitCode
+		}
+	}
+	return code
 }
 
 // MaxForEachItems bounds the elements of one for-each: each element is a

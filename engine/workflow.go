@@ -85,6 +85,12 @@ type Step struct {
 	ForEachMaxParallel int
 }
 
+// DefaultStepTimeout bounds a step that sets no `timeout:` (the loader sets
+// it; `timeout: 0` turns it off): long enough for an agent's longest turns
+// measured, short enough that a stalled agent does not hold a run, or a
+// CI job, forever (DESIGN.md).
+const DefaultStepTimeout = 30 * time.Minute
+
 // Structured reports whether the step's result carries a value checked
 // against a schema (steps.StructuredStep, acp-subagent's output-schema):
 // its steps.ID.json is that value, not its output parsed as JSON.

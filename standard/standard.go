@@ -9,4 +9,5 @@ package standard
 import (
 	_ "github.com/acpflow/acpflow/policies/wasmpolicy" // the `wasm:` policy form
 	_ "github.com/acpflow/acpflow/steps/acpsubagent"   // the acp-subagent step kind
+	_ "github.com/acpflow/acpflow/steps/shell"         // the shell step kind (run:)
 )

@@ -14,7 +14,7 @@ import (
 // policy form by its key (a form that is linked fails on the missing
 // module, not on "does not link").
 func TestAProgramThatImportsStandardHasEveryKindAndForm(t *testing.T) {
-	for _, kind := range []string{"acp-subagent"} {
+	for _, kind := range []string{"acp-subagent", "shell"} {
 		if _, ok := steps.Lookup(kind); !ok {
 			t.Errorf("step kind %q is not registered; registered: %v", kind, steps.Names())
 		}

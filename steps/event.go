@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/acpflow/acpflow/policies"
@@ -23,6 +24,11 @@ import (
 type Event struct {
 	RunID string
 	Step  string // "" for run_start and run_end
+	// Index is the for-each element's index, on every event of an element
+	// (its attempts' events, its retries, its element_end), so that a
+	// reader can tell apart the elements that run at once; nil for any
+	// other event (a for-each step's step_end is the whole step's).
+	Index *int
 	Time  time.Time
 	Data  EventData
 }
@@ -91,6 +97,7 @@ var (
 	keyStep  = []byte("step")
 	keyTime  = []byte("time")
 	keyKind  = []byte("kind")
+	keyIndex = []byte("index")
 )
 
 // encode writes the payload's members, and the envelope's when asked, as
@@ -110,7 +117,7 @@ func (e Event) encode(envelope bool) ([]byte, error) {
 	// The envelope comes first, so that a payload member of the same name
 	// is the one dropped, as a map would have overwritten it.
 	env := make([]byte, 0, 96)
-	var spans [5]struct {
+	var spans [6]struct {
 		key      []byte
 		from, to int
 	}
@@ -139,6 +146,13 @@ func (e Event) encode(envelope bool) ([]byte, error) {
 		from := len(env)
 		env = appendString(env, k)
 		add(keyKind, from)
+	}
+	// The index is kept with the payload (the run store's too): it is
+	// what tells an element's events from its siblings'.
+	if e.Index != nil {
+		from := len(env)
+		env = strconv.AppendInt(env, int64(*e.Index), 10)
+		add(keyIndex, from)
 	}
 	for _, s := range spans[:n] {
 		ms = append(ms, member{s.key, env[s.from:s.to]})
@@ -259,10 +273,13 @@ type RunEnd struct {
 	Usage *Usage `json:"usage,omitempty"`
 }
 
-// StepStart begins an attempt of a step; Index is the for-each element's.
+// StepStart begins an attempt of a step; Index is the for-each element's,
+// and Elements how many elements the step has (what `N/M done` counts
+// to; 0 for a step without for-each).
 type StepStart struct {
-	Attempt int  `json:"attempt"`
-	Index   *int `json:"index,omitempty"`
+	Attempt  int  `json:"attempt"`
+	Index    *int `json:"index,omitempty"`
+	Elements int  `json:"elements,omitempty"`
 }
 
 // StepEnd says a step settled; it is a skipped step's only event.
@@ -274,6 +291,18 @@ type StepEnd struct {
 	Error      string `json:"error,omitempty"`
 	// Usage is what the step's agent reported; nil when it reported nothing.
 	Usage *Usage `json:"usage,omitempty"`
+}
+
+// ElementEnd says one element of a for-each step is done, after its last
+// attempt (its Event's Index says which): what the line and live views
+// count as `N/M done`, and `show` lists per element. The step's own
+// step_end comes when every element is done.
+type ElementEnd struct {
+	Status     string `json:"status"`
+	StopReason string `json:"stop_reason"`
+	Attempts   int    `json:"attempts"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
 }
 
 // Retry says a failed attempt is tried again after AfterMS.
@@ -343,9 +372,11 @@ func (Permission) EventType() string { return "permission" }
 func (Unasked) EventType() string    { return "unasked" }
 func (Warning) EventType() string    { return "step_update" }
 func (Retry) EventType() string      { return "step_update" }
+func (ElementEnd) EventType() string { return "step_update" }
 
-func (Retry) UpdateKind() string   { return "retry" }
-func (Warning) UpdateKind() string { return "warning" }
+func (Retry) UpdateKind() string      { return "retry" }
+func (ElementEnd) UpdateKind() string { return "element_end" }
+func (Warning) UpdateKind() string    { return "warning" }
 
 // Emit sends one of the step's events, stamped with the invocation's run
 // and step and the time.

@@ -89,3 +89,36 @@ func TestARunEventHasAnEmptyStep(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// An element's events carry its index beside the envelope, in the stream
+// and in what the run store keeps, whatever the payload: a chunk, an
+// element's end, a step_start that has it in its payload too (once).
+func TestAnElementsEventsCarryItsIndex(t *testing.T) {
+	three := 3
+	at := time.Unix(0, 0)
+	cases := []struct {
+		data       steps.EventData
+		want, kept string
+	}{
+		{steps.Warning{Message: "m"},
+			`{"index":3,"kind":"warning","message":"m","run_id":"r","step":"s","time":"1970-01-01T00:00:00Z","type":"step_update"}`,
+			`{"index":3,"kind":"warning","message":"m"}`},
+		{steps.ElementEnd{Status: "failed", StopReason: "error", Attempts: 2, DurationMS: 5, Error: "x"},
+			`{"attempts":2,"duration_ms":5,"error":"x","index":3,"kind":"element_end","run_id":"r","status":"failed","step":"s","stop_reason":"error","time":"1970-01-01T00:00:00Z","type":"step_update"}`,
+			`{"attempts":2,"duration_ms":5,"error":"x","index":3,"kind":"element_end","status":"failed","stop_reason":"error"}`},
+		{steps.StepStart{Attempt: 1, Index: &three},
+			`{"attempt":1,"index":3,"run_id":"r","step":"s","time":"1970-01-01T00:00:00Z","type":"step_start"}`,
+			`{"attempt":1,"index":3}`},
+	}
+	for _, c := range cases {
+		e := steps.Event{RunID: "r", Step: "s", Index: &three, Time: at, Data: c.data}
+		got, _ := json.Marshal(e)
+		if string(got) != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+		kept, _ := e.FieldsJSON()
+		if string(kept) != c.kept {
+			t.Errorf("kept %s\nwant %s", kept, c.kept)
+		}
+	}
+}

@@ -217,6 +217,11 @@ type Result struct {
 	Usage *Usage
 	// Sandbox is what the attempt's sandbox enforced; nil: it had none.
 	Sandbox *SandboxRecord
+	// ExitCode is how the command of a step that runs one (uses: shell)
+	// exited: its exit status, or 128 + the signal that killed it, as a
+	// shell's $? says. Nil for a step that runs no command, and for one
+	// acpflow stopped (a timeout, a cancel) or could not start.
+	ExitCode *int
 	// Transcript is what the step and its agent said to each other, when
 	// the kind keeps one; the engine fills in step, element and attempt.
 	Transcript *transcript.Step

@@ -5,17 +5,20 @@ import (
 	"testing"
 
 	_ "github.com/acpflow/acpflow/steps/acpsubagent"
+	_ "github.com/acpflow/acpflow/steps/shell"
 	"github.com/acpflow/acpflow/workflows"
 )
 
-// exampleFiles lists the shipped example workflows.
+// exampleFiles lists the shipped example workflows, the cookbook's
+// (examples/cookbook/, docs/cookbook.md) included.
 func exampleFiles(t testing.TB) []string {
 	t.Helper()
 	files, err := filepath.Glob("examples/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no examples found: %v", err)
+	more, err2 := filepath.Glob("examples/*/*.yaml")
+	if err != nil || err2 != nil || len(files) == 0 || len(more) == 0 {
+		t.Fatalf("no examples found: %v %v", err, err2)
 	}
-	return files
+	return append(files, more...)
 }
 
 func TestEveryExampleLoads(t *testing.T) {

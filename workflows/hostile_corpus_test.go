@@ -54,8 +54,10 @@ func generatedHostile() []hostileFile {
 // at a position, within a time and memory bound.
 //
 // Measured on a 2-CPU machine: at most 40 ms and 150 MiB allocated (the
-// 4 MiB flat list, read once by the prescan and split into lines); the
-// bounds are five times that and more.
+// 4 MiB flat list, read once by the prescan and split into lines). The
+// memory bound is the verdict; the time bound is a hang guard, 500 times
+// the idle figure, since a loaded machine gives a parse a fraction of a
+// CPU while an unbounded expansion takes minutes.
 func TestHostileCorpus(t *testing.T) {
 	files := generatedHostile()
 	paths, _ := filepath.Glob("testdata/hostile/*.yaml")
@@ -80,7 +82,7 @@ func TestHostileCorpus(t *testing.T) {
 			_, err := workflows.Parse("h.yaml", f.src)
 			took := time.Since(start)
 			runtime.ReadMemStats(&after)
-			if took > 2*time.Second {
+			if took > 20*time.Second {
 				t.Errorf("Parse took %v", took)
 			}
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<30 {
@@ -149,7 +151,7 @@ func TestOnlyBoundedRegularFilesAreRead(t *testing.T) {
 					if err == nil || !strings.Contains(err.Error(), tc.want) {
 						t.Errorf("err = %v, want %q", err, tc.want)
 					}
-				case <-time.After(5 * time.Second):
+				case <-time.After(30 * time.Second): // a hang guard
 					t.Fatal("blocked")
 				}
 			})

@@ -45,19 +45,26 @@ func Load(path string) (*engine.Workflow, error) {
 // Parse never panics on any input. Should a bug make it panic anyway, the
 // panic becomes an error asking for a report, so that a user never sees a
 // Go stack trace (docs/cli.md).
-func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
+func Parse(name string, src []byte) (*engine.Workflow, error) {
+	wf, _, err := parse(name, src)
+	return wf, err
+}
+
+// parse is Parse, returning besides the decoder that checked the file
+// (for its warnings, needs.go).
+func parse(name string, src []byte) (wf *engine.Workflow, d *decoder, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			wf, err = nil, Errors{{File: name, Msg: fmt.Sprintf("internal error while checking the workflow (please report it): %v", r)}}
+			wf, d, err = nil, nil, Errors{{File: name, Msg: fmt.Sprintf("internal error while checking the workflow (please report it): %v", r)}}
 		}
 	}()
 	src = trimBOM(src)
 	errs := newErrorList(name, src)
 	root := parseYAML(src, errs)
 	if root == nil {
-		return nil, errs.result()
+		return nil, nil, errs.result()
 	}
-	d := newDecoder(errs)
+	d = newDecoder(errs)
 	d.workflow(root)
 	g := d.graph()
 	d.checkRefs(g)
@@ -66,7 +73,7 @@ func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
 	d.checkSessions(g)
 	d.checkModes()
 	if err := errs.result(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sum := sha256.Sum256(src)
 	d.wf.File = name
@@ -74,7 +81,7 @@ func Parse(name string, src []byte) (wf *engine.Workflow, err error) {
 	for _, s := range d.steps {
 		d.wf.Steps = append(d.wf.Steps, s.step)
 	}
-	return d.wf, nil
+	return d.wf, d, nil
 }
 
 // trimBOM drops a UTF-8 byte order mark, which editors on Windows write
@@ -106,7 +113,11 @@ func (d *decoder) prepare() {
 func (d *decoder) prepareErrorAt(s *stepInfo, err error) pos {
 	var fe *steps.FieldError
 	if errors.As(err, &fe) {
-		n, _ := follow(s.node, fe.Path)
+		path := fe.Path
+		if s.shorthand && len(path) > 0 && path[0] == "with" {
+			path = path[1:] // run: and its keys are the step's own
+		}
+		n, _ := follow(s.node, path)
 		return n.pos
 	}
 	if s.withNode != nil {

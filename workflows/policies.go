@@ -128,6 +128,10 @@ func (d *decoder) specErrors(n *node, what string, err error) {
 		if errors.As(e.Err, &fe) {
 			// A condition that does not compile: point into it, and say
 			// it without expr's own position and snippet.
+			if cutAt, cut := d.commentCut(at); cut {
+				d.at(cutAt, "%s.%s: %s", what, e.Path, commentCutMessage)
+				continue
+			}
 			src, _ := at.str()
 			d.at(d.find(at, src, fe.From), "%s.%s: %s", what, e.Path, exprMessage(e.Err))
 			continue
@@ -197,4 +201,18 @@ func IsWorkflow(src []byte) bool {
 		return true
 	}
 	return root.get("steps") != nil || root.get("name") != nil
+}
+
+// IsPolicyFile tells whether validate checks src as a bare policy file: a
+// mapping with neither steps: nor name: (IsWorkflow) and with a top-level
+// permission:, env: or sandbox:. A file with none of the three is checked as
+// a workflow, so that a workflow that lost its steps: hears about steps:,
+// not about policies it never meant to be.
+func IsPolicyFile(src []byte) bool {
+	if IsWorkflow(src) {
+		return false
+	}
+	src = trimBOM(src)
+	root := parseYAML(src, newErrorList("", src))
+	return root.get("permission") != nil || root.get("env") != nil || root.get("sandbox") != nil
 }

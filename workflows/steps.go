@@ -11,7 +11,15 @@ import (
 var stepKeys = []string{
 	"id", "name", "description", "uses", "with", "needs", "if",
 	"timeout", "retries", "continue-on-error", "policies", "for-each", "max-parallel",
+	"run", "shell", "env", "cwd",
 }
+
+// shellKind is the step kind `run:` stands for (steps/shell), and
+// runKeys the keys that go with run: on the step itself, each one the
+// kind's with: key of the same name, as GitHub Actions writes them.
+const shellKind = "shell"
+
+var runKeys = []string{"shell", "env", "cwd"}
 
 // stepInfo is a step while the file is being checked: the engine's step
 // plus what the later checks (needs, references, Prepare) need to know.
@@ -29,6 +37,9 @@ type stepInfo struct {
 	kind     steps.Kind
 	withNode *node
 	rawWith  map[string]any
+	// shorthand says the step is written `run: COMMAND`: its with: values
+	// are keys of the step itself, where a kind's error about one is put.
+	shorthand bool
 	// prepared says that everything Kind.Prepare looks at decoded cleanly,
 	// so that Prepare's own errors are not echoes of ones already reported.
 	prepared bool
@@ -49,22 +60,34 @@ func (d *decoder) decodeStep(index int, n *node) {
 	}
 	before := len(d.errs)
 	d.decodeStepID(info)
-	f := d.fields(n, info.label, stepKeys)
+	f := d.stepFields(info, n)
 
-	if u := f["uses"]; u == nil {
-		d.at(n.pos, "%s: missing uses: say which kind of step this is (known: %s)", info.label, strings.Join(steps.Names(), ", "))
-	} else if s, ok := d.str(u, info.label+": uses"); ok {
-		st.Uses = s
-		if k, ok := steps.Lookup(s); ok {
-			info.kind = k
-		} else {
-			d.at(u.pos, "%s: unknown uses %q%s", info.label, s, knownList(s, steps.Names()))
+	switch u := f["uses"]; {
+	case f["run"] != nil:
+		d.decodeRun(info, f)
+	case u == nil:
+		d.at(n.pos, "%s: missing uses: say which kind of step this is (known: %s), or give a command line to run with run:", info.label, strings.Join(steps.Names(), ", "))
+	default:
+		if s, ok := d.str(u, info.label+": uses"); ok {
+			st.Uses = s
+			if k, ok := steps.Lookup(s); ok {
+				info.kind = k
+			} else {
+				d.at(u.pos, "%s: unknown uses %q%s", info.label, s, knownList(s, steps.Names()))
+			}
 		}
 	}
-	if w := f["with"]; w != nil {
-		d.decodeWith(info, w)
-	} else if info.kind != nil && len(info.kind.Required()) > 0 {
-		d.at(n.pos, "%s: missing with: %s needs %s", info.label, info.kind.Name(), strings.Join(info.kind.Required(), ", "))
+	if f["run"] == nil {
+		for _, k := range runKeys {
+			if x := f[k]; x != nil {
+				d.at(keyAt(n, k), "%s: %s: goes with run: (a command line); a step with uses: takes its settings under with:", info.label, k)
+			}
+		}
+		if w := f["with"]; w != nil {
+			d.decodeWith(info, w)
+		} else if info.kind != nil && len(info.kind.Required()) > 0 {
+			d.at(n.pos, "%s: missing with: %s needs %s", info.label, info.kind.Name(), strings.Join(info.kind.Required(), ", "))
+		}
 	}
 	withOK := len(d.errs) == before
 
@@ -79,8 +102,11 @@ func (d *decoder) decodeStep(index int, n *node) {
 		info.ifNode = x
 		st.If = d.expression(x, info.label+": if", scope{step: info})
 	}
+	// A step that sets no timeout gets the default, so that no step can
+	// hang a run forever; 0 turns it off.
+	st.Timeout = engine.DefaultStepTimeout
 	if x := f["timeout"]; x != nil {
-		st.Timeout, _ = d.duration(x, info.label+": timeout")
+		st.Timeout, _ = d.durationOrOff(x, info.label+": timeout")
 	}
 	if x := f["retries"]; x != nil {
 		st.Retries, _ = d.integer(x, info.label+": retries", 0)
@@ -174,7 +200,7 @@ func (d *decoder) decodeWith(info *stepInfo, n *node) {
 	for i, k := range n.keys {
 		name := k.value.(string)
 		if info.kind != nil && !contains(known, name) {
-			d.at(k.pos, "%s: unknown key %q for %s%s", ctx, name, info.kind.Name(), didYouMean(name, known))
+			d.at(k.pos, "%s", unknownWithKey(ctx, name, info.kind, known))
 			continue
 		}
 		info.step.With[name], info.rawWith[name] = d.withValue(n.vals[i], scope{step: info})
@@ -219,6 +245,50 @@ func (d *decoder) withValue(n *node, sc scope) (compiled, raw any) {
 		return nil, s
 	}
 	return n.value, n.value
+}
+
+// decodeRun reads the run: shorthand: `run: COMMAND` with shell:, env:
+// and cwd: beside it is `uses: shell` with those keys under with:, and
+// the step's with: is made of them, compiled as decodeWith compiles one.
+func (d *decoder) decodeRun(info *stepInfo, f map[string]*node) {
+	n := info.node
+	if u := f["uses"]; u != nil {
+		if s, _ := u.str(); s == shellKind {
+			d.at(keyAt(n, "uses"), "%s: run: and uses: together: run: is the shorthand of uses: shell; drop uses:, or put run: under with:", info.label)
+		} else {
+			d.at(keyAt(n, "uses"), "%s: run: and uses: together: a step either runs a command line (run:) or uses a step kind (uses:), not both", info.label)
+		}
+	}
+	if w := f["with"]; w != nil {
+		d.at(keyAt(n, "with"), "%s: with: goes with uses:; beside run:, write %s on the step itself", info.label, strings.Join(runKeys, ", "))
+	}
+	info.step.Uses = shellKind
+	k, ok := steps.Lookup(shellKind)
+	if !ok {
+		d.at(keyAt(n, "run"), "%s: run: needs the shell step kind, which this program lacks (known: %s)", info.label, strings.Join(steps.Names(), ", "))
+		return
+	}
+	info.kind, info.shorthand = k, true
+	info.step.With = map[string]any{}
+	info.rawWith = map[string]any{}
+	for _, key := range append([]string{"run"}, runKeys...) {
+		x := f[key]
+		if x == nil {
+			continue
+		}
+		info.step.With[key], info.rawWith[key] = d.withValue(x, scope{step: info})
+	}
+}
+
+// keyAt is where key is written in the mapping n (the key, not its
+// value), or n's position when it has no such key.
+func keyAt(n *node, key string) pos {
+	for _, k := range n.keys {
+		if k.value == key {
+			return k.pos
+		}
+	}
+	return n.pos
 }
 
 // decodeNeeds reads needs: one id or a list of them. Whether each names a

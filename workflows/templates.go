@@ -33,6 +33,10 @@ type exprUse struct {
 func (d *decoder) template(n *node, s string, sc scope) *engine.Template {
 	t, err := d.compiled.template(s)
 	if err != nil {
+		if at, cut := d.commentCut(n); cut {
+			d.at(at, "%s", commentCutMessage)
+			return nil
+		}
 		d.at(d.templateErrorAt(n, err), "%s", templateMessage(err))
 		return nil
 	}
@@ -61,6 +65,10 @@ func (d *decoder) expression(n *node, what string, sc scope) *engine.Expr {
 	}
 	e, err := d.compiled.expr(src)
 	if err != nil {
+		if at, cut := d.commentCut(n); cut {
+			d.at(at, "%s: %s", what, commentCutMessage)
+			return nil
+		}
 		at := n.pos
 		var fe *file.Error
 		if errors.As(err, &fe) {
@@ -93,6 +101,10 @@ func exprMessage(err error) string {
 	if errors.As(err, &fe) {
 		if name, ok := strings.CutPrefix(fe.Message, "unknown name "); ok {
 			msg += didYouMean(name, engine.ScopeNames)
+		}
+		if fe.Message == `unexpected token Operator("=")` {
+			// A single = is how SQL, YAML-minded and shell users compare.
+			msg = strings.Replace(msg, fe.Message, "use == to compare (= is not an operator)", 1)
 		}
 	}
 	return msg

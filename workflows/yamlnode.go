@@ -143,7 +143,8 @@ func (n *node) plain() any {
 }
 
 // parseYAML parses src into a node tree. A syntax error keeps goccy's
-// position; anchors, aliases and merge keys are resolved here.
+// position, reworded where a common mistake is behind it (yamlSyntax);
+// anchors, aliases and merge keys are resolved here.
 func parseYAML(src []byte, errs *errorList) *node {
 	if at, msg, ok := prescan(src); !ok {
 		errs.at(at, "%s", msg)
@@ -154,7 +155,8 @@ func parseYAML(src []byte, errs *errorList) *node {
 		var ye yaml.Error
 		if errors.As(err, &ye) && ye.GetToken() != nil {
 			p := ye.GetToken().Position
-			errs.at(pos{p.Line, p.Column}, "YAML syntax: %s", ye.GetMessage())
+			at, msg := yamlSyntax(errs.lines, pos{p.Line, p.Column}, ye.GetMessage())
+			errs.at(at, "%s", msg)
 		} else {
 			errs.at(pos{1, 1}, "YAML syntax: %v", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/acpflow/acpflow/engine"
@@ -33,6 +34,10 @@ type Case struct {
 	Check func(t *testing.T, res *engine.RunResult, tr steptest.Trace)
 }
 
+// runs numbers the suite's runs, so that a run id is new under -count=N
+// too (the fake kind's trace is kept by run id for the binary's life).
+var runs atomic.Int64
+
 // Run runs every case with drive; kind is the fake kind the test binary
 // registered (steps.Register).
 func Run(t *testing.T, kind *steptest.Fake, drive Driver) {
@@ -43,7 +48,7 @@ func Run(t *testing.T, kind *steptest.Fake, drive Driver) {
 			if err := os.WriteFile(path, []byte(c.Workflow), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			runID := fmt.Sprintf("conformance-%d-%s", i, t.Name())
+			runID := fmt.Sprintf("conformance-%d-%d-%s", i, runs.Add(1), t.Name())
 			res := drive(t, runID, path)
 			c.Check(t, res, kind.Trace(runID))
 		})
@@ -99,11 +104,13 @@ outputs:
 name: wide
 max-parallel: 2
 steps:
-  - {id: s1, uses: fake, with: {sleep: 40ms}}
-  - {id: s2, uses: fake, with: {sleep: 40ms}}
-  - {id: s3, uses: fake, with: {sleep: 40ms}}
-  - {id: s4, uses: fake, with: {sleep: 40ms}}
+  - {id: s1, uses: fake, with: {wait-for-peak: 2}}
+  - {id: s2, uses: fake, with: {wait-for-peak: 2}}
+  - {id: s3, uses: fake, with: {wait-for-peak: 2}}
+  - {id: s4, uses: fake, with: {wait-for-peak: 2}}
 `,
+		// Each turn waits until two have run at once: the overlap is an
+		// event, not a sleep a loaded machine could outlast.
 		Check: func(t *testing.T, res *engine.RunResult, tr steptest.Trace) {
 			want(t, "status", res.Status, engine.StatusSucceeded)
 			if tr.Peak != 2 {

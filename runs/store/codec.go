@@ -4,6 +4,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -38,6 +41,72 @@ func jsonArg(what string, v any) (string, error) {
 		return "", fmt.Errorf("encode %s: %w", what, err)
 	}
 	return string(b), nil
+}
+
+// orderedObject encodes m as a JSON object whose members come in the
+// order of names, then any other in name order: a map has no order, and
+// the outputs' is the workflow file's. A nil m is null, as jsonArg has it.
+func orderedObject(what string, m map[string]any, names []string) (string, error) {
+	if m == nil || len(names) == 0 {
+		return jsonArg(what, m)
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	seen := make(map[string]bool, len(m))
+	add := func(k string) error {
+		v, err := json.Marshal(m[k])
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", what, err)
+		}
+		key, _ := json.Marshal(k)
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(v)
+		seen[k] = true
+		return nil
+	}
+	for _, k := range names {
+		if _, ok := m[k]; ok && !seen[k] {
+			if err := add(k); err != nil {
+				return "", err
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !seen[k] {
+			if err := add(k); err != nil {
+				return "", err
+			}
+		}
+	}
+	b.WriteByte('}')
+	return b.String(), nil
+}
+
+// objectKeys is the names of the members of the JSON object s, in the
+// order s writes them; nil when s is not an object.
+func objectKeys(s string) []string {
+	dec := json.NewDecoder(strings.NewReader(s))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var keys []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := t.(string)
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return keys
 }
 
 // parseMap reads a JSON object column ("null" is a nil map).

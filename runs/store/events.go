@@ -242,3 +242,35 @@ func (q *eventQueue) close() error {
 	<-q.done
 	return q.report()
 }
+
+// ElementEnds reads a run's element_end events (steps.ElementEnd: one per
+// for-each element done, with its index), in order: what `show` lists per
+// element, without reading every chunk of the run's text.
+func (s *Store) ElementEnds(ctx context.Context, runID string) ([]Event, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, step_id, type, time, fields_json FROM events
+		WHERE run_id = ? AND type = 'step_update' AND json_extract(fields_json, '$.kind') = 'element_end' ORDER BY seq`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: read events of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		e := Event{RunID: runID}
+		var t sql.NullString
+		var fields string
+		if err := rows.Scan(&e.Seq, &e.StepID, &e.Type, &t, &fields); err != nil {
+			return nil, fmt.Errorf("store: read events of run %s: %w", runID, err)
+		}
+		if e.Time, err = parseTime(t); err != nil {
+			return nil, err
+		}
+		if e.Fields, err = parseMap("event fields", fields); err != nil {
+			return nil, fmt.Errorf("store: event %d of run %s: %w", e.Seq, runID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read events of run %s: %w", runID, err)
+	}
+	return out, nil
+}

@@ -126,7 +126,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*RunDetail, error) {
 // readSteps reads a run's steps in file order, with their permissions.
 func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT step_id, ord, status, stop_reason, output_json, final_json, value_json, error, attempts, session_id,
-		stderr_tail, started_at, ended_at, duration_ms, usage_json, sandbox_json FROM steps WHERE run_id = ? ORDER BY ord, step_id`, runID)
+		stderr_tail, started_at, ended_at, duration_ms, usage_json, sandbox_json, exit_code FROM steps WHERE run_id = ? ORDER BY ord, step_id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
 	}
@@ -137,12 +137,17 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 		st := Step{RunID: runID, Permissions: []Permission{}}
 		var output, final, value string
 		var started, ended, usage, sandbox sql.NullString
+		var exitCode sql.NullInt64
 		if err := rows.Scan(&st.StepID, &st.Ord, &st.Status, &st.StopReason, &output, &final, &value, &st.Error, &st.Attempts, &st.SessionID,
-			&st.Stderr, &started, &ended, &st.DurationMS, &usage, &sandbox); err != nil {
+			&st.Stderr, &started, &ended, &st.DurationMS, &usage, &sandbox, &exitCode); err != nil {
 			return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
 		}
 		if st.Usage, err = parseUsage[stepUsage](usage); err != nil {
 			return nil, fmt.Errorf("store: step %s of run %s: %w", st.StepID, runID, err)
+		}
+		if exitCode.Valid {
+			code := int(exitCode.Int64)
+			st.ExitCode = &code
 		}
 		if st.Sandbox, err = parseUsage[stepSandbox](sandbox); err != nil {
 			return nil, fmt.Errorf("store: step %s of run %s: %w", st.StepID, runID, err)
@@ -341,6 +346,7 @@ func scanRun(sc scanner) (Run, error) {
 	if r.Outputs, err = parseMap("outputs", outputs); err != nil {
 		return r, fmt.Errorf("store: run %s: %w", r.ID, err)
 	}
+	r.OutputNames = objectKeys(outputs)
 	if r.StartedAt, err = parseTime(started); err != nil {
 		return r, err
 	}

@@ -100,6 +100,10 @@ type Run struct {
 	// Usage sums what the run's steps reported (nil: nothing), set when
 	// the run ends (SetRunUsage).
 	Usage *engine.RunUsage
+	// OutputNames are Outputs' names in the order the run recorded them
+	// (its workflow's; name order for a run recorded before that order
+	// was kept).
+	OutputNames []string
 }
 
 // CreateBatch records a new batch and its input lines, if any.
@@ -225,8 +229,9 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 }
 
 // FinishRun records a run's end (now when ended is zero). Its duration is
-// ended minus its start.
-func (s *Store) FinishRun(ctx context.Context, id string, status engine.Status, errMsg string, outputs map[string]any, ended time.Time) error {
+// ended minus its start. The outputs are kept in the order of names (the
+// workflow's), any not named after them in name order.
+func (s *Store) FinishRun(ctx context.Context, id string, status engine.Status, errMsg string, outputs map[string]any, ended time.Time, names ...string) error {
 	ctx = durable(ctx)
 	if err := validRunStatus(status); err != nil {
 		return err
@@ -234,7 +239,7 @@ func (s *Store) FinishRun(ctx context.Context, id string, status engine.Status, 
 	if ended.IsZero() {
 		ended = time.Now()
 	}
-	out, err := jsonArg("outputs", outputs)
+	out, err := orderedObject("outputs", outputs, names)
 	if err != nil {
 		return fmt.Errorf("store: run %s: %w", id, err)
 	}

@@ -204,4 +204,9 @@ ALTER TABLE permissions ADD COLUMN would TEXT NOT NULL DEFAULT '';
 	`
 ALTER TABLE steps ADD COLUMN sandbox_json TEXT;
 `,
+	// 11: how a shell step's command exited (engine.StepResult.ExitCode);
+	// NULL for every other step.
+	`
+ALTER TABLE steps ADD COLUMN exit_code INTEGER;
+`,
 }

@@ -42,6 +42,8 @@ type Step struct {
 	Usage *steps.Usage
 	// Sandbox is what the step's sandbox enforced; nil: none.
 	Sandbox *steps.SandboxRecord
+	// ExitCode is how a shell step's command exited; nil for any other step.
+	ExitCode *int
 }
 
 // Permission is one permission request a step's agent made and how it was
@@ -101,7 +103,7 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.stmts.upsertStep).ExecContext(ctx,
 			st.RunID, st.StepID, st.Ord, string(st.Status), st.StopReason, out, final, value, st.Error, st.Attempts, st.SessionID, st.Stderr,
-			timeArg(st.StartedAt), timeArg(st.EndedAt), st.DurationMS, usage, sandbox)
+			timeArg(st.StartedAt), timeArg(st.EndedAt), st.DurationMS, usage, sandbox, exitCodeArg(st.ExitCode))
 		if err != nil {
 			return fmt.Errorf("store: save step %s of run %s: %w", st.StepID, st.RunID, err)
 		}
@@ -144,6 +146,14 @@ func usageArg[U any](u *U) (any, error) {
 		return nil, fmt.Errorf("encode usage: %w", err)
 	}
 	return string(b), nil
+}
+
+// exitCodeArg is an exit code as a column: NULL for none.
+func exitCodeArg(code *int) any {
+	if code == nil {
+		return nil
+	}
+	return *code
 }
 
 // parseUsage reads a usage column back: nil for NULL.

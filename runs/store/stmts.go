@@ -24,15 +24,15 @@ const eventsPerInsert = 32
 
 const (
 	upsertStepSQL = `INSERT INTO steps
-	(run_id, step_id, ord, status, stop_reason, output_json, final_json, value_json, error, attempts, session_id, stderr_tail, started_at, ended_at, duration_ms, usage_json, sandbox_json)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	(run_id, step_id, ord, status, stop_reason, output_json, final_json, value_json, error, attempts, session_id, stderr_tail, started_at, ended_at, duration_ms, usage_json, sandbox_json, exit_code)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (run_id, step_id) DO UPDATE SET
 		ord = excluded.ord, status = excluded.status, stop_reason = excluded.stop_reason,
 		output_json = excluded.output_json, final_json = excluded.final_json, value_json = excluded.value_json,
 		error = excluded.error, attempts = excluded.attempts,
 		session_id = excluded.session_id, stderr_tail = excluded.stderr_tail,
 		started_at = excluded.started_at, ended_at = excluded.ended_at, duration_ms = excluded.duration_ms, usage_json = excluded.usage_json,
-		sandbox_json = excluded.sandbox_json`
+		sandbox_json = excluded.sandbox_json, exit_code = excluded.exit_code`
 	deletePermissionsSQL = `DELETE FROM permissions WHERE run_id = ? AND step_id = ?`
 	insertPermissionSQL  = `INSERT INTO permissions
 	(run_id, step_id, seq, tool_call_id, kind, title, command, locations_json, decision, would, outcome, option_id, layer, policy, rule, reason)

@@ -40,7 +40,7 @@ func (k *Fake) Name() string { return FakeName }
 
 // Keys implements steps.Kind.
 func (k *Fake) Keys() []string {
-	return []string{"output", "sleep", "fail", "fail-attempts", "wait-for-cancel", "teardown", "teardown-until"}
+	return []string{"output", "sleep", "fail", "fail-attempts", "wait-for-peak", "wait-for-cancel", "teardown", "teardown-until"}
 }
 
 // Required implements steps.Kind.
@@ -70,6 +70,13 @@ func (k *Fake) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 			return nil, steps.FieldErrorf([]string{"with", "fail-attempts"}, "with.fail-attempts: want a whole number of attempts, got %v", v)
 		}
 		s.failAttempts = n
+	}
+	if v, ok := cfg.With["wait-for-peak"]; ok {
+		n, isInt := v.(int)
+		if !isInt || n < 1 {
+			return nil, steps.FieldErrorf([]string{"with", "wait-for-peak"}, "with.wait-for-peak: want a number of attempts at once, at least 1, got %v", v)
+		}
+		s.waitForPeak = n
 	}
 	if v, ok := cfg.With["teardown"]; ok {
 		text, _ := v.(string)
@@ -140,6 +147,16 @@ func (k *Fake) gone(runID, stepID string) {
 	t.Log = append(t.Log, "gone "+stepID)
 }
 
+// peak is the most attempts of the run runID that have run at once.
+func (k *Fake) peak(runID string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if t := k.traces[runID]; t != nil {
+		return t.Peak
+	}
+	return 0
+}
+
 // started reports whether stepID has started in the run runID.
 func (k *Fake) started(runID, stepID string) bool {
 	k.mu.Lock()
@@ -150,10 +167,14 @@ func (k *Fake) started(runID, stepID string) bool {
 
 // step is one prepared fake step.
 type step struct {
-	kind          *Fake
-	sleep         time.Duration
-	fail          bool
-	failAttempts  int
+	kind         *Fake
+	sleep        time.Duration
+	fail         bool
+	failAttempts int
+	// waitForPeak holds the turn until the run's Peak reaches it: a test
+	// that steps overlap up to max-parallel then depends on that event,
+	// not on a sleep outlasting the others' start on a loaded machine.
+	waitForPeak   int
 	waitForCancel bool
 	// teardown is how long the step's "agent" takes to go after its turn
 	// (as steps.Invocation.Linger runs it), or until teardownUntil has
@@ -174,6 +195,13 @@ func (s *step) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
 		case <-ctx.Done():
 			return steps.Result{StopReason: steps.Aborted, Err: context.Cause(ctx)}
 		case <-time.After(s.sleep):
+		}
+	}
+	for s.waitForPeak > 0 && s.kind.peak(inv.RunID) < s.waitForPeak {
+		select {
+		case <-ctx.Done():
+			return steps.Result{StopReason: steps.Aborted, Err: context.Cause(ctx)}
+		case <-time.After(time.Millisecond):
 		}
 	}
 	if s.waitForCancel {

@@ -66,7 +66,7 @@ func onTemporal(t *testing.T, runID, path string, signal func(*testsuite.TestWor
 	}, activity.RegisterOptions{Name: ActivityName})
 	env.SetTestTimeout(time.Minute)
 	env.ExecuteWorkflow(WorkflowName, Request{
-		RunID: runID, Bundle: b, Plan: PlanOf(wf), Workspace: dir, Inputs: inputs, Heartbeat: 2 * time.Second,
+		RunID: runID, Bundle: b, Plan: PlanOf(wf), Workspace: dir, Inputs: inputs, Heartbeat: 5 * time.Second, // see fixture.request
 	})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the workflow did not complete")

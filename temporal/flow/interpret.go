@@ -150,8 +150,12 @@ type scheduler struct {
 }
 
 // emit keeps an event of the run for EventsQuery.
-func (s *scheduler) emit(step string, d steps.EventData) {
-	line, err := json.Marshal(steps.Event{RunID: s.req.RunID, Step: step, Time: workflow.Now(s.root), Data: d})
+func (s *scheduler) emit(step string, d steps.EventData) { s.emitAt(step, nil, d) }
+
+// emitAt keeps an event of step's for-each element el (nil: of the step,
+// or of the run), with its index, as the CLI emits it.
+func (s *scheduler) emitAt(step string, el *engine.Element, d steps.EventData) {
+	line, err := json.Marshal(steps.Event{RunID: s.req.RunID, Step: step, Index: engine.Index(el), Time: workflow.Now(s.root), Data: d})
 	if err == nil {
 		s.events = append(s.events, line)
 	}
@@ -293,7 +297,7 @@ func (s *scheduler) run(ctx workflow.Context) {
 		for _, a := range acts {
 			switch a := a.(type) {
 			case *engine.StartAttempt:
-				s.emit(a.Step.ID, a.StepStart())
+				s.emitAt(a.Step.ID, a.Element, a.StepStart())
 				key := keyOf(a.Step.ID, indexOf(a.Element), a.N)
 				t := &turn{a: a}
 				turns[key] = t
@@ -315,11 +319,13 @@ func (s *scheduler) run(ctx workflow.Context) {
 					}))
 				})
 			case *engine.Wait:
-				s.emit(a.Step.ID, steps.Retry{AfterMS: a.After.Milliseconds(), Error: a.Error})
+				s.emitAt(a.Step.ID, a.Element, steps.Retry{AfterMS: a.After.Milliseconds(), Error: a.Error})
 				workflow.Go(runCtx, func(c workflow.Context) {
 					workflow.Sleep(c, a.After) // cancelled: the schedule has ended the wait already
 					ch.Send(c, happened(func(now time.Time) []engine.Action { return s.sched.Woke(a, now) }))
 				})
+			case *engine.ElementDone:
+				s.emitAt(a.Step.ID, a.Element, a.ElementEnd())
 			case *engine.Settle:
 				s.settle(a.Step, a.Result)
 			case *engine.Cancel:

@@ -317,7 +317,10 @@ func TestAStalledWorkerTearsItsAgentDownWhenItsHeartbeatTimedOut(t *testing.T) {
 	rec := filepath.Join(c.dir, "rec")
 	os.Mkdir(rec, 0o755)
 	wfPath := filepath.Join(c.dir, "stall.yaml")
-	src := strings.NewReplacer("TESTAGENT", testAgent, "REC", rec, "1500ms", "12s").Replace(killedWorkflow)
+	// A 30 s turn, so that a worker that finished it instead of tearing the
+	// agent down keeps the agent far past the 20 s the test waits after
+	// the wake (a hang guard: the teardown takes a heartbeat, ~3 s).
+	src := strings.NewReplacer("TESTAGENT", testAgent, "REC", rec, "1500ms", "30s").Replace(killedWorkflow)
 	os.WriteFile(wfPath, []byte(src), 0o644)
 	stalled := c.start(nil, "worker")
 	submit := c.command("run", wfPath, "--input", "n=1", "--heartbeat", "3s", "--json")
@@ -336,7 +339,7 @@ func TestAStalledWorkerTearsItsAgentDownWhenItsHeartbeatTimedOut(t *testing.T) {
 	woke := time.Now()
 	syscall.Kill(stalled.Process.Pid, syscall.SIGCONT)
 	pid := int(agents[0]["pid"].(float64))
-	for alive(pid) && time.Since(woke) < 8*time.Second {
+	for alive(pid) && time.Since(woke) < 20*time.Second {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if alive(pid) {

@@ -29,12 +29,13 @@ func decodeEvent(line []byte) (e steps.Event, raw rawEvent, ok bool) {
 		Step  string    `json:"step"`
 		Time  time.Time `json:"time"`
 		Kind  string    `json:"kind"`
+		Index *int      `json:"index"`
 	}
 	if json.Unmarshal(line, &env) != nil || env.Type == "" {
 		return steps.Event{}, rawEvent{}, false
 	}
 	raw = rawEvent{typ: env.Type, kind: env.Kind, line: line}
-	e = steps.Event{RunID: env.RunID, Step: env.Step, Time: env.Time, Data: raw}
+	e = steps.Event{RunID: env.RunID, Step: env.Step, Index: env.Index, Time: env.Time, Data: raw}
 	var typed steps.EventData
 	switch {
 	case env.Type == "run_start":
@@ -53,6 +54,8 @@ func decodeEvent(line []byte) (e steps.Event, raw rawEvent, ok bool) {
 		typed = decodeAs[steps.Unasked](line)
 	case env.Type == "step_update" && env.Kind == "retry":
 		typed = decodeAs[steps.Retry](line)
+	case env.Type == "step_update" && env.Kind == "element_end":
+		typed = decodeAs[steps.ElementEnd](line)
 	case env.Type == "step_update" && env.Kind == "warning":
 		typed = decodeAs[steps.Warning](line)
 	}

@@ -94,8 +94,9 @@ func TestTheEventsOfARunOnTemporalReachTheView(t *testing.T) {
 	idx, tokens := 2, int64(40)
 	events := []steps.Event{
 		{RunID: "r", Time: at, Data: steps.RunStart{Workflow: "w", Workspace: "/ws", Steps: []string{"a", "b"}}},
-		{RunID: "r", Step: "a", Time: at, Data: steps.StepStart{Attempt: 2, Index: &idx}},
-		{RunID: "r", Step: "a", Time: at, Data: steps.Retry{AfterMS: 1500, Error: "exit 3"}},
+		{RunID: "r", Step: "a", Index: &idx, Time: at, Data: steps.StepStart{Attempt: 2, Index: &idx, Elements: 3}},
+		{RunID: "r", Step: "a", Index: &idx, Time: at, Data: steps.Retry{AfterMS: 1500, Error: "exit 3"}},
+		{RunID: "r", Step: "a", Index: &idx, Time: at, Data: steps.ElementEnd{Status: "failed", StopReason: "error", Attempts: 2, DurationMS: 7, Error: "x"}},
 		{RunID: "r", Step: "a", Time: at, Data: steps.Warning{Message: "slow \x1b[31m"}},
 		{RunID: "r", Step: "a", Time: at, Data: acpagent.MessageChunk{Text: "hi <b> & 🎉"}},
 		{RunID: "r", Step: "a", Time: at, Data: steps.Permission{PermissionRecord: policies.PermissionRecord{Kind: "execute", Title: "rm x", Decision: policies.Allow}}},
@@ -114,7 +115,8 @@ func TestTheEventsOfARunOnTemporalReachTheView(t *testing.T) {
 		if again, _ := json.Marshal(steps.Event{RunID: got.RunID, Step: got.Step, Time: got.Time, Data: raw}); string(again) != string(line) {
 			t.Errorf("--json: %s\nwas written %s", again, line)
 		}
-		if got.RunID != e.RunID || got.Step != e.Step || !got.Time.Equal(e.Time) || got.Type() != e.Type() || got.Kind() != e.Kind() {
+		if got.RunID != e.RunID || got.Step != e.Step || !got.Time.Equal(e.Time) || got.Type() != e.Type() || got.Kind() != e.Kind() ||
+			fmt.Sprint(got.Index != nil) != fmt.Sprint(e.Index != nil) || got.Index != nil && *got.Index != *e.Index {
 			t.Errorf("%s: read as %+v", line, got)
 		}
 		if _, kinds := e.Data.(acpagent.MessageChunk); kinds {

@@ -1,0 +1,125 @@
+// Package shell is the shell step kind: it runs a command line in a shell,
+// in a process group of its own, under the step's env policy, and tears the
+// group down as an agent's is torn down, so that nothing the command
+// started outlives the step (docs/shell.md). `run: COMMAND` on a step is
+// the workflow file's shorthand for `uses: shell` with `with: {run:
+// COMMAND}`, as in GitHub Actions.
+//
+// It is the second step kind, and imports no other kind: what it shares
+// with acp-subagent (the process group and its teardown, the env policy)
+// lives below both, in internal/procgroup and package policies.
+package shell
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/acpflow/acpflow/steps"
+)
+
+// Name is the `uses:` value of this kind.
+const Name = "shell"
+
+// Kind makes shell steps.
+type Kind struct{}
+
+var _ steps.Kind = Kind{}
+
+func init() { steps.Register(Kind{}) }
+
+// Name implements steps.Kind.
+func (Kind) Name() string { return Name }
+
+// Keys implements steps.Kind.
+func (Kind) Keys() []string { return []string{"run", "shell", "env", "cwd"} }
+
+// Required implements steps.Kind.
+func (Kind) Required() []string { return []string{"run"} }
+
+//go:embed schema.json
+var withSchema []byte
+
+// Schema implements steps.Kind.
+func (Kind) Schema() json.RawMessage { return withSchema }
+
+// Prepare implements steps.Kind: it checks the shapes of the values, each
+// error at its value. Messages name the key alone (`run`, `env.X`), since
+// the same keys are written under with: or, with the run: shorthand, on
+// the step itself; the loader's caret says where.
+func (Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
+	s := &step{}
+	switch v := cfg.With["run"].(type) {
+	case string:
+		if strings.TrimSpace(v) == "" {
+			return nil, steps.FieldErrorf(withPath("run"), "run is empty: give the command line to run, e.g. run: go test ./...")
+		}
+	default:
+		return nil, steps.FieldErrorf(withPath("run"), "run: want a command line (a string), got %s", describe(v))
+	}
+	if v, ok := cfg.With["shell"]; ok {
+		text, isString := v.(string)
+		if !isString {
+			return nil, steps.FieldErrorf(withPath("shell"), "shell: want a shell such as bash, sh or python3, got %s", describe(v))
+		}
+		if !strings.Contains(text, "${{") {
+			if _, err := parseShell(text); err != nil {
+				return nil, steps.FieldErrorf(withPath("shell"), "shell: %w", err)
+			}
+		}
+	}
+	if v, ok := cfg.With["env"]; ok {
+		env, isMap := v.(map[string]any)
+		if !isMap {
+			return nil, steps.FieldErrorf(withPath("env"), "env must be a mapping of names to values, got %s", describe(v))
+		}
+		names := make([]string, 0, len(env))
+		for name := range env {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if name == "" || strings.ContainsAny(name, "=\x00") {
+				return nil, steps.FieldErrorf(withPath("env", name), "env: %q is not a variable name (no =, not empty)", name)
+			}
+			switch x := env[name].(type) {
+			case string, bool, int, int64, uint64, float64:
+			default:
+				return nil, steps.FieldErrorf(withPath("env", name), "env.%s: want a string, number or boolean, got %s", name, describe(x))
+			}
+		}
+	}
+	if v, ok := cfg.With["cwd"]; ok {
+		if text, _ := v.(string); text == "" {
+			return nil, steps.FieldErrorf(withPath("cwd"), "cwd: want a directory (relative to the workspace), got %s; omit the key to run in the workspace", describe(v))
+		}
+	}
+	return s, nil
+}
+
+// withPath is the path of a with: value, for a steps.FieldError.
+func withPath(keys ...string) []string {
+	return append([]string{"with"}, keys...)
+}
+
+// describe names a raw value in a message.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "nothing"
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case bool:
+		return fmt.Sprintf("the boolean %t", x)
+	case string:
+		if x == "" {
+			return "an empty string"
+		}
+		return fmt.Sprintf("the string %q", x)
+	}
+	return fmt.Sprintf("%v", v)
+}

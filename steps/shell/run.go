@@ -1,0 +1,336 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/acpflow/acpflow/internal/bytesize"
+	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// stderrLinesInError is how many of the command's last stderr lines a
+// failed step's error carries, as an agent step's.
+const stderrLinesInError = 10
+
+// ladder is how a shell's group is torn down, once the shell has exited
+// (what it left running in the background) or must stop (a timeout, a
+// cancel). A command has no protocol to end by closing its stdin, so there
+// is no EOF grace: SIGTERM to the group at once, then SIGKILL after an
+// agent's term grace.
+var ladder = procgroup.Ladder{TermGrace: steps.DefaultTermGrace}
+
+// step is one prepared shell step; everything it runs is in the rendered
+// with: of each invocation.
+type step struct{}
+
+// Run implements steps.Step: resolve the cwd, ask the env policy, start
+// the shell in its own process group with stdin closed, keep its stdout as
+// the output and its stderr's tail, and tear the group down when the shell
+// exits or ctx ends. A non-zero exit fails the step.
+func (s *step) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
+	if ctx.Err() != nil {
+		return aborted(fmt.Errorf("the command was not started: %w", context.Cause(ctx)))
+	}
+	if file := inv.Outer.SandboxRequiredBy(); file != "" {
+		return failed(fmt.Errorf("the outer policy (%s) requires a sandbox, and shell steps cannot be sandboxed yet (docs/shell.md#sandbox); nothing was started", file))
+	}
+	line, _ := inv.With["run"].(string)
+	if strings.TrimSpace(line) == "" {
+		return failed(errors.New("run: the command line is empty (as rendered); nothing was started"))
+	}
+	cwd, err := resolveCwd(inv)
+	if err != nil {
+		return failed(err)
+	}
+	env, err := buildEnv(ctx, inv, cwd)
+	if err != nil {
+		return failed(err)
+	}
+	shellText, _ := inv.With["shell"].(string)
+	cmd, err := commandFor(shellText, line)
+	if err != nil {
+		return failed(err)
+	}
+	if cmd.script != "" {
+		defer os.Remove(cmd.script)
+	}
+	if ctx.Err() != nil {
+		return aborted(fmt.Errorf("the command was not started: %w", context.Cause(ctx)))
+	}
+	child, err := procgroup.Start(procgroup.Spec{
+		Path: cmd.path, Args: cmd.args, Env: policies.EnvList(env), Dir: cwd,
+		OnDescendant: func(leader int, p procgroup.Proc) {
+			inv.ProcessSeen(leader, p.PID, p.StartTicks)
+			inv.Emit(Descendant{AgentPID: leader, PID: p.PID, PGID: p.PGID, StartTicks: p.StartTicks})
+		},
+	})
+	if err != nil {
+		return failed(fmt.Errorf("cannot start %s: %w", cmd.path, err))
+	}
+	// On record before it is announced: if acpflow dies from here on,
+	// resume can find the group.
+	inv.ProcessStarted(child.Pid(), child.StartTicks())
+	inv.Emit(Spawned{PID: child.Pid(), StartTicks: child.StartTicks(), Cwd: cwd, Shell: cmd.path})
+	// The command reads no input: a test that waits for a terminal ends
+	// at once instead of hanging the step.
+	child.Stdin().Close()
+
+	out, err := readOutput(child.Stdout(), steps.DefaultMaxOutput, inv)
+	if err != nil {
+		child.Kill()
+		child.Teardown(ladder)
+		inv.ProcessEnded(child.Pid(), 0)
+		return failed(fmt.Errorf("cannot read the command's output: %w", err))
+	}
+
+	var stopped error // why acpflow stopped the command, if it did
+	select {
+	case <-child.Exited():
+	case <-ctx.Done():
+	case <-out.full:
+	}
+	select {
+	case <-child.Exited():
+	default:
+		if ctx.Err() != nil {
+			stopped = context.Cause(ctx)
+		} else {
+			stopped = fmt.Errorf("the command wrote more than %s to stdout (the limit of a step's output); it was stopped, and the output keeps the first %s",
+				bytesize.Format(steps.DefaultMaxOutput), bytesize.Format(steps.DefaultMaxOutput))
+		}
+	}
+	rep := child.Teardown(ladder)
+	inv.ProcessEnded(child.Pid(), rep.Descendants)
+	td := Teardown{PID: child.Pid(), Tier: rep.Tier, Exit: rep.Exit, DurationMS: rep.Duration.Milliseconds(),
+		EscapedKilled: rep.Escaped, Descendants: rep.Descendants}
+	if rep.Err != nil {
+		td.Error = rep.Err.Error()
+	}
+	inv.Emit(td)
+	output, overflowed := out.wait()
+	if overflowed && stopped == nil {
+		// The shell exited as its output passed the limit.
+		stopped = fmt.Errorf("the command wrote more than %s to stdout (the limit of a step's output); the output keeps the first %s",
+			bytesize.Format(steps.DefaultMaxOutput), bytesize.Format(steps.DefaultMaxOutput))
+	}
+
+	res := steps.Result{Output: output, Final: output, Stderr: child.Stderr().String()}
+	switch {
+	case stopped != nil && ctx.Err() != nil:
+		res.StopReason, res.Err = steps.Aborted, stopped
+	case stopped != nil:
+		res.StopReason, res.Err = steps.Error, stopped
+	default:
+		code, signal := exitOf(child.ExitErr())
+		res.ExitCode = &code
+		inv.Emit(Exited{ExitCode: code, Signal: signal})
+		switch {
+		case code == 0:
+			res.StopReason = steps.Completed
+		case signal != "":
+			res.StopReason, res.Err = steps.Error, fmt.Errorf("the command was killed by %s (exit code %d)", signal, code)
+		default:
+			res.StopReason, res.Err = steps.Error, fmt.Errorf("the command exited with code %d", code)
+		}
+	}
+	if res.Err != nil {
+		if tail := termtext.StripANSI(child.Stderr().LastLines(stderrLinesInError)); tail != "" {
+			res.Err = fmt.Errorf("%w\nstderr (last lines):\n%s", res.Err, indent(tail))
+		}
+	}
+	return res
+}
+
+func aborted(err error) steps.Result { return steps.Result{StopReason: steps.Aborted, Err: err} }
+func failed(err error) steps.Result  { return steps.Result{StopReason: steps.Error, Err: err} }
+
+// exitOf reads a shell's exit: its code, or for one killed by a signal,
+// 128 + the signal and the signal's name.
+func exitOf(err error) (code int, signal string) {
+	if err == nil {
+		return 0, ""
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), unix.SignalName(ws.Signal())
+		}
+		return ee.ExitCode(), ""
+	}
+	return -1, ""
+}
+
+// resolveCwd finds the command's working directory: with.cwd, relative to
+// the workspace (never to acpflow's own directory), else the workspace. It
+// must be a directory acpflow can enter, as an agent's cwd must.
+func resolveCwd(inv *steps.Invocation) (string, error) {
+	cwd := inv.Workspace
+	if s, _ := inv.With["cwd"].(string); s != "" {
+		cwd = s
+	}
+	if !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(inv.Workspace, cwd)
+	}
+	cwd = filepath.Clean(cwd)
+	fi, err := os.Stat(cwd)
+	switch {
+	case os.IsNotExist(err):
+		return "", fmt.Errorf("cwd %s does not exist", cwd)
+	case err != nil:
+		return "", fmt.Errorf("cwd %s cannot be entered: %v", cwd, err)
+	case !fi.IsDir():
+		return "", fmt.Errorf("cwd %s is not a directory", cwd)
+	}
+	if err := syscall.Access(cwd, 1 /* X_OK */); err != nil {
+		return "", fmt.Errorf("cwd %s cannot be entered: %v", cwd, err)
+	}
+	return cwd, nil
+}
+
+// buildEnv asks the env policy, within the outer policy, for the command's
+// environment, failing closed: the step's env: values are the explicit
+// ones, set on top of what the policy keeps of acpflow's environment (as
+// an agent step's with.env is; a shell step has no agent env under it).
+func buildEnv(ctx context.Context, inv *steps.Invocation, cwd string) (map[string]string, error) {
+	explicit := map[string]string{}
+	if env, ok := inv.With["env"].(map[string]any); ok {
+		for k, v := range env {
+			explicit[k] = fmt.Sprint(v)
+		}
+	}
+	req := &policies.EnvRequest{
+		Request: policies.Request{Kind: "env", Workflow: inv.Workflow, RunID: inv.RunID, Step: inv.StepID,
+			Workspace: inv.Workspace, Cwd: cwd},
+		Ambient:  inv.Ambient,
+		Explicit: explicit,
+	}
+	dec, err := inv.Outer.BuildEnv(ctx, inv.Env, req)
+	var refused *policies.OuterEnvError
+	if errors.As(err, &refused) {
+		switch refused.SetBy {
+		case policies.SetByExplicit:
+			refused.SetBy = "step " + inv.StepID + "'s env"
+		case policies.SetByPolicy:
+			refused.SetBy = fmt.Sprintf("the env policy (%s)", inv.EnvSource)
+		}
+		return nil, refused
+	}
+	if err != nil {
+		return nil, fmt.Errorf("env policy (%s) failed, nothing was started: %w", inv.EnvSource, err)
+	}
+	if dec.Deny != "" {
+		return nil, fmt.Errorf("env policy (%s) refused the spawn: %s", inv.EnvSource, dec.Deny)
+	}
+	if dec.Env == nil {
+		dec.Env = map[string]string{}
+	}
+	// PWD names the command's directory unless the workflow set it:
+	// inherited, it would name acpflow's, and shells trust it.
+	if _, set := explicit["PWD"]; !set {
+		dec.Env["PWD"] = cwd
+	}
+	inv.Emit(Env{Policy: string(inv.EnvSource), Rule: dec.Rule, Names: len(dec.Env), PolicyStderr: dec.Stderr, Outer: dec.Outer})
+	return dec.Env, nil
+}
+
+// output collects a command's stdout, the first limit bytes of it.
+type output struct {
+	r     *os.File
+	limit int
+	full  chan struct{} // closed once past the limit
+	done  chan struct{} // closed at the end of stdout
+
+	mu        sync.Mutex
+	buf       []byte
+	overflown bool
+}
+
+// readOutput reads stdout until its end, from a duplicate of its
+// descriptor: the teardown closes the child's own once the group is gone,
+// and what the command wrote last may not have been read by then. The
+// reading ends when every writer is gone (the teardown sees to that).
+func readOutput(stdout *os.File, limit int, inv *steps.Invocation) (*output, error) {
+	raw, err := stdout.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	fd, derr := -1, error(nil)
+	if err := raw.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, derr
+	}
+	o := &output{r: os.NewFile(uintptr(fd), "stdout"), limit: limit, full: make(chan struct{}), done: make(chan struct{})}
+	go o.read(inv)
+	return o, nil
+}
+
+func (o *output) read(inv *steps.Invocation) {
+	defer close(o.done)
+	defer o.r.Close()
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := o.r.Read(chunk)
+		if n > 0 {
+			o.add(chunk[:n], inv)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// add keeps what fits under the limit and reports it; past the limit the
+// rest is read and dropped, so that the command is not blocked writing
+// while it is stopped.
+func (o *output) add(p []byte, inv *steps.Invocation) {
+	o.mu.Lock()
+	room := o.limit - len(o.buf)
+	kept := p[:max(0, min(len(p), room))]
+	o.buf = append(o.buf, kept...)
+	if len(p) > len(kept) && !o.overflown {
+		o.overflown = true
+		close(o.full)
+	}
+	o.mu.Unlock()
+	if len(kept) > 0 {
+		inv.Emit(Stdout{Text: string(kept)})
+	}
+}
+
+// readGrace bounds the wait for the end of stdout once the group is gone:
+// only a writer that escaped the teardown can hold it open.
+const readGrace = time.Second
+
+// wait returns what was kept, and whether the command wrote more, once
+// stdout has ended (or readGrace after the teardown, if an escaped writer
+// holds it).
+func (o *output) wait() (string, bool) {
+	select {
+	case <-o.done:
+	case <-time.After(readGrace):
+		o.r.Close()
+		<-o.done
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return string(o.buf), o.overflown
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
