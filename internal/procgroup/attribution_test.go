@@ -1,3 +1,5 @@
+//go:build linux
+
 package procgroup
 
 import (
@@ -62,7 +64,7 @@ func TestReapSparesAnUnrelatedGroupThatReusedARecordedPid(t *testing.T) {
 	daemonPid, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "daemon")))
 	daemon := procOf(t, daemonPid)
 	killAtEnd(t, daemon)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if p, ok := readProc(leader); !ok || p.state == 'Z' {
 			break
 		}
@@ -191,7 +193,7 @@ func TestOnDescendantRecordsASetsidGrandchildBeforeTeardownReturns(t *testing.T)
 		}
 		return false
 	}
-	for deadline := time.Now().Add(5 * time.Second); !found(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !found(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the watcher never reported the setsid grandchild")
 		}

@@ -19,6 +19,15 @@
 //
 // The registry of live children and the subreaper flag are process-wide,
 // because the process table and PR_SET_CHILD_SUBREAPER are.
+//
+// On macOS the child gets a group of its own and the same ladder, and
+// every descendant seen below it while it lived is killed with it, but
+// there is no subreaper and no Pdeathsig: a process that leaves the group
+// (setsid) and is orphaned before a read of the process table sees it is
+// re-parented to launchd and not followed, and a child outlives an
+// acpflow that is killed outright (a later acpflow reaps what the run
+// store recorded). The process table is read with sysctl (kern.proc)
+// instead of /proc (*_linux.go, *_darwin.go).
 package procgroup
 
 import (
@@ -60,10 +69,11 @@ type Spec struct {
 	// it in acpflow's. The process group and Pdeathsig stay
 	// procgroup's, so teardown is the same for a sandboxed child: its
 	// launcher is the group leader, and a launcher that dies ends its PID
-	// namespace, and with it every process the agent started.
+	// namespace, and with it every process the agent started. They are
+	// Linux's: elsewhere Start refuses a Spec that sets them.
 	Cloneflags  uintptr
-	UidMappings []syscall.SysProcIDMap
-	GidMappings []syscall.SysProcIDMap
+	UidMappings []IDMap
+	GidMappings []IDMap
 	AmbientCaps []uintptr
 }
 
@@ -136,6 +146,10 @@ type Ladder struct {
 // Start starts spec in a new process group with its stdin and stdout piped
 // to the caller and its stderr kept in a Tail.
 func Start(spec Spec) (*Child, error) {
+	attr, err := sysProcAttr(spec)
+	if err != nil {
+		return nil, err
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -157,22 +171,14 @@ func Start(spec Spec) (*Child, error) {
 	marker := newMarker()
 	env := markedEnv(spec.Env, marker)
 	cmd := &exec.Cmd{
-		Path:   spec.Path,
-		Args:   append([]string{spec.Path}, spec.Args...),
-		Env:    env,
-		Dir:    spec.Dir,
-		Stdin:  inR,
-		Stdout: outW,
-		Stderr: errW,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid: true,
-			// If acpflow itself is killed, the child goes with it.
-			Pdeathsig:   syscall.SIGKILL,
-			Cloneflags:  spec.Cloneflags,
-			UidMappings: spec.UidMappings,
-			GidMappings: spec.GidMappings,
-			AmbientCaps: spec.AmbientCaps,
-		},
+		Path:        spec.Path,
+		Args:        append([]string{spec.Path}, spec.Args...),
+		Env:         env,
+		Dir:         spec.Dir,
+		Stdin:       inR,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: attr,
 	}
 	spawned := registry.begin()
 	defer spawned()

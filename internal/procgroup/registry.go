@@ -2,7 +2,6 @@ package procgroup
 
 import (
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -10,9 +9,6 @@ import (
 // to remember descendants before they can leave the group (setsid) and lose
 // their parent. One read serves every live child.
 const observeEvery = 50 * time.Millisecond
-
-// prSetChildSubreaper is PR_SET_CHILD_SUBREAPER from <linux/prctl.h>.
-const prSetChildSubreaper = 36
 
 var registry = &liveChildren{children: make(map[*Child]struct{}), marks: make(map[procKey]string)}
 
@@ -124,33 +120,6 @@ func (r *liveChildren) isLeader(pid int) bool {
 		}
 	}
 	return false
-}
-
-// EnableSubreaper makes acpflow the child subreaper of everything it starts
-// (Linux PR_SET_CHILD_SUBREAPER), so that a process whose parent dies is
-// re-parented to acpflow instead of init and can be found and killed.
-//
-// # Notes
-//
-// Call it only in a process whose children are all started through this
-// package (the acpflow binary): a teardown that is the only one live
-// kills every child of the process that is not a live Child.
-func EnableSubreaper() error {
-	if err := prctl(prSetChildSubreaper, 1); err != nil {
-		return err
-	}
-	registry.mu.Lock()
-	registry.subreaper = true
-	registry.mu.Unlock()
-	return nil
-}
-
-func prctl(option, arg2 uintptr) error {
-	_, _, errno := syscall.RawSyscall6(syscall.SYS_PRCTL, option, arg2, 0, 0, 0, 0)
-	if errno != 0 {
-		return errno
-	}
-	return nil
 }
 
 // KillAll sends SIGKILL to the group of every live child: the second

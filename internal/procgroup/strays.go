@@ -2,8 +2,6 @@ package procgroup
 
 import (
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -237,23 +235,7 @@ func settled(p procInfo) bool {
 	case 'T', 't', 'D', 'X':
 		return true
 	case 'Z':
-		if p.threads <= 1 {
-			return true
-		}
-		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(p.pid) + "/task")
-		if err != nil {
-			return true // gone
-		}
-		for _, t := range tasks {
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/task/" + t.Name() + "/stat")
-			if err != nil {
-				continue
-			}
-			if s, ok := parseStat(p.pid, b); ok && !strings.ContainsRune("TtDZX", rune(s.state)) {
-				return false
-			}
-		}
-		return true
+		return p.threads <= 1 || threadsSettled(p.pid)
 	}
 	return false
 }

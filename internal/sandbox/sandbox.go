@@ -48,6 +48,10 @@
 // directly, as without a sandbox; the launcher also forwards the SIGTERM,
 // SIGINT and SIGHUP it gets, for a sender that signals it alone, so the
 // agent may see such a signal twice.
+//
+// All of this is Linux's (*_linux.go). Elsewhere (sandbox_other.go, built
+// for macOS) nothing is enforced: Command refuses every spec with an error
+// wrapping ErrNeedsLinux, and Main starts nothing and returns LaunchFailed.
 package sandbox
 
 import (
@@ -56,9 +60,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/acpflow/acpflow/internal/procgroup"
 )
 
 // Network says what an agent may connect to.
@@ -147,8 +150,8 @@ type Launch struct {
 	Path        string
 	Args        []string // argv[1:]
 	Cloneflags  uintptr
-	UidMappings []syscall.SysProcIDMap
-	GidMappings []syscall.SysProcIDMap
+	UidMappings []procgroup.IDMap
+	GidMappings []procgroup.IDMap
 	AmbientCaps []uintptr
 }
 
@@ -175,32 +178,7 @@ func Command(launcher string, launcherArgs []string, spec Spec, path string, arg
 	if len(js) >= maxArgLen {
 		return Launch{}, fmt.Errorf("sandbox: its paths take %d bytes, more than the launcher's argument can hold (%d): give fewer or shorter write: and deny: entries", len(js), maxArgLen-1)
 	}
-	if err := Probe().enforces(spec); err != nil {
-		return Launch{}, err
-	}
-	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
-	if spec.network() == NetworkOff {
-		flags |= syscall.CLONE_NEWNET
-	}
-	a := append([]string{}, launcherArgs...)
-	a = append(a, string(js), path)
-	a = append(a, args...)
-	// The caller's uid and gid are mapped to themselves: files keep their
-	// owners, and a normal user needs no privilege to create the
-	// namespaces. Setgroups stays denied, as an unprivileged gid map needs.
-	// A uid other than 0 loses its capabilities in the new namespaces at
-	// the launcher's exec unless they are ambient: it needs CAP_SYS_ADMIN
-	// to mount, CAP_NET_ADMIN to bring up loopback and CAP_SETPCAP to lock
-	// the agent out of capabilities, and drops them all before the agent
-	// starts.
-	return Launch{
-		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
-		Path:        launcher,
-		Args:        a,
-		Cloneflags:  flags,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
-	}, nil
+	return launchOf(launcher, launcherArgs, spec, js, path, args)
 }
 
 func (s Spec) network() Network {
@@ -264,3 +242,8 @@ func (s Spec) validate() error {
 
 // errNotEnforceable wraps what the kernel lacks.
 var errNotEnforceable = errors.New("cannot be enforced on this kernel")
+
+// ErrNeedsLinux is what Command's error wraps on a system other than
+// Linux (sandbox_other.go): the sandbox is Landlock and namespaces, which
+// only Linux has, so there it can never be enforced, whatever the spec.
+var ErrNeedsLinux = errors.New("the sandbox needs Linux (Landlock and namespaces)")

@@ -1,0 +1,40 @@
+package sandbox
+
+import (
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// launchOf is the rest of Command, once spec is valid and js is it as
+// the launcher's argument: whether this kernel can enforce it, and how to
+// start the launcher in new namespaces.
+func launchOf(launcher string, launcherArgs []string, spec Spec, js []byte, path string, args []string) (Launch, error) {
+	if err := Probe().enforces(spec); err != nil {
+		return Launch{}, err
+	}
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
+	if spec.network() == NetworkOff {
+		flags |= syscall.CLONE_NEWNET
+	}
+	a := append([]string{}, launcherArgs...)
+	a = append(a, string(js), path)
+	a = append(a, args...)
+	// The caller's uid and gid are mapped to themselves: files keep their
+	// owners, and a normal user needs no privilege to create the
+	// namespaces. Setgroups stays denied, as an unprivileged gid map needs.
+	// A uid other than 0 loses its capabilities in the new namespaces at
+	// the launcher's exec unless they are ambient: it needs CAP_SYS_ADMIN
+	// to mount, CAP_NET_ADMIN to bring up loopback and CAP_SETPCAP to lock
+	// the agent out of capabilities, and drops them all before the agent
+	// starts.
+	return Launch{
+		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
+		Path:        launcher,
+		Args:        a,
+		Cloneflags:  flags,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
+	}, nil
+}
