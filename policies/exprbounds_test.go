@@ -67,7 +67,8 @@ func TestRuleConditionsCannotExhaustMemory(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "64 MiB") {
 				t.Fatalf("err = %v", err)
 			}
-			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<30 || time.Since(start) > 5*time.Second {
+			// The time is a hang guard (tens of ms idle), the memory the bound.
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<30 || time.Since(start) > 30*time.Second {
 				t.Errorf("allocated %d MiB in %v", alloc>>20, time.Since(start))
 			}
 			env, err := CompileEnvCondition(strings.ReplaceAll(cond, "tool.command", "value"))

@@ -19,7 +19,14 @@ type Output struct {
 	mu    sync.Mutex
 	path  string
 	f     *os.File
+	w     io.Writer // where the lines go: f, or the stream of WriteTo
 	first error
+}
+
+// WriteTo is the --output of `--output -`: the result lines go to w (the
+// command's stdout), nothing is read back, nothing is closed.
+func WriteTo(w io.Writer) *Output {
+	return &Output{path: "-", w: w}
 }
 
 // OpenOutput opens the --output file at path for appending; "" writes
@@ -32,7 +39,7 @@ func OpenOutput(path string) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--output: %w", err)
 	}
-	return &Output{path: path, f: f}, nil
+	return &Output{path: path, f: f, w: f}, nil
 }
 
 // Written reads the run ids of the lines already in the --output file, so
@@ -112,7 +119,7 @@ func leadingRunID(head []byte) string {
 // Write writes a run's result line (a Runner's Result hook). Its first
 // error is kept for Err.
 func (w *Output) Write(res *engine.RunResult) {
-	if w.f == nil {
+	if w.w == nil {
 		return
 	}
 	// Not json.Marshal: it would write each <, > and & of an agent's
@@ -123,7 +130,7 @@ func (w *Output) Write(res *engine.RunResult) {
 	err := enc.Encode(res)
 	if err == nil {
 		w.mu.Lock()
-		_, err = w.f.Write(b.Bytes())
+		_, err = w.w.Write(b.Bytes())
 		w.mu.Unlock()
 	}
 	if err != nil {

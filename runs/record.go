@@ -20,7 +20,7 @@ func StepRecord(runID, stepID string, ord int, res *engine.StepResult, began, en
 		RunID: runID, StepID: stepID, Ord: ord, Status: res.Status, StopReason: res.StopReason,
 		Output: res.Output, Final: res.Final, JSON: res.JSON, Error: res.Error, Attempts: res.Attempts, SessionID: res.SessionID,
 		Stderr: res.Stderr, StartedAt: began, EndedAt: ended, DurationMS: res.DurationMS, Permissions: perms,
-		Usage: res.Usage, Sandbox: res.Sandbox,
+		Usage: res.Usage, Sandbox: res.Sandbox, ExitCode: res.ExitCode,
 	}
 }
 
@@ -33,7 +33,7 @@ func StepResult(st store.Step) *engine.StepResult {
 	return &engine.StepResult{
 		Status: st.Status, StopReason: st.StopReason, Output: st.Output, Final: st.Final, JSON: st.JSON, Error: st.Error,
 		Attempts: st.Attempts, DurationMS: st.DurationMS, SessionID: st.SessionID, Permissions: perms,
-		Stderr: st.Stderr, Usage: st.Usage, Sandbox: st.Sandbox,
+		Stderr: st.Stderr, Usage: st.Usage, Sandbox: st.Sandbox, ExitCode: st.ExitCode,
 	}
 }
 

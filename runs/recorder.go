@@ -111,7 +111,7 @@ func (r *Recorder) RunEnded(res *engine.RunResult) {
 	// The end is the result's (its start and duration), so that the
 	// record's duration is the one the result says (ResultOf rebuilds it).
 	ended := res.StartedAt.Add(time.Duration(res.DurationMS) * time.Millisecond)
-	r.fail(r.Store.FinishRun(ctx, res.RunID, res.Status, res.Error, res.Outputs, ended))
+	r.fail(r.Store.FinishRun(ctx, res.RunID, res.Status, res.Error, res.Outputs, ended, res.OutputNames...))
 }
 
 // Emit implements steps.Sink: every event goes to the store's event log.

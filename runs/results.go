@@ -14,7 +14,7 @@ import (
 func ResultOf(d *store.RunDetail) *engine.RunResult {
 	res := &engine.RunResult{
 		RunID: d.Run.ID, Workflow: d.Run.Workflow, Status: d.Run.Status, Error: d.Run.Error,
-		Workspace: d.Run.Workspace, Inputs: d.Run.Inputs, Outputs: d.Run.Outputs,
+		Workspace: d.Run.Workspace, Inputs: d.Run.Inputs, Outputs: d.Run.Outputs, OutputNames: d.Run.OutputNames,
 		StartedAt: d.Run.StartedAt, DurationMS: d.Run.DurationMS, Usage: d.Run.Usage,
 		Steps: make(map[string]*engine.StepResult, len(d.Steps)),
 	}

@@ -2,9 +2,12 @@ package runs
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/runs/store"
+	"github.com/acpflow/acpflow/steps"
 )
 
 // The records of the run service, as its callers read them. They are the
@@ -89,6 +92,32 @@ func (v *Service) GetBatch(ctx context.Context, id string) (*Batch, error) {
 // GetRun is a recorded run with its steps.
 func (v *Service) GetRun(ctx context.Context, id string) (*RunDetail, error) {
 	return v.store.GetRun(ctx, id)
+}
+
+// Elements are the for-each elements of a run that are done, by step id,
+// each in the order it ended: its index, status, attempts, time and error
+// (from its element_end event).
+func (v *Service) Elements(ctx context.Context, runID string) (map[string][]Element, error) {
+	evs, err := v.store.ElementEnds(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]Element{}
+	for _, e := range evs {
+		var el Element
+		b, _ := json.Marshal(e.Fields)
+		if err := json.Unmarshal(b, &el); err != nil {
+			return nil, fmt.Errorf("run %s: event %d: %w", runID, e.Seq, err)
+		}
+		out[e.StepID] = append(out[e.StepID], el)
+	}
+	return out, nil
+}
+
+// Element is one for-each element done, as its element_end event says.
+type Element struct {
+	Index int `json:"index"`
+	steps.ElementEnd
 }
 
 // Transcripts is a run's step attempts, without their permission records

@@ -54,7 +54,10 @@ func measureConcurrency(budget string) int {
 	defer h.Close(ctx)
 	// As many instances at once as calls: the host's budget is what is
 	// measured here, not the module's own bound.
-	m, err := h.Load(ctx, "testdata/grow.wasm", wasm.Limits{Memory: 8 << 20, Timeout: 10 * time.Second, Instances: concurrentCalls})
+	// A minute: a call either runs or waits for room and gives up as busy;
+	// its own time limit is a hang guard, not a third outcome a loaded
+	// machine could bring about.
+	m, err := h.Load(ctx, "testdata/grow.wasm", wasm.Limits{Memory: 8 << 20, Timeout: time.Minute, Instances: concurrentCalls})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -147,6 +150,9 @@ func TestConcurrentCallsStayWithinTheInstanceBudget(t *testing.T) {
 	}
 }
 
+// The holder loops until the test cancels it, so it holds the whole
+// budget for as long as the queued calls take on any load: the verdicts
+// are the calls' errors, which say which limit ended the wait, not times.
 func TestABusyHostFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	h, err := wasm.NewHost(ctx, wasm.WithInstanceMemory(wasm.DefaultMemory))
@@ -154,13 +160,19 @@ func TestABusyHostFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close(ctx) })
-	holder := load(t, h, "testdata/loop.wasm", wasm.Limits{Timeout: 1500 * time.Millisecond})
+	holder := load(t, h, "testdata/loop.wasm", wasm.Limits{Timeout: time.Hour})
+	holdCtx, release := context.WithCancel(ctx)
+	defer release()
 	held := make(chan struct{})
 	go func() {
 		defer close(held)
-		_, _, _ = holder.Call(ctx, "permission", []byte(`{}`)) // loops until its time limit
+		_, _, _ = holder.Call(holdCtx, "permission", []byte(`{}`)) // loops until released
 	}()
-	time.Sleep(100 * time.Millisecond) // the holder is in flight
+	for deadline := time.Now().Add(time.Minute); wasm.FreeInstanceMemory(h) != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the holder did not take the host's memory within a minute")
+		}
+	}
 
 	quick := load(t, h, "testdata/counter.wasm", wasm.Limits{Timeout: 200 * time.Millisecond})
 	cases := []struct {
@@ -170,6 +182,8 @@ func TestABusyHostFailsClosed(t *testing.T) {
 	}{
 		{"a queued call gives up after its module's time limit", func() (context.Context, context.CancelFunc) { return ctx, func() {} },
 			"policy module testdata/counter.wasm: the WASM host is busy: its instances in flight held all of its 32 MiB of memory for more than 200ms"},
+		// The context's 50 ms end before the module's 200 ms (the wait's
+		// deadline is the earlier of the two), so the context is the cause.
 		{"a queued call gives up when its context ends", func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 50*time.Millisecond) },
 			"the WASM host is busy (its instances in flight hold all of its 32 MiB of memory), and the call was stopped while it waited: context deadline exceeded"},
 	}
@@ -177,16 +191,13 @@ func TestABusyHostFailsClosed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			callCtx, cancel := c.ctx()
 			defer cancel()
-			start := time.Now()
 			answer, _, err := quick.Call(callCtx, "permission", []byte(`{}`))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Call = %s, %v; want an error containing %q", answer, err, c.want)
 			}
-			if elapsed := time.Since(start); elapsed > time.Second {
-				t.Errorf("the busy call took %s", elapsed)
-			}
 		})
 	}
+	release()
 	<-held
 	if answer, _, err := quick.Call(ctx, "permission", []byte(`{}`)); err != nil || string(answer) != `{"calls":1}` {
 		t.Errorf("after the holder ended: %s, %v; want an answer", answer, err)
@@ -215,13 +226,12 @@ func TestLoadReadsOnlyRegularFilesOfBoundedSize(t *testing.T) {
 	h := newHost(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			start := time.Now()
+			// The error names the kind of file, which Load finds before it
+			// reads: a load that read the FIFO would hang, one that read
+			// /dev/zero would fail on size, so no time is asserted.
 			_, err := h.Load(context.Background(), c.path, wasm.Limits{})
 			if err == nil || !strings.Contains(err.Error(), "policy module "+c.path+": "+c.want) {
 				t.Errorf("Load = %v, want an error containing %q", err, c.want)
-			}
-			if elapsed := time.Since(start); elapsed > time.Second {
-				t.Errorf("the load took %s", elapsed)
 			}
 		})
 	}

@@ -124,13 +124,12 @@ func TestLoadRefusesAFunctionTooLargeToCompile(t *testing.T) {
 	for _, shape := range []string{"nested", "flat", "loops nested 100 deep", "if-else"} {
 		for _, n := range []int{MaxBlocks + 100, 100_000} {
 			t.Run(fmt.Sprintf("%s, %d blocks", shape, n), func(t *testing.T) {
-				start := time.Now()
+				// The error comes from checkStructure, which Load runs
+				// before it compiles: the message alone shows that the
+				// function was refused without compiling it, on any load.
 				_, err := h.Load(ctx, writeModule(t, blocksModule(shape, n, 1)), Limits{})
 				if err == nil || !strings.Contains(err.Error(), "function 0 has more than 10000 blocks") {
 					t.Errorf("Load = %v, want the function refused", err)
-				}
-				if elapsed := time.Since(start); elapsed > time.Second {
-					t.Errorf("refusing took %s", elapsed)
 				}
 			})
 		}
@@ -145,10 +144,19 @@ func TestLoadRefusesAFunctionTooLargeToCompile(t *testing.T) {
 	t.Logf("a function of 2000 nested blocks compiled in %s", time.Since(start).Round(time.Millisecond))
 }
 
-// A module of many functions just under MaxBlocks takes a second per
-// function to compile: the load gives up at the time limit, and the
+// A module of many functions just under MaxBlocks takes a second or two
+// per function to compile: the load gives up at the time limit, and the
 // compile, which wazero checks for cancellation between functions, ends
 // soon after.
+//
+// # Notes
+//
+// The bounds below are hang guards, not measurements: the whole compile of
+// 120 such functions takes over two minutes idle (40 took 82 s at load 25)
+// and far longer under load, while the abandoned one ends after the
+// function each worker is in. So a load that waited for the compile, or a
+// compile that was not abandoned, fails them on any machine, and a busy
+// machine does not.
 func TestCompileIsAbandonedAtItsTimeLimit(t *testing.T) {
 	ctx := context.Background()
 	h, err := NewHost(ctx, WithCompileTimeout(300*time.Millisecond))
@@ -156,18 +164,18 @@ func TestCompileIsAbandonedAtItsTimeLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close(ctx)
-	path := writeModule(t, blocksModule("flat", MaxBlocks-100, 40))
+	path := writeModule(t, blocksModule("flat", MaxBlocks-100, 120))
 	for i := 0; i < 2; i++ {
 		start := time.Now()
 		_, err := h.Load(ctx, path, Limits{})
 		if err == nil || !strings.Contains(err.Error(), "does not compile: compiling took longer than the limit of 300ms; it was abandoned") {
 			t.Fatalf("load %d = %v, want the compile abandoned at its limit", i+1, err)
 		}
-		if elapsed := time.Since(start); elapsed > 1500*time.Millisecond {
-			t.Errorf("load %d took %s, want about the limit", i+1, elapsed)
+		if elapsed := time.Since(start); elapsed > 30*time.Second {
+			t.Errorf("load %d took %s: it waited for the compile instead of giving up at the limit", i+1, elapsed)
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		h.mu.Lock()
 		n := len(h.compiled)
@@ -176,7 +184,7 @@ func TestCompileIsAbandonedAtItsTimeLimit(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the abandoned compile still runs 15 s later")
+			t.Fatal("the abandoned compile still runs a minute later: it was not stopped between functions")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

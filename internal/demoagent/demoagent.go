@@ -2,7 +2,8 @@
 // `acpflow agent demo`. It needs no model, no network and no key: it answers a prompt by echoing
 // it back in several chunks, and asks permission for every `tool: KIND TITLE` line of the prompt,
 // which makes it the agent of the README's first run, of acpflow's end-to-end tests and of trying
-// policies offline.
+// policies offline. A `json: TEXT` line makes TEXT its final message and a `usage: …` line makes
+// it report usage (directives.go), for trying output-schema and budgets offline.
 //
 // It is an ordinary ACP agent built on the SDK's AgentSideConnection, so it also shows what a
 // well-behaved agent sends: a thought and a plan (which a client must keep out of its output),
@@ -106,11 +107,22 @@ type session struct {
 	cwd        string             // a load or resume may move the session to another cwd
 	history    []string           // echoes of the completed turns' prompts, oldest first
 	calls      int                // tool calls made so far in the session, for unique ids
+	cost       float64            // what usage: lines cost on this process, for usage_update
 	cancelTurn context.CancelFunc // the turn in flight, if any
 }
 
 func newSessionFrom(s savedSession, cwd string) *session {
 	return &session{id: s.SessionID, cwd: cwd, history: s.Echoes, calls: s.ToolCalls}
+}
+
+// addCost adds a turn's cost to the session's and returns the sum, which a usage_update
+// reports as an adapter does: cumulative over the session's turns on this process (a fresh
+// process that loads the session starts again from 0, as a real adapter's would).
+func (s *session) addCost(turn float64) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cost += turn
+	return s.cost
 }
 
 func (s *session) nextToolCallID() acp.ToolCallId {
@@ -352,7 +364,13 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		s.mu.Unlock()
 	}()
 
-	t.echo, t.tools = ParsePrompt(promptText(p.Prompt))
+	text := promptText(p.Prompt)
+	t.echo, t.tools = ParsePrompt(text)
+	directives, err := ParseDirectives(text)
+	if err != nil {
+		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	t.directives = directives
 	if err := t.run(ctx); err != nil {
 		if ctx.Err() != nil {
 			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
@@ -365,7 +383,11 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	if err := s.remember(a.store, t.echo); err != nil {
 		return acp.PromptResponse{}, err
 	}
-	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+	resp := acp.PromptResponse{StopReason: acp.StopReasonEndTurn}
+	if u := directives.Usage; u != nil {
+		resp.Usage = u.promptUsage()
+	}
+	return resp, nil
 }
 
 // Cancel ends the session's turn in flight, if any.

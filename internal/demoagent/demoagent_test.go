@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -321,23 +322,30 @@ func TestServeCancelMidTurnEndsItCancelled(t *testing.T) {
 	session := d.newSession(t, "/work")
 	// The client cancels while the agent waits for a permission answer, and never answers it:
 	// the agent must abandon the request and end the turn.
+	// The client holds its answer until the turn has ended: a turn that
+	// ends at all was ended without the answer (an event, not a time); the
+	// minute is a hang guard, after which the client gives up and says so.
+	release := make(chan struct{})
+	var gaveUp atomic.Bool
 	client.answer = func(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 		if err := d.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: req.SessionId}); err != nil {
 			t.Errorf("session/cancel: %v", err)
 		}
 		select {
-		case <-ctx.Done():
-		case <-time.After(5 * time.Second):
+		case <-release:
+		case <-time.After(time.Minute):
+			gaveUp.Store(true)
 		}
 		return acp.RequestPermissionResponse{}, errors.New("abandoned")
 	}
 
-	start := time.Now()
-	if stop := d.prompt(t, session, "Do it\ntool: execute sleep 100"); stop != acp.StopReasonCancelled {
+	stop := d.prompt(t, session, "Do it\ntool: execute sleep 100")
+	close(release)
+	if stop != acp.StopReasonCancelled {
 		t.Errorf("stop reason = %q, want cancelled", stop)
 	}
-	if elapsed := time.Since(start); elapsed > 3*time.Second {
-		t.Errorf("the cancelled turn took %v to end, want it prompt", elapsed)
+	if gaveUp.Load() {
+		t.Error("the cancelled turn ended only once the client gave up its answer: the agent waited for it")
 	}
 	if chunks := client.chunks(); len(chunks) != 0 {
 		t.Errorf("a cancelled turn streamed %q, want nothing", chunks)
@@ -379,7 +387,7 @@ func TestServeReturnsOnStdinEOF(t *testing.T) {
 		if err != nil {
 			t.Errorf("Serve = %v, want nil on EOF", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a hang guard
 		t.Fatal("Serve did not return after stdin EOF")
 	}
 }
@@ -393,7 +401,7 @@ func TestServeReturnsWhenItsContextEnds(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("Serve = %v, want context.Canceled", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a hang guard
 		t.Fatal("Serve did not return after its context ended")
 	}
 }

@@ -119,6 +119,8 @@ type turn struct {
 	history []string // the session's when the turn started
 	echo    string
 	tools   []ToolRequest
+	// directives change the answer (json:) and add usage (usage:); see directives.go.
+	directives Directives
 }
 
 func (t *turn) run(ctx context.Context) error {
@@ -140,7 +142,29 @@ func (t *turn) run(ctx context.Context) error {
 		outcomes[i] = outcome
 	}
 
-	for _, chunk := range Chunks(AnswerWithHistory(t.history, t.echo, tools, outcomes)) {
+	if err := t.say(ctx, AnswerWithHistory(t.history, t.echo, tools, outcomes)); err != nil {
+		return err
+	}
+	if t.directives.HasJSON {
+		// The JSON is a message of its own, after a thought, so that it is the turn's final
+		// message (what output-schema checks) while the answer above still reports the
+		// permission outcomes.
+		if err := t.update(ctx, acp.UpdateAgentThoughtText("Answering with the JSON the prompt gave.")); err != nil {
+			return err
+		}
+		if err := t.say(ctx, t.directives.JSON); err != nil {
+			return err
+		}
+	}
+	if u := t.directives.Usage; u != nil {
+		return t.update(ctx, u.update(t.session.addCost(u.Cost)))
+	}
+	return nil
+}
+
+// say streams text as agent_message_chunk updates (Chunks).
+func (t *turn) say(ctx context.Context, text string) error {
+	for _, chunk := range Chunks(text) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -427,11 +429,11 @@ func TestSlowRequestHeadersAreCutOff(t *testing.T) {
 	}
 	defer c.Close()
 	io.WriteString(c, "CONNECT 127.0.0.1:1 HTTP/1.1\r\n") // and never the rest
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	start := time.Now()
-	io.Copy(io.Discard, c)
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("the connection stayed open %v", d)
+	// Who ended the connection, not when: the proxy's cut (EOF or a
+	// reset) or, had it kept the connection open, this side's own minute.
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := io.Copy(io.Discard, c); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("the connection stayed open for a minute: the slow headers were not cut off")
 	}
 }
 
@@ -479,12 +481,12 @@ func TestATunnelWhoseClientLeftEndsAfterTheLinger(t *testing.T) {
 
 	c.(*net.TCPConn).CloseWrite()
 	// The host reads EOF: the client's close is passed on.
-	up.SetReadDeadline(time.Now().Add(2 * time.Second))
+	up.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if n, err := up.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("the host read %d, %v; want EOF", n, err)
 	}
 	// And the tunnel ends though the host stays silent and open.
-	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if _, err := io.Copy(io.Discard, br); err != nil {
 		t.Fatalf("the tunnel did not end: %v", err)
 	}
@@ -499,10 +501,11 @@ func TestATunnelWhoseClientLeftEndsAfterTheLinger(t *testing.T) {
 	})
 }
 
-// eventually fails the test if cond does not hold within a few seconds.
+// eventually fails the test if cond does not hold within half a minute
+// (a hang guard: the conditions hold in milliseconds on an idle machine).
 func eventually(t *testing.T, cond func() bool, say func() string) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal(say())
 		}
@@ -512,7 +515,7 @@ func eventually(t *testing.T, cond func() bool, say func() string) {
 // settles waits for the number of goroutines to come down to at most n.
 func settles(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		got := runtime.NumGoroutine()
 		if got <= n {
@@ -575,14 +578,14 @@ func TestCloseEndsOpenTunnelsAndLeavesNoGoroutine(t *testing.T) {
 	go func() { p.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Close did not return")
 	}
 	p.Close() // again: a no-op
 	n := len(rec.all())
 
 	for i, c := range append(clients, half) {
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
 		if _, err := io.Copy(io.Discard, c); err != nil {
 			t.Errorf("connection %d was not closed: %v", i, err)
 		}
@@ -664,7 +667,7 @@ func TestTheTunnelAfterTheLimitGets503(t *testing.T) {
 
 	// A tunnel that ends frees its slot.
 	open[0].Close()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, _, status := connect(t, p, echo.addr(), nil)
 		if status == 200 {

@@ -2,9 +2,10 @@ package replayagent
 
 import (
 	"os"
-	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestSettleWaitsUntilThePipeWasRead(t *testing.T) {
@@ -15,19 +16,19 @@ func TestSettleWaitsUntilThePipeWasRead(t *testing.T) {
 	defer r.Close()
 	defer w.Close()
 	w.WriteString("replay: a divergence\n")
-	var read atomic.Bool
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		buf := make([]byte, 64)
 		r.Read(buf)
-		read.Store(true)
 	}()
 	settle(w)
-	if !read.Load() {
-		// The read may have returned an instant before the flag was set.
-		time.Sleep(10 * time.Millisecond)
-		if !read.Load() {
-			t.Error("settle returned before the line was read")
-		}
+	// What the pipe holds when settle returns, not a flag the reader sets
+	// a scheduling moment after its read (a loaded machine widens that).
+	var unread int32
+	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, w.Fd(), syscall.TIOCINQ, uintptr(unsafe.Pointer(&unread))); errno != 0 {
+		t.Fatal(errno)
+	}
+	if unread != 0 {
+		t.Errorf("settle returned with %d bytes not yet read", unread)
 	}
 }

@@ -3,7 +3,10 @@
 // policy files alike, so that both suggest the same way.
 package suggest
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Closest returns the word of known closest to word, or "" when none is
 // close enough to be a likely typo. Case and the `_`/`-` spelling are
@@ -27,6 +30,19 @@ func Closest(word string, known []string) string {
 		return ""
 	}
 	return best
+}
+
+// Unknown is the message for a word that is not one of known, the words a
+// flag or key takes: what was given, the likely typo's fix, and the whole
+// list, so that a user never has to look the words up elsewhere (`unknown
+// status "faild"; did you mean "failed"? (one of: running, succeeded, …)`).
+// what names the kind of word ("status").
+func Unknown(what, word string, known []string) string {
+	msg := fmt.Sprintf("unknown %s %q", what, word)
+	if c := Closest(word, known); c != "" {
+		msg += fmt.Sprintf("; did you mean %q?", c)
+	}
+	return msg + " (one of: " + strings.Join(known, ", ") + ")"
 }
 
 // fold lowers the case and spells `_` as `-`.

@@ -39,3 +39,13 @@ func TestDistance(t *testing.T) {
 		})
 	}
 }
+
+func TestUnknownNamesTheFixAndTheList(t *testing.T) {
+	known := []string{"running", "succeeded", "failed", "cancelled"}
+	if got, want := Unknown("status", "faild", known), `unknown status "faild"; did you mean "failed"? (one of: running, succeeded, failed, cancelled)`; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got, want := Unknown("status", "zzz", known), `unknown status "zzz" (one of: running, succeeded, failed, cancelled)`; got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

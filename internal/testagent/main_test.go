@@ -158,7 +158,7 @@ func TestTestAgent(t *testing.T) {
 		a.call(1, "initialize", map[string]any{"protocolVersion": 1})
 		session := a.newSession(2)
 		a.sendPrompt(3, session)
-		time.Sleep(50 * time.Millisecond)
+		waitForEvent(t, rec, "prompt") // the cancel comes once the prompt is the agent's, not after a sleep
 		a.send(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": session}})
 		if out, stop := a.collect(3, session); out != "" || stop != "cancelled" {
 			t.Errorf("prompt gave %q / %q, want nothing / cancelled", out, stop)
@@ -511,13 +511,14 @@ func (a *agentProc) send(v any) {
 
 func (a *agentProc) closeStdin() { _ = a.stdin.Close() }
 
-// next is the agent's next message; false when its stdout closed or nothing came for 10s.
+// next is the agent's next message; false when its stdout closed or nothing
+// came for 30s (a hang guard: it answers in milliseconds idle).
 func (a *agentProc) next() (message, bool) {
 	select {
 	case m, ok := <-a.msgs:
 		return m, ok
-	case <-time.After(10 * time.Second):
-		a.t.Error("the agent sent nothing for 10s")
+	case <-time.After(30 * time.Second):
+		a.t.Error("the agent sent nothing for 30s")
 		return message{}, false
 	}
 }
@@ -630,8 +631,8 @@ func (a *agentProc) wait() int {
 	a.t.Helper()
 	select {
 	case <-a.exited:
-	case <-time.After(10 * time.Second):
-		a.t.Fatal("the agent did not exit within 10s")
+	case <-time.After(30 * time.Second):
+		a.t.Fatal("the agent did not exit within 30s")
 	}
 	return a.cmd.ProcessState.ExitCode()
 }
@@ -677,14 +678,14 @@ func eventNames(t *testing.T, path string) string {
 
 func waitForEvent(t *testing.T, path, name string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if strings.Contains(" "+eventNames(t, path)+" ", " "+name+" ") {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no %q event recorded within 10s", name)
+	t.Fatalf("no %q event recorded within 30s", name)
 }
 
 func mustUnmarshal(t *testing.T, data []byte, v any) {

@@ -34,8 +34,16 @@ func wasmHost(t testing.TB) *wasm.Host {
 	return h
 }
 
+// loadModule loads the module at path. A zero time limit becomes a minute, not
+// the default second: a test that is not about time must not depend on a
+// loaded machine running the module within a second (a memory bomb lost
+// that race to the default second at load 12). A test of the time limit
+// sets it.
 func loadModule(t testing.TB, h *wasm.Host, path string, limits wasm.Limits) *wasm.Module {
 	t.Helper()
+	if limits.Timeout == 0 {
+		limits.Timeout = time.Minute
+	}
 	m, err := h.Load(context.Background(), path, limits)
 	if err != nil {
 		t.Fatal(err)

@@ -27,13 +27,16 @@ func TestInputsThatNeverEndAreRefusedAndAFIFOWaitsBoundedForAWriter(t *testing.T
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
+	// No writer ever comes, so only the wait can end the open: the error,
+	// not the time it took, is the verdict.
 	_, err := openInputs(fifo, 300*time.Millisecond)
-	if took := time.Since(began); err == nil || !strings.Contains(err.Error(), "no process opened for writing") || took > 5*time.Second {
-		t.Errorf("a FIFO with no writer: %v after %s", err, took)
+	if err == nil || !strings.Contains(err.Error(), "no process opened for writing") {
+		t.Errorf("a FIFO with no writer: %v", err)
 	}
 
-	// A writer that comes within the wait is read as a stream.
+	// A writer that comes within the wait is read as a stream. The wait is
+	// a minute (the open returns when the writer comes), so a loaded
+	// machine's slow writer is not taken for none.
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
@@ -43,7 +46,7 @@ func TestInputsThatNeverEndAreRefusedAndAFIFOWaitsBoundedForAWriter(t *testing.T
 		w.WriteString("{\"n\": 1}\n")
 		w.Close()
 	}()
-	in, err := openInputs(fifo, 5*time.Second)
+	in, err := openInputs(fifo, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

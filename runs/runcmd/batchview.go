@@ -33,7 +33,14 @@ type batchView struct {
 	failedIDs             []string // the first maxFailedIDs
 	usage                 steps.Usage
 	reported, unreported  int // runs whose agents reported tokens, runs with none
+	// resume says how to take the batch up again; nil: the summary does
+	// not (Executor.ResumeHint).
+	resume func(id string) string
 }
+
+// setResume: see plainView.setResume; a batch's summary gives the batch's
+// id, which resume takes as it takes a run's.
+func (v *batchView) setResume(hint func(id string) string) { v.resume = hint }
 
 // maxFailedIDs is how many failed runs the summary names; `acpflow runs
 // --batch ID --status failed` lists them all.
@@ -168,4 +175,7 @@ func (v *batchView) Close([]*engine.RunResult) {
 		fmt.Fprintf(v.w, " and %d more", v.failed-len(v.failedIDs))
 	}
 	fmt.Fprintf(v.w, " (acpflow runs --batch %s --status failed)\n", v.batchID)
+	if v.resume != nil {
+		fmt.Fprintf(v.w, "resume with: %s\n", v.resume(v.batchID))
+	}
 }

@@ -20,14 +20,21 @@ import (
 
 // liveView redraws one line per step on a terminal: its state, its elapsed
 // time and the last line of the agent's text, so a long run shows what each
-// agent is doing without scrolling a log.
+// agent is doing without scrolling a log. Above the lines it prints the
+// run's id; a for-each step's line counts its elements (`2/5 done, 2
+// running`), its time running from its first element's start. Below them,
+// once the run ended, each failed step's whole error (its line has only
+// the first line of it, cut to the width) and the summary.
 type liveView struct {
-	w     io.Writer
-	color bool
-	p     *mpb.Progress
+	w      io.Writer
+	color  bool
+	p      *mpb.Progress
+	resume func(runID string) string
 
 	mu    sync.Mutex
 	steps map[string]*liveStep
+	order []*liveStep // file order
+	each  forEachCounts
 }
 
 type liveStep struct {
@@ -38,6 +45,8 @@ type liveStep struct {
 	ended   time.Time
 	last    string // last line of agent text, sanitised
 	usage   string // what the agent reported so far ("" before anything)
+	err     string // the step's whole error, once it ended with one
+	each    string // a for-each's count, "2/5 done, 2 running"; "" for another step
 	bar     *mpb.Bar
 }
 
@@ -53,7 +62,10 @@ func newLiveView(w io.Writer) *liveView {
 
 func (v *liveView) Emit(e steps.Event) {
 	if d, ok := e.Data.(steps.RunStart); ok {
-		// One line per step, in file order, before any of them starts.
+		// The run's id above its lines, so that it can be shown or resumed
+		// while it runs; then one line per step, in file order, before any
+		// of them starts.
+		fmt.Fprintf(v.p, "run %s: %s\n", e.RunID, termtext.Line(d.Workflow, titleMax))
 		for _, id := range d.Steps {
 			v.step(id, e.Time)
 		}
@@ -62,17 +74,39 @@ func (v *liveView) Emit(e steps.Event) {
 		return
 	}
 	s := v.step(e.Step, e.Time)
+	v.mu.Lock()
+	each := ""
+	if c := v.each.count(e); c != nil {
+		each = c.String()
+		if n := len(c.running); n > 0 && !c.ended {
+			each += fmt.Sprintf(", %d running", n)
+		}
+	}
+	v.mu.Unlock()
 	s.mu.Lock()
+	if each != "" {
+		s.each = each
+	}
 	done := false
 	switch d := e.Data.(type) {
 	case steps.StepStart:
-		s.state, s.started = "running", e.Time
+		// The time runs from the step's first start: a for-each's next
+		// element or a retry does not set it back.
+		if s.state == "waiting" {
+			s.started = e.Time
+		}
+		s.state = "running"
 		if d.Attempt > 1 {
 			s.state = fmt.Sprintf("running (attempt %d)", d.Attempt)
 		}
 	case acpagent.MessageChunk:
 		// s.last is already sanitised; a sequence split across chunks
-		// leaves only inert pieces behind.
+		// leaves only inert pieces behind. An element's text says whose.
+		if e.Index != nil {
+			mark := fmt.Sprintf("#%d ", *e.Index)
+			s.last = mark + lastLine(termtext.Sanitize(strings.TrimPrefix(s.last, mark)+d.Text))
+			break
+		}
 		s.last = lastLine(termtext.Sanitize(s.last + d.Text))
 	case acpagent.Session:
 		s.state = "prompting"
@@ -96,6 +130,10 @@ func (v *liveView) Emit(e steps.Event) {
 		s.last = fmt.Sprintf("unasked %s %s: would %s", termtext.Line(d.Kind, kindMax), termtext.Quote(unaskedWhat(d.PermissionRecord), titleMax), d.Would)
 	case steps.Warning:
 		s.last = firstLine(termtext.Sanitize("warning: " + d.Message))
+	case steps.ElementEnd:
+		if d.Error != "" {
+			s.last = firstLine(termtext.Sanitize(fmt.Sprintf("#%d %s: %s", derefIndex(e.Index), d.Status, d.Error)))
+		}
 	case steps.StepEnd:
 		s.state, s.ended = d.Status, e.Time
 		if d.Attempts > 0 {
@@ -103,6 +141,7 @@ func (v *liveView) Emit(e steps.Event) {
 		}
 		if d.Error != "" {
 			s.last = firstLine(termtext.Sanitize(d.Error))
+			s.err = d.Error
 		}
 		done = true
 	}
@@ -120,6 +159,7 @@ func (v *liveView) step(id string, at time.Time) *liveStep {
 	if s == nil {
 		s = &liveStep{id: id, state: "waiting", started: at}
 		v.steps[id] = s
+		v.order = append(v.order, s)
 		s.bar = v.p.New(1, mpb.NopStyle(),
 			mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return s.describe(v.color) })),
 		)
@@ -155,7 +195,11 @@ func (s *liveStep) describe(color bool) string {
 	if s.usage != "" {
 		usage = "[" + s.usage + "]  "
 	}
-	line := fmt.Sprintf("%s %-16s %-12s %6s  %s%s", mark, s.id, s.state, elapsed, usage, s.last)
+	each := ""
+	if s.each != "" {
+		each = s.each + "  "
+	}
+	line := fmt.Sprintf("%s %-16s %-12s %6s  %s%s%s", mark, s.id, s.state, elapsed, each, usage, s.last)
 	return truncate(line, 160)
 }
 
@@ -163,18 +207,41 @@ func (s *liveStep) describe(color bool) string {
 // lines, which mpb keeps drawing below.
 func (v *liveView) questions() io.Writer { return v.p }
 
+// setResume: see plainView.setResume.
+func (v *liveView) setResume(hint func(runID string) string) { v.resume = hint }
+
+// Close draws the last frame, then prints below it each failed step's
+// whole error and the plain view's summary.
 func (v *liveView) Close(results []*engine.RunResult) {
 	v.mu.Lock()
 	bars := make([]*mpb.Bar, 0, len(v.steps))
 	for _, s := range v.steps {
 		bars = append(bars, s.bar)
 	}
+	order := v.order
 	v.mu.Unlock()
 	for _, b := range bars {
 		b.SetTotal(-1, true)
 	}
 	v.p.Wait()
-	(&plainView{w: v.w}).Close(results)
+	for _, s := range order {
+		s.mu.Lock()
+		if s.state == string(engine.StatusFailed) && s.err != "" {
+			fmt.Fprintf(v.w, "step %s failed: %s\n", s.id, IndentLines(strings.TrimRight(s.err, "\n"), "    "))
+		}
+		s.mu.Unlock()
+	}
+	v.mu.Lock()
+	each := v.each
+	v.mu.Unlock()
+	(&plainView{w: v.w, each: each, resume: v.resume}).Close(results)
+}
+
+func derefIndex(i *int) int {
+	if i == nil {
+		return -1
+	}
+	return *i
 }
 
 func lastLine(s string) string {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,6 +63,9 @@ type Config struct {
 	// Resume says on stderr, when a batch starts, how to take it up if it
 	// stops half-way.
 	Resume func(batchID string) string
+	// ResumeRun, when set, is the command that takes a run up again: the
+	// summary of a run that failed or was interrupted ends with it.
+	ResumeRun func(runID string) string
 	// Interrupted is what the first signal makes the command say.
 	Interrupted string
 	// Asker, when set, is who answers a policy's ask for a lone run
@@ -84,7 +88,16 @@ func New(c Config) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run a workflow once, or once per input line (batch)",
-		Args:  cobra.ExactArgs(1),
+		Example: strings.ReplaceAll(`  # the demo workflow, on the built-in demo agent: no key, offline
+  acpflow run workflows/examples/hello.yaml
+
+  # with an input, the result as a JSON line on stdout, the view on stderr
+  acpflow run workflows/examples/hello.yaml -i who=Ada --output - | jq .outputs
+
+  # a batch: one run per JSONL line, 2 at once, the results to a file
+  printf '{"who":"Ada"}\n{"who":"Grace"}\n' |
+    acpflow run workflows/examples/hello.yaml --inputs - -c 2 --output results.jsonl`, "acpflow ", c.Name+" "),
+		Args: Args("the workflow file to run", "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return run(cmd, c, args[0], &f)
 		},
@@ -109,7 +122,7 @@ func AddOutputFlags(cmd *cobra.Command, f *Flags) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.State, "state", "", StateHelp)
 	fl.StringVar(&f.Policy, "policy", "", PolicyHelp)
-	fl.StringVarP(&f.Output, "output", "o", "", "write one JSON result object per run to FILE, one per line")
+	fl.StringVarP(&f.Output, "output", "o", "", "write one JSON result object per run to FILE, one per line (- for stdout: the view then goes to stderr)")
 	fl.BoolVar(&f.JSON, "json", false, "print the event stream as JSON lines instead of the human view")
 }
 
@@ -121,6 +134,8 @@ func (f *Flags) check(c Config) (engine.Budget, error) {
 		return engine.Budget{}, UsageErrorf("--concurrency must be at least 1, got %d", f.Concurrency)
 	case f.InputsFile != "" && len(f.Inputs) > 0:
 		return engine.Budget{}, UsageErrorf("--input and --inputs do not go together: put every input in the JSONL lines")
+	case f.CheckOutput() != nil:
+		return engine.Budget{}, f.CheckOutput()
 	case f.Budget != "" && f.InputsFile == "":
 		return engine.Budget{}, UsageErrorf("--budget is a batch's (with --inputs); a run's budget is the workflow's budget: key")
 	}
@@ -185,9 +200,9 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 			return UsageError(err)
 		}
 	}
-	out, err := runs.OpenOutput(f.Output)
+	out, err := f.OpenOutput(cmd)
 	if err != nil {
-		return UsageError(err)
+		return err
 	}
 	defer out.Close()
 
@@ -201,10 +216,11 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 		defer end()
 	}
 	x := NewExecutor(c.Name, r, out, f.Timeout)
+	x.ResumeHint = c.ResumeRun
 	if lines != nil {
 		b := runs.NewBatch(wf, workspace, f.InputsFile, f.Concurrency, first)
 		b.Budget, r.Budget = budget.String(), budget
-		x.SetView(NewBatchView(cmd.OutOrStdout(), f.JSON, b.ID, 0))
+		x.SetView(NewBatchView(f.ViewOut(cmd), f.JSON, b.ID, 0))
 		r.BatchStarted = func(b runs.Batch, total int) {
 			hint := ""
 			if c.Resume != nil {
@@ -223,7 +239,7 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 		}
 		return x.Exit(ctx, nil)
 	}
-	x.SetView(NewView(cmd.OutOrStdout(), f.JSON))
+	x.SetView(NewView(f.ViewOut(cmd), f.JSON))
 	if c.Asker != nil && !f.JSON {
 		// A person answers at the terminal only when one run is watched:
 		// not with --json (a program reads it), not in a batch.
@@ -235,13 +251,48 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	return x.Exit(ctx, []*engine.RunResult{res})
 }
 
+// CheckOutput refuses an --output that cannot go with the other flags:
+// `--output -` puts the results on stdout, where --json puts the events.
+func (f *Flags) CheckOutput() error {
+	if f.Output == "-" && f.JSON {
+		return UsageErrorf("--output - and --json both write to stdout: give --output a file, or drop --json")
+	}
+	return nil
+}
+
+// OpenOutput is the --output of cmd: the file f.Output names, appended to;
+// with "-", cmd's stdout, as `-` means to gh, kubectl and jq.
+func (f *Flags) OpenOutput(cmd *cobra.Command) (*runs.Output, error) {
+	if f.Output == "-" {
+		return runs.WriteTo(cmd.OutOrStdout()), nil
+	}
+	out, err := runs.OpenOutput(f.Output)
+	if err != nil {
+		return nil, UsageError(err)
+	}
+	return out, nil
+}
+
+// ViewOut is where cmd's view (live, plain or --json) and what it says of
+// the runs go: stdout, unless `--output -` has the results there, so that
+// stdout holds JSON alone and the view goes to stderr.
+func (f *Flags) ViewOut(cmd *cobra.Command) io.Writer {
+	if f.Output == "-" {
+		return cmd.ErrOrStderr()
+	}
+	return cmd.OutOrStdout()
+}
+
 // Executor is one command's runs: the run service's Runner, with the
 // command's view and --output.
 type Executor struct {
 	Runner *runs.Runner
 	Out    *runs.Output
 	View   View
-	name   string
+	// ResumeHint, when set, is the command that takes a run up again,
+	// which the view's summary of a run that did not succeed ends with.
+	ResumeHint func(runID string) string
+	name       string
 }
 
 // NewExecutor sets r up for a command named name: its results go to out,
@@ -304,6 +355,9 @@ func AsFailure(err error) error {
 // docs/results.md#exit-codes. results are the runs the view's summary
 // shows (a batch's view counts its own).
 func (x *Executor) Exit(ctx context.Context, results []*engine.RunResult) error {
+	if v, ok := x.View.(interface{ setResume(func(string) string) }); ok && x.ResumeHint != nil {
+		v.setResume(x.ResumeHint)
+	}
 	x.View.Close(results)
 	x.ReportStoreErrs()
 	if err := x.Out.Err(); err != nil {

@@ -1,6 +1,7 @@
 package runcmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -96,18 +97,36 @@ func (v *jsonView) Close([]*engine.RunResult) {}
 type plainView struct {
 	mu sync.Mutex
 	w  io.Writer
+	// each counts the elements of each for-each step, for `N/M done`.
+	each forEachCounts
+	// resume says how to take a run up again; nil: the summary does not.
+	resume func(runID string) string
 }
 
 // questions is where a person is asked (termAsker): between the lines.
 func (v *plainView) questions() io.Writer { return lockedWriter{&v.mu, v.w} }
 
 func (v *plainView) Emit(e steps.Event) {
+	v.mu.Lock()
+	each := ""
+	if c := v.each.count(e); c != nil {
+		each = c.String()
+	}
+	v.mu.Unlock()
 	line := plainLine(e)
 	if line == "" {
 		return
 	}
+	if each != "" {
+		switch d := e.Data.(type) {
+		case steps.ElementEnd:
+			line = elementLine(d, each)
+		case steps.StepEnd:
+			line = stepEndLine(d, each)
+		}
+	}
 	if e.Step != "" {
-		line = "[" + e.Step + "] " + line
+		line = "[" + e.Step + elementMark(e.Index) + "] " + line
 	}
 	// Errors may carry the agent's text over several lines (its stderr):
 	// each line after the first is indented under its event, so that no
@@ -147,20 +166,55 @@ func plainLine(e steps.Event) string {
 		return "cancelling: session/cancel sent"
 	case acpagent.SchemaRetry:
 		return fmt.Sprintf("the answer does not match output-schema; follow-up %d of %d: %s", d.Retry, d.Retries, strings.Join(d.Errors, "; "))
+	case steps.ElementEnd:
+		return elementLine(d, "")
 	case steps.StepEnd:
-		s := fmt.Sprintf("%s in %s", d.Status, DurationText(d.DurationMS))
-		if d.StopReason != "" {
-			s += " (" + d.StopReason + ")"
-		}
-		if d.Usage != nil {
-			s += ", " + UsageText(d.Usage)
-		}
-		if d.Error != "" {
-			s += ": " + d.Error
-		}
-		return s
+		return stepEndLine(d, "")
 	}
 	return ""
+}
+
+// elementMark is " #INDEX" for a for-each element's event, else "": the
+// element a line is of ("[review #2] started").
+func elementMark(index *int) string {
+	if index == nil {
+		return ""
+	}
+	return fmt.Sprintf(" #%d", *index)
+}
+
+// stepEndLine words a step_end, with its for-each's count when each is
+// not "" ("failed in 2s (error), 3/5 done, 1 failed: item 2: …").
+func stepEndLine(d steps.StepEnd, each string) string {
+	s := fmt.Sprintf("%s in %s", d.Status, DurationText(d.DurationMS))
+	if d.StopReason != "" {
+		s += " (" + d.StopReason + ")"
+	}
+	if each != "" {
+		s += ", " + each
+	}
+	if d.Usage != nil {
+		s += ", " + UsageText(d.Usage)
+	}
+	if d.Error != "" {
+		s += ": " + d.Error
+	}
+	return s
+}
+
+// elementLine words an element_end, with its step's count so far.
+func elementLine(d steps.ElementEnd, each string) string {
+	s := fmt.Sprintf("%s in %s", d.Status, DurationText(d.DurationMS))
+	if d.StopReason != "" {
+		s += " (" + d.StopReason + ")"
+	}
+	if each != "" {
+		s += ", " + each
+	}
+	if d.Error != "" {
+		s += ": " + d.Error
+	}
+	return s
 }
 
 func (v *plainView) Close(results []*engine.RunResult) {
@@ -169,7 +223,13 @@ func (v *plainView) Close(results []*engine.RunResult) {
 	}
 }
 
-// summary prints how a run ended and its outputs.
+// setResume makes the summary of a run that failed or was interrupted
+// end with how to take it up (Executor.ResumeHint).
+func (v *plainView) setResume(hint func(runID string) string) { v.resume = hint }
+
+// summary prints how a run ended, its for-each steps' counts, its outputs
+// (in the order the workflow writes them) and, when it did not succeed,
+// how to resume it.
 func (v *plainView) summary(res *engine.RunResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -181,23 +241,153 @@ func (v *plainView) summary(res *engine.RunResult) {
 		fmt.Fprintf(v.w, ": %s", IndentLines(strings.TrimRight(res.Error, "\n"), "    "))
 	}
 	fmt.Fprintln(v.w)
-	if len(res.Outputs) == 0 {
-		return
+	for _, c := range v.each.of(res.RunID) {
+		fmt.Fprintf(v.w, "  %s: %s\n", c.step, c)
 	}
-	names := make([]string, 0, len(res.Outputs))
-	for k := range res.Outputs {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	fmt.Fprintln(v.w, "outputs:")
-	for _, k := range names {
-		s := termtext.Sanitize(fmt.Sprint(res.Outputs[k]))
-		if strings.Contains(s, "\n") {
-			fmt.Fprintf(v.w, "  %s: |\n    %s\n", k, strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    "))
-		} else {
-			fmt.Fprintf(v.w, "  %s: %s\n", k, s)
+	if len(res.Outputs) > 0 {
+		fmt.Fprintln(v.w, "outputs:")
+		for _, k := range OutputNames(res.Outputs, res.OutputNames) {
+			s := termtext.Sanitize(OutputText(res.Outputs[k]))
+			if strings.Contains(s, "\n") {
+				fmt.Fprintf(v.w, "  %s: |\n    %s\n", k, strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    "))
+			} else {
+				fmt.Fprintf(v.w, "  %s: %s\n", k, s)
+			}
 		}
 	}
+	if v.resume != nil && (res.Status == engine.StatusFailed || res.Status == engine.StatusCancelled) {
+		fmt.Fprintf(v.w, "resume with: %s\n", v.resume(res.RunID))
+	}
+}
+
+// OutputText is an output's value for a person: a string as it is, unless
+// it holds a JSON object or list (what a template gives for a value with
+// members), which is indented, members over several lines, as is any
+// value that is no string.
+func OutputText(v any) string {
+	s, ok := v.(string)
+	if !ok {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(b)
+	}
+	t := strings.TrimSpace(s)
+	if t == "" || (t[0] != '{' && t[0] != '[') || !json.Valid([]byte(t)) {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, []byte(t), "", "  ") != nil {
+		return s
+	}
+	return buf.String()
+}
+
+// OutputNames is the names of outputs in the order written: those of
+// order first (the workflow's order, as the run recorded it), then any
+// other in name order (a run recorded before the order was kept).
+func OutputNames(outputs map[string]any, order []string) []string {
+	names := make([]string, 0, len(outputs))
+	seen := make(map[string]bool, len(order))
+	for _, k := range order {
+		if _, ok := outputs[k]; ok && !seen[k] {
+			names, seen[k] = append(names, k), true
+		}
+	}
+	var rest []string
+	for k := range outputs {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	return append(names, rest...)
+}
+
+// forEachCounts follows the elements of the for-each steps of runs, from
+// their events: how many there are (step_start's elements) and how each
+// ended (element_end). Its users hold their own lock.
+type forEachCounts struct {
+	steps map[[2]string]*forEachCount // by run id and step id
+	order []*forEachCount             // as first seen
+}
+
+// forEachCount is one for-each step's elements.
+type forEachCount struct {
+	run, step                    string
+	total                        int
+	succeeded, failed, cancelled int
+	ended                        bool // the step's step_end came
+	running                      map[int]bool
+}
+
+// count takes e into the counts; it returns the count of e's step when
+// the step is a for-each one, else nil.
+func (fc *forEachCounts) count(e steps.Event) *forEachCount {
+	key := [2]string{e.RunID, e.Step}
+	c := fc.steps[key]
+	if c == nil {
+		d, ok := e.Data.(steps.StepStart)
+		if !ok || e.Index == nil {
+			return nil
+		}
+		if fc.steps == nil {
+			fc.steps = map[[2]string]*forEachCount{}
+		}
+		c = &forEachCount{run: e.RunID, step: e.Step, total: d.Elements, running: map[int]bool{}}
+		fc.steps[key] = c
+		fc.order = append(fc.order, c)
+	}
+	switch d := e.Data.(type) {
+	case steps.StepStart:
+		if e.Index != nil {
+			c.running[*e.Index] = true
+		}
+	case steps.ElementEnd:
+		if e.Index != nil {
+			delete(c.running, *e.Index)
+		}
+		switch engine.Status(d.Status) {
+		case engine.StatusSucceeded:
+			c.succeeded++
+		case engine.StatusFailed:
+			c.failed++
+		default:
+			c.cancelled++
+		}
+	case steps.StepEnd:
+		c.ended = true
+	}
+	return c
+}
+
+// of is the counts of the for-each steps of run id, in the order they
+// started.
+func (fc *forEachCounts) of(id string) []*forEachCount {
+	var out []*forEachCount
+	for _, c := range fc.order {
+		if c.run == id {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// String is "3/5 done", with ", 1 failed", ", 1 cancelled" and, once the
+// step ended, ", 2 not started" when there are any.
+func (c *forEachCount) String() string {
+	s := fmt.Sprintf("%d/%d done", c.succeeded, c.total)
+	if c.failed > 0 {
+		s += fmt.Sprintf(", %d failed", c.failed)
+	}
+	if c.cancelled > 0 {
+		s += fmt.Sprintf(", %d cancelled", c.cancelled)
+	}
+	if n := c.total - c.succeeded - c.failed - c.cancelled; c.ended && n > 0 {
+		s += fmt.Sprintf(", %d not started", n)
+	}
+	return s
 }
 
 func outcome(r policies.PermissionRecord) string {

@@ -65,7 +65,7 @@ func ParseSelection(filter string) (Selection, error) {
 			sel.Filter.Workflow = value
 		case "status":
 			if !slices.Contains(statuses, value) {
-				return Selection{}, fmt.Errorf("status %q: want one of %s", value, strings.Join(statuses, ", "))
+				return Selection{}, fmt.Errorf("%s", suggest.Unknown("status", value, statuses))
 			}
 			sel.Filter.Status = engine.Status(value)
 		case "batch":

@@ -1,6 +1,7 @@
 package acpsubagent
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,6 +118,9 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 		c.release()
 		if sb.Optional {
 			return nil, &unenforced{err}
+		}
+		if errors.Is(err, sandbox.ErrNeedsLinux) {
+			return nil, fmt.Errorf("agent %s: %w — set sandbox: {required: false} to run unconfined", a.agent.Name, err)
 		}
 		return nil, fmt.Errorf("agent %s: %w (sandbox: required; set required: false to run unsandboxed where the kernel cannot enforce it)", a.agent.Name, err)
 	}

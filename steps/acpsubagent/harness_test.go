@@ -118,8 +118,10 @@ type harness struct {
 	// lingering, when set, receives the agent's teardown as the engine's
 	// does; run waits for it before checking that nothing is left.
 	lingering *sync.WaitGroup
-	// settled is when Run returned, teardown may still be running.
-	settled time.Time
+	// settled is when Run returned, teardown may still be running;
+	// eventsAtSettle how many events had been emitted then.
+	settled        time.Time
+	eventsAtSettle int
 }
 
 func newHarness(t *testing.T, agentFlags ...string) *harness {
@@ -167,6 +169,9 @@ func (h *harness) run(ctx context.Context) steps.Result {
 		Events: h.events, Processes: h.events, Lingering: h.lingering,
 	})
 	h.settled = time.Now()
+	h.events.mu.Lock()
+	h.eventsAtSettle = len(h.events.all)
+	h.events.mu.Unlock()
 	if h.lingering != nil {
 		h.lingering.Wait()
 	}

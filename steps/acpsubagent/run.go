@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -109,6 +108,16 @@ type attempt struct {
 	// (redact.go), which a process keeps for the steps it serves next.
 	scribe  *scribe
 	secrets []string
+	// env is the environment the agent was given (nil before), emptyEnv
+	// the warnings of env templates that rendered empty, and unsetEnv the
+	// variables they gave (diagnose.go): what a failed start is explained
+	// from.
+	env      map[string]string
+	emptyEnv []string
+	unsetEnv []string
+	// startFailed says a start request got no answer or a refusal (the
+	// agent died, stalled or said no): what a likely cause explains.
+	startFailed bool
 }
 
 // Run runs one attempt: start, prompt, settle (docs/acp-subagent.md). The step settles
@@ -160,7 +169,18 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		res.Transcript = a.scribe.done()
 		if res.Err != nil {
 			a.awaitStderr()
-			if tail := termtext.StripANSI(a.p.child.Stderr().LastLines(stderrLinesInError)); tail != "" {
+			tail := termtext.StripANSI(a.p.child.Stderr().LastLines(stderrLinesInError))
+			if a.startFailed && res.StopReason == steps.Error {
+				// A start that failed: say what likely caused it, which
+				// the agent's own words seldom do.
+				if cause := likelyCause(a.agent, res.Err, tail, a.env, a.unsetEnv, a.emptyEnv); cause != "" {
+					res.Err = fmt.Errorf("%w\nlikely cause: %s", res.Err, cause)
+				}
+				if tail == "" {
+					res.Err = fmt.Errorf("%w\n(the agent wrote nothing to stderr)", res.Err)
+				}
+			}
+			if tail != "" {
 				res.Err = fmt.Errorf("%w\nagent stderr (last lines):\n%s", res.Err, indent(tail))
 			}
 		}
@@ -349,10 +369,12 @@ func (a *attempt) opened(id acp.SessionId, via string) {
 // way is there, else a fresh spawn. The env policy is asked either way:
 // what it gives is part of what makes two processes the same.
 func (a *attempt) obtain(ctx, startCtx context.Context) error {
+	a.warnEmptyEnv()
 	env, err := a.buildEnv(ctx)
 	if err != nil {
 		return err
 	}
+	a.env = env
 	path, args, err := a.command()
 	if err != nil {
 		return err
@@ -473,6 +495,7 @@ func (a *attempt) initialized(raw json.RawMessage) error {
 // startError words a failure of one start request: a timeout, the child's
 // death, or the agent's own error (e.g. "Authentication required").
 func (a *attempt) startError(ctx context.Context, method string, err error) error {
+	a.startFailed = true
 	if ctx.Err() != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			return fmt.Errorf("%w: no answer to %s", cause, method)
@@ -645,12 +668,9 @@ func (a *attempt) command() (string, []string, error) {
 		}
 		args[i] = r
 	}
-	path, err := exec.LookPath(a.agent.Command)
+	path, err := lookPath(a.agent)
 	if err != nil {
-		if strings.ContainsRune(a.agent.Command, os.PathSeparator) {
-			return "", nil, fmt.Errorf("agents.%s: command %q: %w", a.agent.Name, a.agent.Command, errors.Unwrap(err))
-		}
-		return "", nil, fmt.Errorf("agents.%s: command %q not found in PATH", a.agent.Name, a.agent.Command)
+		return "", nil, err
 	}
 	return path, args, nil
 }

@@ -121,4 +121,17 @@ var _ = registerPreset(Preset{
 	AutoModes: []string{"auto", "acceptEdits", "bypassPermissions", "dontAsk"},
 	Unasked:   "reads (Read, Glob, Grep in the workspace) and ToolSearch; every command (read-only ones included) and file change asks; not measured: the calls of subagents (Agent, Workflow tools), which Claude Code checks against the same rules",
 	StateDirs: []string{"~/.claude", "~/.claude.json", "~/.npm"},
+	Bin:       "claude-agent-acp", Install: "npm install -g @agentclientprotocol/claude-agent-acp",
+	Login: "claude /login", LoginFiles: []string{"~/.claude/.credentials.json"},
+	RootEnv: map[string]string{"IS_SANDBOX": "1"},
+	Causes: []Cause{
+		// Claude Code ends without a key (or login) and the adapter answers
+		// session/new with this (measured on 0.101.0, ~49 s after the spawn).
+		{Match: "Query closed before response received", Says: "the agent ended during session/new; it likely has no credentials: " + claudeKeyHint},
+		{Match: "Authentication required", Says: "it has no credentials: " + claudeKeyHint},
+		{Match: "cannot be used with root/sudo privileges", Says: `Claude Code refuses to run as root: set IS_SANDBOX: "1" in the agent's env:`},
+	},
 })
+
+// claudeKeyHint says how claude gets its credentials.
+const claudeKeyHint = "set ANTHROPIC_API_KEY and pass it in the agent's env: (ANTHROPIC_API_KEY: ${{ env.ANTHROPIC_API_KEY }}), or log in with `claude /login`"

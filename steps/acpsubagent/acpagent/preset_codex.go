@@ -90,4 +90,10 @@ var _ = registerPreset(Preset{
 	AutoModes: []string{"agent", "agent-full-access", "workspace-write"},
 	Unasked:   "commands the model sends without asking to leave codex's read-only sandbox and that codex does not judge dangerous (ls, cat, grep, echo > file) run unasked inside that sandbox, where they cannot write or reach the network",
 	StateDirs: []string{"~/.codex", "~/.npm"},
+	Bin:       "codex-acp", Install: "npm install -g @agentclientprotocol/codex-acp",
+	KeyAuth: "api-key",
+	Causes: []Cause{
+		{Match: "CODEX_API_KEY or OPENAI_API_KEY is not set", Says: "it has no key: set CODEX_API_KEY and pass it in the agent's env: (CODEX_API_KEY: ${{ env.CODEX_API_KEY }})"},
+		{Match: "Authentication required", Says: "it has no credentials: set auth: api-key and pass CODEX_API_KEY in the agent's env: (CODEX_API_KEY: ${{ env.CODEX_API_KEY }})"},
+	},
 })

@@ -87,4 +87,9 @@ var _ = registerPreset(Preset{
 		"where /etc/gemini-cli/policies holds a .toml file gemini ignores --admin-policy (warning on stderr) " +
 		"and runs the shell commands it judges safe (echo, ls, cat, …) unasked",
 	StateDirs: []string{"~/.gemini"},
+	Bin:       "gemini", Install: "npm install -g @google/gemini-cli",
+	KeyAuth: "gemini-api-key",
+	Causes: []Cause{
+		{Match: "Gemini API key is missing", Says: "it has no key: set auth: gemini-api-key and pass GEMINI_API_KEY in the agent's env: (GEMINI_API_KEY: ${{ env.GEMINI_API_KEY }})"},
+	},
 })

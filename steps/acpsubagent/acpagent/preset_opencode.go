@@ -63,4 +63,5 @@ var _ = registerPreset(Preset{
 		"after \"bash\" (measured: the last matching rule wins, in the order of the user's file); " +
 		"not measured: a user-defined agent (mode) whose own permission allows bash or edit, subagents (task tool) other than general",
 	StateDirs: []string{"~/.local/share/opencode", "~/.config/opencode", "~/.cache/opencode", "~/.local/state/opencode"},
+	Bin:       "opencode", Install: "npm install -g opencode-ai",
 })

@@ -67,4 +67,6 @@ var _ = registerPreset(Preset{
 	Unasked: "not measured: web_fetch, MCP tools, skills and subagents (the agent tool), " +
 		"and a user's deny rule (it refuses the call itself, which is stricter)",
 	StateDirs: []string{"~/.qwen"},
+	Bin:       "qwen", Install: "npm install -g @qwen-code/qwen-code",
+	KeyAuth: "openai",
 })

@@ -75,6 +75,38 @@ type Preset struct {
 	// under the preset's settings, as measured ("" for none known); shown
 	// by `acpflow agents` and docs/agents.
 	Unasked string
+
+	// What a user needs before the agent can work (docs/agents/NAME.md),
+	// which `acpflow validate` checks and a failed start explains.
+
+	// Bin is the program the agent's package installs
+	// ("claude-agent-acp"), and Install how to get it ("npm install -g
+	// …"): what the error of a command not on PATH says to do.
+	Bin     string
+	Install string
+	// Login is how a user logs the agent in instead of passing it a key
+	// (`claude /login`), and LoginFiles the files that login leaves under
+	// the agent's HOME ("~/.claude/.credentials.json"): one of them meets
+	// the need for a key of Env.
+	Login      string
+	LoginFiles []string
+	// KeyAuth is the auth method that reads the keys of Env, where the
+	// agent has several: under another auth: (a login) no key is needed.
+	KeyAuth string
+	// RootEnv are the variables, and the value each needs, that the agent
+	// refuses to start without when it runs as root (claude: IS_SANDBOX=1).
+	RootEnv map[string]string
+	// Causes are the likely causes of a start that failed, each recognised
+	// by words in the agent's stderr or error; the first that matches is
+	// added to the step's error.
+	Causes []Cause
+}
+
+// Cause is a likely cause of a failed start: when Match is in the agent's
+// stderr or its error, Says is told (what it means and what to do).
+type Cause struct {
+	Match string
+	Says  string
 }
 
 // PresetDirVar stands, in a preset's SetEnv values and Files, for the
