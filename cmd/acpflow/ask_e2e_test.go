@@ -44,6 +44,15 @@ func askStep(id, command string) string {
 // It returns everything the terminal showed.
 func onTerminal(t *testing.T, dir string, answer func(out string, questions int) string, args ...string) string {
 	t.Helper()
+	return onTerminalSeeing(t, dir, func(out string, _ func() string, n int) string { return answer(out, n) }, args...)
+}
+
+// onTerminalSeeing is onTerminal whose answer may also look at what the
+// terminal shows after the question (seen), which goes on being read
+// while answer waits: a test then answers once something has been drawn
+// (an event), not after a sleep a loaded machine could outlast.
+func onTerminalSeeing(t *testing.T, dir string, answer func(out string, seen func() string, questions int) string, args ...string) string {
+	t.Helper()
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("script (util-linux) is not installed: no pty to ask on")
@@ -68,9 +77,29 @@ func onTerminal(t *testing.T, dir string, answer func(out string, questions int)
 		mu  sync.Mutex
 		all strings.Builder
 	)
+	seen := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return all.String()
+	}
+	type question struct {
+		out string
+		n   int
+	}
+	asked := make(chan question, 64)
+	answered := make(chan struct{})
+	go func() { // the questions, answered in order while the reading goes on
+		defer close(answered)
+		for q := range asked {
+			if a := answer(q.out, seen, q.n); a != "" {
+				io.WriteString(stdin, a+"\n")
+			}
+		}
+	}()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer close(asked)
 		r := bufio.NewReader(stdout)
 		questions := 0
 		for {
@@ -81,9 +110,7 @@ func onTerminal(t *testing.T, dir string, answer func(out string, questions int)
 			mu.Unlock()
 			if strings.Contains(s, "and Enter:") {
 				questions++
-				if a := answer(out, questions); a != "" {
-					io.WriteString(stdin, a+"\n")
-				}
+				asked <- question{out, questions}
 			}
 			if err != nil {
 				return
@@ -92,11 +119,13 @@ func onTerminal(t *testing.T, dir string, answer func(out string, questions int)
 	}()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(2 * time.Minute): // a hang guard
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("acpflow on the terminal did not end; it showed:\n%s", all.String())
+		<-answered
+		t.Fatalf("acpflow on the terminal did not end; it showed:\n%s", seen())
 	}
+	<-answered
 	cmd.Wait()
 	stdin.Close()
 	return all.String()
@@ -126,8 +155,12 @@ func TestAskPutsTheRequestToThePersonAtTheTerminal(t *testing.T) {
 	dir := t.TempDir()
 	wf := writeWorkflow(t, dir, "name: ask\nagents:\n  demo: {builtin: demo}\n"+fmt.Sprintf(askPolicy, "allow")+"steps:\n"+askStep("clean", "rm -rf build"))
 	out := filepath.Join(dir, "result.json")
-	shown := onTerminal(t, dir, func(string, int) string {
-		time.Sleep(500 * time.Millisecond) // the live view draws the step waiting
+	shown := onTerminalSeeing(t, dir, func(_ string, seen func() string, _ int) string {
+		// The answer comes once the live view has drawn the step waiting
+		// (half a minute is a hang guard; the check below says if not).
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(seen(), "asking you") && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		return "3"
 	}, "run", wf, "--output", out, "--workspace", dir)
 	for _, want := range []string{
@@ -211,10 +244,13 @@ func TestConcurrentAsksAreQueuedOneAtATime(t *testing.T) {
 	}
 }
 
+// The step's timeout must come after the question (the agent's start and
+// its request take a second or two on a loaded machine): ten seconds is
+// the margin, which the test waits out since no one answers.
 func TestAStepTimeoutEndsAnUnansweredAsk(t *testing.T) {
 	dir := t.TempDir()
 	wf := writeWorkflow(t, dir, "name: ask\nagents:\n  demo: {builtin: demo}\n"+fmt.Sprintf(askPolicy, "allow")+
-		"steps:\n"+askStep("clean", "rm -rf build")+"    timeout: 1s\n")
+		"steps:\n"+askStep("clean", "rm -rf build")+"    timeout: 10s\n")
 	out := filepath.Join(dir, "result.json")
 	shown := onTerminal(t, dir, func(string, int) string { return "" }, "run", wf, "--output", out)
 	if !strings.Contains(shown, "step clean: no longer waiting for an answer") {

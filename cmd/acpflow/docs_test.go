@@ -82,6 +82,45 @@ seconds. Exit codes, the JSON that `+"`--json`"+` and `+"`--output`"+` write, an
 [results.md](results.md) and [runs.md](runs.md).
 
 `, "`"+regenerateCLIReference+"`", root.Short)
+	all := allCommands(root)
+
+	fmt.Fprintln(w, "| command | does |\n|---|---|")
+	for _, c := range all {
+		fmt.Fprintf(w, "| [`%s`](#%s) | %s |\n", c.CommandPath(), anchor(c.CommandPath()), cell(c.Short))
+	}
+	for _, c := range all {
+		fmt.Fprintf(w, "\n## %s\n\n%s.\n\n```\n%s\n```\n", c.CommandPath(), c.Short, c.UseLine())
+		if c.Long != "" {
+			fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Long))
+		}
+		if c.Example != "" {
+			fmt.Fprintf(w, "\nExamples:\n\n```sh\n%s\n```\n", dedent(c.Example))
+		}
+		if c.HasAvailableSubCommands() {
+			fmt.Fprintf(w, "\nSubcommands:")
+			for _, sub := range c.Commands() {
+				if !sub.Hidden && sub.Name() != "help" {
+					fmt.Fprintf(w, " [`%s`](#%s)", sub.Name(), anchor(sub.CommandPath()))
+				}
+			}
+			fmt.Fprintln(w)
+		}
+		writeFlags(w, c.NonInheritedFlags())
+	}
+}
+
+// dedent is an Example without the two spaces cobra's help indents it by.
+func dedent(example string) string {
+	lines := strings.Split(example, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(l, "  ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// allCommands is every command under root that a user can run or list:
+// cobra's own help and completion commands left out, as in docs/cli.md.
+func allCommands(root *cobra.Command) []*cobra.Command {
 	var all []*cobra.Command
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -94,27 +133,7 @@ seconds. Exit codes, the JSON that `+"`--json`"+` and `+"`--output`"+` write, an
 		}
 	}
 	walk(root)
-
-	fmt.Fprintln(w, "| command | does |\n|---|---|")
-	for _, c := range all {
-		fmt.Fprintf(w, "| [`%s`](#%s) | %s |\n", c.CommandPath(), anchor(c.CommandPath()), cell(c.Short))
-	}
-	for _, c := range all {
-		fmt.Fprintf(w, "\n## %s\n\n%s.\n\n```\n%s\n```\n", c.CommandPath(), c.Short, c.UseLine())
-		if c.Long != "" {
-			fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Long))
-		}
-		if !c.Runnable() {
-			fmt.Fprintf(w, "\nSubcommands:")
-			for _, sub := range c.Commands() {
-				if !sub.Hidden && sub.Name() != "help" {
-					fmt.Fprintf(w, " [`%s`](#%s)", sub.Name(), anchor(sub.CommandPath()))
-				}
-			}
-			fmt.Fprintln(w)
-		}
-		writeFlags(w, c.NonInheritedFlags())
-	}
+	return all
 }
 
 // writeFlags prints a command's flags as a table, --help left out.

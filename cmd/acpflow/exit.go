@@ -24,11 +24,15 @@ func exitCode(err error) int {
 
 // usageArgs makes the argument check of cmd and of each of its
 // subcommands (cobra's Args validators: a wrong argument count) return a
-// usage error.
+// usage error; one that is coded already (runcmd.Args) keeps its code.
 func usageArgs(cmd *cobra.Command) {
 	if check := cmd.Args; check != nil {
 		cmd.Args = func(c *cobra.Command, args []string) error {
 			if err := check(c, args); err != nil {
+				var coded *runcmd.ExitError
+				if errors.As(err, &coded) {
+					return err
+				}
 				return runcmd.UsageError(err)
 			}
 			return nil

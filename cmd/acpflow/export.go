@@ -23,7 +23,10 @@ The file can be committed as a test fixture: builtin: replay plays it back (from
 and acpflow policy test re-decides its permission requests (--transcripts FILE).
 It holds what the run store holds: secrets (credentials, MCP server values, the templated
 parts of MCP server urls) were scrubbed before they were stored. See docs/transcripts.md.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  acpflow export 20261202T180412-3f9a > review.transcript.json
+  acpflow export 20261202T180412-3f9a -o testdata/review.transcript.json
+  acpflow policy test workflows/examples/policies.yaml --transcripts testdata/review.transcript.json`,
+		Args: runcmd.Args("see 'acpflow runs' for ids", "RUN_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, id, kind, err := openRecorded(cmd.Context(), state, args[0])
 			if err != nil {

@@ -10,12 +10,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/internal/version"
 	"github.com/acpflow/acpflow/runs/runcmd"
 	_ "github.com/acpflow/acpflow/standard" // every step kind and policy form
 	"github.com/acpflow/acpflow/steps/acpsubagent"
@@ -59,8 +61,11 @@ func execute(args []string) int {
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "acpflow",
-		Short:         "Run multi-step AI-agent workflows over the Agent Client Protocol",
+		Use:   "acpflow",
+		Short: "Run multi-step AI-agent workflows over the Agent Client Protocol",
+		Example: `  acpflow run workflows/examples/hello.yaml     # the first run: offline, no key
+  acpflow runs                                   # what ran
+  acpflow show 20261202T180412-3f9a              # one run whole`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(*cobra.Command, []string) {
@@ -69,6 +74,9 @@ func newRootCmd() *cobra.Command {
 			procgroup.EnableSubreaper()
 		},
 	}
+	// --version prints what `acpflow version` does (cobra's own flag).
+	root.Version = version.Version
+	root.SetVersionTemplate("{{" + strconv.Quote(version.Line("acpflow")+"\n") + "}}")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return runcmd.UsageError(err) })
 	root.AddCommand(
 		newRunCmd(),
@@ -82,6 +90,7 @@ func newRootCmd() *cobra.Command {
 		newAgentCmd(),
 		newAgentsCmd(),
 		newSchemaCmd(),
+		newPromptCmd(),
 		newVersionCmd(),
 	)
 	usageArgs(root)

@@ -10,13 +10,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/workflows"
 )
 
 func newPolicyCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "policy", Short: "Work with permission and env policies"}
+	cmd := group(&cobra.Command{Use: "policy", Short: "Work with permission and env policies",
+		Example: `  acpflow policy eval workflows/examples/policies.yaml --request req.json
+  acpflow policy test workflows/examples/policies.yaml --runs status=failed`})
 	var request, step, policy string
 	eval := &cobra.Command{
 		Use:   "eval FILE --request REQ.json",
@@ -32,7 +35,13 @@ The answer is decided within the outer policy, as in a run (--policy,
 $ACPFLOW_POLICY, /etc/acpflow/policy.yaml, the user's file), and says which
 layer decided: "layer" is "outer" (then "policy" is the outer file) or
 "workflow".`,
-		Args: cobra.ExactArgs(1),
+		Example: `  # would step act's policy let its agent run go test?
+  cat > req.json <<'EOF'
+  {"kind": "permission", "tool": {"kind": "execute", "title": "go test ./...",
+   "command": "go test ./..."}, "options": [{"id": "a1", "kind": "allow_once"}]}
+  EOF
+  acpflow policy eval workflows/examples/policies.yaml --step act --request req.json`,
+		Args: runcmd.Args("a workflow or a bare policy file", "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if request == "" {
 				return runcmd.UsageErrorf("--request REQ.json is required")
@@ -101,7 +110,11 @@ func loadPolicies(file, step string) (*boundPolicies, error) {
 		var st *engine.Step
 		if step != "" {
 			if st = findStep(wf, step); st == nil {
-				return nil, runcmd.UsageErrorf("--step %q: no such step in %s", step, file)
+				ids := make([]string, len(wf.Steps))
+				for i, s := range wf.Steps {
+					ids[i] = s.ID
+				}
+				return nil, runcmd.UsageErrorf("--step: %s in %s", suggest.Unknown("step", step, ids), file)
 			}
 		}
 		return &boundPolicies{StepPolicies: engine.PoliciesOf(wf, st)}, nil

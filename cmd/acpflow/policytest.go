@@ -68,7 +68,11 @@ device is refused).
 Exit 1 when any decision or spawn changed, 0 when none did, 2 for bad usage,
 a policy that does not load, or transcripts that cannot be read (a file that
 is not one, a corrupted transcript in the store).`,
-		Args: cobra.MinimumNArgs(1),
+		Example: `  # what would a stricter policy have changed in the last 20 runs?
+  acpflow policy test strict.yaml --runs limit=20
+  acpflow policy test strict.yaml --runs workflow=review,status=succeeded --json
+  acpflow policy test strict.yaml --transcripts testdata/*.transcript.json`,
+		Args: runcmd.Args("a policy or workflow file to test", "POLICY", "[FILE...]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files = append(files, args[1:]...)
 			switch {

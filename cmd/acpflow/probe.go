@@ -30,12 +30,15 @@ func newProbeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probe [--sandbox] [-- CMD [ARGS...]]",
 		Short: "Spawn an ACP agent, initialize + session/new, print what it says of itself, tear it down; or, with --sandbox, what this machine's kernel can enforce",
+		Example: `  acpflow probe -- acpflow agent demo
+  acpflow probe --env GEMINI_API_KEY="$GEMINI_API_KEY" -- gemini --acp
+  acpflow probe --sandbox`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0 && !sandbox:
-				return runcmd.UsageErrorf("probe needs an agent to start (probe -- CMD [ARGS...]) or --sandbox")
+				return runcmd.ArgsError(cmd, "missing an agent to start (-- CMD [ARGS...]) or --sandbox")
 			case len(args) > 0 && sandbox:
-				return runcmd.UsageErrorf("probe --sandbox starts no agent: give --sandbox or an agent, not both")
+				return runcmd.ArgsError(cmd, "--sandbox starts no agent: give --sandbox or an agent, not both")
 			}
 			return nil
 		},

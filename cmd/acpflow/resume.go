@@ -22,8 +22,19 @@ func newResumeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resume RUN_ID|BATCH_ID",
 		Short: "Finish a run or batch that failed or was interrupted, without redoing succeeded steps",
-		Args:  cobra.ExactArgs(1),
+		Example: `  # take up a failed run where it stopped (ids: acpflow runs --status failed)
+  acpflow resume 20261202T180412-3f9a
+
+  # a batch, 8 runs at once, its results appended to the file it was writing
+  acpflow resume b20261202T181500-7c2e -c 8 --output results.jsonl
+
+  # a run whose workflow file changed since
+  acpflow resume 20261202T180412-3f9a --force`,
+		Args: runcmd.Args("see 'acpflow runs' for ids", "RUN_ID|BATCH_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.CheckOutput(); err != nil {
+				return err
+			}
 			outer, err := loadOuter(f.Policy)
 			if err != nil {
 				return err
@@ -33,14 +44,15 @@ func newResumeCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			out, err := runs.OpenOutput(f.Output)
+			out, err := f.OpenOutput(cmd)
 			if err != nil {
-				return runcmd.UsageError(err)
+				return err
 			}
 			defer out.Close()
 			ctx, stop := runcmd.Interruptible(cmd.Context(), localRun.Name, localRun.Interrupted)
 			defer stop()
 			x := runcmd.NewExecutor("acpflow", s.Runner(), out, f.Timeout)
+			x.ResumeHint = localRun.ResumeRun
 			x.Runner.Outer = outer
 			defer x.Runner.Close()
 			if kind == runs.KindBatch {
@@ -60,21 +72,21 @@ func newResumeCmd() *cobra.Command {
 					return runcmd.AsFailure(err)
 				}
 				if c.Pending == 0 {
-					fmt.Fprintf(cmd.OutOrStdout(), "batch %s: every line already succeeded: nothing to resume\n", id)
+					fmt.Fprintf(f.ViewOut(cmd), "batch %s: every line already succeeded: nothing to resume\n", id)
 					return nil
 				}
-				x.SetView(runcmd.NewBatchView(cmd.OutOrStdout(), f.JSON, id, c.Pending))
+				x.SetView(runcmd.NewBatchView(f.ViewOut(cmd), f.JSON, id, c.Pending))
 				x.Runner.ResumeBatch(ctx, c, concurrency)
 				return x.Exit(ctx, nil)
 			}
-			x.SetView(runcmd.NewView(cmd.OutOrStdout(), f.JSON))
+			x.SetView(runcmd.NewView(f.ViewOut(cmd), f.JSON))
 			res, err := x.Runner.ResumeRun(ctx, id, force)
 			switch {
 			case errors.Is(err, runs.ErrSucceeded):
 				if err := deliverRun(ctx, x, id, f.Output); err != nil {
 					return runcmd.AsFailure(err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "run %s already succeeded: nothing to resume\n", id)
+				fmt.Fprintf(f.ViewOut(cmd), "run %s already succeeded: nothing to resume\n", id)
 				return nil
 			case err != nil:
 				return runcmd.RunError(err)
@@ -104,7 +116,7 @@ func deliverEnded(ctx context.Context, x *runcmd.Executor, c *runs.BatchClaim, o
 	}
 	n, err := x.Runner.DeliverEnded(ctx, c, func(id string) bool { return written[id] })
 	if n > 0 {
-		fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the results of %d runs that had ended before the interruption\n", output, n)
+		fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the results of %d runs that had ended before the interruption\n", outputName(output), n)
 	}
 	if err != nil {
 		return err
@@ -124,10 +136,19 @@ func deliverRun(ctx context.Context, x *runcmd.Executor, id, output string) erro
 	}
 	wrote, err := x.Runner.DeliverRun(ctx, id, func(id string) bool { return written[id] })
 	if wrote {
-		fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the result of run %s, which had ended before the interruption\n", output, id)
+		fmt.Fprintf(os.Stderr, "acpflow: wrote to %s the result of run %s, which had ended before the interruption\n", outputName(output), id)
 	}
 	if err != nil {
 		return err
 	}
 	return x.Out.Err()
+}
+
+// outputName is --output as a message names it: `-` is stdout, where
+// nothing was written before, so that every run that ended is delivered.
+func outputName(output string) string {
+	if output == "-" {
+		return "stdout"
+	}
+	return output
 }

@@ -28,6 +28,7 @@ var localRun = runcmd.Config{
 	Concurrency: 4,
 	Open:        openLocal,
 	Resume:      func(id string) string { return "acpflow resume " + id },
+	ResumeRun:   func(id string) string { return "acpflow resume " + id },
 	Interrupted: "interrupted: cancelling steps (again to kill now)",
 	Asker: func(w io.Writer) policies.Asker {
 		if a := newTermAsker(os.Stdin, w); a != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,8 +32,14 @@ func newRunsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List recorded runs, newest first",
-		Args:  cobra.NoArgs,
+		Example: `  acpflow runs
+  acpflow runs --status failed -n 10
+  acpflow runs --workflow hello --json | jq -r .run_id`,
+		Args: runcmd.Args(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkWord("status", string(filter.Status), runStatuses); err != nil {
+				return err
+			}
 			s, err := openStore(state)
 			if err != nil {
 				return runcmd.UsageError(err)
@@ -53,7 +58,7 @@ func newRunsCmd() *cobra.Command {
 	}
 	addStateFlag(cmd, &state)
 	fl := cmd.Flags()
-	fl.StringVar((*string)(&filter.Status), "status", "", "only runs with this status (running, succeeded, failed, cancelled)")
+	fl.StringVar((*string)(&filter.Status), "status", "", "only runs with this status ("+strings.Join(runStatuses, ", ")+")")
 	fl.StringVar(&filter.Workflow, "workflow", "", "only runs of this workflow (its name or file)")
 	fl.StringVar(&filter.Batch, "batch", "", "only runs of this batch")
 	fl.IntVarP(&filter.Limit, "limit", "n", 50, "at most this many (0: all)")
@@ -180,7 +185,10 @@ func newShowCmd() *cobra.Command {
 or, with --transcript, every ACP message of its step attempts (--step: one step's),
 tool calls with their permission decisions, plans and thoughts; with --json, the raw
 messages as JSON lines. A batch id lists the batch's runs.`,
-		Args: cobra.ExactArgs(1),
+		Example: `  acpflow show 20261202T180412-3f9a
+  acpflow show 20261202T180412-3f9a --json | jq .steps
+  acpflow show 20261202T180412-3f9a --transcript --step review`,
+		Args: runcmd.Args("see 'acpflow runs' for ids", "RUN_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if step != "" && !transcripts {
 				return runcmd.UsageErrorf("--step is for --transcript")
@@ -223,7 +231,11 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
 				return err
 			}
-			printDetail(cmd.OutOrStdout(), d, lines)
+			els, err := s.Elements(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			printDetail(cmd.OutOrStdout(), d, els, lines)
 			return nil
 		},
 	}
@@ -320,6 +332,9 @@ func detailJSON(d *runs.RunDetail) map[string]any {
 		if res.JSON != nil {
 			step["json"] = res.JSON // as in the result: only a structured step's
 		}
+		if res.ExitCode != nil {
+			step["exit_code"] = *res.ExitCode // as in the result: only a shell step's
+		}
 		stepsOut[st.StepID] = step
 	}
 	m["steps"] = stepsOut
@@ -330,7 +345,10 @@ func detailJSON(d *runs.RunDetail) map[string]any {
 // come from an agent (output, errors, stderr, titles, reasons, session ids),
 // so each text is sanitised before it is indented, and the whole once more
 // as it is written; show --json keeps the text exact.
-func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
+// A for-each step gets a row per element (els: the elements done, by
+// step, as their element_end events say), and its outputs, a list, one
+// JSON value indented.
+func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element, stderrLines int) {
 	var buf bytes.Buffer
 	defer writeSanitized(out, &buf)
 	w := &buf
@@ -347,8 +365,8 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 	if !r.EndedAt.IsZero() {
 		fmt.Fprintf(w, "  usage:     %s\n", runcmd.RunUsageText(r.Usage))
 	}
-	printMap(w, "inputs", r.Inputs)
-	printMap(w, "outputs", r.Outputs)
+	printMap(w, "inputs", r.Inputs, nil)
+	printMap(w, "outputs", r.Outputs, r.OutputNames)
 	for _, st := range d.Steps {
 		fmt.Fprintf(w, "\nstep %s: %s", st.StepID, st.Status)
 		if st.StopReason != "" {
@@ -357,6 +375,9 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, runcmd.DurationText(st.DurationMS))
 		if st.SessionID != "" {
 			fmt.Fprintf(w, "  session: %s\n", termtext.Line(st.SessionID, idMax))
+		}
+		if st.ExitCode != nil {
+			fmt.Fprintf(w, "  exit code: %d\n", *st.ExitCode)
 		}
 		if st.Attempts > 0 {
 			fmt.Fprintf(w, "  usage: %s\n", usageDetail(st.Usage))
@@ -367,6 +388,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 		if sb := st.Sandbox; sb != nil {
 			fmt.Fprintf(w, "  sandbox: %s\n", runcmd.IndentLines(sandboxText(sb), "    "))
 		}
+		printElements(w, st.Output, st.Status, els[st.StepID])
 		for _, p := range st.Permissions {
 			if p.Decision == string(policies.DecisionUnasked) {
 				what := p.Command
@@ -395,12 +417,10 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 		if out, ok := st.Output.(string); ok && out != "" {
 			fmt.Fprintf(w, "  output:\n    %s\n", runcmd.IndentLines(strings.TrimRight(out, "\n"), "    "))
 		} else if st.Output != nil && !ok {
-			b, _ := json.Marshal(st.Output)
-			fmt.Fprintf(w, "  output: %s\n", b)
+			fmt.Fprintf(w, "  output: %s\n", indentedJSON(st.Output, "  "))
 		}
 		if st.JSON != nil {
-			b, _ := json.Marshal(st.JSON)
-			fmt.Fprintf(w, "  json: %s\n", b)
+			fmt.Fprintf(w, "  json: %s\n", indentedJSON(st.JSON, "  "))
 		}
 		if tail := lastLines(st.Stderr, stderrLines); tail != "" {
 			fmt.Fprintf(w, "  stderr (last lines):\n    %s\n", runcmd.IndentLines(tail, "    "))
@@ -408,25 +428,96 @@ func printDetail(out io.Writer, d *runs.RunDetail, stderrLines int) {
 	}
 }
 
-func printMap(w io.Writer, name string, m map[string]any) {
+// printMap prints inputs or outputs, in the order of names (the
+// workflow's), any other after them in name order; a list or an object
+// (or a string that holds one) indented, over several lines.
+func printMap(w io.Writer, name string, m map[string]any, names []string) {
 	if len(m) == 0 {
 		return
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	fmt.Fprintf(w, "  %s:\n", name)
-	for _, k := range keys {
-		v := m[k]
-		s, ok := v.(string)
-		if !ok {
-			b, _ := json.Marshal(v)
-			s = string(b)
-		}
+	for _, k := range runcmd.OutputNames(m, names) {
+		s := runcmd.OutputText(m[k])
 		fmt.Fprintf(w, "    %s: %s\n", k, runcmd.IndentLines(strings.TrimRight(s, "\n"), "      "))
 	}
+}
+
+// indentedJSON is v as JSON, each line after the first led by prefix: an
+// object or a list with members over several lines, anything else on one.
+func indentedJSON(v any, prefix string) string {
+	b, err := json.MarshalIndent(v, prefix, "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// Bounds of an element's row in show: its output's first line, its error's.
+const elementHeadMax = 100
+
+// printElements prints a for-each step's row per element: its index,
+// status, attempts, time and the head of its output (its error when it
+// has one); an element with no element_end is running while the step is,
+// else it never started. outputs is the step's output, a list for a
+// for-each step: anything else prints nothing, and so does a step none of
+// whose elements was recorded (a run recorded before elements were).
+func printElements(w io.Writer, outputs any, status engine.Status, done []runs.Element) {
+	list, ok := outputs.([]any)
+	if !ok || len(done) == 0 {
+		return
+	}
+	byIndex := make(map[int]runs.Element, len(done))
+	for _, el := range done {
+		byIndex[el.Index] = el
+	}
+	var succeeded, failed, cancelled int
+	for _, el := range byIndex {
+		switch engine.Status(el.Status) {
+		case engine.StatusSucceeded:
+			succeeded++
+		case engine.StatusFailed:
+			failed++
+		default:
+			cancelled++
+		}
+	}
+	head := fmt.Sprintf("%d/%d done", succeeded, len(list))
+	if failed > 0 {
+		head += fmt.Sprintf(", %d failed", failed)
+	}
+	if cancelled > 0 {
+		head += fmt.Sprintf(", %d cancelled", cancelled)
+	}
+	fmt.Fprintf(w, "  elements: %s\n", head)
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+	for i, out := range list {
+		el, ok := byIndex[i]
+		if !ok {
+			state := "not started"
+			if status == engine.StatusRunning {
+				state = "running"
+			}
+			fmt.Fprintf(tw, "    #%d\t%s\t\t\t\n", i, state)
+			continue
+		}
+		text, _ := out.(string)
+		what := termtext.Line(headLine(strings.TrimSpace(text)), elementHeadMax)
+		if el.Error != "" {
+			what = "error: " + termtext.Line(headLine(el.Error), elementHeadMax)
+		}
+		fmt.Fprintf(tw, "    #%d\t%s\t%d attempt(s)\t%s\t%s\n", i, el.Status, el.Attempts, runcmd.DurationText(el.DurationMS), what)
+	}
+	tw.Flush()
+	io.WriteString(w, buf.String())
+}
+
+// headLine is s up to its first line break.
+func headLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // writeSanitized writes what buf holds, made safe for a terminal.

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -10,7 +11,10 @@ func newSchemaCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON schema of the workflow file (for editors: yaml-language-server)",
-		Args:  cobra.NoArgs,
+		Example: `  acpflow schema > workflow.schema.json
+  # then, as a workflow file's first line:
+  # yaml-language-server: $schema=workflow.schema.json`,
+		Args: runcmd.Args(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			schema, err := workflows.Schema()
 			if err != nil {

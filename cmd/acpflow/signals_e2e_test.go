@@ -33,7 +33,7 @@ steps:
 
 func waitPrompted(t *testing.T, cmd *exec.Cmd, record string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a hang guard: seconds at most on a loaded machine
 	for !hasEvent(t, record, "prompt") {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()

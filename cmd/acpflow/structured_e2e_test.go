@@ -141,7 +141,7 @@ steps:
 		t.Errorf("show --json: review's json %v (%v), want %v", shown.Steps["review"]["json"], err, review["json"])
 	}
 	s = acpflow(t, dir, "show", r.runID, "--state", filepath.Join(dir, "state.db"))
-	if !strings.Contains(s.stdout, `  json: {"approved":true,"summary":"looks right"}`) {
+	if !strings.Contains(s.stdout, "  json: {\n    \"approved\": true,\n    \"summary\": \"looks right\"\n  }") {
 		t.Errorf("show does not print review's json:\n%s", s.stdout)
 	}
 }

@@ -92,7 +92,10 @@ func teardownTier(t *testing.T, stdout string) string {
 // knows nothing about (acpflow's default grace), presets whose agents exit
 // on EOF (their measured graces: gemini 2 s, qwen 10 s; the preset's own
 // command replaced by the scripted agent), and an agent with eof-idle that
-// never exits on EOF.
+// never exits on EOF. Each flush is idle far longer than an idle cut
+// (100 ms) and leaves most of the grace spare (the gemini preset's 2 s
+// least), so that a loaded machine's slow exit after the flush is not
+// taken for a flush cut short.
 func TestAnIdleFlushIsWaitedForUnlessTheAgentSaysItNeverExitsOnEOF(t *testing.T) {
 	for _, tc := range []struct {
 		name, agent string
@@ -100,9 +103,9 @@ func TestAnIdleFlushIsWaitedForUnlessTheAgentSaysItNeverExitsOnEOF(t *testing.T)
 		tier        string
 		sigterm     bool
 	}{
-		{"a command acpflow knows nothing about", "", []string{"-eof-flush", "2s"}, "eof", false},
-		{"preset gemini", "preset: gemini", []string{"-modes", "default", "-eof-flush", "800ms"}, "eof", false},
-		{"preset qwen", "preset: qwen", []string{"-modes", "default", "-eof-flush", "2500ms"}, "eof", false},
+		{"a command acpflow knows nothing about", "", []string{"-eof-flush", "1s"}, "eof", false},
+		{"preset gemini", "preset: gemini", []string{"-modes", "default", "-eof-flush", "400ms"}, "eof", false},
+		{"preset qwen", "preset: qwen", []string{"-modes", "default", "-eof-flush", "1s"}, "eof", false},
 		{"eof-idle on an agent that never exits on EOF", "dispose: {eof-grace: 60s, eof-idle: 100ms}", []string{"-ignore-eof"}, "term", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

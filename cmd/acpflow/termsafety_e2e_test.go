@@ -218,29 +218,32 @@ func TestAgentTextReachesTheTerminalNeutralisedAndTheRecordsExact(t *testing.T) 
 }
 
 func TestProbeTellsTheTruth(t *testing.T) {
+	// --timeout bounds spawn, initialize and session/new together. A case
+	// that is not about it gets a minute, so that on a loaded machine the
+	// crash or the refusal, not the bound, ends the probe; a case about it
+	// gets 5 s, in which a loaded machine still starts the agent and
+	// answers initialize (the session/new case needs that much). The
+	// messages say which ended it: no time is asserted.
 	for _, tc := range []struct {
 		name       string
 		args       []string
+		timeout    string
 		code       int
 		stderr     string // in acpflow's stderr
 		sessionErr string
 	}{
-		{"an agent that crashes at initialize exits 1", []string{"-crash-on", "initialize"}, 1, "initialize: the agent exited without answering (exit status 3)", ""},
-		{"an agent that crashes at session/new exits 1", []string{"-crash-on", "session/new"}, 1, "session/new: the agent exited without answering (exit status 3)", ""},
-		{"an agent that refuses session/new with a JSON-RPC error exits 0 and says why", []string{"-require-auth", "key"}, 0, "", "Authentication required (code -32000)"},
-		{"an agent that never answers initialize exits 1 after --timeout", []string{"-hang-on", "initialize"}, 1, "initialize: the agent did not answer within 1s", ""},
-		{"an agent that never answers session/new exits 1 after --timeout", []string{"-hang-on", "session/new"}, 1, "session/new: the agent did not answer within 1s", ""},
+		{"an agent that crashes at initialize exits 1", []string{"-crash-on", "initialize"}, "60s", 1, "initialize: the agent exited without answering (exit status 3)", ""},
+		{"an agent that crashes at session/new exits 1", []string{"-crash-on", "session/new"}, "60s", 1, "session/new: the agent exited without answering (exit status 3)", ""},
+		{"an agent that refuses session/new with a JSON-RPC error exits 0 and says why", []string{"-require-auth", "key"}, "60s", 0, "", "Authentication required (code -32000)"},
+		{"an agent that never answers initialize exits 1 after --timeout", []string{"-hang-on", "initialize"}, "5s", 1, "initialize: the agent did not answer within 5s", ""},
+		{"an agent that never answers session/new exits 1 after --timeout", []string{"-hang-on", "session/new"}, "5s", 1, "session/new: the agent did not answer within 5s", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			record := filepath.Join(dir, "record.jsonl")
-			start := time.Now()
-			r := acpflow(t, dir, append([]string{"probe", "--timeout", "1s", "--", testAgent, "-record", record}, tc.args...)...)
+			r := acpflow(t, dir, append([]string{"probe", "--timeout", tc.timeout, "--", testAgent, "-record", record}, tc.args...)...)
 			if r.code != tc.code {
 				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)
-			}
-			if el := time.Since(start); el > 10*time.Second {
-				t.Errorf("probe took %s", el)
 			}
 			if !strings.Contains(r.stderr, tc.stderr) {
 				t.Errorf("stderr = %q, want it to say %q", r.stderr, tc.stderr)

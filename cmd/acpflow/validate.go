@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/workflows"
@@ -17,11 +18,22 @@ func newValidateCmd() *cobra.Command {
 	var policy string
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
-		Short: "Parse, type-check and lint workflows; start nothing",
-		Long: `Parse, type-check and lint each workflow FILE; start nothing. The outer
+		Short: "Parse, type-check and lint workflows and policy files; start nothing",
+		Long: `Parse, type-check and lint each workflow FILE; start nothing. A FILE with
+neither steps: nor name: but a top-level permission:, env: or sandbox: is a
+bare policy file (as --policy and policy test take) and is checked as one. The outer
 policy (--policy, $ACPFLOW_POLICY, /etc/acpflow/policy.yaml and the user's
-file) is loaded and checked too, and each of its files is listed.`,
-		Args: cobra.MinimumNArgs(1),
+file) is loaded and checked too, and each of its files is listed.
+
+A valid file may still get warnings (on stderr; the exit stays 0): an agent
+whose preset needs a key that would not reach it from this environment, or
+IS_SANDBOX=1 as root (docs/agents).`,
+		Example: `  acpflow validate workflows/examples/*.yaml
+  # with the outer policy it will run under (a bare policy file)
+  acpflow validate review.yaml --policy team-policy.yaml
+  # a bare policy file on its own: team-policy.yaml: ok (policy file)
+  acpflow validate team-policy.yaml`,
+		Args: runcmd.Args("a workflow or policy file to check", "FILE..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
 			outer, err := workflows.LoadOuterPolicy(policy, os.Getenv)
@@ -31,11 +43,23 @@ file) is loaded and checked too, and each of its files is listed.`,
 			for _, l := range outer {
 				fmt.Fprintf(cmd.OutOrStdout(), "outer policy %s: ok (%s)\n", l.File, outerKinds(l))
 			}
+			// Warnings (what this machine's environment would fail on
+			// though the file is valid) go to stderr and keep exit 0.
+			where := workflows.Environment{Ambient: policies.EnvMap(os.Environ()), Outer: outer, Root: os.Geteuid() == 0}
 			for _, file := range args {
-				wf, err := workflows.Load(file)
+				if handled, err := validatePolicyFile(cmd.OutOrStdout(), file); handled {
+					if err != nil {
+						errs = append(errs, err)
+					}
+					continue
+				}
+				wf, warnings, err := workflows.LoadWarnings(file, where)
 				if err != nil {
 					errs = append(errs, err)
 					continue
+				}
+				for _, w := range warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), termtext.Sanitize(w.Error()))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s, %d steps)\n", file, wf.Name, len(wf.Steps))
 			}

@@ -2,20 +2,21 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/internal/version"
+	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print acpflow's version",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print acpflow's version, the commit it was built from and when",
+		Example: `  acpflow version`,
+		Args:    runcmd.Args(""),
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "acpflow %s (%s, %s/%s)\n", version.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintln(cmd.OutOrStdout(), version.Line("acpflow"))
 		},
 	}
 }
