@@ -96,6 +96,9 @@ func (r *liveChildren) onlyLive(c *Child) bool {
 // child's leader, and no spawn under way (whose child is not registered
 // yet).
 func (r *liveChildren) adopted(pid int) bool {
+	if isOwn(pid) {
+		return false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.starting > 0 {

@@ -179,6 +179,7 @@ func (c *Child) strays(procs []procInfo, stopped map[procKey]procInfo, zombies m
 		case isStopped, seen[p.key()], p.pgid == c.pid:
 			take(p, true)
 		case p.ppid == self && registry.isLeader(p.pid):
+		case p.ppid == self && isOwn(p.pid): // acpflow's own helper (RunOwn)
 		case p.ppid == self && p.dead():
 			take(p, only) // a zombie orphan: whose it was cannot be read
 		case p.ppid == self:
