@@ -28,12 +28,14 @@ import (
 // bench is what every section measures with.
 type bench struct {
 	n           int
-	nReal       int    // runs per client on the real agents
-	nReuse      int    // runs per reuse batch on claude (codex and gemini: 2/5 of it)
-	dir         string // scratch: binaries, workflows, the run store
-	state       string // the run store of every acpflow run (not the user's)
-	acpxDir     string // where bench/acpx/install.sh installed acpx
-	nodeModules string // where realagents/install.sh installed the real agents
+	nReal       int      // runs per client on the real agents
+	nReuse      int      // runs per reuse batch on claude (codex and gemini: 2/5 of it)
+	dir         string   // scratch: binaries, workflows, the run store
+	state       string   // the run store of every acpflow run (not the user's)
+	acpxDir     string   // where bench/acpx/install.sh installed acpx
+	nodeModules string   // where realagents/install.sh installed the real agents
+	pinned      string   // where bench/pinned/install.sh installed the adapters pinned before today's
+	agents      []string // the real agents to run (-agents), nil for all
 
 	acpflow, bareclient, testagent string
 }
@@ -88,6 +90,8 @@ func main() {
 	only := flag.String("only", "", "run only these sections, comma-separated: "+sectionNames())
 	acpxDir := flag.String("acpx", filepath.Join("bench", "acpx"), "where bench/acpx/install.sh installed acpx")
 	nodeModules := flag.String("realagents", filepath.Join("realagents", "node_modules"), "where realagents/install.sh installed the real agents")
+	pinned := flag.String("pinned", filepath.Join("bench", "pinned", "node_modules"), "where bench/pinned/install.sh installed the adapters pinned before today's (rows beside today's in the real section)")
+	agents := flag.String("agents", "", "run only these real agents in the real section, comma-separated (default: every agent realagents/agentsetup knows, and the pinned adapters)")
 	flag.Parse()
 	run := map[string]bool{}
 	for _, name := range strings.Split(*only, ",") {
@@ -105,7 +109,12 @@ func main() {
 	dir, err := os.MkdirTemp("", "acpflow-bench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	b := &bench{n: *n, nReal: *nReal, nReuse: *nReuse, dir: dir, state: filepath.Join(dir, "state.db"), acpxDir: *acpxDir, nodeModules: *nodeModules}
+	b := &bench{n: *n, nReal: *nReal, nReuse: *nReuse, dir: dir, state: filepath.Join(dir, "state.db"), acpxDir: *acpxDir, nodeModules: *nodeModules, pinned: *pinned}
+	for _, name := range strings.Split(*agents, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			b.agents = append(b.agents, name)
+		}
+	}
 	b.acpflow, b.bareclient, b.testagent = filepath.Join(dir, "acpflow"), filepath.Join(dir, "bareclient"), filepath.Join(dir, "testagent")
 	build(b.acpflow, "./cmd/acpflow")
 	build(b.bareclient, "./bench/bareclient")
@@ -204,7 +213,7 @@ func writeResults(report string, n, nReal int, date time.Time) {
 	host, _ := os.Hostname()
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	body := fmt.Sprintf("# acpflow benchmark results\n\nCommand: `go run ./bench -write -n %d -n-real %d` (from the repository root; `bash bench/acpx/install.sh` first for acpx,\n"+
-		"`bash realagents/install.sh` for the real agents).\n"+
+		"`bash realagents/install.sh` for the real agents, `bash bench/pinned/install.sh` for the claude adapter pinned before today's).\n"+
 		"Machine: host %q, Linux %s. Written %s.\n\n%s",
 		n, nReal, host, strings.TrimSpace(string(kernel)), date.Format(time.RFC3339), report)
 	check(os.WriteFile(filepath.Join("bench", "RESULTS.md"), []byte(body), 0o644))

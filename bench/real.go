@@ -59,13 +59,85 @@ type turnPhases struct {
 
 func at(ns int64) time.Time { return time.Unix(0, ns) }
 
-// realSeries is one agent's runs.
+// realSeries is one agent's runs: one installed release of it.
 type realSeries struct {
-	name     string
-	preset   acpagent.Preset
-	flow     []realRun
-	bare     []realRun
-	failures []string
+	name        string // the agent, as agentsetup and the presets know it
+	key         string // unique among the series: name, or name-pinned
+	label       string // what the tables say: the package's name and version
+	nodeModules string // where it is installed
+	preset      acpagent.Preset
+	flow        []realRun
+	bare        []realRun
+	failures    []string
+}
+
+// realPackages are the npm packages of today's agents (realagents/package.json),
+// and pinnedPackages those of the adapters realagents pinned before them
+// (bench/pinned/package.json), which the bench runs beside today's with the
+// same presets (issue 28).
+var (
+	realPackages = map[string]string{
+		"claude":   "@agentclientprotocol/claude-agent-acp",
+		"codex":    "@agentclientprotocol/codex-acp",
+		"gemini":   "@google/gemini-cli",
+		"opencode": "opencode-ai",
+		"qwen":     "@qwen-code/qwen-code",
+	}
+	// codex-acp 0.16.0 is not among them: it needs the codex preset of
+	// its day (auth codex-api-key, approval and sandbox args, a prompt
+	// rule in HOME), and today's would neither authenticate it nor make it
+	// ask (bench/pinned/install.sh).
+	pinnedPackages = map[string]string{
+		"claude": "@zed-industries/claude-agent-acp",
+	}
+)
+
+// packageLabel is "PACKAGE VERSION" as installed in nodeModules, or the
+// agent's name when its package is unknown or not there.
+func packageLabel(name, pkg, nodeModules string) string {
+	var meta struct{ Version string }
+	b, err := os.ReadFile(filepath.Join(nodeModules, pkg, "package.json"))
+	if pkg == "" || err != nil || json.Unmarshal(b, &meta) != nil || meta.Version == "" {
+		return name
+	}
+	return pkg + " " + meta.Version
+}
+
+// realSeriesOf are the series the section runs: every agent agentsetup
+// knows (or those of -agents) from realagents/node_modules, then the
+// pinned adapters from bench/pinned/node_modules where installed.
+func (b *bench) realSeriesOf(nm string) []*realSeries {
+	for _, name := range b.agents {
+		if !slices.Contains(agentsetup.Names(), name) {
+			check(fmt.Errorf("-agents: no agent %q (known: %s)", name, strings.Join(agentsetup.Names(), ", ")))
+		}
+	}
+	wanted := func(name string) bool { return len(b.agents) == 0 || slices.Contains(b.agents, name) }
+	var series []*realSeries
+	for _, name := range agentsetup.Names() {
+		if !wanted(name) {
+			continue
+		}
+		p, ok := acpagent.LookupPreset(name)
+		if !ok {
+			check(fmt.Errorf("no preset %q", name))
+		}
+		series = append(series, &realSeries{name: name, key: name, label: packageLabel(name, realPackages[name], nm), nodeModules: nm, preset: p})
+	}
+	pinned, err := filepath.Abs(b.pinned)
+	check(err)
+	if _, err := os.Stat(filepath.Join(pinned, ".bin")); err != nil {
+		fmt.Fprintf(os.Stderr, "real agents: the pinned adapters are not installed in %s (`bash bench/pinned/install.sh`): today's only\n", b.pinned)
+		return series
+	}
+	for _, name := range slices.Sorted(maps.Keys(pinnedPackages)) {
+		if !wanted(name) {
+			continue
+		}
+		p, _ := acpagent.LookupPreset(name)
+		series = append(series, &realSeries{name: name, key: name + "-pinned", label: packageLabel(name, pinnedPackages[name], pinned) + " (pinned before)", nodeModules: pinned, preset: p})
+	}
+	return series
 }
 
 // realAgentsSection runs one turn on each real agent (claude-agent-acp,
@@ -90,20 +162,13 @@ func realAgentsSection(b *bench) *section {
 	defer srv.Close()
 
 	loadBefore := loadAverage()
-	series := make([]*realSeries, len(agentsetup.Names()))
-	for i, name := range agentsetup.Names() {
-		p, ok := acpagent.LookupPreset(name)
-		if !ok {
-			check(fmt.Errorf("no preset %q", name))
-		}
-		series[i] = &realSeries{name: name, preset: p}
-	}
+	series := b.realSeriesOf(nm)
 	// The first run of each is a warm-up (node's modules into the page
 	// cache); it must succeed, and is not counted.
 	for _, s := range series {
 		for _, bare := range []bool{true, false} {
-			if _, err := b.realTurn(s, "warm", bare, srv.URL(), nm); err != nil {
-				check(fmt.Errorf("real agents: warm-up of %s: %v", s.name, err))
+			if _, err := b.realTurn(s, "warm", bare, srv.URL()); err != nil {
+				check(fmt.Errorf("real agents: warm-up of %s: %v", s.label, err))
 			}
 		}
 	}
@@ -113,11 +178,11 @@ func realAgentsSection(b *bench) *section {
 			// Alternate which client goes first, so neither always runs
 			// on the other's leftovers (page cache, a busy CPU).
 			for _, bare := range []bool{i%2 == 0, i%2 != 0} {
-				r, err := b.realTurn(s, strconv.Itoa(i), bare, srv.URL(), nm)
+				r, err := b.realTurn(s, strconv.Itoa(i), bare, srv.URL())
 				switch {
 				case err != nil:
 					s.failures = append(s.failures, err.Error())
-					fmt.Fprintf(os.Stderr, "real agents: %s: %v\n", s.name, err)
+					fmt.Fprintf(os.Stderr, "real agents: %s: %v\n", s.label, err)
 				case bare:
 					s.bare = append(s.bare, r)
 				default:
@@ -130,8 +195,11 @@ func realAgentsSection(b *bench) *section {
 	left := realSurvivors("bench" + strconv.Itoa(os.Getpid()) + "/")
 	killPids(left)
 
-	fmt.Fprintf(w, "One turn of each real agent (realagents/: claude-agent-acp 0.23.1, codex-acp 0.16.0,\n")
-	fmt.Fprintf(w, "gemini-cli 0.61.0) against the scripted model server (realagents/modelserver, in the bench's\n")
+	var labels []string
+	for _, s := range series {
+		labels = append(labels, s.label)
+	}
+	fmt.Fprintf(w, "One turn of each real agent (%s) against the scripted model server (realagents/modelserver, in the bench's\n", strings.Join(labels, ", "))
 	fmt.Fprintf(w, "process): the model asks for one shell command (`%s`), which `permission: allow`\n", realScript[0].Shell)
 	fmt.Fprintf(w, "lets run, then answers. acpflow runs a one-step workflow with `preset: NAME` and `command:` the\n")
 	fmt.Fprintf(w, "local binary, so the preset's args, env and ladder apply; the bare client (bench/bareclient\n")
@@ -168,7 +236,7 @@ func realAgentsSection(b *bench) *section {
 				after = append(after, span(answer, r.begin.Add(r.wall)))
 			}
 			wall := median(samples(c.runs), wallOf)
-			t.row(s.name, c.name, ms(wall)+" / "+ms(maximum(samples(c.runs), wallOf)), ms(median(toSpawn, wallOf)),
+			t.row(s.label, c.name, ms(wall)+" / "+ms(maximum(samples(c.runs), wallOf)), ms(median(toSpawn, wallOf)),
 				ms(median(start, wallOf)), ms(median(turn, wallOf)), ms(median(after, wallOf)), fmt.Sprintf("%.2f×", wall/bw))
 		}
 	}
@@ -190,7 +258,7 @@ func realAgentsSection(b *bench) *section {
 		for _, r := range s.flow {
 			ladder = append(ladder, sample{wall: time.Duration(r.flow.teardownMS) * time.Millisecond})
 		}
-		e.row(s.name, ladderOf(s.preset), medMax(settle), medMax(teardown), medMax(ladder), s.tiers(), medMax(exit))
+		e.row(s.label, ladderOf(s.preset), medMax(settle), medMax(teardown), medMax(ladder), s.tiers(), medMax(exit))
 	}
 	e.write(w)
 	fmt.Fprintf(w, "\nsettle is the step's record and step_end after the turn; teardown (session/close where the agent\n")
@@ -202,7 +270,7 @@ func realAgentsSection(b *bench) *section {
 	leftovers := len(left)
 	for _, s := range series {
 		for _, f := range s.failures {
-			failed = append(failed, s.name+": "+firstLine(f))
+			failed = append(failed, s.label+": "+firstLine(f))
 		}
 		for _, r := range append(slices.Clone(s.flow), s.bare...) {
 			leftovers += r.leftover
@@ -217,18 +285,18 @@ func realAgentsSection(b *bench) *section {
 
 	for _, s := range series {
 		if len(s.flow) == 0 || len(s.bare) == 0 {
-			sec.target(s.name+": settle, exit after the turn, wall vs bare", "no successful run", false)
+			sec.target(s.label+": settle, exit after the turn, wall vs bare", "no successful run", false)
 			continue
 		}
 		settle, _, exit := s.ends()
 		worst := time.Duration(maximum(settle, wallOf))
-		sec.target(fmt.Sprintf("%s: a step settles ≤ %s after its turn ends", s.name, ms(float64(realSettleBudget))),
+		sec.target(fmt.Sprintf("%s: a step settles ≤ %s after its turn ends", s.label, ms(float64(realSettleBudget))),
 			"max "+ms(float64(worst))+", median "+ms(median(settle, wallOf)), worst <= realSettleBudget)
 		worst = time.Duration(maximum(exit, wallOf))
-		sec.target(fmt.Sprintf("%s: acpflow run exits ≤ %s after its turn", s.name, ms(float64(realExitBudget))),
+		sec.target(fmt.Sprintf("%s: acpflow run exits ≤ %s after its turn", s.label, ms(float64(realExitBudget))),
 			"max "+ms(float64(worst))+", median "+ms(median(exit, wallOf))+" (tier "+s.tiers()+")", worst <= realExitBudget)
 		fw, bw := median(samples(s.flow), wallOf), median(samples(s.bare), wallOf)
-		sec.target(fmt.Sprintf("%s: acpflow wall ≤ %.1f× the bare client's", s.name, realWallRatio),
+		sec.target(fmt.Sprintf("%s: acpflow wall ≤ %.1f× the bare client's", s.label, realWallRatio),
 			fmt.Sprintf("%.2f× (%s vs %s)", fw/bw, ms(fw), ms(bw)), fw/bw <= realWallRatio)
 	}
 	sec.target("real agents: every run succeeded, nothing left running",
@@ -278,23 +346,23 @@ func samples(rs []realRun) []sample {
 // realTurn runs one turn on s's agent through the bare client or acpflow,
 // in a directory of its own (HOME and workspace), removed afterwards, and
 // checks that the turn did what the script asked.
-func (b *bench) realTurn(s *realSeries, round string, bare bool, modelURL, nodeModules string) (realRun, error) {
+func (b *bench) realTurn(s *realSeries, round string, bare bool, modelURL string) (realRun, error) {
 	client := "acpflow"
 	if bare {
 		client = "bare"
 	}
-	dir := filepath.Join(b.dir, "real", s.name+"-"+client+"-"+round)
+	dir := filepath.Join(b.dir, "real", s.key+"-"+client+"-"+round)
 	home, work := filepath.Join(dir, "home"), filepath.Join(dir, "work")
 	for _, d := range []string{home, work} {
 		check(os.MkdirAll(d, 0o755))
 	}
 	defer os.RemoveAll(dir)
-	a, err := agentsetup.Setup(s.name, nodeModules, home, modelURL)
+	a, err := agentsetup.Setup(s.name, s.nodeModules, home, modelURL)
 	check(err)
-	mark := fmt.Sprintf("bench%d/%s/%s/%s", os.Getpid(), s.name, client, round)
+	mark := fmt.Sprintf("bench%d/%s/%s/%s", os.Getpid(), s.key, client, round)
 	var r realRun
 	if bare {
-		r, err = b.bareTurn(s.preset, a, mark, work)
+		r, err = b.bareTurn(s.preset, a, mark, dir, work)
 	} else {
 		r, err = b.flowTurn(s.preset, a, mark, dir, work)
 	}
@@ -365,17 +433,33 @@ steps:
 
 // bareTurn runs the same turn through the bare client: the preset's args
 // and env as acpflow would give them, the agent killed at the answer.
-func (b *bench) bareTurn(p acpagent.Preset, a agentsetup.Agent, mark, work string) (realRun, error) {
+func (b *bench) bareTurn(p acpagent.Preset, a agentsetup.Agent, mark, dir, work string) (realRun, error) {
+	// The preset's private files, where its args and env name them, as
+	// acpflow writes them for each spawn (steps/acpsubagent/presetdir.go).
+	presetDir := filepath.Join(dir, "preset")
+	check(os.MkdirAll(presetDir, 0o700))
+	for name, content := range p.Files {
+		check(os.WriteFile(filepath.Join(presetDir, name), []byte(strings.ReplaceAll(content, acpagent.PresetDirVar, presetDir)), 0o600))
+	}
+	expand := func(v string) string { return strings.ReplaceAll(v, acpagent.PresetDirVar, presetDir) }
 	argv := []string{b.bareclient, "-allow", "-kill", "-phases", "-timeout", "120s", "-prompt", realPrompt}
 	if a.Auth != "" {
 		argv = append(argv, "-auth", a.Auth)
 	}
+	if p.Meta != nil {
+		meta, err := json.Marshal(p.Meta)
+		check(err)
+		argv = append(argv, "-meta", string(meta))
+	}
 	// The preset's own args, as acpflow keeps them with `preset:` and a
 	// command of the file's own.
-	argv = append(append(argv, "--", a.Command), p.Args...)
+	argv = append(argv, "--", a.Command)
+	for _, arg := range p.Args {
+		argv = append(argv, expand(arg))
+	}
 	env := append(os.Environ(), a.Env...)
 	for _, k := range slices.Sorted(maps.Keys(p.SetEnv)) {
-		env = append(env, k+"="+p.SetEnv[k])
+		env = append(env, k+"="+expand(p.SetEnv[k]))
 	}
 	env = append(env, realMarkVar+"="+mark)
 	s, err := command{argv: argv, env: env, dir: work, capture: true}.measure()

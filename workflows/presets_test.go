@@ -84,6 +84,10 @@ func TestFileSetsReadsDisposeKeys(t *testing.T) {
 	}
 }
 
+// geminiNodeOptions is the gemini preset's NODE_OPTIONS (its exit fix,
+// DESIGN.md "Overhead: gemini's exit and the reactor").
+const geminiNodeOptions = `--require "{preset-dir}/acpflow-node.cjs"`
+
 func TestAPresetsEnvIsLaidUnderTheFilesEnv(t *testing.T) {
 	wf, err := Parse("t.yaml", []byte(`name: t
 agents:
@@ -98,10 +102,10 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := wf.Agents["plain"].Env; !reflect.DeepEqual(got, map[string]string{"GEMINI_CLI_NO_RELAUNCH": "1"}) {
+	if got := wf.Agents["plain"].Env; !reflect.DeepEqual(got, map[string]string{"GEMINI_CLI_NO_RELAUNCH": "1", "NODE_OPTIONS": geminiNodeOptions}) {
 		t.Errorf("plain gemini env = %v, want the preset's", got)
 	}
-	if got := wf.Agents["mine"].Env; !reflect.DeepEqual(got, map[string]string{"GEMINI_CLI_NO_RELAUNCH": "0", "GEMINI_API_KEY": "k"}) {
+	if got := wf.Agents["mine"].Env; !reflect.DeepEqual(got, map[string]string{"GEMINI_CLI_NO_RELAUNCH": "0", "GEMINI_API_KEY": "k", "NODE_OPTIONS": geminiNodeOptions}) {
 		t.Errorf("env = %v, want the file's value to win and both kept", got)
 	}
 }

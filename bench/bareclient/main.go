@@ -38,6 +38,9 @@ type options struct {
 	kill   bool          // SIGKILL the process group at the answer, instead of EOF and wait
 	phases bool          // print turnPhases
 	limit  time.Duration // a turn that takes longer fails (and its group is killed)
+	// meta is session/new's _meta (a preset's Meta, as acpflow sends it:
+	// claude-agent-acp reads its permission settings there), nil for none.
+	meta map[string]any
 }
 
 // turnPhases is when each part of a turn ended, in Unix nanoseconds (0 for
@@ -154,7 +157,7 @@ func turn(ctx context.Context, argv []string, o options) error {
 		ph.Authenticated = now()
 	}
 	wd, _ := os.Getwd()
-	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: wd, McpServers: []acp.McpServer{}})
+	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: wd, McpServers: []acp.McpServer{}, Meta: o.meta})
 	if err != nil {
 		return fmt.Errorf("session/new: %w", err)
 	}
@@ -195,7 +198,14 @@ func main() {
 	flag.BoolVar(&o.kill, "kill", false, "SIGKILL the agent's process group as soon as the prompt's answer arrives")
 	flag.BoolVar(&o.phases, "phases", false, "print when each part of every turn ended, one JSON line per turn")
 	flag.DurationVar(&o.limit, "timeout", 0, "fail a turn that takes longer (0: no limit)")
+	meta := flag.String("meta", "", "session/new's _meta, a JSON object (a preset's Meta)")
 	flag.Parse()
+	if *meta != "" {
+		if err := json.Unmarshal([]byte(*meta), &o.meta); err != nil {
+			fmt.Fprintf(os.Stderr, "bareclient: -meta: %v\n", err)
+			os.Exit(2)
+		}
+	}
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: bareclient [-n N] [-c C] -- AGENT [ARGS...]")
 		os.Exit(2)

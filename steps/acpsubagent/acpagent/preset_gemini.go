@@ -47,6 +47,32 @@ priority = 999
 modes = ["default", "autoEdit", "yolo"]
 `
 
+// geminiNodeSetup is loaded by gemini's node before gemini itself
+// (NODE_OPTIONS=--require, from the spawn's private directory): it keeps
+// WebAssembly on V8's baseline compiler (Liftoff), and takes NODE_OPTIONS
+// out of gemini's environment again, so that the commands gemini runs
+// (node among them) start as they would without acpflow.
+//
+// Measured on gemini-cli 0.61.0, node 20 (issue 28): gemini parses each
+// shell command with tree-sitter, compiled to WebAssembly; V8 then
+// re-compiles the parser's hot functions with TurboFan on its worker
+// threads, and node's exit, once gemini's own cleanup is done and its
+// event loop empty, waits for those compiles (NodePlatform::DrainTasks)
+// and then frees the heap: 358 ms after the turn on an idle 2-CPU machine,
+// 2–3 s at load 16 (past the EOF grace, so SIGTERM; under strace the main
+// thread sits in a futex wait on the compiling worker). With Liftoff only
+// there is nothing to wait for: 117–162 ms at load 16. Gemini's session
+// files are written during the turn, before its answer, and its cleanup
+// still runs in full: only compiles that nothing would run are skipped. The
+// parser does the same in Liftoff's code, a little slower on a command
+// line of a few words. --liftoff-only is one of the V8 flags node refuses
+// in NODE_OPTIONS, hence the file.
+const geminiNodeSetup = `// Written by acpflow for one gemini spawn (NODE_OPTIONS=--require): no
+// optimizing re-compiles of WebAssembly for node's exit to wait for.
+require("v8").setFlagsFromString("--liftoff-only");
+delete process.env.NODE_OPTIONS;
+`
+
 // gemini: Gemini CLI in ACP mode (npm @google/gemini-cli).
 var _ = registerPreset(Preset{
 	Name: "gemini", Command: "gemini",
@@ -56,16 +82,23 @@ var _ = registerPreset(Preset{
 	// settings). --admin-policy: geminiAskPolicy, from the spawn's
 	// private directory.
 	Args:  []string{"--acp", "--approval-mode", "default", "--admin-policy", PresetDirVar + "/acpflow.toml"},
-	Files: map[string]string{"acpflow.toml": geminiAskPolicy},
+	Files: map[string]string{"acpflow.toml": geminiAskPolicy, "acpflow-node.cjs": geminiNodeSetup},
 	Env:   []string{"GEMINI_API_KEY"}, Auth: []string{"gemini-api-key", "oauth-personal"},
 	// Without it gemini re-launches itself as a child (to raise node's
 	// heap limit), costing ~0.6 s of start, and the parent ignores
 	// SIGTERM.
-	SetEnv: map[string]string{"GEMINI_CLI_NO_RELAUNCH": "1"},
+	// NODE_OPTIONS: geminiNodeSetup, which keeps its exit after a turn
+	// with a shell command short (a workflow's own NODE_OPTIONS wins, and
+	// then the exit is as slow as gemini's own).
+	SetEnv: map[string]string{
+		"GEMINI_CLI_NO_RELAUNCH": "1",
+		"NODE_OPTIONS":           `--require "` + PresetDirVar + `/acpflow-node.cjs"`,
+	},
 	// It exits on EOF by itself: ~40 ms after a turn without a tool
-	// call, ~360 ms after one with a tool call (V8 finishing a GC on
-	// its worker threads), 0.7–1.4 s so with the admin policy on a 2-CPU
-	// machine at load 7 (three runs); SIGTERM to the group runs the same
+	// call; after one with a shell command ~360 ms without
+	// geminiNodeSetup (node's exit waiting for V8's optimizing compiles
+	// of tree-sitter's WebAssembly), 2–3 s at load 16, and 120–160 ms
+	// with it at load 16 (issue 28). SIGTERM to the group runs the same
 	// cleanup. It does not advertise session/close.
 	EOFGrace: 2 * time.Second, TermGrace: time.Second,
 	Description: "Gemini CLI in ACP mode (npm @google/gemini-cli)",
