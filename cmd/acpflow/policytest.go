@@ -11,13 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
-	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/runs/whatif"
-	"github.com/acpflow/acpflow/workflows"
 )
 
 func newPolicyTestCmd() *cobra.Command {
@@ -124,54 +121,12 @@ is not one, a corrupted transcript in the store).`,
 	return cmd
 }
 
-// loadWhatIfPolicies reads POLICY as policy eval does (loadPolicies): a
-// workflow's policies with each step's own, or a bare policy file's. A
-// workflow is tested as its runs would decide: the policies it lacks are
-// the defaults. A bare file is tested for what it holds: without
-// permission: its requests are not decided again (the default `reject`
-// would only report every allowed request as changed, which says nothing
-// about the env policy the file is there for), and without env: its
-// spawns are not (the default env policy would report every run recorded
-// under another as changed, which says nothing about the permission
-// policy the file is there for).
+// loadWhatIfPolicies reads POLICY as policy eval does (whatif.LoadPolicies,
+// which the web UI's what-if page shares); its errors are bad usage.
 func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
-	src, err := workflows.ReadFile(file, "policy or workflow file")
+	pol, err := whatif.LoadPolicies(file)
 	if err != nil {
 		return nil, runcmd.UsageError(err)
-	}
-	if !workflows.IsWorkflow(src) {
-		p, err := workflows.LoadPolicyFile(file)
-		if err != nil {
-			return nil, runcmd.UsageError(err)
-		}
-		bound := engine.PoliciesOf(&engine.Workflow{Policies: p}, nil)
-		pol := &whatif.Policies{Permission: p.Permission, Source: policies.SourceWorkflow,
-			Env: bound.Env, EnvSource: bound.EnvSource, NoSpawns: p.Env == nil}
-		return pol, nil
-	}
-	wf, err := workflows.Load(file)
-	if err != nil {
-		return nil, runcmd.UsageError(err)
-	}
-	all := engine.PoliciesOf(wf, nil)
-	pol := &whatif.Policies{
-		Permission: all.Permission, Source: all.PermissionSource,
-		Env: all.Env, EnvSource: all.EnvSource,
-	}
-	for _, st := range wf.Steps {
-		own := engine.PoliciesOf(wf, st)
-		if own.PermissionSource == policies.SourceStep {
-			if pol.Steps == nil {
-				pol.Steps = map[string]policies.Permission{}
-			}
-			pol.Steps[st.ID] = own.Permission
-		}
-		if own.EnvSource == policies.SourceStep {
-			if pol.EnvSteps == nil {
-				pol.EnvSteps = map[string]policies.Env{}
-			}
-			pol.EnvSteps[st.ID] = own.Env
-		}
 	}
 	return pol, nil
 }
@@ -296,59 +251,17 @@ func writeWhatIfSpawn(w io.Writer, r *whatif.SpawnResult, jsonOut bool) error {
 	return err
 }
 
-// stepLabel names a step attempt: `[i]` for a for-each element, the
-// attempt when not the first.
+// stepLabel names a step attempt (whatif.StepLabel).
 func stepLabel(step string, index *int, attempt int) string {
-	if index != nil {
-		step += fmt.Sprintf("[%d]", *index)
-	}
-	if attempt > 1 {
-		step += fmt.Sprintf(" (attempt %d)", attempt)
-	}
-	return step
+	return whatif.StepLabel(step, index, attempt)
 }
 
-// envAnswerLabel is a spawn's verdict with the policy and rule that gave it.
-func envAnswerLabel(a whatif.EnvAnswer) string {
-	verdict := "spawn"
-	if a.Deny != "" {
-		verdict = fmt.Sprintf("refuse %q", a.Deny)
-	}
-	by := string(a.Policy)
-	if a.Rule != "" {
-		by += " " + a.Rule
-	}
-	return fmt.Sprintf("%s (%s)", verdict, by)
-}
+// envAnswerLabel is a spawn's verdict with the policy and rule that gave
+// it (whatif.EnvAnswerLabel, which the web UI shares).
+func envAnswerLabel(a whatif.EnvAnswer) string { return whatif.EnvAnswerLabel(a) }
 
-// answerLabel is a decision with the rule that made it.
-func answerLabel(a *whatif.Answer) string {
-	d := string(a.Decision)
-	if d == "" {
-		d = "?"
-	}
-	if a.Outcome == policies.OutcomeCancelled && a.Decision != policies.Cancel {
-		d += " (cancelled: no matching option)"
-	}
-	if a.From == whatif.FromResponse {
-		return fmt.Sprintf("%s (answered %s; rule not recorded)", d, orCancelled(a.OptionID))
-	}
-	rule := a.Rule
-	if rule != "default" && rule != "shorthand" && !strings.HasSuffix(rule, ".wasm") {
-		rule = "rule " + rule
-	}
-	if a.Layer == policies.LayerOuter {
-		return fmt.Sprintf("%s (outer %s %s)", d, a.Policy, rule)
-	}
-	return fmt.Sprintf("%s (%s %s)", d, a.Policy, rule)
-}
-
-func orCancelled(optionID string) string {
-	if optionID == "" {
-		return "cancelled"
-	}
-	return optionID
-}
+// answerLabel is a decision with the rule that made it (whatif.AnswerLabel).
+func answerLabel(a *whatif.Answer) string { return whatif.AnswerLabel(a) }
 
 // writeWhatIfTotals prints the totals: the requests' (when requests were
 // decided again), then the spawns' (when spawns were).

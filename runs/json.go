@@ -1,0 +1,75 @@
+package runs
+
+import (
+	"time"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/policies"
+)
+
+// RunJSON is a run as `runs --json` and `show --json` print it (and the web
+// UI's /api/runs serves it), with the field names of the result JSON
+// (docs/results.md).
+func RunJSON(r Run) map[string]any {
+	m := map[string]any{
+		"run_id": r.ID, "workflow": r.Workflow, "workflow_file": r.WorkflowFile, "status": r.Status,
+		"error": r.Error, "inputs": r.Inputs, "outputs": r.Outputs, "workspace": r.Workspace,
+		"started_at": r.StartedAt.UTC().Format(time.RFC3339Nano), "duration_ms": r.DurationMS,
+	}
+	if !r.EndedAt.IsZero() {
+		m["ended_at"] = r.EndedAt.UTC().Format(time.RFC3339Nano)
+	}
+	if r.BatchID != "" {
+		m["batch_id"], m["batch_line"] = r.BatchID, r.BatchLine
+	}
+	if r.Usage != nil {
+		m["usage"] = r.Usage
+	}
+	return m
+}
+
+// DetailJSON is a run as `show --json` prints it: the run as RunJSON has
+// it, and each step's result (as the run store keeps it, runs.StepResult)
+// with the kept tail of its stderr.
+func DetailJSON(d *RunDetail) map[string]any {
+	m := RunJSON(d.Run)
+	stepsOut := map[string]any{}
+	for _, st := range d.Steps {
+		res := StepResult(st)
+		perms := res.Permissions
+		if perms == nil {
+			perms = []policies.PermissionRecord{}
+		}
+		step := map[string]any{
+			"status": res.Status, "stop_reason": res.StopReason, "output": res.Output, "final": res.Final, "error": res.Error,
+			"attempts": res.Attempts, "duration_ms": res.DurationMS, "session_id": res.SessionID,
+			"permissions": perms, "stderr": res.Stderr,
+		}
+		if res.Usage != nil {
+			step["usage"] = res.Usage
+		}
+		if res.JSON != nil {
+			step["json"] = res.JSON // as in the result: only a structured step's
+		}
+		if res.ExitCode != nil {
+			step["exit_code"] = *res.ExitCode // as in the result: only a shell step's
+		}
+		stepsOut[st.StepID] = step
+	}
+	m["steps"] = stepsOut
+	// The worktrees, where the result has them (isolation: worktree).
+	for _, wt := range d.Worktrees {
+		step, _ := stepsOut[wt.Step].(map[string]any)
+		switch {
+		case wt.Step == "":
+			m["worktree"] = wt
+		case step == nil:
+		case wt.Index != nil:
+			list, _ := step["worktrees"].([]*engine.Worktree)
+			step["worktrees"] = append(list, wt)
+		default:
+			step["worktree"] = wt
+		}
+	}
+	return m
+}

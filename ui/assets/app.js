@@ -1,0 +1,66 @@
+// acpflow ui: live updates and the cancel button. No framework: the server
+// renders every page; this script only fetches the page again when the
+// store changes (server-sent events) and swaps in the parts marked
+// data-live, keeping their ids. Text arrives escaped by the server's
+// templates, and parsed with DOMParser no script in it ever runs.
+"use strict";
+(function () {
+  var status = document.getElementById("live-status");
+  var busy = false, again = false;
+
+  function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(location.href, { headers: { "X-Acpflow-Live": "1" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        if (html === null) return;
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        document.querySelectorAll("[data-live]").forEach(function (el) {
+          var fresh = doc.getElementById(el.id);
+          if (fresh && fresh.innerHTML !== el.innerHTML) {
+            el.replaceWith(document.importNode(fresh, true));
+          }
+        });
+        document.body.dataset.refreshed = String(Date.now());
+        wire();
+      })
+      .catch(function () {})
+      .finally(function () {
+        busy = false;
+        if (again) { again = false; refresh(); }
+      });
+  }
+
+  function wire() {
+    var c = document.getElementById("cancel");
+    if (c && !c.dataset.wired) {
+      c.dataset.wired = "1";
+      c.addEventListener("click", function () {
+        var out = document.getElementById("cancel-result");
+        c.disabled = true;
+        fetch("/api/runs/" + encodeURIComponent(c.dataset.run) + "/cancel", { method: "POST", credentials: "same-origin" })
+          .then(function (r) { return r.json(); })
+          .then(function (j) { out.textContent = j.message || j.error || ""; })
+          .catch(function (e) { out.textContent = String(e); c.disabled = false; });
+      });
+    }
+    document.querySelectorAll(".copy-button").forEach(function (b) {
+      if (b.dataset.wired) return;
+      b.dataset.wired = "1";
+      b.addEventListener("click", function () {
+        var code = b.previousElementSibling;
+        if (navigator.clipboard && code) navigator.clipboard.writeText(code.textContent);
+      });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    wire();
+    if (!window.EventSource || !document.querySelector("[data-live]")) return;
+    var es = new EventSource("/events");
+    es.addEventListener("hello", function () { if (status) status.className = "live on"; });
+    es.addEventListener("change", refresh);
+    es.onerror = function () { if (status) status.className = "live off"; };
+  });
+})();

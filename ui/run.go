@@ -1,0 +1,404 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/ui/dag"
+	"github.com/acpflow/acpflow/workflows"
+)
+
+// workflowCache keeps what the graph needs of each workflow file (its
+// steps in file order, their needs), by file and hash: the store keeps no
+// workflow, and the file is read once, not on every live update.
+type workflowCache struct {
+	mu sync.Mutex
+	m  map[string]*shape
+}
+
+// shape is a workflow's steps and needs; nil when the file is gone or
+// changed since the run (its hash differs).
+type shape struct {
+	steps []string
+	needs map[string][]string
+}
+
+func newWorkflowCache() *workflowCache { return &workflowCache{m: map[string]*shape{}} }
+
+func (c *workflowCache) get(file, hash string) *shape {
+	if file == "" || hash == "" {
+		return nil
+	}
+	key := file + "\x00" + hash
+	c.mu.Lock()
+	sh, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return sh
+	}
+	if wf, err := workflows.Load(file); err == nil && wf.Hash == hash {
+		sh = &shape{needs: map[string][]string{}}
+		for _, st := range wf.Steps {
+			sh.steps = append(sh.steps, st.ID)
+			sh.needs[st.ID] = st.Needs
+		}
+	}
+	c.mu.Lock()
+	c.m[key] = sh
+	c.mu.Unlock()
+	return sh
+}
+
+// stepView is one step of a run as the run page shows it: its state, the
+// counts of its for-each elements and attempts, its time and usage.
+type stepView struct {
+	ID, Status, Detail, Href string
+	Attempts                 int
+	Elements                 string // "3/5 done · 1 failed"; "" for a step without for-each
+	Duration, Usage          string
+	Error                    string
+	Started                  time.Time
+	Recorded                 bool // the store has a row for it (it started, or was skipped)
+}
+
+// runView is what the run page shows.
+type runView struct {
+	Title      string
+	Run        runs.Run
+	Running    bool
+	Duration   string
+	Usage      string
+	Steps      []stepView
+	Graph      template.HTML
+	GraphNote  string
+	Timeline   *timeline
+	Commands   []string
+	NoWorkflow bool
+}
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	v, code, err := s.runView(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, code, err)
+		return
+	}
+	s.render(w, "run.html", v)
+}
+
+// graphFragment is the run's graph alone (GET /runs/RUN_ID/graph).
+func (s *Server) graphFragment(w http.ResponseWriter, r *http.Request) {
+	v, code, err := s.runView(r.Context(), r.PathValue("id"))
+	if err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	w.Header().Set("Content-Type", "image/svg+xml")
+	fmt.Fprint(w, v.Graph)
+}
+
+func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error) {
+	st := s.cfg.Store
+	id, kind, err := st.ResolveID(ctx, ref)
+	if err != nil {
+		return nil, storeCode(err), err
+	}
+	if kind == runs.KindBatch {
+		return nil, http.StatusNotFound, fmt.Errorf("%s is a batch, not a run: its runs are listed at /?batch=%s", id, url.QueryEscape(id))
+	}
+	d, err := st.GetRun(ctx, id)
+	if err != nil {
+		return nil, storeCode(err), err
+	}
+	evs, err := st.TimelineEvents(ctx, id)
+	if err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	els, err := st.Elements(ctx, id)
+	if err != nil {
+		return nil, http.StatusInternalServerError, err
+	}
+	run := d.Run
+	v := &runView{Title: "run " + run.ID, Run: run, Running: run.Status == engine.StatusRunning, Duration: "-", Usage: "-"}
+	if !run.EndedAt.IsZero() {
+		v.Duration, v.Usage = runcmd.DurationText(run.DurationMS), runcmd.RunUsageText(run.Usage)
+	}
+	v.Commands = []string{"acpflow show " + run.ID, "acpflow show " + run.ID + " --transcript", "acpflow export " + run.ID + " > " + run.ID + ".transcript.json"}
+	if run.Status != engine.StatusSucceeded && run.Status != engine.StatusRunning {
+		v.Commands = append([]string{"acpflow resume " + run.ID}, v.Commands...)
+	}
+
+	// The steps, in the workflow's order: the file's when it is unchanged,
+	// else run_start's list, else the store's rows.
+	order, needs := []string(nil), map[string][]string(nil)
+	if sh := s.wf.get(run.WorkflowFile, run.WorkflowHash); sh != nil {
+		order, needs = sh.steps, sh.needs
+	} else {
+		v.GraphNote = "The workflow file is gone or changed since this run: the graph shows its steps without their needs."
+		for _, e := range evs {
+			if e.Type == "run_start" {
+				if list, ok := e.Fields["steps"].([]any); ok {
+					for _, x := range list {
+						if s, ok := x.(string); ok {
+							order = append(order, s)
+						}
+					}
+				}
+			}
+		}
+	}
+	rows := map[string]int{}
+	for i, s := range d.Steps {
+		rows[s.StepID] = i
+		if !containsString(order, s.StepID) {
+			order = append(order, s.StepID)
+		}
+	}
+	// From the events: each step's last attempt and its element count.
+	attempt, total := map[string]int{}, map[string]int{}
+	for _, e := range evs {
+		if e.Type == "step_start" {
+			attempt[e.StepID] = max(attempt[e.StepID], num(e.Fields["attempt"]))
+			total[e.StepID] = max(total[e.StepID], num(e.Fields["elements"]))
+		}
+	}
+	g := dag.Graph{}
+	for _, sid := range order {
+		sv := stepView{ID: sid, Status: string(dag.Pending), Href: "/runs/" + url.PathEscape(run.ID) + "/steps/" + url.PathEscape(sid), Duration: "-", Usage: "-"}
+		if i, ok := rows[sid]; ok {
+			rec := d.Steps[i]
+			sv.Recorded, sv.Status, sv.Attempts, sv.Error, sv.Started = true, string(rec.Status), rec.Attempts, rec.Error, rec.StartedAt
+			if !rec.EndedAt.IsZero() {
+				sv.Duration = runcmd.DurationText(rec.DurationMS)
+			}
+			if rec.Usage != nil {
+				sv.Usage = runcmd.UsageText(rec.Usage)
+			}
+			if n, ok := rec.Output.([]any); ok && total[sid] == 0 {
+				total[sid] = len(n)
+			}
+		}
+		if sv.Status == string(engine.StatusRunning) && !v.Running {
+			sv.Status = string(dag.Cancelled) // its acpflow ended the run without ending it
+		}
+		sv.Attempts = max(sv.Attempts, attempt[sid])
+		sv.Elements = elementsText(els[sid], total[sid])
+		sv.Detail = sv.Elements
+		if sv.Attempts > 1 {
+			if sv.Detail != "" {
+				sv.Detail += " · "
+			}
+			sv.Detail += fmt.Sprintf("attempt %d", sv.Attempts)
+		}
+		if !sv.Recorded {
+			sv.Href = ""
+			if !v.Running && run.Status != engine.StatusSucceeded {
+				sv.Status = string(dag.Pending) // never started
+			}
+		}
+		v.Steps = append(v.Steps, sv)
+		g.Nodes = append(g.Nodes, dag.Node{ID: sid, Label: sid, State: dag.State(sv.Status), Detail: sv.Detail, Href: sv.Href})
+		for _, n := range needs[sid] {
+			g.Edges = append(g.Edges, dag.Edge{From: n, To: sid})
+		}
+	}
+	svg, err := dag.SVG(ctx, g)
+	if err != nil {
+		v.GraphNote = "The graph could not be drawn: " + err.Error()
+	}
+	v.Graph = svg
+	v.Timeline = buildTimeline(run, evs, time.Now())
+	return v, 0, nil
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// num is a JSON number as an int (0 when it is not one).
+func num(v any) int {
+	f, _ := v.(float64)
+	return int(f)
+}
+
+// elementsText counts a for-each step's elements done: "3/5 done", with
+// the failed and cancelled ones; "" for a step without elements.
+func elementsText(done []runs.Element, total int) string {
+	if total == 0 && len(done) == 0 {
+		return ""
+	}
+	seen := map[int]string{}
+	for _, e := range done {
+		seen[e.Index] = e.Status
+	}
+	var ok, failed, other int
+	for _, st := range seen {
+		switch engine.Status(st) {
+		case engine.StatusSucceeded:
+			ok++
+		case engine.StatusFailed:
+			failed++
+		default:
+			other++
+		}
+	}
+	s := fmt.Sprintf("%d/%d done", ok, max(total, len(seen)))
+	if failed > 0 {
+		s += fmt.Sprintf(" · %d failed", failed)
+	}
+	if other > 0 {
+		s += fmt.Sprintf(" · %d cancelled", other)
+	}
+	return s
+}
+
+// timeline is the run's step attempts on one time axis, drawn as SVG:
+// each attempt's turn (from its start to its turn_end) and its teardown
+// (from there to its end).
+type timeline struct {
+	Width, Height, Axis int
+	Rows                []timelineRow
+	Span                string
+}
+
+type timelineRow struct {
+	Label, Status          string
+	Y, TextY               int
+	X, TurnW, DownX, DownW int // pixels
+	Turn, Teardown         string
+	Open                   bool
+}
+
+type attemptSpan struct {
+	label               string
+	start, turnEnd, end time.Time
+	status              string
+	step                string
+	index               int
+	hasIndex            bool
+}
+
+const (
+	tlLabel = 220 // the label column, in pixels
+	tlBars  = 640
+	tlRow   = 20
+)
+
+func buildTimeline(run runs.Run, evs []runs.Event, now time.Time) *timeline {
+	var spans []*attemptSpan
+	open := map[string]*attemptSpan{} // by step and index: the attempt under way
+	key := func(e runs.Event) (string, int, bool) {
+		if f, ok := e.Fields["index"].(float64); ok {
+			return fmt.Sprintf("%s[%d]", e.StepID, int(f)), int(f), true
+		}
+		return e.StepID, 0, false
+	}
+	for _, e := range evs {
+		k, idx, has := key(e)
+		switch {
+		case e.Type == "step_start":
+			a := &attemptSpan{label: fmt.Sprintf("%s #%d", k, max(1, num(e.Fields["attempt"]))), start: e.Time, step: e.StepID, index: idx, hasIndex: has, status: "running"}
+			spans = append(spans, a)
+			open[k] = a
+		case e.Type == "turn_end":
+			if a := open[k]; a != nil && a.turnEnd.IsZero() {
+				a.turnEnd = e.Time
+			}
+		case e.Type == "step_update" && e.Fields["kind"] == "retry":
+			if a := open[k]; a != nil {
+				a.end, a.status = e.Time, "failed"
+				delete(open, k)
+			}
+		case e.Type == "step_update" && e.Fields["kind"] == "element_end":
+			if a := open[k]; a != nil {
+				a.end, a.status = e.Time, fmt.Sprint(e.Fields["status"])
+				delete(open, k)
+			}
+		case e.Type == "step_end":
+			status := fmt.Sprint(e.Fields["status"])
+			found := false
+			for ok, a := range open {
+				if a.step == e.StepID {
+					a.end, a.status = e.Time, status
+					delete(open, ok)
+					found = true
+				}
+			}
+			if !found && !slicesHasStep(spans, e.StepID) {
+				spans = append(spans, &attemptSpan{label: e.StepID, start: e.Time, end: e.Time, status: status, step: e.StepID})
+			}
+		}
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	start := run.StartedAt
+	end := run.EndedAt
+	if end.IsZero() {
+		end = now
+	}
+	for _, a := range spans {
+		if a.end.IsZero() {
+			if run.EndedAt.IsZero() {
+				a.end = now
+			} else {
+				a.end, a.status = run.EndedAt, "cancelled"
+			}
+		}
+		end = later(end, a.end)
+	}
+	sort.SliceStable(spans, func(i, j int) bool { return spans[i].start.Before(spans[j].start) })
+	total := end.Sub(start)
+	if total <= 0 {
+		total = time.Millisecond
+	}
+	px := func(t time.Time) int {
+		x := int(float64(t.Sub(start)) / float64(total) * tlBars)
+		return min(max(x, 0), tlBars)
+	}
+	tl := &timeline{Width: tlLabel + tlBars + 10, Span: runcmd.DurationText(total.Milliseconds())}
+	for i, a := range spans {
+		turnEnd := a.turnEnd
+		if turnEnd.IsZero() {
+			turnEnd = a.end
+		}
+		x, tx, ex := px(a.start), px(turnEnd), px(a.end)
+		row := timelineRow{Label: a.label, Status: a.status, Y: 4 + i*tlRow, TextY: 4 + i*tlRow + 13,
+			X: tlLabel + x, TurnW: max(tx-x, 2), DownX: tlLabel + tx, DownW: ex - tx,
+			Turn: runcmd.DurationText(turnEnd.Sub(a.start).Milliseconds()), Teardown: runcmd.DurationText(a.end.Sub(turnEnd).Milliseconds()),
+			Open: a.status == "running"}
+		tl.Rows = append(tl.Rows, row)
+	}
+	tl.Height = 8 + len(spans)*tlRow
+	tl.Axis = tl.Height - 2
+	return tl
+}
+
+func slicesHasStep(spans []*attemptSpan, step string) bool {
+	for _, a := range spans {
+		if a.step == step {
+			return true
+		}
+	}
+	return false
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

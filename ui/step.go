@@ -1,0 +1,410 @@
+package ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/acpflow/acpflow/internal/transcript"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/runs/store"
+)
+
+// stderrLines is how many of a step's last stderr lines its page shows.
+const stderrLines = 50
+
+// stepPage shows one step: its result, permission decisions, stderr tail,
+// sandbox record and transcript, attempt by attempt.
+func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	st := s.cfg.Store
+	id, kind, err := st.ResolveID(ctx, r.PathValue("id"))
+	if err == nil && kind == runs.KindBatch {
+		err = fmt.Errorf("%s is a batch, not a run: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		s.fail(w, storeCode(err), err)
+		return
+	}
+	d, err := st.GetRun(ctx, id)
+	if err != nil {
+		s.fail(w, storeCode(err), err)
+		return
+	}
+	stepID := r.PathValue("step")
+	var rec *store.Step
+	for i := range d.Steps {
+		if d.Steps[i].StepID == stepID {
+			rec = &d.Steps[i]
+		}
+	}
+	if rec == nil {
+		s.fail(w, http.StatusNotFound, fmt.Errorf("run %s has no step %q that started (its steps: %s)", id, stepID, stepIDs(d)))
+		return
+	}
+	ts, err := st.Transcripts(ctx, id)
+	if err != nil {
+		s.fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	var attempts []attemptView
+	for i := range ts {
+		if ts[i].Step == stepID {
+			attempts = append(attempts, attemptOf(&ts[i], rec.Permissions))
+		}
+	}
+	els, err := st.Elements(ctx, id)
+	if err != nil {
+		s.fail(w, http.StatusInternalServerError, err)
+		return
+	}
+	v := map[string]any{
+		"Title": "step " + stepID + " of run " + id, "Run": d.Run, "Step": rec, "Attempts": attempts,
+		"Running": string(d.Run.Status) == "running",
+		"Perms":   permViews(rec.Permissions), "Stderr": tail(rec.Stderr, stderrLines),
+		"Duration": runcmd.DurationText(rec.DurationMS), "Elements": els[stepID],
+	}
+	if rec.Sandbox != nil {
+		b, _ := json.MarshalIndent(rec.Sandbox, "", "  ")
+		v["Sandbox"] = string(b)
+	}
+	s.render(w, "step.html", v)
+}
+
+func stepIDs(d *runs.RunDetail) string {
+	var ids []string
+	for _, s := range d.Steps {
+		ids = append(ids, s.StepID)
+	}
+	if len(ids) == 0 {
+		return "none yet"
+	}
+	return strings.Join(ids, ", ")
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// permView is one permission record as the page shows it.
+type permView struct {
+	store.Permission
+	Unasked   bool
+	PolicyBy  string // "workflow policy", "outer policy FILE", ...
+	Locations []string
+}
+
+func permViews(ps []store.Permission) []permView {
+	out := make([]permView, len(ps))
+	for i, p := range ps {
+		out[i] = permViewOf(p)
+	}
+	return out
+}
+
+func permViewOf(p store.Permission) permView {
+	v := permView{Permission: p, Unasked: p.Decision == string(policies.DecisionUnasked),
+		PolicyBy: runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy))}
+	for _, l := range p.Locations {
+		loc := l.Path
+		if l.Line > 0 {
+			loc += fmt.Sprintf(":%d", l.Line)
+		}
+		if !l.InWorkspace {
+			loc += " (outside the workspace)"
+		}
+		v.Locations = append(v.Locations, loc)
+	}
+	return v
+}
+
+// attemptView is one attempt's transcript, turn by turn.
+type attemptView struct {
+	Label     string
+	Agent     string
+	Truncated bool
+	Entries   []entry
+	Messages  int
+}
+
+// entry is one thing in a transcript: the prompt, a stretch of the agent's
+// text or thoughts, a tool call (with its updates, diffs and the decisions
+// on it), a permission request, a plan, the turn's end; Kind says which.
+type entry struct {
+	Kind   string // prompt, message, thought, tool, permission, plan, end, error, other
+	AtMS   int64
+	Text   string
+	Title  string
+	Tool   *toolView
+	Perms  []permView
+	Method string
+}
+
+type toolView struct {
+	ID, Kind, Title, Status string
+	Command                 string
+	Locations               []string
+	Diffs                   []diffView
+	Output                  string
+}
+
+type diffView struct {
+	Path             string
+	OldText, NewText string
+	Lines            []diffLine
+}
+
+type diffLine struct {
+	Op, Text string // "-", "+"
+}
+
+// rpcMsg is the part of a JSON-RPC message the transcript reads.
+type rpcMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type contentBlock struct {
+	Type    string        `json:"type"`
+	Text    string        `json:"text"`
+	Path    string        `json:"path"`
+	OldText *string       `json:"oldText"`
+	NewText string        `json:"newText"`
+	Content *contentBlock `json:"content"`
+}
+
+type toolCall struct {
+	ToolCallID string          `json:"toolCallId"`
+	Title      string          `json:"title"`
+	Kind       string          `json:"kind"`
+	Status     string          `json:"status"`
+	RawInput   json.RawMessage `json:"rawInput"`
+	Locations  []struct {
+		Path string `json:"path"`
+		Line int    `json:"line"`
+	} `json:"locations"`
+}
+
+type sessionUpdate struct {
+	Update struct {
+		SessionUpdate string `json:"sessionUpdate"`
+		// Content is a chunk's block, or a tool call's list of them.
+		Content json.RawMessage `json:"content"`
+		toolCall
+		Entries []struct {
+			Content string `json:"content"`
+			Status  string `json:"status"`
+		} `json:"entries"`
+	} `json:"update"`
+}
+
+// attemptOf reads one attempt's messages into entries: text streamed in
+// chunks is joined into one entry per stretch, a tool call's updates are
+// folded into its entry, and the step's permission records are put with
+// the tool call they decided (unasked ones too).
+func attemptOf(t *transcript.Step, perms []store.Permission) attemptView {
+	label := t.Step
+	if t.Index != nil {
+		label += fmt.Sprintf("[%d]", *t.Index)
+	}
+	av := attemptView{Label: fmt.Sprintf("%s, attempt %d", label, t.Attempt), Agent: t.Agent, Truncated: t.Truncated, Messages: len(t.Messages)}
+	byCall := map[string][]permView{}
+	for _, p := range perms {
+		byCall[p.ToolCallID] = append(byCall[p.ToolCallID], permViewOf(p))
+	}
+	var last *entry // the stretch of text being joined
+	add := func(e entry) *entry {
+		av.Entries = append(av.Entries, e)
+		return &av.Entries[len(av.Entries)-1]
+	}
+	// Entries are appended to a slice: pointers into it are re-taken by index.
+	toolIdx := map[string]int{}
+	for _, m := range t.Messages {
+		var r rpcMsg
+		if err := json.Unmarshal(m.Msg, &r); err != nil {
+			add(entry{Kind: "other", AtMS: m.AtMS, Text: "(not JSON-RPC) " + string(m.Msg)})
+			last = nil
+			continue
+		}
+		switch {
+		case m.Dir == transcript.ToAgent && r.Method == "session/prompt":
+			var p struct {
+				Prompt []contentBlock `json:"prompt"`
+			}
+			json.Unmarshal(r.Params, &p)
+			var b strings.Builder
+			for _, c := range p.Prompt {
+				if c.Type == "text" {
+					b.WriteString(c.Text)
+				} else {
+					fmt.Fprintf(&b, "[%s %s]", c.Type, c.Path)
+				}
+			}
+			add(entry{Kind: "prompt", AtMS: m.AtMS, Text: b.String()})
+			last = nil
+		case m.Dir == transcript.FromAgent && r.Method == "session/update":
+			var u sessionUpdate
+			json.Unmarshal(r.Params, &u)
+			up := u.Update
+			switch up.SessionUpdate {
+			case "agent_message_chunk", "agent_thought_chunk":
+				kind := "message"
+				if up.SessionUpdate == "agent_thought_chunk" {
+					kind = "thought"
+				}
+				var c contentBlock
+				json.Unmarshal(up.Content, &c)
+				if last != nil && last.Kind == kind {
+					last.Text += c.Text
+				} else {
+					last = add(entry{Kind: kind, AtMS: m.AtMS, Text: c.Text})
+				}
+				continue
+			case "tool_call", "tool_call_update":
+				i, ok := toolIdx[up.ToolCallID]
+				if !ok {
+					add(entry{Kind: "tool", AtMS: m.AtMS, Tool: &toolView{ID: up.ToolCallID}, Perms: byCall[up.ToolCallID]})
+					i = len(av.Entries) - 1
+					toolIdx[up.ToolCallID] = i
+					delete(byCall, up.ToolCallID)
+				}
+				foldTool(av.Entries[i].Tool, &up.toolCall, up.Content)
+			case "plan":
+				var b strings.Builder
+				for _, e := range up.Entries {
+					fmt.Fprintf(&b, "[%s] %s\n", e.Status, e.Content)
+				}
+				add(entry{Kind: "plan", AtMS: m.AtMS, Text: strings.TrimRight(b.String(), "\n")})
+			default:
+				add(entry{Kind: "other", AtMS: m.AtMS, Title: up.SessionUpdate, Text: compact(r.Params)})
+			}
+			last = nil
+		case m.Dir == transcript.FromAgent && r.Method == "session/request_permission":
+			var p struct {
+				ToolCall toolCall `json:"toolCall"`
+			}
+			json.Unmarshal(r.Params, &p)
+			e := entry{Kind: "permission", AtMS: m.AtMS, Title: p.ToolCall.Title, Tool: &toolView{ID: p.ToolCall.ToolCallID, Kind: p.ToolCall.Kind, Title: p.ToolCall.Title}}
+			if _, ok := toolIdx[p.ToolCall.ToolCallID]; ok {
+				// The decisions are shown with the call they were on.
+				e.Text = "see the tool call above"
+			} else {
+				e.Perms = byCall[p.ToolCall.ToolCallID]
+				delete(byCall, p.ToolCall.ToolCallID)
+			}
+			add(e)
+			last = nil
+		case r.Method == "" && r.Error != nil:
+			add(entry{Kind: "error", AtMS: m.AtMS, Text: fmt.Sprintf("error %d: %s", r.Error.Code, r.Error.Message)})
+			last = nil
+		case r.Method == "" && len(r.Result) > 0 && strings.Contains(string(r.Result), `"stopReason"`):
+			var res struct {
+				StopReason string `json:"stopReason"`
+			}
+			json.Unmarshal(r.Result, &res)
+			add(entry{Kind: "end", AtMS: m.AtMS, Text: "turn ended: " + res.StopReason})
+			last = nil
+		case r.Method != "":
+			add(entry{Kind: "other", AtMS: m.AtMS, Method: r.Method, Title: dirArrow(m.Dir) + " " + r.Method, Text: compact(r.Params)})
+			last = nil
+		}
+	}
+	// Decisions on calls the transcript does not show (it was cut short).
+	for id, ps := range byCall {
+		add(entry{Kind: "permission", Title: "tool call " + id, Perms: ps})
+	}
+	return av
+}
+
+func dirArrow(dir string) string {
+	if dir == transcript.ToAgent {
+		return "→"
+	}
+	return "←"
+}
+
+// compact is a message's params, bounded for the page.
+func compact(b json.RawMessage) string {
+	const max = 2000
+	s := string(b)
+	if len(s) > max {
+		s = s[:max] + " …"
+	}
+	return s
+}
+
+// foldTool applies a tool_call or tool_call_update to the call's entry.
+func foldTool(t *toolView, u *toolCall, content json.RawMessage) {
+	if u.Title != "" {
+		t.Title = u.Title
+	}
+	if u.Kind != "" {
+		t.Kind = u.Kind
+	}
+	if u.Status != "" {
+		t.Status = u.Status
+	}
+	if len(u.RawInput) > 0 {
+		var in struct {
+			Command any `json:"command"`
+		}
+		if json.Unmarshal(u.RawInput, &in) == nil && in.Command != nil {
+			switch c := in.Command.(type) {
+			case string:
+				t.Command = c
+			case []any:
+				var parts []string
+				for _, p := range c {
+					parts = append(parts, fmt.Sprint(p))
+				}
+				t.Command = strings.Join(parts, " ")
+			}
+		}
+	}
+	for _, l := range u.Locations {
+		loc := l.Path
+		if l.Line > 0 {
+			loc += fmt.Sprintf(":%d", l.Line)
+		}
+		if !containsString(t.Locations, loc) {
+			t.Locations = append(t.Locations, loc)
+		}
+	}
+	var blocks []contentBlock
+	json.Unmarshal(content, &blocks)
+	for _, c := range blocks {
+		switch c.Type {
+		case "diff":
+			d := diffView{Path: c.Path, NewText: c.NewText}
+			if c.OldText != nil {
+				d.OldText = *c.OldText
+				for _, l := range strings.Split(strings.TrimRight(*c.OldText, "\n"), "\n") {
+					d.Lines = append(d.Lines, diffLine{"-", l})
+				}
+			}
+			for _, l := range strings.Split(strings.TrimRight(c.NewText, "\n"), "\n") {
+				d.Lines = append(d.Lines, diffLine{"+", l})
+			}
+			t.Diffs = append(t.Diffs, d)
+		case "content":
+			if c.Content != nil && c.Content.Type == "text" {
+				t.Output += c.Content.Text
+			}
+		}
+	}
+}
