@@ -16,9 +16,7 @@ import (
 // join r.lingering). ctx is the run's; cancelling it with a cause stops
 // the run (failRun is how the schedule's own stops cancel it).
 func (r *run) schedule(parent, ctx context.Context, failRun context.CancelCauseFunc) {
-	r.sched = NewSchedule(r.wf, ScopeOf{
-		RunID: r.opt.RunID, Workspace: r.opt.Workspace, Inputs: r.opt.Inputs, Env: r.opt.Ambient, Results: r.opt.Done,
-	}, r.opt.RetryBackoff)
+	r.sched = NewSchedule(r.wf, r.scopeOf(r.opt.Done), r.opt.RetryBackoff)
 	happened := make(chan func(time.Time) []Action)
 	over := make(chan struct{})
 	defer close(over)

@@ -41,6 +41,9 @@ type RunResult struct {
 	// step's turn (a session kept between turns, a teardown): `cancelled`,
 	// each with the rule and reason saying why. Absent when there were none.
 	Permissions []policies.PermissionRecord `json:"permissions,omitempty"`
+	// Worktree is the run's own git worktree (the workflow's isolation:
+	// worktree); nil: none.
+	Worktree *Worktree `json:"worktree,omitempty"`
 	// OutputNames are the workflow's output names in the order its file
 	// writes them: the order a person reads Outputs in (a map has none).
 	OutputNames []string `json:"-"`
@@ -73,6 +76,11 @@ type StepResult struct {
 	// element's command exited 0. Nil (and absent from the JSON) for any
 	// other kind of step.
 	ExitCode *int `json:"exit_code,omitempty"`
+	// Worktree is the step's own worktree (its isolation: worktree);
+	// Worktrees, for a for-each step, its elements', in element order.
+	// Nil without one.
+	Worktree  *Worktree   `json:"worktree,omitempty"`
+	Worktrees []*Worktree `json:"worktrees,omitempty"`
 	// Stderr is the kept tail of the agent's stderr; it goes to the run
 	// store and `show`, not to the result JSON.
 	Stderr string `json:"-"`

@@ -51,6 +51,12 @@ type Options struct {
 	// Asker puts the requests a permission policy decides to ask about to
 	// a person (steps.Invocation.Asker); nil: no one, the fallback decides.
 	Asker policies.Asker
+	// Worktree is the run's own worktree (the workflow's isolation:
+	// worktree), made before the run: its steps work there. Worktrees
+	// makes the steps' own and ends every one when the run ends. Nil: the
+	// steps work in Workspace.
+	Worktree  *Worktree
+	Worktrees Worktrees
 }
 
 // NewRunID mints a run id: sortable by time, unique by its random tail.
@@ -90,6 +96,8 @@ type run struct {
 	sched *Schedule
 	// unowned keeps the permission records of no step (unowned.go).
 	unowned *runPermissions
+	// wts are the steps' worktrees (worktree.go).
+	wts worktrees
 }
 
 // Run runs the workflow to the end and returns its result. A step settles
@@ -112,6 +120,7 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		res: &RunResult{
 			RunID: opt.RunID, Workflow: wf.Name, Workspace: opt.Workspace, Inputs: opt.Inputs, Outputs: map[string]any{},
 			StartedAt: time.Now().UTC(), Steps: make(map[string]*StepResult, len(wf.Steps)),
+			Worktree: opt.Worktree,
 		},
 	}
 	if opt.Recorder != nil {
@@ -161,7 +170,7 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 		r.batch.End()
 	}
 	r.lingering.Wait()
-	r.finish()
+	r.finish(ctx)
 	return r.res
 }
 
@@ -256,7 +265,17 @@ func (r *run) scope(el *Element) *Scope {
 		results[id] = res
 	}
 	r.mu.Unlock()
-	return r.wf.Scope(ScopeOf{RunID: r.opt.RunID, Workspace: r.opt.Workspace, Inputs: r.opt.Inputs, Env: r.opt.Ambient, Results: results}, el)
+	return r.wf.Scope(r.scopeOf(results), el)
+}
+
+// scopeOf is the run's ScopeOf with results: run.workspace is where the
+// steps work (the run's worktree when it has one).
+func (r *run) scopeOf(results map[string]*StepResult) ScopeOf {
+	of := ScopeOf{RunID: r.opt.RunID, Workspace: r.opt.Workspace, Inputs: r.opt.Inputs, Env: r.opt.Ambient, Results: results, Worktree: r.opt.Worktree}
+	if r.opt.Worktree != nil {
+		of.Workspace = r.opt.Worktree.Path
+	}
+	return of
 }
 
 // ScopeOf is what a run's expressions are evaluated from: the run, its
@@ -267,6 +286,8 @@ type ScopeOf struct {
 	Inputs           map[string]any
 	Env              map[string]string
 	Results          map[string]*StepResult
+	// Worktree is the run's own worktree (run.worktree); nil: none.
+	Worktree *Worktree
 }
 
 // Scope is the scope of expressions of a run (and, for a for-each
@@ -296,6 +317,9 @@ func (wf *Workflow) Scope(of ScopeOf, el *Element) *Scope {
 		Run:      map[string]any{"id": of.RunID, "workspace": of.Workspace},
 		Workflow: map[string]any{"name": wf.Name},
 	}
+	if of.Worktree != nil {
+		s.Run["worktree"] = of.Worktree.scopeValue()
+	}
 	if el != nil {
 		s.Item, s.Index = el.Item, el.Index
 	}
@@ -312,7 +336,7 @@ type Element struct {
 // finish computes the run's status and outputs and emits run_end: the
 // status and error as the schedule ended the run, then the store's health
 // and the outputs.
-func (r *run) finish() {
+func (r *run) finish(ctx context.Context) {
 	for _, st := range r.wf.Steps {
 		if r.res.Steps[st.ID] == nil { // succeeded in an earlier attempt (resume)
 			r.res.Steps[st.ID] = r.results[st.ID]
@@ -320,6 +344,11 @@ func (r *run) finish() {
 	}
 	status, msg := r.sched.End()
 	r.res.Error = msg
+	// The worktrees are committed even when the run is interrupted: what
+	// the agents did is on their branches, for a look or a resume.
+	if err := r.closeWorktrees(context.WithoutCancel(ctx)); err != nil && status == StatusSucceeded {
+		status, r.res.Error = StatusFailed, err.Error()
+	}
 	if r.opt.Recorder != nil && status == StatusSucceeded {
 		if err := r.opt.Recorder.Err(); err != nil {
 			status = StatusFailed
@@ -340,6 +369,9 @@ func (r *run) finish() {
 	end := steps.RunEnd{Status: string(status), DurationMS: r.res.DurationMS, Error: r.res.Error}
 	if r.res.Usage != nil {
 		end.Usage = &r.res.Usage.Usage
+	}
+	if r.res.Worktree != nil {
+		end.Worktree = r.res.Worktree
 	}
 	r.emit("", end)
 	if r.opt.Recorder != nil {

@@ -40,11 +40,15 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *Element, linger 
 		stepCtx, cancel = context.WithTimeoutCause(ctx, st.Timeout, fmt.Errorf("step timed out after %s", st.Timeout))
 		defer cancel()
 	}
+	workspace, err := r.workspace(ctx, st, el)
+	if err != nil {
+		return steps.Result{StopReason: steps.Error, Err: err}
+	}
 	meter := r.meter.attempt()
 	pol := PoliciesOf(r.wf, st)
 	inv := &steps.Invocation{
 		Workflow: r.wf.Name, RunID: r.opt.RunID, StepID: st.ID, Attempt: n,
-		Workspace: r.opt.Workspace, With: with, Ambient: r.opt.Ambient,
+		Workspace: workspace, With: with, Ambient: r.opt.Ambient,
 		Permission: pol.Permission, PermissionSource: pol.PermissionSource, Env: pol.Env, EnvSource: pol.EnvSource, Outer: r.opt.Outer,
 		Asker: r.opt.Asker,
 		Render: func(s string) (string, error) {

@@ -32,6 +32,9 @@ type Workflow struct {
 	Outputs     []*Output
 	// Budget is what one run may spend (`budget:`); zero: no limit.
 	Budget Budget
+	// Isolation is the workflow's `isolation: worktree` (nil: none): each
+	// run works in a git worktree of its own (docs/worktrees.md).
+	Isolation *Isolation
 	// Modules are the WASM modules the policies load, as the file names
 	// them (relative to its directory, or absolute), in file order: what
 	// a worker on another machine needs beside the file.
@@ -83,6 +86,9 @@ type Step struct {
 	// yields, with `item` and `index` in scope.
 	ForEach            *Expr
 	ForEachMaxParallel int
+	// Isolation is the step's `isolation: worktree` (nil: none): the step
+	// (each for-each element) works in a git worktree of its own.
+	Isolation *Isolation
 }
 
 // DefaultStepTimeout bounds a step that sets no `timeout:` (the loader sets

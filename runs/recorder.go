@@ -68,6 +68,10 @@ func (r *Recorder) RunStarted(res *engine.RunResult) {
 		Workspace: res.Workspace, Inputs: res.Inputs, StartedAt: res.StartedAt,
 		OwnerPID: r.Owner.PID, OwnerStartTicks: r.Owner.StartTicks,
 	}))
+	if res.Worktree != nil {
+		// Made before the run started: recorded with it.
+		r.fail(r.Store.SetRunWorktrees(ctx, res.RunID, []*engine.Worktree{res.Worktree}))
+	}
 }
 
 // StepStarted implements engine.Recorder.

@@ -27,6 +27,17 @@ func ResultOf(d *store.RunDetail) *engine.RunResult {
 	for _, st := range d.Steps {
 		res.Steps[st.StepID] = StepResult(st)
 	}
+	for _, wt := range d.Worktrees {
+		switch sr := res.Steps[wt.Step]; {
+		case wt.Step == "":
+			res.Worktree = wt
+		case sr == nil:
+		case wt.Index != nil:
+			sr.Worktrees = append(sr.Worktrees, wt)
+		default:
+			sr.Worktree = wt
+		}
+	}
 	return res
 }
 

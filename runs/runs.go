@@ -64,6 +64,9 @@ type Runner struct {
 	storeErrs                []error // the first maxStoreErrs
 	lostErrs                 int     // how many more there were
 	scratch                  string  // a private directory for the runs' files (ResolveReplays); Close removes it
+	// preflighted holds the repositories and bases whose worktree
+	// preflight passed (isolation.go): once per command, not per run.
+	preflighted sync.Map
 }
 
 // maxStoreErrs bounds the store errors kept for the end's warning: a store
@@ -119,6 +122,17 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 		Asker:     r.Asker,
 		OnUsage:   onUsage(spec.Meter),
 	}}
+	if NeedsWorktrees(wf) {
+		if req.RunID == "" {
+			req.RunID = engine.NewRunID()
+		}
+		if err := r.isolate(ctx, wf, spec, &req); err != nil {
+			r.notice("run %s: %s", req.RunID, err)
+			res := &engine.RunResult{RunID: req.RunID, Workflow: wf.Name, Workspace: spec.Workspace, Status: engine.StatusFailed, Error: err.Error()}
+			r.count(res)
+			return res
+		}
+	}
 	if r.Store != nil {
 		rec = &Recorder{
 			Store: r.Store, Workflow: wf, BatchID: spec.BatchID, BatchLine: spec.BatchLine,

@@ -64,6 +64,11 @@ func Open(path string) (*Service, error) {
 // Close closes the run store, after the last Runner is done.
 func (v *Service) Close() error { return v.store.Close() }
 
+// CloseForExit ends the run store of a process that exits next: every
+// write is done when it returns, but SQLite's checkpoint at close is left
+// out (see store.Store.CloseForExit).
+func (v *Service) CloseForExit() error { return v.store.CloseForExit() }
+
 // Runner is a new Runner that records into the service's store; the
 // caller sets its hooks and closes it.
 func (v *Service) Runner() *Runner { return &Runner{Store: v.store} }

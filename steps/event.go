@@ -271,6 +271,9 @@ type RunEnd struct {
 	Invalid    bool   `json:"invalid,omitempty"`
 	// Usage sums what the run's steps reported; nil when none did.
 	Usage *Usage `json:"usage,omitempty"`
+	// Worktree is the run's git worktree as the result has it
+	// (*engine.Worktree: isolation: worktree); nil without one.
+	Worktree any `json:"worktree,omitempty"`
 }
 
 // StepStart begins an attempt of a step; Index is the for-each element's,

@@ -12,6 +12,7 @@ var stepKeys = []string{
 	"id", "name", "description", "uses", "with", "needs", "if",
 	"timeout", "retries", "continue-on-error", "policies", "for-each", "max-parallel",
 	"run", "shell", "env", "cwd",
+	"isolation", "base", "keep",
 }
 
 // shellKind is the step kind `run:` stands for (steps/shell), and
@@ -124,6 +125,9 @@ func (d *decoder) decodeStep(index int, n *node) {
 				d.at(x.pos, "%s: max-parallel bounds the runs of a for-each; this step has no for-each", info.label)
 			}
 		}
+	}
+	if st.Isolation = d.isolation(n, f, info.label); st.Isolation != nil && d.wf.Isolation != nil {
+		d.at(keyAt(n, "isolation"), "%s: isolation: the workflow sets isolation: worktree already, so the step works in the run's worktree; a step's own isolation is for a workflow without one (drop one of the two)", info.label)
 	}
 	for _, k := range []string{"name", "description"} {
 		if x := f[k]; x != nil {

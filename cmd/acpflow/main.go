@@ -92,6 +92,8 @@ func newRootCmd() *cobra.Command {
 		newSchemaCmd(),
 		newPromptCmd(),
 		newVersionCmd(),
+		newWorktreesCmd(),
+		newUICmd(),
 	)
 	usageArgs(root)
 	return root

@@ -194,6 +194,8 @@ func TestArgumentErrorsNameTheArgument(t *testing.T) {
 		"agents":       {nil, "", []string{"a", "b"}},
 		"schema":       {nil, "", []string{"x"}},
 		"version":      {nil, "", []string{"x"}},
+		"ui":           {nil, "", []string{"x"}},
+		"worktrees":    {nil, "", []string{"x"}},
 		"prompt":       {}, // prompt.go's own: AGENT "text" or AGENT -- COMMAND
 	}
 	for _, c := range allCommands(newRootCmd()) {

@@ -137,25 +137,9 @@ func duration(r runs.Run) string {
 	return runcmd.DurationText(r.DurationMS)
 }
 
-// runJSON is a run as `runs --json` and `show --json` print it, with the
-// field names of the result JSON (docs/results.md).
-func runJSON(r runs.Run) map[string]any {
-	m := map[string]any{
-		"run_id": r.ID, "workflow": r.Workflow, "workflow_file": r.WorkflowFile, "status": r.Status,
-		"error": r.Error, "inputs": r.Inputs, "outputs": r.Outputs, "workspace": r.Workspace,
-		"started_at": r.StartedAt.UTC().Format(time.RFC3339Nano), "duration_ms": r.DurationMS,
-	}
-	if !r.EndedAt.IsZero() {
-		m["ended_at"] = r.EndedAt.UTC().Format(time.RFC3339Nano)
-	}
-	if r.BatchID != "" {
-		m["batch_id"], m["batch_line"] = r.BatchID, r.BatchLine
-	}
-	if r.Usage != nil {
-		m["usage"] = r.Usage
-	}
-	return m
-}
+// runJSON is a run as `runs --json` and `show --json` print it (and the
+// web UI's /api/runs serves it): runs.RunJSON.
+func runJSON(r runs.Run) map[string]any { return runs.RunJSON(r) }
 
 func writeJSONLines[T any](w io.Writer, items []T, conv func(T) map[string]any) error {
 	for _, it := range items {
@@ -309,37 +293,9 @@ func writeRawTranscript(w io.Writer, f *transcript.File, step string) error {
 	return bw.Flush()
 }
 
-// detailJSON is a run as `show --json` prints it: the run as runJSON has
-// it, and each step's result (as the run store keeps it, runs.StepResult)
-// with the kept tail of its stderr.
-func detailJSON(d *runs.RunDetail) map[string]any {
-	m := runJSON(d.Run)
-	stepsOut := map[string]any{}
-	for _, st := range d.Steps {
-		res := runs.StepResult(st)
-		perms := res.Permissions
-		if perms == nil {
-			perms = []policies.PermissionRecord{}
-		}
-		step := map[string]any{
-			"status": res.Status, "stop_reason": res.StopReason, "output": res.Output, "final": res.Final, "error": res.Error,
-			"attempts": res.Attempts, "duration_ms": res.DurationMS, "session_id": res.SessionID,
-			"permissions": perms, "stderr": res.Stderr,
-		}
-		if res.Usage != nil {
-			step["usage"] = res.Usage
-		}
-		if res.JSON != nil {
-			step["json"] = res.JSON // as in the result: only a structured step's
-		}
-		if res.ExitCode != nil {
-			step["exit_code"] = *res.ExitCode // as in the result: only a shell step's
-		}
-		stepsOut[st.StepID] = step
-	}
-	m["steps"] = stepsOut
-	return m
-}
+// detailJSON is a run as `show --json` prints it (and the web UI's
+// /api/runs/RUN_ID serves it): runs.DetailJSON.
+func detailJSON(d *runs.RunDetail) map[string]any { return runs.DetailJSON(d) }
 
 // printDetail prints a run for a person. Nearly everything in it may have
 // come from an agent (output, errors, stderr, titles, reasons, session ids),
@@ -364,6 +320,9 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 	}
 	if !r.EndedAt.IsZero() {
 		fmt.Fprintf(w, "  usage:     %s\n", runcmd.RunUsageText(r.Usage))
+	}
+	for _, wt := range d.Worktrees {
+		fmt.Fprintf(w, "  worktree:  %s\n", worktreeText(wt))
 	}
 	printMap(w, "inputs", r.Inputs, nil)
 	printMap(w, "outputs", r.Outputs, r.OutputNames)

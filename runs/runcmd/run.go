@@ -174,6 +174,11 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	if err != nil {
 		return UsageError(err)
 	}
+	// Before anything starts: git there, a repository, each base, a
+	// clean checkout (isolation: worktree, docs/worktrees.md).
+	if err := runs.PreflightWorktrees(cmd.Context(), wf, workspace); err != nil {
+		return UsageError(err)
+	}
 	var inputs map[string]any
 	var in *batchInput
 	var lines *runs.LineReader

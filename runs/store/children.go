@@ -61,8 +61,8 @@ func (s *Store) DescendantSeen(ctx context.Context, runID, stepID string, pid, p
 // recorded below it are gone.
 func (s *Store) GroupEnded(ctx context.Context, runID, stepID string, pgid int) error {
 	ctx = durable(ctx)
-	err := s.writer.do(func() error {
-		_, err := s.w.ExecContext(ctx, `UPDATE children SET ended_at = ? WHERE run_id = ? AND step_id = ? AND pgid = ? AND ended_at IS NULL`,
+	err := s.writer.do(func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE children SET ended_at = ? WHERE run_id = ? AND step_id = ? AND pgid = ? AND ended_at IS NULL`,
 			timeArg(time.Now()), runID, stepID, pgid)
 		return err
 	})

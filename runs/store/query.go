@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/acpflow/acpflow/engine"
 )
@@ -27,6 +28,18 @@ type Filter struct {
 	Workflow string        // runs of this workflow: its name, or its file as recorded
 	Batch    string        // runs of this batch (its exact id)
 	Limit    int           // at most this many; 0 for no limit
+	// Since selects runs started at or after it (zero: any time).
+	Since time.Time
+	// Before is a keyset page's cursor: only runs that come after it in
+	// the list's order (older, or as old with a smaller id); nil: from the
+	// newest. A page at any depth costs what the first does.
+	Before *Cursor
+}
+
+// Cursor is where a page of ListRuns ends: its last run's start and id.
+type Cursor struct {
+	StartedAt time.Time
+	ID        string
 }
 
 // RunDetail is a run with its steps (in file order, each with its
@@ -35,6 +48,9 @@ type RunDetail struct {
 	Run      Run
 	Steps    []Step
 	Children []Child
+	// Worktrees are the run's git worktrees (isolation: worktree), its
+	// own first; nil: none.
+	Worktrees []*engine.Worktree
 }
 
 const runColumns = `id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,
@@ -55,6 +71,15 @@ func (s *Store) ListRuns(ctx context.Context, f Filter) ([]Run, error) {
 	if f.Batch != "" {
 		where = append(where, `batch_id = ?`)
 		args = append(args, f.Batch)
+	}
+	if !f.Since.IsZero() {
+		where = append(where, `started_at >= ?`)
+		args = append(args, timeArg(f.Since))
+	}
+	if f.Before != nil {
+		// A row value, which SQLite compares along the (started_at, id) index.
+		where = append(where, `(started_at, id) < (?, ?)`)
+		args = append(args, timeArg(f.Before.StartedAt), f.Before.ID)
 	}
 	q := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
@@ -118,6 +143,13 @@ func (s *Store) GetRun(ctx context.Context, id string) (*RunDetail, error) {
 		return nil, fmt.Errorf("store: read run %s: %w", id, err)
 	}
 	if d.Children, err = scanChildren(rows); err != nil {
+		return nil, err
+	}
+	var wts sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT worktrees_json FROM runs WHERE id = ?`, id).Scan(&wts); err != nil {
+		return nil, fmt.Errorf("store: read run %s: %w", id, err)
+	}
+	if d.Worktrees, err = decodeWorktrees(id, wts); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -306,28 +306,17 @@ func durable(ctx context.Context) context.Context {
 	return context.WithoutCancel(ctx)
 }
 
-// writeTx runs fn in a write transaction and commits it.
-func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	return s.writer.do(func() error {
-		tx, err := s.w.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("store: begin: %w", err)
-		}
-		if err := fn(tx); err != nil {
-			tx.Rollback()
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("store: commit: %w", err)
-		}
-		return nil
-	})
+// writeTx runs fn in a write transaction (the writer's, which may hold
+// other writes queued at the same moment: see writer) and returns once it
+// is committed.
+func (s *Store) writeTx(_ context.Context, fn func(*sql.Tx) error) error {
+	return s.writer.do(fn)
 }
 
 // exec runs one write statement on the writer goroutine.
 func (s *Store) exec(ctx context.Context, stmt *sql.Stmt, args ...any) (res sql.Result, err error) {
-	err = s.writer.do(func() error {
-		res, err = stmt.ExecContext(ctx, args...)
+	err = s.writer.do(func(tx *sql.Tx) error {
+		res, err = tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
 		return err
 	})
 	return res, err

@@ -209,4 +209,12 @@ ALTER TABLE steps ADD COLUMN sandbox_json TEXT;
 	`
 ALTER TABLE steps ADD COLUMN exit_code INTEGER;
 `,
+	// 12: the git worktrees of a run (isolation: worktree, issue 27): its
+	// own and its steps', as a JSON list of engine.Worktree; NULL: none.
+	// Written when each is made, so that a crash leaves a record that
+	// resume and `acpflow worktrees --prune` find.
+	`
+ALTER TABLE runs ADD COLUMN worktrees_json TEXT;
+CREATE INDEX runs_with_worktrees ON runs (started_at) WHERE worktrees_json IS NOT NULL;
+`,
 }
