@@ -221,7 +221,7 @@ func writeWhatIfResult(w io.Writer, r *whatif.Result, jsonOut bool) error {
 	if r.Command != "" && r.Command != r.Title {
 		tool += fmt.Sprintf(" `%s`", r.Command)
 	}
-	line := fmt.Sprintf("%s %s: %s: %s → %s\n", r.RunID, stepLabel(r.Step, r.Index, r.Attempt), tool, answerLabel(r.Old), answerLabel(r.New))
+	line := fmt.Sprintf("%s %s: %s: %s → %s\n", r.RunID, whatif.StepLabel(r.Step, r.Index, r.Attempt), tool, whatif.AnswerLabel(r.Old), whatif.AnswerLabel(r.New))
 	_, err := io.WriteString(w, termtext.Sanitize(line))
 	return err
 }
@@ -246,22 +246,10 @@ func writeWhatIfSpawn(w io.Writer, r *whatif.SpawnResult, jsonOut bool) error {
 	if len(names) > 0 {
 		spawn += " " + strings.Join(names, " ")
 	}
-	line := fmt.Sprintf("%s %s: %s: %s → %s\n", r.RunID, stepLabel(r.Step, r.Index, r.Attempt), spawn, envAnswerLabel(r.Old), envAnswerLabel(r.New))
+	line := fmt.Sprintf("%s %s: %s: %s → %s\n", r.RunID, whatif.StepLabel(r.Step, r.Index, r.Attempt), spawn, whatif.EnvAnswerLabel(r.Old), whatif.EnvAnswerLabel(r.New))
 	_, err := io.WriteString(w, termtext.Sanitize(line))
 	return err
 }
-
-// stepLabel names a step attempt (whatif.StepLabel).
-func stepLabel(step string, index *int, attempt int) string {
-	return whatif.StepLabel(step, index, attempt)
-}
-
-// envAnswerLabel is a spawn's verdict with the policy and rule that gave
-// it (whatif.EnvAnswerLabel, which the web UI shares).
-func envAnswerLabel(a whatif.EnvAnswer) string { return whatif.EnvAnswerLabel(a) }
-
-// answerLabel is a decision with the rule that made it (whatif.AnswerLabel).
-func answerLabel(a *whatif.Answer) string { return whatif.AnswerLabel(a) }
 
 // writeWhatIfTotals prints the totals: the requests' (when requests were
 // decided again), then the spawns' (when spawns were).

@@ -45,14 +45,14 @@ func newRunsCmd() *cobra.Command {
 				return runcmd.UsageError(err)
 			}
 			defer s.Close()
-			runs, err := s.ListRuns(cmd.Context(), filter)
+			list, err := s.ListRuns(cmd.Context(), filter)
 			if err != nil {
 				return err
 			}
 			if jsonOut {
-				return writeJSONLines(cmd.OutOrStdout(), runs, runJSON)
+				return writeJSONLines(cmd.OutOrStdout(), list, runs.RunJSON)
 			}
-			printRuns(cmd.OutOrStdout(), runs)
+			printRuns(cmd.OutOrStdout(), list)
 			return nil
 		},
 	}
@@ -137,10 +137,6 @@ func duration(r runs.Run) string {
 	return runcmd.DurationText(r.DurationMS)
 }
 
-// runJSON is a run as `runs --json` and `show --json` print it (and the
-// web UI's /api/runs serves it): runs.RunJSON.
-func runJSON(r runs.Run) map[string]any { return runs.RunJSON(r) }
-
 func writeJSONLines[T any](w io.Writer, items []T, conv func(T) map[string]any) error {
 	for _, it := range items {
 		b, err := json.Marshal(conv(it))
@@ -189,18 +185,18 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 				return showTranscript(cmd, s, id, step, jsonOut)
 			}
 			if kind == runs.KindBatch {
-				runs, err := s.RunsOfBatch(cmd.Context(), id)
+				list, err := s.RunsOfBatch(cmd.Context(), id)
 				if err != nil {
 					return err
 				}
 				if jsonOut {
-					return writeJSONLines(cmd.OutOrStdout(), runs, runJSON)
+					return writeJSONLines(cmd.OutOrStdout(), list, runs.RunJSON)
 				}
 				b, err := s.GetBatch(cmd.Context(), id)
 				if err != nil {
 					return err
 				}
-				printBatch(cmd.OutOrStdout(), b, runs)
+				printBatch(cmd.OutOrStdout(), b, list)
 				return nil
 			}
 			d, err := s.GetRun(cmd.Context(), id)
@@ -208,7 +204,7 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 				return err
 			}
 			if jsonOut {
-				b, err := json.MarshalIndent(detailJSON(d), "", "  ")
+				b, err := json.MarshalIndent(runs.DetailJSON(d), "", "  ")
 				if err != nil {
 					return err
 				}
@@ -292,10 +288,6 @@ func writeRawTranscript(w io.Writer, f *transcript.File, step string) error {
 	}
 	return bw.Flush()
 }
-
-// detailJSON is a run as `show --json` prints it (and the web UI's
-// /api/runs/RUN_ID serves it): runs.DetailJSON.
-func detailJSON(d *runs.RunDetail) map[string]any { return runs.DetailJSON(d) }
 
 // printDetail prints a run for a person. Nearly everything in it may have
 // come from an agent (output, errors, stderr, titles, reasons, session ids),
