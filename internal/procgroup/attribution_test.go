@@ -132,6 +132,7 @@ func TestReapKillsRecordedAndMarkedProcessesAndNothingElse(t *testing.T) {
 // live, an unmarked orphan could not be attributed and lived until the last
 // teardown (the issue: 36 daemons alive with 11 of 12 runs done).
 func TestADaemonDiesWithItsOwnStepWhileAnotherChildLives(t *testing.T) {
+	needSubreaper(t)
 	other := startShell(t, t.TempDir(), `cat >/dev/null`)
 	dir := t.TempDir()
 	c := startShell(t, dir, `(setsid sleep 1000 & echo $! > gc.txt); cat >/dev/null; exit 0`)

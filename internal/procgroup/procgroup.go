@@ -326,11 +326,17 @@ func (c *Child) teardown(l Ladder) Report {
 }
 
 // observe adds to what the child has been seen to start: its current
-// descendants, and the orphans that carry its marker (marks: orphan pid →
-// marker) with their own descendants.
+// descendants, the members of its group (an orphan of a shell that just
+// exited is in it, and may be in the middle of execve, its marker
+// unreadable, then killed with the group before another look), and the
+// orphans that carry its marker (marks: orphan pid → marker) with their
+// own descendants.
 func (c *Child) observe(table []procInfo, marks map[int]string) {
 	ds := descendants(table, c.pid)
 	for _, p := range table {
+		if p.pgid == c.pid && p.pid != c.pid && !p.dead() {
+			ds = append(ds, p)
+		}
 		if marks[p.pid] == c.marker {
 			ds = append(ds, p)
 			ds = append(ds, descendants(table, p.pid)...)
@@ -406,7 +412,7 @@ func (c *Child) groupGone(lastScan *time.Time) bool {
 		return false
 	}
 	*lastScan = time.Now()
-	table := snapshot()
+	table := fresh()
 	gone := true
 	self := os.Getpid()
 	for _, p := range table {

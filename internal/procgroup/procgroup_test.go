@@ -15,10 +15,20 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// As in the acpflow binary: orphans of the children come back to us.
-	if err := EnableSubreaper(); err != nil {
-		panic(err)
+	if helper := os.Getenv(helperVar); helper != "" {
+		runHelper(helper) // this binary re-executed as a helper process
 	}
+	// As in the acpflow binary: orphans of the children come back to us,
+	// and the process table is read as this process's subtree. The suite
+	// also runs with the whole table (PROCGROUP_WHOLE_TABLE=1) and without
+	// the subreaper (PROCGROUP_NO_SUBREAPER=1, which reads the whole table
+	// and skips the tests that need orphans to come back).
+	if os.Getenv("PROCGROUP_NO_SUBREAPER") == "" {
+		if err := EnableSubreaper(); err != nil {
+			panic(err)
+		}
+	}
+	wholeTable.Store(os.Getenv("PROCGROUP_WHOLE_TABLE") != "")
 	os.Exit(m.Run())
 }
 
@@ -156,6 +166,7 @@ func TestTeardownKillsAGrandchildThatCalledSetsid(t *testing.T) {
 }
 
 func TestTeardownKillsADaemonWhoseParentExitedAtOnce(t *testing.T) {
+	needSubreaper(t)
 	dir := t.TempDir()
 	// A double fork: the subshell starts a setsid sleeper and exits at once,
 	// so the sleeper is re-parented before any scan can see its parent.

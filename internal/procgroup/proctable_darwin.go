@@ -66,6 +66,10 @@ type procTable struct{}
 
 func (*procTable) read() []procInfo { return snapshot() }
 
+// fresh reads the process table afresh: the whole of it, since macOS has
+// no subreaper (see subtree_linux.go for Linux's subtree read).
+func fresh() []procInfo { return snapshot() }
+
 // cpuOf cannot tell an idle group from a busy one on macOS: kern.proc
 // reports no CPU time, and a process waiting for input is "runnable"
 // there. So every group counts as running, and a Ladder's EOFIdle never

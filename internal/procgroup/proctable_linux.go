@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"unsafe"
 )
 
 // readProc reads /proc/PID/stat. ok is false when the process is gone.
@@ -18,34 +19,108 @@ func readProc(pid int) (procInfo, bool) {
 // no allocation: the process table is read often, and os.ReadFile's stat
 // and growth cost more than the read itself.
 func readProcInto(pid int, buf []byte) (procInfo, bool) {
-	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return procInfo{}, false
-	}
-	n, err := syscall.Read(fd, buf)
-	syscall.Close(fd)
-	if err != nil || n <= 0 {
+	var path procPath
+	n, ok := readOnce(path.of(pid, -1, "stat"), buf)
+	if !ok || n <= 0 {
 		return procInfo{}, false
 	}
 	return parseStat(pid, buf[:n])
 }
 
-// parseStat parses a /proc/PID/stat line. The command name is in parentheses
-// and may itself contain spaces and parentheses, so fields are counted from
-// the last ')'.
-func parseStat(pid int, b []byte) (procInfo, bool) {
+// procPath builds "/proc/PID/LEAF" or "/proc/PID/task/TID/LEAF" in place,
+// NUL-terminated for the kernel: syscall.Open would copy its string.
+type procPath [64]byte
+
+func (p *procPath) of(pid, tid int, leaf string) []byte {
+	b := append(p[:0], "/proc/"...)
+	b = strconv.AppendInt(b, int64(pid), 10)
+	if tid >= 0 {
+		b = append(b, "/task/"...)
+		b = strconv.AppendInt(b, int64(tid), 10)
+	}
+	b = append(b, '/')
+	b = append(b, leaf...)
+	return append(b, 0)
+}
+
+// openPath opens a NUL-terminated path read-only, without allocating.
+func openPath(path []byte) (int, bool) {
+	cwd := -100 // AT_FDCWD
+	fd, _, errno := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(&path[0])),
+		syscall.O_RDONLY|syscall.O_CLOEXEC, 0, 0, 0)
+	if errno != 0 {
+		return -1, false
+	}
+	return int(fd), true
+}
+
+// readOnce reads a file with one read() into buf: /proc's files are made
+// at the read, and one read of a big enough buffer is one consistent pass.
+func readOnce(path, buf []byte) (int, bool) {
+	fd, ok := openPath(path)
+	if !ok {
+		return 0, false
+	}
+	n, err := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+// statFields is how many fields of /proc/PID/stat, after the command name,
+// are read: state (0), ppid, pgrp, session, … utime (11), stime (12), …
+// num_threads (17), itrealvalue, starttime (19).
+const statFields = 20
+
+// splitStat splits a /proc/PID/stat line into its first statFields fields
+// after the command name, in place (no bytes.Fields: the table is read
+// often, and it allocated a slice a line). The command name is in
+// parentheses and may itself contain spaces and parentheses, so fields are
+// counted from the last ')'.
+func splitStat(b []byte, f *[statFields][]byte) bool {
 	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
+	if i < 0 {
+		return false
+	}
+	b = b[i+1:]
+	for k := range f {
+		for len(b) > 0 && (b[0] == ' ' || b[0] == '\n') {
+			b = b[1:]
+		}
+		j := 0
+		for j < len(b) && b[j] != ' ' && b[j] != '\n' {
+			j++
+		}
+		if j == 0 {
+			return false
+		}
+		f[k], b = b[:j], b[j:]
+	}
+	return true
+}
+
+// decimal parses an unsigned decimal field (0 if it is none).
+func decimal(b []byte) uint64 {
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n
+}
+
+// parseStat parses a /proc/PID/stat line.
+func parseStat(pid int, b []byte) (procInfo, bool) {
+	var f [statFields][]byte
+	if !splitStat(b, &f) {
 		return procInfo{}, false
 	}
-	f := bytes.Fields(b[i+2:])
-	// f[0]=state f[1]=ppid f[2]=pgrp f[3]=session ... f[17]=num_threads f[19]=starttime
-	if len(f) < 20 {
-		return procInfo{}, false
-	}
-	atoi := func(s []byte) int { n, _ := strconv.Atoi(string(s)); return n }
-	start, _ := strconv.ParseUint(string(f[19]), 10, 64)
-	return procInfo{pid: pid, state: f[0][0], ppid: atoi(f[1]), pgid: atoi(f[2]), sid: atoi(f[3]), start: start, threads: atoi(f[17])}, true
+	return procInfo{pid: pid, state: f[0][0], ppid: int(decimal(f[1])), pgid: int(decimal(f[2])), sid: int(decimal(f[3])),
+		start: decimal(f[19]), threads: int(decimal(f[17]))}, true
 }
 
 // snapshot reads the whole process table afresh: about 5 µs a process.
@@ -81,7 +156,10 @@ func pids() []int {
 	return out
 }
 
-// procTable reads the process table incrementally: a process already read
+// procTable reads the process table for the watcher and a teardown's
+// first look. As the subreaper it reads acpflow's subtree afresh each
+// time (subtree_linux.go), which needs no cache. Otherwise it reads the
+// whole table incrementally: a process already read
 // is not read again while its pid and its parent's stay listed, so a read
 // costs one directory listing plus the processes born since the last one.
 // That is what tracking descendants needs: the start time is fixed for a
@@ -97,6 +175,9 @@ type procTable struct {
 }
 
 func (t *procTable) read() []procInfo {
+	if subtreeReads() {
+		return subtree()
+	}
 	names := pids()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -129,32 +210,17 @@ func (t *procTable) read() []procInfo {
 func cpuOf(pids []int) cpuUse {
 	var u cpuUse
 	var buf [512]byte
+	var path procPath
 	for _, pid := range pids {
-		fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			continue
-		}
-		n, err := syscall.Read(fd, buf[:])
-		syscall.Close(fd)
-		if err != nil || n <= 0 {
-			continue
-		}
-		b := buf[:n]
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) {
-			continue
-		}
-		f := bytes.Fields(b[i+2:])
-		// f[0]=state … f[11]=utime f[12]=stime
-		if len(f) < 13 {
+		n, ok := readOnce(path.of(pid, -1, "stat"), buf[:])
+		var f [statFields][]byte
+		if !ok || !splitStat(buf[:n], &f) {
 			continue
 		}
 		if f[0][0] == 'R' || f[0][0] == 'D' {
 			u.running = true
 		}
-		ut, _ := strconv.ParseUint(string(f[11]), 10, 64)
-		st, _ := strconv.ParseUint(string(f[12]), 10, 64)
-		u.ticks += ut + st
+		u.ticks += decimal(f[11]) + decimal(f[12])
 	}
 	return u
 }

@@ -21,6 +21,12 @@ type liveChildren struct {
 	children  map[*Child]struct{}
 	watching  bool
 	subreaper bool
+	// subtree says the process table can be read as acpflow's subtree
+	// (subtree_linux.go): the subreaper was enabled before any spawn.
+	subtree bool
+	// spawned says a spawn has begun: an orphan of a process started
+	// before the subreaper was enabled went to init, out of the subtree.
+	spawned bool
 	// starting counts spawns under way: a child between fork and add is
 	// acpflow's child but not yet registered, and must not be taken for
 	// an orphan.
@@ -34,6 +40,7 @@ type liveChildren struct {
 func (r *liveChildren) begin() (end func()) {
 	r.mu.Lock()
 	r.starting++
+	r.spawned = true
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()

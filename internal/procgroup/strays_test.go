@@ -33,10 +33,21 @@ func assertNoneMarked(t *testing.T, marker string) {
 // sweep, for each way of leaving the group: setsid, a double fork, a
 // storm of setsid processes, a chain of daemons that each start the next
 // and exit (so the pid keeps changing), and a shell that forks without
-// exec in a loop while the sweep runs; alone, and beside another live
-// child (where only the marker says whose an orphan is). None of them,
-// and none of what they forked, is alive after the teardown.
+// exec in a loop while the sweep runs, a program that forks setsid
+// processes from several threads at once (agents in Go, Rust or node do;
+// each child's parent is the thread that forked it), subshells that
+// background a process and exit (an orphan re-parented to acpflow), and a
+// setsid parent that dies 30 ms in, as the sweep meets its children;
+// alone, and beside another live child (where only the marker says whose
+// an orphan is). None of them, and none of what they forked, is alive
+// after the teardown. As the subreaper the suite reads acpflow's subtree
+// (TestMain), so each round of the sweep here is a subtree walk.
 func TestTeardownKillsWhatIsStartedAsTheChildExits(t *testing.T) {
+	needSubreaper(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Each link starts the next in a session of its own and exits; $0 is
 	// the script itself.
 	chain := `[ "$1" -gt 0 ] && { setsid sh -c "$0" "$0" "$(($1-1))" & exit 0; }; exec sleep 1000`
@@ -46,6 +57,10 @@ func TestTeardownKillsWhatIsStartedAsTheChildExits(t *testing.T) {
 		{"storm", `for i in 1 2 3 4 5 6 7 8 9 10 11 12; do setsid sleep 1000 & done`},
 		{"re-forking daemon", `setsid sh -c '` + chain + `' '` + chain + `' 100 &`},
 		{"forking loop", `setsid sh -c 'i=0; while [ $i -lt 200 ]; do (sleep 1000) & i=$((i+1)); done; wait' &`},
+		{"forks from threads", `setsid env ` + helperVar + `=threadforker '` + exe + `' -test.run='^$' &
+while [ ! -e ready ]; do sleep 0.01; done`},
+		{"subshell background", `( setsid sleep 1000 & ) & ( (setsid sleep 1000 &) & ) &`},
+		{"parent dies mid-sweep", `setsid sh -c 'sleep 1000 & (setsid sleep 1000 &); sleep 1000 & sleep 0.03; exit 0' &`},
 	} {
 		for _, beside := range []bool{false, true} {
 			name := tc.name + "/alone"
@@ -85,6 +100,7 @@ func TestTeardownKillsWhatIsStartedAsTheChildExits(t *testing.T) {
 // descendant nor an orphan. Class of input: a process read while its
 // parent lived, read again after.
 func TestTheProcessTableSeesAnOrphanReparented(t *testing.T) {
+	needSubreaper(t)
 	dir := t.TempDir()
 	c := startShell(t, dir, `sh -c 'sleep 1000 & echo $! > gc.txt; echo $$ > mid.txt; exec cat >/dev/null'`)
 	gc, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "gc.txt")))

@@ -13,13 +13,18 @@ const prSetChildSubreaper = 36
 //
 // Call it only in a process whose children are all started through this
 // package (the acpflow binary): a teardown that is the only one live
-// kills every child of the process that is not a live Child.
+// kills every child of the process that is not a live Child. Call it
+// before the first Start: every process acpflow started is then below it
+// until it dies, and teardowns read that subtree instead of the whole
+// process table (subtree_linux.go); called later, they read the whole
+// table, as without it.
 func EnableSubreaper() error {
 	if err := prctl(prSetChildSubreaper, 1); err != nil {
 		return err
 	}
 	registry.mu.Lock()
 	registry.subreaper = true
+	registry.subtree = !registry.spawned
 	registry.mu.Unlock()
 	return nil
 }

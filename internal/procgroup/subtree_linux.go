@@ -1,0 +1,313 @@
+package procgroup
+
+import (
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// The subtree read: what acpflow's teardowns, and the watcher, read of the
+// process table when acpflow is the child subreaper. The whole table costs
+// a stat read per process on the machine (its share of a one-step run's
+// CPU grew with the machine's process count); acpflow's own subtree is the
+// handful of processes its agents started.
+//
+// # Notes
+//
+// Why the subtree is the whole table, for a teardown. With
+// PR_SET_CHILD_SUBREAPER set before the first child started, every
+// process acpflow ever started, and everything those started, stays below
+// acpflow until it dies: an orphan is re-parented to the nearest living
+// subreaper above it (acpflow, or one below it: an agent's own, a
+// sandbox's PID-namespace init), never to init. So every process a
+// teardown looks for is there: the child's descendants, its group's
+// members (a process joins a group by fork, or by setpgid within
+// acpflow's session, which no process outside the subtree has a reason
+// to do, and the group's kill reaches it anyway), the processes seen
+// below the child while it lived, and the orphans re-parented to acpflow.
+// What is outside (acpflow's parent, siblings, other users' processes,
+// another acpflow's agents) is never the child's, and is no longer read.
+//
+// How it is walked. A child's parent is the thread that forked it, and
+// /proc/PID/task/TID/children lists one thread's children, so every
+// thread's file is read: Go's runtime forks from whichever thread the
+// goroutine runs on, agents in Go, Rust or node fork from many, and an
+// orphan is re-parented to any live thread of its reaper. A process with
+// one thread has one file (its task id is its pid), read without listing
+// /proc/PID/task. Each file is read with one read() of a page: the kernel
+// fills it following each child to its next sibling, and restarts by
+// position (skipping one child for each that left the list) only when
+// the child it stands on has left; each later read() restarts by
+// position. That is the caveat of the kernel's documentation (the file is
+// exact only for a stopped parent): a child is skipped only when one
+// listed before it left the list during the read, reaped (then it is gone
+// when visited) or re-parented because the list's process died (then it
+// is read dead), and a walk that meets either is made again (below); a
+// list longer than a page (some 500 children of one thread) is not
+// trusted, and that read is the whole table's instead. Each process
+// found is read from /proc/PID/stat after its own lists, so its parent,
+// group, state and start time are as fresh as the whole table's; a pid
+// met twice (re-parented during the walk) is kept once.
+//
+// A death during the walk. A process's children are moved to their
+// reaper (acpflow, a subreaper below it, another of its own threads) as
+// it becomes a zombie, so a walk can miss a process whose parent died
+// while it ran: listed by neither, if the reaper's list was read before
+// the move and the parent's after. Each process's lists are read before
+// its stat: read alive, it had moved no child when they were read. A walk
+// that reads a process dead that the last walk had not met dead (so it
+// may have died during this one), or lists one that is gone when read,
+// is made again; a zombie met by the last walk died before this one
+// began, and its children are at their reaper's. After three such walks
+// in a row the whole table is read instead. The teardown's first look
+// and the watcher rely on this (a group member whose parent exits as the
+// teardown begins is seen once, before the group's kill, or never).
+//
+// Why the sweep stays correct (killStrays). What a settled walk can
+// still miss is what the whole table's listing misses: a process forked
+// after its parent's list was read, by a parent that was running then (a
+// stray found now, so not the last round; a stopped one forks nothing),
+// or moved to another thread's list by a thread's exit in a running
+// process (the same). So a round that finds nothing new and no new zombie
+// saw everything, as before: SIGSTOP before SIGKILL is unchanged, and a
+// stopped process's lists are exact, since it neither forks nor reaps.
+//
+// What is no longer needed. The whole table is read incrementally
+// (procTable) so that a watcher's read costs a directory listing plus
+// the processes born since the last; the subtree is read whole every
+// time (a stat each, the processes are few, and a fresh read needs no
+// rule for re-parented processes), so the cache serves only the whole
+// table.
+//
+// When it is not used: acpflow is not the subreaper (EnableSubreaper not
+// called, it failed, or a child had started before it: orphaned then,
+// they went to init), or the kernel has no children files
+// (CONFIG_PROC_CHILDREN, checked once). The whole table is read then,
+// as before.
+
+// wholeTable makes every read the whole table's, even as the subreaper:
+// the tests run the package's suite both ways with it.
+var wholeTable atomic.Bool
+
+// childrenListed reports whether the kernel lists a thread's children
+// (CONFIG_PROC_CHILDREN), once.
+var childrenListed = sync.OnceValue(func() bool {
+	var path procPath
+	pid := os.Getpid()
+	fd, ok := openPath(path.of(pid, pid, "children"))
+	if ok {
+		syscall.Close(fd)
+	}
+	return ok
+})
+
+// subtreeReads reports whether the process table is read as acpflow's
+// subtree (see above).
+func subtreeReads() bool {
+	registry.mu.Lock()
+	on := registry.subtree
+	registry.mu.Unlock()
+	return on && !wholeTable.Load() && childrenListed()
+}
+
+// fresh reads the process table afresh, as a round of the sweep needs:
+// acpflow's subtree when it can be, else the whole table.
+func fresh() []procInfo {
+	if subtreeReads() {
+		return subtree()
+	}
+	return snapshot()
+}
+
+// walks serializes subtree reads and remembers what the last one met dead.
+var walks struct {
+	mu   sync.Mutex
+	dead map[procKey]bool
+}
+
+// walkTries bounds the walks of one subtree read (see subtree).
+const walkTries = 3
+
+// subtree reads every process below this one (not itself), parents
+// before their children. A walk in which a process died (one read dead
+// that the last walk had not met dead, or one listed and gone) may have
+// missed its children, on their way to their reaper: the walk is made
+// again, and after walkTries such walks, or should a thread have too many
+// children to list in one pass, the whole table is read instead.
+func subtree() []procInfo {
+	walks.mu.Lock()
+	defer walks.mu.Unlock()
+	var w walker
+	for range walkTries {
+		w.reset()
+		w.walk()
+		dead := make(map[procKey]bool, len(w.dead))
+		moved := w.inexact || w.vanished
+		for _, k := range w.dead {
+			dead[k] = true
+			moved = moved || !walks.dead[k]
+		}
+		walks.dead = dead
+		if w.inexact {
+			break
+		}
+		if !moved {
+			return w.out
+		}
+	}
+	return snapshot()
+}
+
+// walker holds the buffers and findings of a subtree walk.
+type walker struct {
+	path  procPath
+	buf   [4096]byte
+	stat  [512]byte
+	tids  []int
+	queue []int // every pid listed so far; visited in order
+	out   []procInfo
+	dead  []procKey // processes read dead
+	// vanished says a process listed was gone when read; inexact that a
+	// children file took more than one read().
+	vanished, inexact bool
+}
+
+func (w *walker) reset() {
+	w.queue, w.out, w.dead = w.queue[:0], w.out[:0], w.dead[:0]
+	w.vanished, w.inexact = false, false
+}
+
+// walk lists acpflow's threads' children, then visits every process
+// listed, which lists its own.
+func (w *walker) walk() {
+	self := os.Getpid()
+	w.threadsBelow(self, -1) // acpflow is multi-threaded: list its tasks
+	for i := 0; i < len(w.queue); i++ {
+		w.visit(w.queue[i])
+	}
+}
+
+// visit reads the children of process pid, then its stat: read alive
+// after its lists, it had not passed any child to a reaper when they were
+// read (a process's children are re-parented as it becomes a zombie).
+func (w *walker) visit(pid int) {
+	fd, ok := openPath(w.path.of(pid, pid, "children"))
+	if !ok {
+		w.vanished = true
+		return
+	}
+	w.listChildren(fd)
+	p, ok := readProcInto(pid, w.stat[:])
+	if ok && p.threads > 1 {
+		w.threadsBelow(pid, pid)
+		p, ok = readProcInto(pid, w.stat[:])
+	}
+	if !ok {
+		w.vanished = true
+		return
+	}
+	if p.state == 'Z' || p.state == 'X' {
+		w.dead = append(w.dead, p.key())
+	}
+	w.out = append(w.out, p)
+}
+
+// threadsBelow lists the children of every thread of process pid but
+// skip (its main thread, whose file visit read).
+func (w *walker) threadsBelow(pid, skip int) {
+	// Each thread's file is opened from the task directory's descriptor:
+	// a path walk from /proc costs a quarter of a read.
+	dir, ok := openPath(w.path.of(pid, -1, "task"))
+	if !ok {
+		return
+	}
+	defer syscall.Close(dir)
+	w.tids = w.taskIDs(dir, w.tids[:0])
+	for _, tid := range w.tids {
+		if tid == skip {
+			continue
+		}
+		b := strconv.AppendInt(w.path[:0], int64(tid), 10)
+		b = append(append(b, "/children"...), 0)
+		fd, _, errno := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(dir), uintptr(unsafe.Pointer(&b[0])),
+			syscall.O_RDONLY|syscall.O_CLOEXEC, 0, 0, 0)
+		if errno == 0 {
+			w.listChildren(int(fd))
+		}
+	}
+}
+
+// listChildren queues the pids listed in fd, an open children file, that
+// are not queued yet (a process re-parented during the walk may be listed
+// twice), and closes it.
+func (w *walker) listChildren(fd int) {
+	defer syscall.Close(fd)
+	// A page is one pass of the kernel (see above). A thread with more
+	// children than a page holds (some 500) is read on, by position: a
+	// child that left the list between two reads shifts the rest, and one
+	// of them may be skipped; such a walk is not trusted.
+	num, digits := 0, false
+	for reads := 0; ; reads++ {
+		n, err := syscall.Read(fd, w.buf[:])
+		if err != nil || n <= 0 {
+			break
+		}
+		if reads > 0 {
+			w.inexact = true
+		}
+		for _, c := range w.buf[:n] {
+			if c >= '0' && c <= '9' {
+				num, digits = num*10+int(c-'0'), true
+				continue
+			}
+			if digits {
+				w.enqueue(num)
+			}
+			num, digits = 0, false
+		}
+	}
+	if digits {
+		w.enqueue(num)
+	}
+}
+
+func (w *walker) enqueue(pid int) {
+	for _, q := range w.queue {
+		if q == pid {
+			return
+		}
+	}
+	w.queue = append(w.queue, pid)
+}
+
+// taskIDs lists fd, an open /proc/PID/task, with getdents64 into the
+// walker's buffer.
+func (w *walker) taskIDs(fd int, dst []int) []int {
+	for {
+		n, err := syscall.ReadDirent(fd, w.buf[:])
+		if err != nil || n <= 0 {
+			return dst
+		}
+		// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+		for b := w.buf[:n]; len(b) >= 19; {
+			reclen := int(*(*uint16)(unsafe.Pointer(&b[16])))
+			if reclen < 19 || reclen > len(b) {
+				break
+			}
+			tid, digits := 0, false
+			for _, c := range b[19:reclen] {
+				if c < '0' || c > '9' {
+					break
+				}
+				tid, digits = tid*10+int(c-'0'), true
+			}
+			if digits {
+				dst = append(dst, tid)
+			}
+			b = b[reclen:]
+		}
+	}
+}
