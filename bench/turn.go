@@ -109,8 +109,8 @@ steps:
 		name     string
 		from, to func(int) time.Time
 	}{
-		{"process start → run_start (runtime, CLI, run store, workflow)", func(i int) time.Time { return withEvents[i].begin }, func(i int) time.Time { return lines[i].runStart }},
-		{"run_start → spawned (env policy, cwd, fork/exec)", func(i int) time.Time { return lines[i].runStart }, func(i int) time.Time { return lines[i].spawned }},
+		{"process start → run_start (runtime, CLI, workflow)", func(i int) time.Time { return withEvents[i].begin }, func(i int) time.Time { return lines[i].runStart }},
+		{"run_start → spawned (env policy, fork/exec, the run store open and the agent on record)", func(i int) time.Time { return lines[i].runStart }, func(i int) time.Time { return lines[i].spawned }},
 		{"spawned → initialized", func(i int) time.Time { return lines[i].spawned }, func(i int) time.Time { return lines[i].initialized }},
 		{"initialized → session", func(i int) time.Time { return lines[i].initialized }, func(i int) time.Time { return lines[i].session }},
 		{"session → last chunk (prompt)", func(i int) time.Time { return lines[i].session }, func(i int) time.Time { return lines[i].answered }},

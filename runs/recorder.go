@@ -52,9 +52,17 @@ func (r *Recorder) fail(err error) {
 	r.mu.Unlock()
 }
 
-// RunStarted implements engine.Recorder.
+// queued is the context of the writes a run does not wait for (see
+// store.Queued): their errors go where the others' do.
+func (r *Recorder) queued() context.Context {
+	return store.Queued(context.Background(), r.fail)
+}
+
+// RunStarted implements engine.Recorder. The run's record is queued, not
+// waited for: the step's agent starts meanwhile, and its process is on
+// record, after the run, before the step talks to it (children.Started).
 func (r *Recorder) RunStarted(res *engine.RunResult) {
-	ctx := context.Background()
+	ctx := r.queued()
 	r.mu.Lock()
 	r.started = map[string]time.Time{}
 	r.mu.Unlock()
@@ -83,7 +91,7 @@ func (r *Recorder) StepStarted(runID, stepID string, ord, attempt int) {
 	}
 	began := r.started[stepID]
 	r.mu.Unlock()
-	r.fail(r.Store.SaveStep(context.Background(), store.Step{
+	r.fail(r.Store.SaveStep(r.queued(), store.Step{
 		RunID: runID, StepID: stepID, Ord: ord, Status: engine.StatusRunning, Attempts: attempt, StartedAt: began,
 	}))
 }
@@ -102,7 +110,7 @@ func (r *Recorder) StepEnded(runID, stepID string, ord int, res *engine.StepResu
 
 // StepTranscript implements engine.Recorder.
 func (r *Recorder) StepTranscript(runID string, t *transcript.Step) {
-	r.fail(r.Store.SaveTranscript(context.Background(), runID, t))
+	r.fail(r.Store.SaveTranscript(r.queued(), runID, t))
 }
 
 // RunEnded implements engine.Recorder.
@@ -142,20 +150,25 @@ type children struct {
 
 var _ steps.Processes = (*children)(nil)
 
-func (c *children) Started(pid int, startTicks uint64) {
-	c.rec.fail(c.rec.Store.ChildStarted(context.Background(), c.runID, c.stepID, pid, pid, startTicks))
+// Started waits until the process is on record, and with it every write
+// queued before (the run, the step): a step drives no process the store
+// could not record (steps.Processes). Its error is the run's too.
+func (c *children) Started(pid int, startTicks uint64) error {
+	err := c.rec.Store.ChildStarted(context.Background(), c.runID, c.stepID, pid, pid, startTicks)
+	c.rec.fail(err)
+	return err
 }
 
 func (c *children) Seen(agentPID, pid int, startTicks uint64) {
-	c.rec.fail(c.rec.Store.DescendantSeen(context.Background(), c.runID, c.stepID, pid, agentPID, startTicks))
+	c.rec.fail(c.rec.Store.DescendantSeen(c.rec.queued(), c.runID, c.stepID, pid, agentPID, startTicks))
 }
 
 // Ended marks the process's row ended, and with descendants seen below
 // it, every row of its group (the agent's pid is their pgid).
 func (c *children) Ended(pid, descendants int) {
 	if descendants > 0 {
-		c.rec.fail(c.rec.Store.GroupEnded(context.Background(), c.runID, c.stepID, pid))
+		c.rec.fail(c.rec.Store.GroupEnded(c.rec.queued(), c.runID, c.stepID, pid))
 		return
 	}
-	c.rec.fail(c.rec.Store.ChildEnded(context.Background(), c.runID, c.stepID, pid))
+	c.rec.fail(c.rec.Store.ChildEnded(c.rec.queued(), c.runID, c.stepID, pid))
 }

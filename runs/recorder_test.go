@@ -36,8 +36,15 @@ func TestTheRecorderKeepsAStepsProcessesInTheChildrenTable(t *testing.T) {
 			procs := rec.Processes("r1", "s1")
 			procs.Started(100, 7)
 			if c.seen {
-				procs.Seen(100, 101, 8)
+				procs.Seen(100, 101, 8) // queued: on record by the next write waited for
 			}
+			barrier := func() {
+				t.Helper()
+				if err := s.SetRunUsage(ctx, "r1", nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			barrier()
 			live, err := s.LiveChildren(ctx, "r1")
 			if err != nil {
 				t.Fatal(err)
@@ -57,6 +64,7 @@ func TestTheRecorderKeepsAStepsProcessesInTheChildrenTable(t *testing.T) {
 			}
 
 			procs.Ended(100, c.descendants)
+			barrier()
 			if live, _ = s.LiveChildren(ctx, "r1"); len(live) != 0 {
 				t.Errorf("after the agent ended, live children %+v", live)
 			}

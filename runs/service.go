@@ -61,6 +61,24 @@ func Open(path string) (*Service, error) {
 	return &Service{store: s}, nil
 }
 
+// OpenAsync is Open without waiting for the store's schema and prepared
+// statements (store.OpenAsync): a run records into it while they are
+// done, and what they fail with is the error of the run's first recorded
+// process (Runner.StoreOpenErr says it).
+func OpenAsync(path string) (*Service, error) {
+	if path == "" {
+		var err error
+		if path, err = store.DefaultPath(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := store.OpenAsync(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{store: s}, nil
+}
+
 // Close closes the run store, after the last Runner is done.
 func (v *Service) Close() error { return v.store.Close() }
 

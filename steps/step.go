@@ -148,12 +148,15 @@ func (inv *Invocation) Linger(f func()) {
 //
 // # Notes
 //
-// Calls are synchronous: when Started returns, the process is on record,
-// so a kind reports a process before it announces it in an event.
+// When Started returns nil the process is on record, so a kind reports a
+// process before it announces it in an event, and before it drives it. An
+// error means it could not be recorded: the kind stops the process and
+// fails the step with it, since a process the record does not name could
+// outlive a crash unseen. Seen and Ended may be recorded later.
 type Processes interface {
 	// Started: the step started process pid (start time startTicks, in
 	// clock ticks since boot), leader of its own process group.
-	Started(pid int, startTicks uint64)
+	Started(pid int, startTicks uint64) error
 	// Seen: process pid was seen below agentPID, one the step started;
 	// also one that left the group (setsid).
 	Seen(agentPID, pid int, startTicks uint64)
@@ -163,11 +166,12 @@ type Processes interface {
 }
 
 // ProcessStarted reports a process the step started to inv.Processes, if
-// any (see Processes).
-func (inv *Invocation) ProcessStarted(pid int, startTicks uint64) {
+// any, and returns its error (see Processes).
+func (inv *Invocation) ProcessStarted(pid int, startTicks uint64) error {
 	if inv.Processes != nil {
-		inv.Processes.Started(pid, startTicks)
+		return inv.Processes.Started(pid, startTicks)
 	}
+	return nil
 }
 
 // ProcessSeen reports a process seen below one the step started.

@@ -10,7 +10,6 @@ import (
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/runs/runcmd"
-	"github.com/acpflow/acpflow/runs/store"
 )
 
 // runFlags are the flags of run and resume (runcmd.Flags).
@@ -20,54 +19,7 @@ type runFlags = runcmd.Flags
 // this process, recorded in the run store at --state, under the outer
 // policy of --policy, a person answering at the terminal.
 func newRunCmd() *cobra.Command {
-	cmd := runcmd.New(localRun)
-	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
-		state, _ := cmd.Flags().GetString("state")
-		opening = openInBackground(state)
-	}
-	return cmd
-}
-
-// opening is the run store being opened since run's flags were read (nil:
-// not begun); openLocal takes it.
-var opening *storeOpening
-
-// storeOpening is a run store opened on a goroutine of its own, while the
-// command reads the workflow, its inputs and the outer policy (issue 28:
-// opening, its migrations check and the prepared statements were a
-// millisecond or more before the step could start).
-type storeOpening struct {
-	done chan struct{}
-	svc  *runs.Service
-	err  error
-}
-
-// openInBackground begins opening the store at flag, or returns nil when
-// it does not exist yet: a run refused for bad usage then still leaves no
-// store behind, and opening a new one stays where it was.
-func openInBackground(flag string) *storeOpening {
-	path := flag
-	if path == "" {
-		var err error
-		if path, err = store.DefaultPath(); err != nil {
-			return nil
-		}
-	}
-	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	o := &storeOpening{done: make(chan struct{})}
-	go func() {
-		defer close(o.done)
-		o.svc, o.err = openStore(path)
-	}()
-	return o
-}
-
-// take waits for the store and returns it.
-func (o *storeOpening) take() (*runs.Service, error) {
-	<-o.done
-	return o.svc, o.err
+	return runcmd.New(localRun)
 }
 
 // localRun is acpflow's backend for runcmd.
@@ -93,13 +45,10 @@ func openLocal(ctx context.Context, s runcmd.Setup) (*runs.Runner, func(), error
 	if err != nil {
 		return nil, nil, err
 	}
-	var svc *runs.Service
-	if o := opening; o != nil {
-		opening = nil
-		svc, err = o.take()
-	} else {
-		svc, err = openStore(s.Flags.State)
-	}
+	// Opened while the first step's agent starts (runs.OpenAsync): what
+	// opening fails with is the run's error at the agent's record, which
+	// runcmd words as bad usage.
+	svc, err := runs.OpenAsync(s.Flags.State)
 	if err != nil {
 		return nil, nil, runcmd.UsageError(err)
 	}

@@ -239,6 +239,9 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 			SetTotal(x.View, total)
 		}
 		if err := r.Batch(ctx, wf, b, lines, in.regular, f.Concurrency); err != nil {
+			if err := r.StoreOpenErr(); err != nil {
+				return UsageError(err)
+			}
 			x.ReportStoreErrs()
 			return RunError(err)
 		}
@@ -253,6 +256,11 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 		}
 	}
 	res := r.Run(ctx, wf, runs.Spec{Inputs: inputs, Workspace: workspace})
+	if err := r.StoreOpenErr(); err != nil {
+		// The store could not record the run: its agent was stopped
+		// before it was asked anything (runs.OpenAsync).
+		return UsageError(err)
+	}
 	return x.Exit(ctx, []*engine.RunResult{res})
 }
 

@@ -32,11 +32,8 @@ type Child struct {
 // record of the process.
 func (s *Store) ChildStarted(ctx context.Context, runID, stepID string, pid, pgid int, startTicks uint64) error {
 	ctx = durable(ctx)
-	_, err := s.exec(ctx, s.stmts.insertChild, runID, stepID, pid, pgid, int64(startTicks), timeArg(time.Now()))
-	if err != nil {
-		return fmt.Errorf("store: record process %d of step %s of run %s: %w", pid, stepID, runID, err)
-	}
-	return nil
+	return s.exec(ctx, fmt.Sprintf("store: record process %d of step %s of run %s", pid, stepID, runID),
+		&s.stmts.insertChild, runID, stepID, pid, pgid, int64(startTicks), timeArg(time.Now()))
 }
 
 // ChildEnded records that a step's process, and its group, are gone. A
@@ -44,11 +41,8 @@ func (s *Store) ChildStarted(ctx context.Context, runID, stepID string, pid, pgi
 // teardown may report a process more than once.
 func (s *Store) ChildEnded(ctx context.Context, runID, stepID string, pid int) error {
 	ctx = durable(ctx)
-	_, err := s.exec(ctx, s.stmts.endChild, timeArg(time.Now()), runID, stepID, pid)
-	if err != nil {
-		return fmt.Errorf("store: record end of process %d of step %s of run %s: %w", pid, stepID, runID, err)
-	}
-	return nil
+	return s.exec(ctx, fmt.Sprintf("store: record end of process %d of step %s of run %s", pid, stepID, runID),
+		&s.stmts.endChild, timeArg(time.Now()), runID, stepID, pid)
 }
 
 // DescendantSeen records a process seen below the agent whose pid (and
@@ -61,20 +55,22 @@ func (s *Store) DescendantSeen(ctx context.Context, runID, stepID string, pid, p
 // recorded below it are gone.
 func (s *Store) GroupEnded(ctx context.Context, runID, stepID string, pgid int) error {
 	ctx = durable(ctx)
-	err := s.writer.do(func(tx *sql.Tx) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE children SET ended_at = ? WHERE run_id = ? AND step_id = ? AND pgid = ? AND ended_at IS NULL`,
 			timeArg(time.Now()), runID, stepID, pgid)
-		return err
+		if err != nil {
+			return fmt.Errorf("store: record end of process group %d of step %s of run %s: %w", pgid, stepID, runID, err)
+		}
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("store: record end of process group %d of step %s of run %s: %w", pgid, stepID, runID, err)
-	}
-	return nil
 }
 
 // LiveChildren lists the processes of a run not recorded as ended, oldest
 // first; with runID empty, those of every run.
 func (s *Store) LiveChildren(ctx context.Context, runID string) ([]Child, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	q := `SELECT run_id, step_id, pid, pgid, start_ticks, started_at, ended_at FROM children WHERE ended_at IS NULL`
 	var args []any
 	if runID != "" {

@@ -102,6 +102,9 @@ func (s *Store) claim(ctx context.Context, kind, id string, me Owner, alive Aliv
 // BatchLines reads up to limit input lines of a batch, those after line
 // after, in line order: a batch of any size is read a page at a time.
 func (s *Store) BatchLines(ctx context.Context, batchID string, after, limit int) ([]BatchLine, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT line, inputs_json, error FROM batch_inputs
 		WHERE batch_id = ? AND line > ? ORDER BY line LIMIT ?`, batchID, after, limit)
 	if err != nil {
@@ -144,6 +147,9 @@ func (s *Store) LatestRuns(ctx context.Context, batchID string, first, last int)
 // BatchProgress counts a batch's stored input lines and those whose last
 // run succeeded.
 func (s *Store) BatchProgress(ctx context.Context, batchID string) (lines, succeeded int, err error) {
+	if err := s.Ready(ctx); err != nil {
+		return 0, 0, err
+	}
 	err = s.r.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(
 			(SELECT status FROM runs r WHERE r.batch_id = bi.batch_id AND r.batch_line = bi.line
 			 ORDER BY r.started_at DESC, r.id DESC LIMIT 1) = 'succeeded'), 0)

@@ -45,8 +45,8 @@ type queuedEvent struct {
 // and one goroutine (run) writes them in transactions of up to
 // eventBatchSize, every eventFlushEvery or as soon as a batch is full.
 type eventQueue struct {
-	db    *sql.DB
-	stmts *writeStmts // prepared on db
+	writer *writer     // writes each batch, grouped with the other writes
+	stmts  *writeStmts // prepared on the writer's connection
 
 	mu      sync.Mutex
 	pending []queuedEvent
@@ -61,14 +61,14 @@ type eventQueue struct {
 	done  chan struct{}
 }
 
-func startEventQueue(db *sql.DB, stmts *writeStmts) *eventQueue {
+func startEventQueue(w *writer, stmts *writeStmts) *eventQueue {
 	q := &eventQueue{
-		db:    db,
-		stmts: stmts,
-		wake:  make(chan struct{}, 1),
-		flush: make(chan chan error),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		writer: w,
+		stmts:  stmts,
+		wake:   make(chan struct{}, 1),
+		flush:  make(chan chan error),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 	go q.run()
 	return q
@@ -191,31 +191,30 @@ func (q *eventQueue) writePending() {
 }
 
 func (q *eventQueue) write(batch []queuedEvent) error {
-	ctx := context.Background()
-	tx, err := q.db.BeginTx(ctx, nil)
+	err := q.writer.do(func(tx *sql.Tx) error {
+		ctx := context.Background()
+		// Rows go in eventsPerInsert at a time: each statement execution
+		// has a fixed cost (database/sql, binding, VDBE setup) larger than
+		// a row's.
+		many, one := tx.StmtContext(ctx, q.stmts.insertEvents), tx.StmtContext(ctx, q.stmts.insertEvent)
+		args := make([]any, 0, 5*eventsPerInsert)
+		for rest := batch; len(rest) > 0; {
+			n, stmt := eventsPerInsert, many
+			if len(rest) < eventsPerInsert {
+				n, stmt = 1, one
+			}
+			args = args[:0]
+			for _, e := range rest[:n] {
+				args = append(args, e.runID, e.stepID, e.typ, e.time, e.fields)
+			}
+			if _, err := stmt.ExecContext(ctx, args...); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("store: write events: %w", err)
-	}
-	defer tx.Rollback()
-	// Rows go in eventsPerInsert at a time: each statement execution has a
-	// fixed cost (database/sql, binding, VDBE setup) larger than a row's.
-	many, one := tx.StmtContext(ctx, q.stmts.insertEvents), tx.StmtContext(ctx, q.stmts.insertEvent)
-	args := make([]any, 0, 5*eventsPerInsert)
-	for len(batch) > 0 {
-		n, stmt := eventsPerInsert, many
-		if len(batch) < eventsPerInsert {
-			n, stmt = 1, one
-		}
-		args = args[:0]
-		for _, e := range batch[:n] {
-			args = append(args, e.runID, e.stepID, e.typ, e.time, e.fields)
-		}
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("store: write events: %w", err)
-		}
-		batch = batch[n:]
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: write events: %w", err)
 	}
 	return nil
@@ -247,6 +246,9 @@ func (q *eventQueue) close() error {
 // for-each element done, with its index), in order: what `show` lists per
 // element, without reading every chunk of the run's text.
 func (s *Store) ElementEnds(ctx context.Context, runID string) ([]Event, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT seq, step_id, type, time, fields_json FROM events
 		WHERE run_id = ? AND type = 'step_update' AND json_extract(fields_json, '$.kind') = 'element_end' ORDER BY seq`, runID)
 	if err != nil {

@@ -10,7 +10,9 @@
 // # Notes
 //
 //   - Runs, batches, steps and children are written synchronously: when the
-//     call returns, the row is committed and survives acpflow being killed.
+//     call returns, the row is committed and survives acpflow being killed
+//     (unless the call's context is Queued: then a later write waited for
+//     commits it first).
 //     Events are queued and written in batches by a goroutine (see
 //     AppendEvent); those not yet written when the process dies are lost.
 //   - Writes are not cancelled with their context: a run's context is
@@ -68,9 +70,16 @@ type Store struct {
 	// last commit and never wait for the writer.
 	r *sql.DB
 
-	stmts  *writeStmts
+	// stmts are prepared on w by the writer goroutine, before it takes
+	// the first write: only writes (which run there) use them.
+	stmts  writeStmts
 	events *eventQueue
 	writer *writer
+	// ready is closed once the store's schema is up to date and its
+	// statements prepared (at once for OpenReadOnly); openErr is set
+	// before, when that failed.
+	ready   chan struct{}
+	openErr error
 
 	closeOnce sync.Once
 	closeErr  error
@@ -99,6 +108,29 @@ func DefaultPath() (string, error) {
 // bringing its schema up to date. Close it when done: Close writes the
 // events still queued.
 func Open(path string) (*Store, error) {
+	s, err := OpenAsync(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Ready(context.Background()); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenAsync is Open without waiting for the schema: it returns once the
+// file exists, and the writer goroutine brings the schema up to date and
+// prepares the statements meanwhile. Writes queue behind that work, reads
+// wait for it, and what it fails with (a store of a newer acpflow, a file
+// that is not a store) is what they, and Ready, return.
+//
+// # Notes
+//
+// `acpflow run` opens its store so, while the step's agent starts: opening
+// (SQLite's first connection, the schema, a dozen prepared statements) was
+// several milliseconds of a one-step run's critical path (issue 28).
+func OpenAsync(path string) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
@@ -122,19 +154,8 @@ func Open(path string) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	if err := migrate(context.Background(), w, abs); err != nil {
-		w.Close()
-		return nil, err
-	}
-
-	stmts, err := prepareWriteStmts(context.Background(), w)
-	if err != nil {
-		w.Close()
-		return nil, err
-	}
 	r, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
-		stmts.close()
 		w.Close()
 		return nil, fmt.Errorf("open state store %s: %w", abs, err)
 	}
@@ -142,9 +163,50 @@ func Open(path string) (*Store, error) {
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 
-	s := &Store{path: abs, w: w, r: r, stmts: stmts, writer: startWriter(w)}
-	s.events = startEventQueue(w, stmts)
+	s := &Store{path: abs, w: w, r: r, ready: make(chan struct{})}
+	s.writer = startWriter(w, func() error {
+		if err := migrate(context.Background(), w, abs); err != nil {
+			s.openErr = err
+			return err
+		}
+		if err := s.stmts.prepare(context.Background(), w); err != nil {
+			s.openErr = err
+			return err
+		}
+		return nil
+	}, s.ready)
+	s.events = startEventQueue(s.writer, &s.stmts)
 	return s, nil
+}
+
+// Ready waits until the store is open (see OpenAsync) and returns why it
+// could not be, if it could not.
+func (s *Store) Ready(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		return s.openErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// OpenErr is why the store could not be opened, once that is known (nil
+// while it is being opened).
+func (s *Store) OpenErr() error {
+	select {
+	case <-s.ready:
+		return s.openErr
+	default:
+		return nil
+	}
+}
+
+// reader is the read pool, once the store is ready.
+func (s *Store) reader(ctx context.Context) (*sql.DB, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
+	return s.r, nil
 }
 
 // dsn is the driver's name for the file: a file: URI, so that a path with

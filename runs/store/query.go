@@ -100,6 +100,9 @@ func (s *Store) RunsOfBatch(ctx context.Context, batchID string) ([]Run, error) 
 }
 
 func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]Run, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list runs: %w", err)
@@ -121,6 +124,9 @@ func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]Run, er
 
 // GetRun reads one run, whole, as of one moment (one read transaction).
 func (s *Store) GetRun(ctx context.Context, id string) (*RunDetail, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("store: read run %s: %w", id, err)
@@ -238,6 +244,9 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 
 // Events reads the events of a run written so far, in order.
 func (s *Store) Events(ctx context.Context, runID string) ([]Event, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT seq, step_id, type, time, fields_json FROM events WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: read events of run %s: %w", runID, err)
@@ -268,6 +277,9 @@ func (s *Store) Events(ctx context.Context, runID string) ([]Event, error) {
 // GetBatch reads one batch, without its input lines: BatchLines reads
 // them a page at a time.
 func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	b := &Batch{}
 	var created, ended sql.NullString
 	var ticks int64
@@ -294,6 +306,9 @@ func (s *Store) GetBatch(ctx context.Context, id string) (*Batch, error) {
 // FindRunOrBatch says whether id is a run's or a batch's (KindRun or
 // KindBatch); an error wrapping ErrNotFound when it is neither.
 func (s *Store) FindRunOrBatch(ctx context.Context, id string) (kind string, err error) {
+	if err := s.Ready(ctx); err != nil {
+		return "", err
+	}
 	err = s.r.QueryRowContext(ctx, `SELECT 'run' FROM runs WHERE id = ?1 UNION ALL SELECT 'batch' FROM batches WHERE id = ?1 LIMIT 1`, id).Scan(&kind)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("no run or batch %q in the store: %w", id, ErrNotFound)
@@ -308,6 +323,9 @@ func (s *Store) FindRunOrBatch(ctx context.Context, id string) (kind string, err
 // at least MinPrefix characters that starts exactly one id, the way git takes
 // a short commit hash. A run wins over a batch with the same id.
 func (s *Store) ResolveID(ctx context.Context, idOrPrefix string) (id, kind string, err error) {
+	if err := s.Ready(ctx); err != nil {
+		return "", "", err
+	}
 	kind, err = s.FindRunOrBatch(ctx, idOrPrefix)
 	switch {
 	case err == nil:

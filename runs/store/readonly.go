@@ -44,7 +44,9 @@ func OpenReadOnly(path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	return &Store{path: abs, r: r}, nil
+	ready := make(chan struct{})
+	close(ready)
+	return &Store{path: abs, r: r, ready: ready}, nil
 }
 
 // readOnly says the store was opened by OpenReadOnly: it has no writer.
@@ -60,6 +62,9 @@ type Watcher struct {
 
 // Watch is a Watcher on a connection of its own; Close it when done.
 func (s *Store) Watch(ctx context.Context) (*Watcher, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	c, err := s.r.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: watch: %w", err)
@@ -104,6 +109,9 @@ type BatchSummary struct {
 // batches that ended: they do not change until resumed, which clears
 // their end); a batch found there is not counted again.
 func (s *Store) ListBatches(ctx context.Context, workflow, id string, limit int, counted func(Batch) (BatchSummary, bool)) ([]BatchSummary, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	q := `SELECT id, workflow_name, workflow_file, status, created_at, ended_at, budget, error, concurrency FROM batches`
 	var args []any
 	switch {
@@ -176,6 +184,9 @@ func (s *Store) ListBatches(ctx context.Context, workflow, id string, limit int,
 // step_end, run_end, and the retry and element_end updates), in order:
 // the web UI's timeline and graph, without every chunk of the run's text.
 func (s *Store) TimelineEvents(ctx context.Context, runID string) ([]Event, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT seq, step_id, type, time, fields_json FROM events
 		WHERE run_id = ? AND (type IN ('run_start', 'step_start', 'turn_end', 'step_end', 'run_end')
 			OR (type = 'step_update' AND json_extract(fields_json, '$.kind') IN ('retry', 'element_end')))

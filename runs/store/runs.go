@@ -148,8 +148,7 @@ func (s *Store) AddBatchLines(ctx context.Context, batchID string, lines []Batch
 
 // BatchInputsComplete records that every input line of a batch is stored.
 func (s *Store) BatchInputsComplete(ctx context.Context, batchID string) error {
-	res, err := s.w.ExecContext(durable(ctx), `UPDATE batches SET inputs_complete = 1 WHERE id = ?`, batchID)
-	return updated(res, err, "batch", batchID)
+	return s.update(durable(ctx), "batch", batchID, `UPDATE batches SET inputs_complete = 1 WHERE id = ?`, batchID)
 }
 
 func encodeLines(batchID string, lines []BatchLine) ([]string, error) {
@@ -194,8 +193,7 @@ func (s *Store) FinishBatch(ctx context.Context, id string, status engine.Status
 	if status == engine.StatusRunning {
 		return fmt.Errorf("store: finish batch %s: %q is not an end; ClaimBatch takes a batch up again", id, status)
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE batches SET status = ?, ended_at = ? WHERE id = ?`, string(status), timeArg(time.Now()), id)
-	return updated(res, err, "batch", id)
+	return s.update(ctx, "batch", id, `UPDATE batches SET status = ?, ended_at = ? WHERE id = ?`, string(status), timeArg(time.Now()), id)
 }
 
 // CreateRun records a run as it starts.
@@ -218,14 +216,10 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	if err != nil {
 		return fmt.Errorf("store: run %s: %w", r.ID, err)
 	}
-	_, err = s.exec(ctx, s.stmts.insertRun,
+	return s.exec(ctx, "store: create run "+r.ID, &s.stmts.insertRun,
 		r.ID, nullString(r.BatchID), nullInt(r.BatchLine), r.Workflow, r.WorkflowFile, r.WorkflowHash, r.Workspace, inputs,
 		string(r.Status), r.Error, outputs, timeArg(r.StartedAt), timeArg(r.EndedAt), r.DurationMS,
 		nullString(r.ResumedFrom), r.OwnerPID, int64(r.OwnerStartTicks))
-	if err != nil {
-		return fmt.Errorf("store: create run %s: %w", r.ID, err)
-	}
-	return nil
 }
 
 // FinishRun records a run's end (now when ended is zero). Its duration is
@@ -270,16 +264,14 @@ func (s *Store) SetRunUsage(ctx context.Context, id string, u *engine.RunUsage) 
 	if err != nil {
 		return fmt.Errorf("store: run %s: %w", id, err)
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE runs SET usage_json = ? WHERE id = ?`, usage, id)
-	return updated(res, err, "run", id)
+	return s.update(ctx, "run", id, `UPDATE runs SET usage_json = ? WHERE id = ?`, usage, id)
 }
 
 // SetBatchError records why a batch stopped before its end ("" clears
 // it, as a resume does) and the budget it now runs under.
 func (s *Store) SetBatchError(ctx context.Context, id, budget, errMsg string) error {
 	ctx = durable(ctx)
-	res, err := s.w.ExecContext(ctx, `UPDATE batches SET budget = ?, error = ? WHERE id = ?`, budget, errMsg, id)
-	return updated(res, err, "batch", id)
+	return s.update(ctx, "batch", id, `UPDATE batches SET budget = ?, error = ? WHERE id = ?`, budget, errMsg, id)
 }
 
 // SetRunStatus changes a run's status alone. Setting engine.StatusRunning (resume
@@ -293,8 +285,7 @@ func (s *Store) SetRunStatus(ctx context.Context, id string, status engine.Statu
 	if status == engine.StatusRunning {
 		q = `UPDATE runs SET status = ?, error = '', ended_at = NULL, duration_ms = 0 WHERE id = ?`
 	}
-	res, err := s.w.ExecContext(ctx, q, string(status), id)
-	return updated(res, err, "run", id)
+	return s.update(ctx, "run", id, q, string(status), id)
 }
 
 // durable is the context a write runs in: ctx's values, but neither its
@@ -308,18 +299,58 @@ func durable(ctx context.Context) context.Context {
 
 // writeTx runs fn in a write transaction (the writer's, which may hold
 // other writes queued at the same moment: see writer) and returns once it
-// is committed.
-func (s *Store) writeTx(_ context.Context, fn func(*sql.Tx) error) error {
+// is committed; with a ctx from Queued, it returns at once.
+func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if report := queuedReport(ctx); report != nil {
+		s.writer.post(fn, report)
+		return nil
+	}
 	return s.writer.do(fn)
 }
 
-// exec runs one write statement on the writer goroutine.
-func (s *Store) exec(ctx context.Context, stmt *sql.Stmt, args ...any) (res sql.Result, err error) {
-	err = s.writer.do(func(tx *sql.Tx) error {
-		res, err = tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
-		return err
+// exec runs a prepared statement (taken from *stmt when the write runs:
+// the statements are prepared by then) through writeTx; its error is
+// prefixed with what.
+func (s *Store) exec(ctx context.Context, what string, stmt **sql.Stmt, args ...any) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.StmtContext(ctx, *stmt).ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
 	})
-	return res, err
+}
+
+// update runs an UPDATE of the row of a kind ("run", "batch") whose id is
+// id through writeTx: ErrNotFound when no row has that id.
+func (s *Store) update(ctx context.Context, kind, id, q string, args ...any) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, q, args...)
+		return updated(res, err, kind, id)
+	})
+}
+
+// Queued is a context for writes that are not waited for: a write method
+// called with it queues its write and returns, and report is called with
+// the write's error, if any (from the store's writer goroutine: it must
+// not call the store). A write waited for afterwards is committed after
+// every write queued before it.
+//
+// # Notes
+//
+// The run recorder (package runs) queues what resume does not depend on
+// being on disk before the step goes on: the run's creation, a step's
+// start, the processes seen and ended. What it does depend on is waited
+// for: a process started is on record before the step drives it, a step's
+// end before step_end is reported.
+func Queued(ctx context.Context, report func(error)) context.Context {
+	return context.WithValue(ctx, queuedKey{}, report)
+}
+
+type queuedKey struct{}
+
+func queuedReport(ctx context.Context) func(error) {
+	report, _ := ctx.Value(queuedKey{}).(func(error))
+	return report
 }
 
 // updated turns an UPDATE of one row by id into an error: the statement's,
@@ -339,7 +370,6 @@ func updated(res sql.Result, err error, kind, id string) error {
 // the resumed run can skip those that succeeded.
 func (s *Store) ReopenRun(ctx context.Context, id string, ownerPID int, ownerStartTicks uint64) error {
 	ctx = durable(ctx)
-	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, error = '', ended_at = NULL, duration_ms = 0, usage_json = NULL,
+	return s.update(ctx, "run", id, `UPDATE runs SET status = ?, error = '', ended_at = NULL, duration_ms = 0, usage_json = NULL,
 		owner_pid = ?, owner_start_ticks = ? WHERE id = ?`, string(engine.StatusRunning), ownerPID, int64(ownerStartTicks), id)
-	return updated(res, err, "run", id)
 }

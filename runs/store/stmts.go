@@ -51,8 +51,7 @@ const (
 
 var insertEventsSQL = insertEventSQL + strings.Repeat(`, (?, ?, ?, ?, ?)`, eventsPerInsert-1)
 
-func prepareWriteStmts(ctx context.Context, db *sql.DB) (*writeStmts, error) {
-	var ws writeStmts
+func (ws *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -72,10 +71,10 @@ func prepareWriteStmts(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 		var err error
 		if *p.stmt, err = db.PrepareContext(ctx, p.sql); err != nil {
 			ws.close()
-			return nil, fmt.Errorf("open state store: prepare: %w", err)
+			return fmt.Errorf("open state store: prepare: %w", err)
 		}
 	}
-	return &ws, nil
+	return nil
 }
 
 func (ws *writeStmts) close() error {

@@ -233,7 +233,10 @@ func TestPermissionsRecordedBeforeLayersAreTheWorkflows(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesAStoreFromANewerAcpflow(t *testing.T) {
+// storeOfANewerAcpflow is the path of a store whose schema version (99)
+// this acpflow does not know.
+func storeOfANewerAcpflow(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path)
 	if err != nil {
@@ -243,8 +246,12 @@ func TestOpenRefusesAStoreFromANewerAcpflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+	return path
+}
 
-	_, err = Open(path)
+func TestOpenRefusesAStoreFromANewerAcpflow(t *testing.T) {
+	path := storeOfANewerAcpflow(t)
+	_, err := Open(path)
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("Open = %v, want ErrNewerSchema", err)
 	}

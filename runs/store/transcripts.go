@@ -38,16 +38,17 @@ func (s *Store) SaveTranscript(ctx context.Context, runID string, t *transcript.
 		spawn = sql.NullString{String: string(b), Valid: true}
 	}
 	// One statement, prepared: it is written for every step of every run.
-	if _, err := s.exec(durable(ctx), s.stmts.saveTranscript, runID, t.Step, item, t.Attempt, t.Agent, truncated, string(body), spawn); err != nil {
-		return fmt.Errorf("store: save the transcript of step %s of run %s: %w", t.Step, runID, err)
-	}
-	return nil
+	return s.exec(durable(ctx), fmt.Sprintf("store: save the transcript of step %s of run %s", t.Step, runID),
+		&s.stmts.saveTranscript, runID, t.Step, item, t.Attempt, t.Agent, truncated, string(body), spawn)
 }
 
 // Transcripts reads a run's transcripts, in the order of its steps (file
 // order), elements and attempts, each with its spawn's env decision when
 // one was recorded. Permission records are the steps' (see runs.Export).
 func (s *Store) Transcripts(ctx context.Context, runID string) ([]transcript.Step, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT t.step_id, t.item, t.attempt, t.agent, t.truncated, t.messages_json, t.spawn_json
 FROM transcripts t LEFT JOIN steps s ON s.run_id = t.run_id AND s.step_id = t.step_id
 WHERE t.run_id = ? ORDER BY COALESCE(s.ord, 0), t.step_id, t.item, t.attempt`, runID)

@@ -34,14 +34,19 @@ func (s *Store) SetRunWorktrees(ctx context.Context, id string, wts []*engine.Wo
 		}
 		arg = string(b)
 	}
-	if _, err := s.w.ExecContext(ctx, `UPDATE runs SET worktrees_json = ? WHERE id = ?`, arg, id); err != nil {
-		return fmt.Errorf("store: update run %s: %w", id, err)
-	}
-	return nil
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET worktrees_json = ? WHERE id = ?`, arg, id); err != nil {
+			return fmt.Errorf("store: update run %s: %w", id, err)
+		}
+		return nil
+	})
 }
 
 // GetRunWorktrees reads the worktrees recorded of a run (nil: none).
 func (s *Store) GetRunWorktrees(ctx context.Context, id string) ([]*engine.Worktree, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	var col sql.NullString
 	err := s.r.QueryRowContext(ctx, `SELECT worktrees_json FROM runs WHERE id = ?`, id).Scan(&col)
 	switch {
@@ -55,6 +60,9 @@ func (s *Store) GetRunWorktrees(ctx context.Context, id string) ([]*engine.Workt
 
 // ListWorktrees lists the runs that recorded worktrees, oldest first.
 func (s *Store) ListWorktrees(ctx context.Context) ([]RunWorktrees, error) {
+	if err := s.Ready(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, workflow_name, workspace, status, started_at, owner_pid, owner_start_ticks, worktrees_json
 		FROM runs WHERE worktrees_json IS NOT NULL ORDER BY started_at, id`)
 	if err != nil {

@@ -18,7 +18,11 @@ import (
 // frames: every goroutine that writes first grows its stack to fit them.
 // A batch writes from a new goroutine per run, so stack growth (copying)
 // was about a tenth of a batch's CPU; one writer goroutine grows once. The
-// writes go one at a time anyway: the write pool has one connection.
+// writes go one at a time anyway: the write pool has one connection. For
+// the same reason the store's setup (migrations, prepared statements) and
+// the queued events are written on this goroutine too: in a one-step run,
+// three goroutines growing to SQLite's depth were 7 % of the process's CPU
+// (issue 28).
 //
 // Group commit (issue 28): the writer takes the first write queued, then
 // every other write already waiting (up to maxGroup), and runs them in one
@@ -36,6 +40,10 @@ type writer struct {
 	work chan job
 	done chan struct{}
 
+	// setupErr is what the store's setup returned, set before the first
+	// job is taken: when it is not nil, every job is answered with it.
+	setupErr error
+
 	mu      sync.RWMutex // held (read) while sending to work, so stop never closes under a send
 	stopped bool
 
@@ -43,24 +51,49 @@ type writer struct {
 }
 
 // job is one write: fn runs in the group's transaction; reply receives its
-// error once the transaction is committed (or rolled back).
+// error once the transaction is committed (or rolled back), or, for a
+// write nobody waits for (post), report is called with it when it is not
+// nil.
 type job struct {
-	fn    func(tx *sql.Tx) error
-	reply chan error
+	fn     func(tx *sql.Tx) error
+	reply  chan error
+	report func(error)
+}
+
+func (j job) answer(err error) {
+	if j.reply != nil {
+		j.reply <- err
+	} else if err != nil {
+		j.report(err)
+	}
 }
 
 // maxGroup bounds the writes committed together, so that a backlog does
 // not hold SQLite's write lock (and other processes' writes) for long.
 const maxGroup = 64
 
-func startWriter(db *sql.DB) *writer {
+// startWriter starts the writer goroutine, which first runs setup (the
+// store's migrations and prepared statements, which need SQLite's stack
+// depth as much as a write does), then closes ready and takes the writes
+// queued meanwhile. It does not wait for setup.
+func startWriter(db *sql.DB, setup func() error, ready chan<- struct{}) *writer {
 	w := &writer{db: db, work: make(chan job, maxGroup), done: make(chan struct{})}
-	go w.run()
+	go func() {
+		w.setupErr = setup()
+		close(ready)
+		w.run()
+	}()
 	return w
 }
 
 func (w *writer) run() {
 	defer close(w.done)
+	if w.setupErr != nil {
+		for j := range w.work {
+			j.answer(w.setupErr)
+		}
+		return
+	}
 	group := make([]job, 0, maxGroup)
 	for j := range w.work {
 		group = append(group[:0], j)
@@ -93,19 +126,19 @@ func (w *writer) commit(group []job) {
 		if err != nil {
 			err = fmt.Errorf("store: begin: %w", err)
 			for _, j := range group {
-				j.reply <- err
+				j.answer(err)
 			}
 			return
 		}
 		if w.runAll(tx, group) == nil {
 			for _, j := range group {
-				j.reply <- nil
+				j.answer(nil)
 			}
 			return
 		}
 	}
 	for _, j := range group {
-		j.reply <- w.alone(j.fn)
+		j.answer(w.alone(j.fn))
 	}
 }
 
@@ -146,14 +179,29 @@ func (w *writer) commitTx(tx *sql.Tx) error {
 // its error once the write is committed (or not).
 func (w *writer) do(fn func(tx *sql.Tx) error) error {
 	errc := make(chan error, 1)
-	w.mu.RLock()
-	if w.stopped {
-		w.mu.RUnlock()
+	if !w.send(job{fn: fn, reply: errc}) {
 		return errClosed
 	}
-	w.work <- job{fn: fn, reply: errc}
-	w.mu.RUnlock()
 	return <-errc
+}
+
+// post queues fn like do but does not wait for it: report is called with
+// its error, if any, from the writer goroutine (so it must not block on
+// the store). A write done after it, waited for, is committed after it.
+func (w *writer) post(fn func(tx *sql.Tx) error, report func(error)) {
+	if !w.send(job{fn: fn, report: report}) {
+		report(errClosed)
+	}
+}
+
+func (w *writer) send(j job) bool {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.stopped {
+		return false
+	}
+	w.work <- j
+	return true
 }
 
 // stop ends the writer once the writes queued before it are done.

@@ -52,6 +52,8 @@ type events struct {
 	// order is every event's type (a step update's kind) and every process
 	// call ("process started", …), as they came.
 	order []string
+	// startErr is what Started returns: a record that cannot be written.
+	startErr error
 }
 
 // procCall is one call of steps.Processes.
@@ -79,8 +81,9 @@ func (e *events) process(c procCall) {
 	e.mu.Unlock()
 }
 
-func (e *events) Started(pid int, startTicks uint64) {
+func (e *events) Started(pid int, startTicks uint64) error {
 	e.process(procCall{call: "started", pid: pid, startTicks: startTicks})
+	return e.startErr
 }
 
 func (e *events) Seen(agentPID, pid int, startTicks uint64) {

@@ -442,9 +442,12 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	a.p.pool, a.p.poolKey, a.p.secrets = pl, key, a.secrets
 	a.p.listen(a.scribe)
 	ac.connectTapped(a.p.handle, a.p.tapLine)
-	// On record before it is announced: if acpflow dies from here on,
-	// resume can find the agent's group.
-	a.inv.ProcessStarted(ac.child.Pid(), ac.child.StartTicks())
+	// On record before it is announced or driven: if acpflow dies from
+	// here on, resume can find the agent's group. The wait overlaps the
+	// agent's own start (the run's record may still be being written).
+	if err := a.inv.ProcessStarted(ac.child.Pid(), ac.child.StartTicks()); err != nil {
+		return fmt.Errorf("agent %s: %w", a.agent.Name, err)
+	}
 	a.inv.Emit(acpagent.Spawned{PID: ac.child.Pid(), StartTicks: ac.child.StartTicks(), Cwd: a.cwd})
 	var aliases map[string]string
 	if p, ok := acpagent.LookupPreset(a.agent.Preset); ok {

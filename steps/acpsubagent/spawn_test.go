@@ -3,6 +3,7 @@ package acpsubagent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -84,5 +85,28 @@ func TestARefusedSpawnIsRecordedWithItsReasonAndNothingSpawned(t *testing.T) {
 	}
 	if !slices.Contains(sp.Ambient, "PLAIN_VAR") {
 		t.Errorf("ambient names %v lack PLAIN_VAR", sp.Ambient)
+	}
+}
+
+// An agent the run record cannot name is stopped before it is asked
+// anything, and the step fails with the record's error: a crash would
+// leave it unseen.
+func TestAnAgentThatCannotBeRecordedIsNeverPrompted(t *testing.T) {
+	h := newHarness(t)
+	h.events.startErr = errors.New("store: record process: state store written by a newer acpflow")
+	res := h.run(context.Background())
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "newer acpflow") {
+		t.Fatalf("err = %v, want the record's error", res.Err)
+	}
+	if len(h.recorded("start")) == 0 {
+		t.Fatal("the agent was not started: the test proves nothing")
+	}
+	for _, ev := range []string{"initialize", "prompt"} {
+		if n := len(h.recorded(ev)); n != 0 {
+			t.Errorf("the agent got %d %s requests", n, ev)
+		}
+	}
+	if slices.Contains(h.events.kinds(), "spawned") {
+		t.Error("an unrecorded agent was announced spawned")
 	}
 }

@@ -82,7 +82,12 @@ func (s *step) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
 	}
 	// On record before it is announced: if acpflow dies from here on,
 	// resume can find the group.
-	inv.ProcessStarted(child.Pid(), child.StartTicks())
+	if err := inv.ProcessStarted(child.Pid(), child.StartTicks()); err != nil {
+		child.Kill()
+		child.Teardown(ladder)
+		inv.ProcessEnded(child.Pid(), 0)
+		return failed(err)
+	}
 	inv.Emit(Spawned{PID: child.Pid(), StartTicks: child.StartTicks(), Cwd: cwd, Shell: cmd.path})
 	// The command reads no input: a test that waits for a terminal ends
 	// at once instead of hanging the step.

@@ -33,12 +33,15 @@ type processes struct {
 	mu    sync.Mutex
 	procs []procgroup.Proc
 	ended []int
+	// startErr is what Started returns: a record that cannot be written.
+	startErr error
 }
 
-func (p *processes) Started(pid int, ticks uint64) {
+func (p *processes) Started(pid int, ticks uint64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.procs = append(p.procs, procgroup.Proc{PID: pid, StartTicks: ticks})
+	return p.startErr
 }
 
 func (p *processes) Seen(_, pid int, ticks uint64) {
@@ -75,6 +78,10 @@ func (e *events) kinds() []string {
 	return out
 }
 
+// recordErr is what the run record says when the step reports its shell
+// started (nil: on record); a test that sets it resets it.
+var recordErr error
+
 // attempt is one shell step run for a test.
 type attempt struct {
 	res    steps.Result
@@ -95,7 +102,7 @@ func run(t *testing.T, ctx context.Context, with map[string]any, ambient map[str
 	if ambient == nil {
 		ambient = map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")}
 	}
-	a := attempt{procs: &processes{}, events: &events{}, dir: t.TempDir()}
+	a := attempt{procs: &processes{startErr: recordErr}, events: &events{}, dir: t.TempDir()}
 	inv := &steps.Invocation{
 		Workflow: "w", RunID: "r", StepID: "t", Attempt: 1, Workspace: a.dir, With: with,
 		Ambient: ambient, Env: env, EnvSource: policies.SourceDefault,
@@ -387,5 +394,19 @@ func TestPrepareRejectsBadValuesAtTheValue(t *testing.T) {
 		if !errors.As(err, &fe) || strings.Join(fe.Path, ".") != tc.path {
 			t.Errorf("Prepare(%v) = %v; want a field error at %s", tc.with, err, tc.path)
 		}
+	}
+}
+
+// A command the run record cannot name is stopped at once and the step
+// fails with the record's error: a crash would leave it unseen.
+func TestACommandThatCannotBeRecordedIsStopped(t *testing.T) {
+	recordErr = errors.New("store: record process: disk I/O error")
+	t.Cleanup(func() { recordErr = nil })
+	a := run(t, context.Background(), map[string]any{"run": "sleep 5; touch done"}, nil, nil)
+	if a.res.StopReason != steps.Error || a.res.Err == nil || !strings.Contains(a.res.Err.Error(), "disk I/O error") {
+		t.Fatalf("result: %s %v; want the record's error", a.res.StopReason, a.res.Err)
+	}
+	if _, err := os.Stat(filepath.Join(a.dir, "done")); err == nil {
+		t.Error("the command ran to its end")
 	}
 }
