@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	_ "github.com/acpflow/acpflow/internal/prefault" // initialised early (it imports almost nothing): see the package
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/internal/termtext"
