@@ -72,7 +72,7 @@ acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
 			if err != nil {
 				return runcmd.UsageErrorf("--addr %s: %v", addr, err)
 			}
-			url := "http://" + ln.Addr().String() + "/"
+			url := pageURL(ln.Addr())
 			if token != "" {
 				url += "?token=" + token
 			}
@@ -100,6 +100,20 @@ acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
 	fl.StringVar(&token, "token", "", "the token requests must carry (generated when --addr is not loopback and none is given)")
 	fl.BoolVar(&open, "open", false, "open the page in the default browser")
 	return cmd
+}
+
+// pageURL is the address of the page served on addr. A wildcard address
+// (--addr 0.0.0.0:PORT or [::]:PORT) is nowhere to browse to: the
+// machine's name stands in, as others on the network would reach it.
+func pageURL(addr net.Addr) string {
+	host, port, _ := net.SplitHostPort(addr.String())
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+		if name, err := os.Hostname(); err == nil && name != "" {
+			host = name
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
 // openBrowser opens url in the user's browser, best effort: the address is
