@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/acpflow/acpflow/internal/suggest"
 )
 
 // Outcomes of a permission answer, as ACP names them.
@@ -54,7 +56,11 @@ func ParseDecision(s string) (Decision, error) {
 	if d := Decision(s); d.Valid() {
 		return d, nil
 	}
-	return "", fmt.Errorf("decision %q: want allow, allow_always, reject, reject_always, cancel or ask", s)
+	msg := fmt.Sprintf("decision %q: want allow, allow_always, reject, reject_always, cancel or ask", s)
+	if c := suggest.Closest(s, []string{string(Allow), string(AllowAlways), string(Reject), string(RejectAlways), string(Cancel), string(Ask)}); c != "" {
+		msg += fmt.Sprintf("; did you mean %q?", c)
+	}
+	return "", errors.New(msg)
 }
 
 // Asker puts a permission request to a person (`ask`). Implementations

@@ -75,6 +75,17 @@ func TestParseDecision(t *testing.T) {
 			}
 		})
 	}
+	for typo, want := range map[string]string{"rejct": "reject", "Allow": "allow", "allow-always": "allow_always", "canel": "cancel"} {
+		t.Run(fmt.Sprintf("%q suggests %q", typo, want), func(t *testing.T) {
+			_, err := ParseDecision(typo)
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("did you mean %q?", want)) {
+				t.Errorf("ParseDecision(%q) = %v; want a did-you-mean %q", typo, err, want)
+			}
+		})
+	}
+	if _, err := ParseDecision("maybe"); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("a word like no decision gets a suggestion: %v", err)
+	}
 }
 
 func TestParseShorthand(t *testing.T) {
