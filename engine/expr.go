@@ -362,6 +362,7 @@ func NewTypeChecker(t Types) *TypeChecker {
 		stepsMap[id] = types.Map{
 			"output": out, "final": out,
 			"stop_reason": types.String, "status": types.String, "json": value,
+			"exit_code": types.Any, // an int, or nil
 			types.Extra: types.Any,
 		}
 	}

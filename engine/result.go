@@ -99,13 +99,18 @@ func Errored(why string) *StepResult {
 }
 
 // scopeValue is the step as expressions see it: steps.<id>.{output,
-// final, stop_reason, status, json}. A structured step's json is its
-// checked value (nil unless it succeeded); any other step's is its output
-// parsed as JSON when it is JSON.
+// final, stop_reason, status, json, exit_code}. A structured step's json
+// is its checked value (nil unless it succeeded); any other step's is its
+// output parsed as JSON when it is JSON. exit_code is a shell step's (nil
+// where the result has none: an agent step, a command acpflow stopped).
 func (s *StepResult) scopeValue(structured bool) map[string]any {
 	value := s.JSON
 	if !structured {
 		value = parseJSON(s.Output)
+	}
+	var exitCode any
+	if s.ExitCode != nil {
+		exitCode = *s.ExitCode
 	}
 	return map[string]any{
 		"output":      s.Output,
@@ -113,6 +118,7 @@ func (s *StepResult) scopeValue(structured bool) map[string]any {
 		"stop_reason": s.StopReason,
 		"status":      string(s.Status), // a plain string: expr compares a named string type to "succeeded" as unequal
 		"json":        value,
+		"exit_code":   exitCode,
 	}
 }
 

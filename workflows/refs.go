@@ -10,7 +10,7 @@ import (
 )
 
 // stepFields are what an expression may read of a step (docs/workflow.md).
-var stepFields = []string{"output", "final", "stop_reason", "status", "json"}
+var stepFields = []string{"output", "final", "stop_reason", "status", "json", "exit_code"}
 
 // checkRefs checks what every compiled expression refers to: declared
 // inputs, declared steps that run before the expression is evaluated, the

@@ -159,6 +159,14 @@ steps:
   - id: after
     needs: lint
     run: echo "lint said ${{ steps.lint.status }}"
+  - id: on_four
+    needs: lint
+    if: steps.lint.exit_code == 4
+    run: echo "exit ${{ steps.lint.exit_code }}"
+  - id: on_zero
+    needs: lint
+    if: steps.lint.exit_code == 0
+    run: echo never
 `)
 	if r.code != 0 || r.res.Status != "succeeded" {
 		t.Fatalf("exit %d, status %s; want 0, succeeded\nstderr: %s", r.code, r.res.Status, r.stderr)
@@ -168,6 +176,13 @@ steps:
 	}
 	if a := r.res.Steps["after"]; a.Output != "lint said failed\n" {
 		t.Errorf("after: %+v", a)
+	}
+	// steps.ID.exit_code is the code, for if: and templates alike.
+	if s := r.res.Steps["on_four"]; s.Status != "succeeded" || s.Output != "exit 4\n" {
+		t.Errorf("on_four (if: steps.lint.exit_code == 4): %+v", s)
+	}
+	if s := r.res.Steps["on_zero"]; s.Status != "skipped" {
+		t.Errorf("on_zero (if: steps.lint.exit_code == 0): %+v", s)
 	}
 }
 
