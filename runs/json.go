@@ -1,6 +1,8 @@
 package runs
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
@@ -30,8 +32,9 @@ func RunJSON(r Run) map[string]any {
 
 // DetailJSON is a run as `show --json` prints it: the run as RunJSON has
 // it, and each step's result (as the run store keeps it, runs.StepResult)
-// with the kept tail of its stderr.
-func DetailJSON(d *RunDetail) map[string]any {
+// with the kept tail of its stderr, and a for-each step's elements done
+// (els, Service.Elements), by index.
+func DetailJSON(d *RunDetail, els map[string][]Element) map[string]any {
 	m := RunJSON(d.Run)
 	stepsOut := map[string]any{}
 	for _, st := range d.Steps {
@@ -54,6 +57,9 @@ func DetailJSON(d *RunDetail) map[string]any {
 		if res.ExitCode != nil {
 			step["exit_code"] = *res.ExitCode // as in the result: only a shell step's
 		}
+		if done := els[st.StepID]; len(done) > 0 {
+			step["elements"] = elementsJSON(done)
+		}
 		stepsOut[st.StepID] = step
 	}
 	m["steps"] = stepsOut
@@ -72,4 +78,27 @@ func DetailJSON(d *RunDetail) map[string]any {
 		}
 	}
 	return m
+}
+
+// elementsJSON is a for-each step's elements done, by index: each one's
+// last element_end (a resumed run may have ended one twice).
+func elementsJSON(done []Element) []map[string]any {
+	byIndex := map[int]Element{}
+	for _, el := range done {
+		byIndex[el.Index] = el
+	}
+	indexes := slices.Sorted(maps.Keys(byIndex))
+	out := make([]map[string]any, 0, len(indexes))
+	for _, i := range indexes {
+		el := byIndex[i]
+		m := map[string]any{
+			"index": i, "status": el.Status, "stop_reason": el.StopReason,
+			"attempts": el.Attempts, "duration_ms": el.DurationMS,
+		}
+		if el.Error != "" {
+			m["error"] = el.Error
+		}
+		out = append(out, m)
+	}
+	return out
 }

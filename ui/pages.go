@@ -291,7 +291,12 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), storeCode(err))
 		return
 	}
-	b, err := json.MarshalIndent(runs.DetailJSON(d), "", "  ")
+	els, err := s.cfg.Store.Elements(ctx, d.Run.ID)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	b, err := json.MarshalIndent(runs.DetailJSON(d, els), "", "  ")
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -149,7 +149,11 @@ func TestTheAPIServesTheShapesOfRunsJSONAndShowJSONAndPagesByCursor(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := json.MarshalIndent(runs.DetailJSON(d), "", "  ")
+	els, err := f.ui.Elements(context.Background(), "r007")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.MarshalIndent(runs.DetailJSON(d, els), "", "  ")
 	if got := f.get("/api/runs/r007").Body.String(); got != string(want)+"\n" {
 		t.Errorf("/api/runs/r007:\n%s\nwant\n%s", got, want)
 	}

@@ -203,6 +203,29 @@ func TestAFailedRunsPlainOutputEndsWithTheResumeHint(t *testing.T) {
 		!regexp.MustCompile(`(?m)^    #1 +failed +1 attempt\(s\) +\S+ +error: cwd .*missing does not exist$`).MatchString(show.stdout) {
 		t.Errorf("show has no row of the failed element:\n%s", show.stdout)
 	}
+	// show --json has the same rows, by index.
+	js := acpflow(t, dir, "show", id, "--json")
+	var detail struct {
+		Steps map[string]struct {
+			Elements []struct {
+				Index    int    `json:"index"`
+				Status   string `json:"status"`
+				Attempts int    `json:"attempts"`
+				Error    string `json:"error"`
+			} `json:"elements"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(js.stdout), &detail); err != nil {
+		t.Fatalf("show --json: %v\n%s", err, js.stdout)
+	}
+	els := detail.Steps["each"].Elements
+	if len(els) != 3 || els[0].Index != 0 || els[0].Status != "succeeded" || els[1].Status != "failed" ||
+		!strings.Contains(els[1].Error, "missing does not exist") || els[2].Index != 2 || els[2].Attempts != 1 {
+		t.Errorf("show --json elements of each: %+v", els)
+	}
+	if e := detail.Steps["crash"].Elements; e != nil {
+		t.Errorf("a step without for-each has elements: %+v", e)
+	}
 }
 
 // An interrupted run (exit 130) ends with the resume hint too.

@@ -203,16 +203,16 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 			if err != nil {
 				return err
 			}
+			els, err := s.Elements(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
 			if jsonOut {
-				b, err := json.MarshalIndent(runs.DetailJSON(d), "", "  ")
+				b, err := json.MarshalIndent(runs.DetailJSON(d, els), "", "  ")
 				if err != nil {
 					return err
 				}
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
-				return err
-			}
-			els, err := s.Elements(cmd.Context(), id)
-			if err != nil {
 				return err
 			}
 			printDetail(cmd.OutOrStdout(), d, els, lines)
