@@ -2,7 +2,6 @@ package graphviz
 
 import (
 	"context"
-	"image"
 	"io"
 	"io/fs"
 
@@ -92,22 +91,8 @@ func (g *Graphviz) Render(ctx context.Context, graph *Graph, format Format, w io
 	return nil
 }
 
-func (g *Graphviz) RenderImage(ctx context.Context, graph *Graph) (img image.Image, e error) {
-	defer func() {
-		if err := g.ctx.FreeLayout(ctx, graph); err != nil {
-			e = err
-		}
-	}()
-
-	if err := g.ctx.Layout(ctx, graph, string(g.layout)); err != nil {
-		return nil, err
-	}
-	image, err := g.ctx.RenderImage(ctx, graph, string(PNG))
-	if err != nil {
-		return nil, err
-	}
-	return image, nil
-}
+// acpflow patch: RenderImage removed (it linked image/png and image/jpeg
+// into every acpflow process; acpflow renders no images).
 
 func (g *Graphviz) RenderFilename(ctx context.Context, graph *Graph, format Format, path string) (e error) {
 	defer func() {

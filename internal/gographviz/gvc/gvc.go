@@ -1,13 +1,9 @@
 package gvc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"image"
-	_ "image/jpeg"
-	_ "image/png"
 	"io"
 	"os"
 
@@ -78,17 +74,7 @@ func (c *Context) RenderData(ctx context.Context, g *cgraph.Graph, format string
 	return nil
 }
 
-func (c *Context) RenderImage(ctx context.Context, g *cgraph.Graph, format string) (image.Image, error) {
-	var buf bytes.Buffer
-	if err := c.RenderData(ctx, g, format, &buf); err != nil {
-		return nil, err
-	}
-	img, _, err := image.Decode(&buf)
-	if err != nil {
-		return nil, err
-	}
-	return img, nil
-}
+// acpflow patch: RenderImage removed (see graphviz.go).
 
 func (c *Context) RenderFilename(ctx context.Context, g *cgraph.Graph, format, filename string) error {
 	if _, err := os.Stat(filename); err != nil {
