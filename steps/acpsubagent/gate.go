@@ -46,7 +46,18 @@ type stdoutGate struct {
 
 	// tap, when set, sees every line passed on to the SDK (the transcript).
 	tap func(line []byte)
+	// held, when not nil, holds the first Read until it is closed (hold,
+	// release): the SDK's reader starts with its Connection, before the
+	// connection's logger is set.
+	held chan struct{}
 }
+
+// hold makes the first Read wait for release.
+func (g *stdoutGate) hold() { g.held = make(chan struct{}) }
+
+// release lets Read go on, and makes what was done before it (the
+// connection's set-up) happen before every Read.
+func (g *stdoutGate) release() { close(g.held) }
 
 func newStdoutGate(r io.Reader) *stdoutGate {
 	g := &stdoutGate{r: bufio.NewReaderSize(r, 64<<10)}
@@ -56,6 +67,9 @@ func newStdoutGate(r io.Reader) *stdoutGate {
 
 // Read implements io.Reader for the SDK.
 func (g *stdoutGate) Read(p []byte) (int, error) {
+	if g.held != nil {
+		<-g.held
+	}
 	for len(g.line) == 0 {
 		line, err := g.readLine()
 		if len(line) == 0 {

@@ -59,8 +59,12 @@ func (c *agentConn) connectTapped(handler acp.MethodHandler, tap func(dir string
 		stdin = tapWriter{stdin, tap}
 		c.gate.tap = func(line []byte) { tap(transcript.FromAgent, line) }
 	}
+	// The SDK starts reading in NewConnection, and reads the logger as
+	// its reading ends: the gate holds it until SetLogger is done.
+	c.gate.hold()
 	c.conn = acp.NewConnection(handler, stdin, c.gate)
 	c.conn.SetLogger(slog.New(noiseCounter{&c.noise}))
+	c.gate.release()
 }
 
 // tapWriter shows tap each message written to the agent.
