@@ -273,7 +273,7 @@ func (c *Child) teardown(l Ladder) Report {
 	// watcher's last look, and the orphans already re-parented to acpflow.
 	// Whatever the group leaves behind when it dies was seen here as its
 	// descendant, or carries its marker.
-	procs := table.read()
+	procs := table.readFor(c)
 	c.observe(procs, registry.orphanMarks(procs))
 	r := Report{Tier: "exited"}
 	if !c.waitGone(0) {
@@ -412,7 +412,12 @@ func (c *Child) groupGone(lastScan *time.Time) bool {
 		return false
 	}
 	*lastScan = time.Now()
-	table := fresh()
+	table := freshFor(c)
+	if !hasMember(table, c.pid) && subtreeReads() {
+		// A member lives outside c's part of the subtree: a process of
+		// another child's that joined the group (setpgid). Read it all.
+		table = fresh()
+	}
 	gone := true
 	self := os.Getpid()
 	for _, p := range table {
@@ -426,6 +431,16 @@ func (c *Child) groupGone(lastScan *time.Time) bool {
 		}
 	}
 	return gone
+}
+
+// hasMember reports whether procs has a member of group pgid.
+func hasMember(procs []procInfo, pgid int) bool {
+	for _, p := range procs {
+		if p.pgid == pgid {
+			return true
+		}
+	}
+	return false
 }
 
 // waitEOF waits, after stdin closed, until the group is gone (true), d has
@@ -447,7 +462,7 @@ func (c *Child) waitEOF(d, idle time.Duration, procs []procInfo) bool {
 		if !time.Now().Before(deadline) {
 			return false
 		}
-		cpu := c.groupCPU(table.read())
+		cpu := c.groupCPU(table.readFor(c))
 		if cpu.ticks != busy.ticks || cpu.members != busy.members || cpu.running {
 			quietSince = time.Now()
 		}

@@ -66,9 +66,18 @@ type procTable struct{}
 
 func (*procTable) read() []procInfo { return snapshot() }
 
+// readFor is read: a teardown reads the whole table too.
+func (*procTable) readFor(*Child) []procInfo { return snapshot() }
+
 // fresh reads the process table afresh: the whole of it, since macOS has
 // no subreaper (see subtree_linux.go for Linux's subtree read).
 func fresh() []procInfo { return snapshot() }
+
+// freshFor is fresh: a teardown reads the whole table too.
+func freshFor(*Child) []procInfo { return snapshot() }
+
+// subtreeReads is false: macOS has no subreaper and no children files.
+func subtreeReads() bool { return false }
 
 // cpuOf cannot tell an idle group from a busy one on macOS: kern.proc
 // reports no CPU time, and a process waiting for input is "runnable"

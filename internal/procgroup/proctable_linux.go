@@ -178,6 +178,20 @@ func (t *procTable) read() []procInfo {
 	if subtreeReads() {
 		return subtree()
 	}
+	return t.whole()
+}
+
+// readFor is read for a teardown of c: as the subreaper, the part of
+// acpflow's subtree c's sweep can need (subtreeOf).
+func (t *procTable) readFor(c *Child) []procInfo {
+	if subtreeReads() {
+		return subtreeOf(c)
+	}
+	return t.whole()
+}
+
+// whole reads the whole table incrementally.
+func (t *procTable) whole() []procInfo {
 	names := pids()
 	t.mu.Lock()
 	defer t.mu.Unlock()

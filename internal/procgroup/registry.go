@@ -146,3 +146,25 @@ func KillAll() {
 		c.Kill()
 	}
 }
+
+// leadersBut returns the leaders of the live children but c, pid → start
+// time: a walk for c's teardown reads them but not their subtrees.
+func (r *liveChildren) leadersBut(c *Child) map[int]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[int]uint64, len(r.children))
+	for o := range r.children {
+		if o != c {
+			out[o.pid] = o.start
+		}
+	}
+	return out
+}
+
+// isLive reports whether c is registered (not torn down yet).
+func (r *liveChildren) isLive(c *Child) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.children[c]
+	return ok
+}

@@ -40,9 +40,10 @@ const (
 // nothing in flux; then every stopped process is SIGKILLed (which ends a
 // stopped process too) and waited for.
 //
-// As the subreaper, a round reads acpflow's subtree instead of the whole
-// table (fresh): every stray is in it, and its walk's races are closed by
-// the same rounds (subtree_linux.go says why).
+// As the subreaper, a round reads the part of acpflow's subtree the
+// child's strays can be in instead of the whole table (freshFor): its
+// subtree and acpflow's orphans', and its walk's races are closed by the
+// same rounds (subtree_linux.go says why).
 //
 // A read of the table lists the pids first and reads each after: a
 // process listed alive may have forked and died by the time it is read,
@@ -54,7 +55,7 @@ func (c *Child) killStrays() int {
 	zombies := map[procKey]bool{}
 	blankSince := map[procKey]time.Time{}
 	for begin := time.Now(); time.Since(begin) < sweepLimit; {
-		procs := fresh()
+		procs := freshFor(c)
 		// Read after the table: a spawn under way then is either
 		// registered (a leader) or still counted as starting.
 		only := registry.onlyLive(c)

@@ -35,7 +35,8 @@ import (
 // /proc/PID/task/TID/children lists one thread's children, so every
 // thread's file is read: Go's runtime forks from whichever thread the
 // goroutine runs on, agents in Go, Rust or node fork from many, and an
-// orphan is re-parented to any live thread of its reaper. A process with
+// orphan is re-parented to the first live thread of its reaper, which is
+// not the leader once that has exited. A process with
 // one thread has one file (its task id is its pid), read without listing
 // /proc/PID/task. Each file is read with one read() of a page: the kernel
 // fills it following each child to its next sibling, and restarts by
@@ -74,6 +75,58 @@ import (
 // process (the same). So a round that finds nothing new and no new zombie
 // saw everything, as before: SIGSTOP before SIGKILL is unchanged, and a
 // stopped process's lists are exact, since it neither forks nor reaps.
+//
+// A teardown's walk (subtreeOf). The watcher walks the whole subtree,
+// one walk serving every live child; a teardown's walks (its first look,
+// each round of the sweep, groupGone's and waitEOF's reads) cover only
+// what that child's sweep can take, since in a batch every walk of the
+// whole subtree also read every other agent's (a multi-threaded one is a
+// task directory and a children file per thread) and acpflow's threads.
+// A teardown of c walks c's subtree from c's leader (whichever thread of
+// acpflow forked it), and acpflow's other children with their subtrees,
+// but for the other live children's leaders, read and not walked. Nothing
+// c's sweep takes is below them: c takes the processes it saw below c
+// while it lived, its group's members, and acpflow's orphans (those that
+// carry its marker, or all when it is the only live child), with what is
+// below those. A process below c stays below c or, orphaned, goes to its
+// nearest living subreaper ancestor: one below c (still c's subtree) or
+// acpflow; never into another agent's subtree, which is no ancestor of
+// it. So what c saw is in c's subtree or an orphan of acpflow's, and so
+// is every orphan of acpflow's, marked or not. A group member can sit
+// below another agent only by setpgid into c's group from there (c's
+// group is in acpflow's session, so the other agent may): the group's
+// kill reaches it all the same, and groupGone, told by kill(-pgid, 0)
+// that a member is left where its walk found none, reads the whole
+// subtree. Its own agent's teardown kills it in any case. When the other
+// agent is torn down, its sweep has stopped and killed all of its own
+// before it is unregistered; until then, an orphan of its re-parented to
+// acpflow is read (it is acpflow's child) and not taken, not carrying
+// c's marker.
+//
+// acpflow's level. The kernel re-parents an orphan to the first thread
+// of its reaper's group that is not exiting (kernel/exit.c,
+// find_new_reaper and find_alive_thread, since Linux 3.19): the group's
+// leader, in list order, while it lives, and acpflow's is Go's main
+// thread (m0), which never exits (the runtime parks it rather than end
+// it). So every orphan of acpflow's is on its leader thread's children
+// file, and a teardown's walk reads that one file of acpflow's, not one
+// per thread (acpflow has 10 to 20 in a batch): acpflow's other children,
+// on other threads, are the live children (c's leader is walked as the
+// root; the others are not walked), a spawn under way (not registered
+// yet, and no sweep takes or reaps anything then: registry.starting) and
+// RunOwn's helpers (never taken). On an older kernel (leaderReaps) every
+// thread's file is read. An agent's own threads are all read: agents fork
+// from any thread, and their orphans go to the agent's first live thread.
+//
+// Walks of different scopes. A zombie met dead by an earlier walk, of any
+// scope, died before this walk began (walks are serialized), so its
+// children were at their reaper's when this walk read that reaper's list:
+// in scope, for a walk that has the zombie in scope (the reaper is its
+// ancestor, above it but below acpflow or acpflow's leader thread). Each
+// scope keeps what its own last walk met dead, and a zombie counts as
+// old if any scope's memory has it; a scope's memory is forgotten with
+// its child. A walk that reads a zombie no walk has met is made again, as
+// before.
 //
 // What is no longer needed. The whole table is read incrementally
 // (procTable) so that a watcher's read costs a directory listing plus
@@ -122,25 +175,70 @@ func fresh() []procInfo {
 	return snapshot()
 }
 
-// walks serializes subtree reads and remembers what the last one met dead.
+// freshFor is fresh for a teardown of c: as the subreaper, the part of
+// acpflow's subtree c's sweep can need (see "A teardown's walk" above).
+func freshFor(c *Child) []procInfo {
+	if subtreeReads() {
+		return subtreeOf(c)
+	}
+	return snapshot()
+}
+
+// walks serializes subtree reads and remembers, for each scope (nil: the
+// whole subtree; a child: its teardown's), what that scope's last walk met
+// dead.
 var walks struct {
 	mu   sync.Mutex
-	dead map[procKey]bool
+	dead map[*Child]map[procKey]bool
+}
+
+// metDead reports whether a walk of any scope met k dead: one did, and
+// finished before this one began (walks are serialized), so k died before
+// this walk began. Called with walks.mu held.
+func metDead(k procKey) bool {
+	for _, dead := range walks.dead {
+		if dead[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // walkTries bounds the walks of one subtree read (see subtree).
 const walkTries = 3
 
 // subtree reads every process below this one (not itself), parents
-// before their children. A walk in which a process died (one read dead
-// that the last walk had not met dead, or one listed and gone) may have
-// missed its children, on their way to their reaper: the walk is made
-// again, and after walkTries such walks, or should a thread have too many
-// children to list in one pass, the whole table is read instead.
-func subtree() []procInfo {
+// before their children.
+func subtree() []procInfo { return subtreeOf(nil) }
+
+// subtreeOf reads what a teardown of c can need of the processes below
+// this one (all of them for nil): c's subtree, and acpflow's other
+// children with theirs but for the other live children's leaders, whose
+// subtrees are not walked (see above). A walk in which a process died
+// (one read dead that no walk had met dead, or one listed and gone) may
+// have missed its children, on their way to their reaper: the walk is
+// made again, and after walkTries such walks, or should a thread have too
+// many children to list in one pass, the whole table is read instead.
+func subtreeOf(c *Child) []procInfo {
+	var others map[int]uint64
+	if c != nil {
+		others = registry.leadersBut(c)
+	}
 	walks.mu.Lock()
 	defer walks.mu.Unlock()
+	if walks.dead == nil {
+		walks.dead = make(map[*Child]map[procKey]bool)
+	}
+	if _, ok := walks.dead[c]; !ok && c != nil {
+		// A new scope: forget those of children torn down since.
+		for k := range walks.dead {
+			if k != nil && !registry.isLive(k) {
+				delete(walks.dead, k)
+			}
+		}
+	}
 	var w walker
+	w.child, w.others = c, others
 	for range walkTries {
 		w.reset()
 		w.walk()
@@ -148,9 +246,9 @@ func subtree() []procInfo {
 		moved := w.inexact || w.vanished
 		for _, k := range w.dead {
 			dead[k] = true
-			moved = moved || !walks.dead[k]
+			moved = moved || !metDead(k)
 		}
-		walks.dead = dead
+		walks.dead[c] = dead
 		if w.inexact {
 			break
 		}
@@ -160,6 +258,31 @@ func subtree() []procInfo {
 	}
 	return snapshot()
 }
+
+// leaderReaps says whether an orphan re-parented to acpflow is listed by
+// acpflow's leader thread alone: the kernel hands it to the first thread
+// of the reaper's group that is not exiting (find_alive_thread, since
+// Linux 3.19; before, to the thread that forked the line it came down),
+// and the leader, Go's main thread, never exits.
+var leaderReaps = sync.OnceValue(func() bool {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return false
+	}
+	var major, minor int
+	var n *int = &major
+	for _, c := range u.Release {
+		switch {
+		case c >= '0' && c <= '9':
+			*n = *n*10 + int(c-'0')
+		case c == '.' && n == &major:
+			n = &minor
+		default:
+			return major > 3 || major == 3 && minor >= 19
+		}
+	}
+	return major > 3 || major == 3 && minor >= 19
+})
 
 // walker holds the buffers and findings of a subtree walk.
 type walker struct {
@@ -173,6 +296,11 @@ type walker struct {
 	// vanished says a process listed was gone when read; inexact that a
 	// children file took more than one read().
 	vanished, inexact bool
+	// child is the teardown's child the walk is for (nil: the whole
+	// subtree); others the other live children's leaders, pid → start
+	// time, whose subtrees it does not walk.
+	child  *Child
+	others map[int]uint64
 }
 
 func (w *walker) reset() {
@@ -181,13 +309,62 @@ func (w *walker) reset() {
 }
 
 // walk lists acpflow's threads' children, then visits every process
-// listed, which lists its own.
+// listed, which lists its own. A walk for a child visits the child first
+// (whichever thread of acpflow forked it), then lists the children of
+// acpflow's leader thread alone, where every orphan comes (leaderReaps),
+// and does not visit the other live children's leaders.
 func (w *walker) walk() {
 	self := os.Getpid()
-	w.threadsBelow(self, -1) // acpflow is multi-threaded: list its tasks
-	for i := 0; i < len(w.queue); i++ {
-		w.visit(w.queue[i])
+	if w.child == nil {
+		w.threadsBelow(self, -1) // acpflow is multi-threaded: list its tasks
+		for i := 0; i < len(w.queue); i++ {
+			w.visit(w.queue[i])
+		}
+		return
 	}
+	next := w.visitRoot(w.child)
+	if leaderReaps() {
+		if fd, ok := openPath(w.path.of(self, self, "children")); ok {
+			w.listChildren(fd)
+		}
+	} else {
+		w.threadsBelow(self, -1)
+	}
+	top := len(w.queue) // acpflow's children end here
+	for i := next; i < len(w.queue); i++ {
+		pid := w.queue[i]
+		if start, ok := w.others[pid]; ok && i < top {
+			// Another live child's leader: read, not walked.
+			if p, ok := readProcInto(pid, w.stat[:]); ok && p.start == start {
+				w.found(p)
+				continue
+			}
+		}
+		w.visit(pid)
+	}
+}
+
+// visitRoot visits c's leader, if it is still c's, and says where the
+// walk goes on in the queue. Its having been reaped is no death during
+// the walk: what it left was moved to acpflow's leader thread before
+// that thread's list, read next, is read.
+func (w *walker) visitRoot(c *Child) int {
+	w.queue = append(w.queue, c.pid)
+	fd, ok := openPath(w.path.of(c.pid, c.pid, "children"))
+	if !ok {
+		w.queue = w.queue[:0]
+		return 0
+	}
+	w.listChildren(fd)
+	p, ok := w.readStat(c.pid)
+	if !ok || c.start != 0 && p.start != c.start {
+		// Reaped, and the pid is another process's now: its children
+		// are not c's.
+		w.queue = w.queue[:0]
+		return 0
+	}
+	w.found(p)
+	return 1
 }
 
 // visit reads the children of process pid, then its stat: read alive
@@ -200,15 +377,27 @@ func (w *walker) visit(pid int) {
 		return
 	}
 	w.listChildren(fd)
+	p, ok := w.readStat(pid)
+	if !ok {
+		w.vanished = true
+		return
+	}
+	w.found(p)
+}
+
+// readStat reads process pid's stat after its main thread's children
+// file, and the other threads' files before reading it again.
+func (w *walker) readStat(pid int) (procInfo, bool) {
 	p, ok := readProcInto(pid, w.stat[:])
 	if ok && p.threads > 1 {
 		w.threadsBelow(pid, pid)
 		p, ok = readProcInto(pid, w.stat[:])
 	}
-	if !ok {
-		w.vanished = true
-		return
-	}
+	return p, ok
+}
+
+// found adds p, read after its lists, to the walk's findings.
+func (w *walker) found(p procInfo) {
 	if p.state == 'Z' || p.state == 'X' {
 		w.dead = append(w.dead, p.key())
 	}

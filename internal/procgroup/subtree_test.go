@@ -34,6 +34,10 @@ func runHelper(helper string) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "idlethreads":
+		idleThreads()
+	case "orphaner":
+		orphaner()
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", helper)
 	os.Exit(2)
@@ -277,7 +281,10 @@ func TestTheSuiteReadsWhatItSays(t *testing.T) {
 
 // BenchmarkTeardownRead times one read of the process table as a teardown
 // makes it (a sweep round's, afresh), beside a child with a realistic
-// subtree: the shell, cat, two sleeps and a setsid orphan.
+// subtree (the shell, cat, two sleeps and a setsid orphan) and, as in a
+// batch at --concurrency 8, batchAgents other live children, each a
+// multi-threaded Go process: the whole subtree's walk (the watcher's),
+// the walk for the shell's teardown, and the whole table's reads.
 func BenchmarkTeardownRead(b *testing.B) {
 	c, err := Start(Spec{Path: "/bin/sh", Args: []string{"-c", `sleep 1000 & sleep 1000 & (setsid sleep 1000 &); cat >/dev/null`},
 		Env: []string{"PATH=/usr/bin:/bin"}})
@@ -285,14 +292,39 @@ func BenchmarkTeardownRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Teardown(Ladder{EOFGrace: time.Millisecond, TermGrace: time.Millisecond}) })
-	for deadline := time.Now().Add(10 * time.Second); len(subtree()) < 5 && time.Now().Before(deadline); {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	const batchAgents = 8
+	for range batchAgents {
+		a, err := Start(Spec{Path: exe, Args: []string{"-test.run=^$"}, Env: []string{helperVar + "=idlethreads"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { a.Teardown(Ladder{EOFGrace: 10 * time.Second, TermGrace: time.Second}) })
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if p, ok := readProc(a.Pid()); ok && p.threads > agentThreads {
+				break
+			}
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(subtree()) < 5+batchAgents && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	b.Logf("subtree %d processes, whole table %d", len(subtree()), len(snapshot()))
+	self, _ := readProc(os.Getpid())
+	b.Logf("subtree %d processes (%d threads here), the walk for one child %d, whole table %d",
+		len(subtree()), self.threads, len(subtreeOf(c)), len(snapshot()))
 	b.Run("subtree", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			subtree()
+		}
+	})
+	b.Run("child", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			subtreeOf(c)
 		}
 	})
 	b.Run("whole-table", func(b *testing.B) {
