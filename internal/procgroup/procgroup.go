@@ -273,7 +273,7 @@ func (c *Child) teardown(l Ladder) Report {
 	// watcher's last look, and the orphans already re-parented to acpflow.
 	// Whatever the group leaves behind when it dies was seen here as its
 	// descendant, or carries its marker.
-	procs := table.readFor(c)
+	procs := table.read()
 	c.observe(procs, registry.orphanMarks(procs))
 	r := Report{Tier: "exited"}
 	if !c.waitGone(0) {
@@ -462,7 +462,7 @@ func (c *Child) waitEOF(d, idle time.Duration, procs []procInfo) bool {
 		if !time.Now().Before(deadline) {
 			return false
 		}
-		cpu := c.groupCPU(table.readFor(c))
+		cpu := c.groupCPU(table.read())
 		if cpu.ticks != busy.ticks || cpu.members != busy.members || cpu.running {
 			quietSince = time.Now()
 		}

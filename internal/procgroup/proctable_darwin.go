@@ -66,9 +66,6 @@ type procTable struct{}
 
 func (*procTable) read() []procInfo { return snapshot() }
 
-// readFor is read: a teardown reads the whole table too.
-func (*procTable) readFor(*Child) []procInfo { return snapshot() }
-
 // fresh reads the process table afresh: the whole of it, since macOS has
 // no subreaper (see subtree_linux.go for Linux's subtree read).
 func fresh() []procInfo { return snapshot() }

@@ -157,11 +157,17 @@ func pids() []int {
 }
 
 // procTable reads the process table for the watcher and a teardown's
-// first look. As the subreaper it reads acpflow's subtree afresh each
-// time (subtree_linux.go), which needs no cache. Otherwise it reads the
-// whole table incrementally: a process already read
-// is not read again while its pid and its parent's stay listed, so a read
-// costs one directory listing plus the processes born since the last one.
+// first look and idle checks (waitEOF), the reads repeated while a child
+// lives. It reads the whole table incrementally, as the subreaper too: a
+// process already read is not read again while its pid and its parent's
+// stay listed, so a read costs one directory listing plus the processes
+// born since the last one, less than a walk of acpflow's subtree, which
+// reads a children file per thread (a node or Rust agent has dozens): on
+// the 2-core VM a teardown's walks competed with the step's settling
+// (turn_end to step_end: 2.6 ms with this read, 6.4 ms with walks, for
+// claude-agent-acp). The sweep's rounds and the group check, which need a
+// fresh read of every process, walk the subtree instead (fresh, freshFor).
+//
 // That is what tracking descendants needs: the start time is fixed for a
 // process's life, and its parent changes only when the parent dies (it is
 // re-parented to acpflow, the subreaper, or init), which is why a process
@@ -174,21 +180,7 @@ type procTable struct {
 	known map[int]procInfo
 }
 
-func (t *procTable) read() []procInfo {
-	if subtreeReads() {
-		return subtree()
-	}
-	return t.whole()
-}
-
-// readFor is read for a teardown of c: as the subreaper, the part of
-// acpflow's subtree c's sweep can need (subtreeOf).
-func (t *procTable) readFor(c *Child) []procInfo {
-	if subtreeReads() {
-		return subtreeOf(c)
-	}
-	return t.whole()
-}
+func (t *procTable) read() []procInfo { return t.whole() }
 
 // whole reads the whole table incrementally.
 func (t *procTable) whole() []procInfo {

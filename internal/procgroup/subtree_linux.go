@@ -9,11 +9,14 @@ import (
 	"unsafe"
 )
 
-// The subtree read: what acpflow's teardowns, and the watcher, read of the
-// process table when acpflow is the child subreaper. The whole table costs
-// a stat read per process on the machine (its share of a one-step run's
-// CPU grew with the machine's process count); acpflow's own subtree is the
-// handful of processes its agents started.
+// The subtree read: what a teardown's fresh reads of the process table
+// (each round of the sweep, the group check) are when acpflow is the child
+// subreaper. A fresh read of the whole table costs a stat read per process
+// on the machine (its share of a one-step run's CPU grew with the
+// machine's process count); acpflow's own subtree is the handful of
+// processes its agents started. The reads repeated while a child lives
+// (the watcher, a teardown's first look and idle checks) stay incremental
+// reads of the whole table (procTable), which cost less than a walk.
 //
 // # Notes
 //
@@ -63,9 +66,7 @@ import (
 // may have died during this one), or lists one that is gone when read,
 // is made again; a zombie met by the last walk died before this one
 // began, and its children are at their reaper's. After three such walks
-// in a row the whole table is read instead. The teardown's first look
-// and the watcher rely on this (a group member whose parent exits as the
-// teardown begins is seen once, before the group's kill, or never).
+// in a row the whole table is read instead.
 //
 // Why the sweep stays correct (killStrays). What a settled walk can
 // still miss is what the whole table's listing misses: a process forked
@@ -76,10 +77,8 @@ import (
 // saw everything, as before: SIGSTOP before SIGKILL is unchanged, and a
 // stopped process's lists are exact, since it neither forks nor reaps.
 //
-// A teardown's walk (subtreeOf). The watcher walks the whole subtree,
-// one walk serving every live child; a teardown's walks (its first look,
-// each round of the sweep, groupGone's and waitEOF's reads) cover only
-// what that child's sweep can take, since in a batch every walk of the
+// A teardown's walk (subtreeOf). A teardown's walks (each round of the
+// sweep, groupGone's read) cover only what that child's sweep can take, since in a batch every walk of the
 // whole subtree also read every other agent's (a multi-threaded one is a
 // task directory and a children file per thread) and acpflow's threads.
 // A teardown of c walks c's subtree from c's leader (whichever thread of
@@ -128,12 +127,11 @@ import (
 // its child. A walk that reads a zombie no walk has met is made again, as
 // before.
 //
-// What is no longer needed. The whole table is read incrementally
-// (procTable) so that a watcher's read costs a directory listing plus
-// the processes born since the last; the subtree is read whole every
-// time (a stat each, the processes are few, and a fresh read needs no
-// rule for re-parented processes), so the cache serves only the whole
-// table.
+// The incremental read stays for the repeated reads (procTable): it costs
+// a directory listing plus the processes born since the last, where a
+// walk reads a children file per thread of every process in it; the
+// subtree is read whole every time (a stat each, the processes are few,
+// and a fresh read needs no rule for re-parented processes).
 //
 // When it is not used: acpflow is not the subreaper (EnableSubreaper not
 // called, it failed, or a child had started before it: orphaned then,
