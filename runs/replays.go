@@ -96,12 +96,3 @@ func (r *Runner) Close() error {
 	r.scratch = ""
 	return err
 }
-
-// StoreOpenErr is why the run store could not be opened (OpenAsync), once
-// that is known; nil without a store.
-func (r *Runner) StoreOpenErr() error {
-	if r.Store == nil {
-		return nil
-	}
-	return r.Store.OpenErr()
-}

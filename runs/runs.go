@@ -250,3 +250,12 @@ func lineEvent(res *engine.RunResult) steps.Event {
 	return steps.Event{RunID: res.RunID, Time: time.Now(),
 		Data: steps.RunEnd{Status: string(res.Status), Error: res.Error, Invalid: true}}
 }
+
+// StoreOpenErr is why the run store could not be opened (OpenAsync), once
+// that is known; nil without a store.
+func (r *Runner) StoreOpenErr() error {
+	if r.Store == nil {
+		return nil
+	}
+	return r.Store.OpenErr()
+}

@@ -48,17 +48,15 @@ type Service struct {
 // "" ($ACPFLOW_STATE, else $XDG_STATE_HOME/acpflow/state.db, else
 // ~/.local/state/acpflow/state.db).
 func Open(path string) (*Service, error) {
-	if path == "" {
-		var err error
-		if path, err = store.DefaultPath(); err != nil {
-			return nil, err
-		}
-	}
-	s, err := store.Open(path)
+	v, err := OpenAsync(path)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{store: s}, nil
+	if err := v.store.Ready(context.Background()); err != nil {
+		v.store.Close()
+		return nil, err
+	}
+	return v, nil
 }
 
 // OpenAsync is Open without waiting for the store's schema and prepared

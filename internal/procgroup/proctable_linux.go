@@ -180,10 +180,8 @@ type procTable struct {
 	known map[int]procInfo
 }
 
-func (t *procTable) read() []procInfo { return t.whole() }
-
-// whole reads the whole table incrementally.
-func (t *procTable) whole() []procInfo {
+// read reads the whole table incrementally.
+func (t *procTable) read() []procInfo {
 	names := pids()
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -201,14 +201,6 @@ func (s *Store) OpenErr() error {
 	}
 }
 
-// reader is the read pool, once the store is ready.
-func (s *Store) reader(ctx context.Context) (*sql.DB, error) {
-	if err := s.Ready(ctx); err != nil {
-		return nil, err
-	}
-	return s.r, nil
-}
-
 // dsn is the driver's name for the file: a file: URI, so that a path with
 // '?' or '#' in it is not taken for parameters. The pragmas run on every new
 // connection (journal_mode=WAL is stored in the file; the others are per
