@@ -2,8 +2,10 @@ package acpsubagent
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/acpflow/acpflow/steps"
@@ -31,15 +33,9 @@ func presetDir(agent *steps.Agent, env map[string]string, args []string) (string
 	if err != nil {
 		return "", fmt.Errorf("agent %s: preset %s: cannot make its config directory: %w", agent.Name, p.Name, err)
 	}
-	for name, content := range p.Files {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
-			err = os.WriteFile(path, []byte(strings.ReplaceAll(content, acpagent.PresetDirVar, dir)), 0o600)
-		}
-		if err != nil {
-			os.RemoveAll(dir)
-			return "", fmt.Errorf("agent %s: preset %s: cannot write %s: %w", agent.Name, p.Name, name, err)
-		}
+	if err := writePresetFiles(dir, p.Files); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("agent %s: preset %s: %w", agent.Name, p.Name, err)
 	}
 	for k, v := range env {
 		if strings.Contains(v, acpagent.PresetDirVar) {
@@ -56,6 +52,29 @@ func presetDir(agent *steps.Agent, env map[string]string, args []string) (string
 func presetMeta(agent *steps.Agent) map[string]any {
 	if p, ok := acpagent.LookupPreset(agent.Preset); ok {
 		return p.Meta
+	}
+	return nil
+}
+
+// writePresetFiles writes files (name to content, acpagent.PresetDirVar in a
+// content standing for dir) beneath dir.
+//
+// # Notes
+//
+// A file it cannot write is an error, never a skip: these files are what
+// make gemini and qwen ask before they act (gemini's admin policy, qwen's
+// ask rules), so an agent started without them would run on its own
+// settings, unasked.
+func writePresetFiles(dir string, files map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("cannot write its file: %w", err)
+		}
+		content := strings.ReplaceAll(files[name], acpagent.PresetDirVar, dir)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			return fmt.Errorf("cannot write its file: %w", err)
+		}
 	}
 	return nil
 }
