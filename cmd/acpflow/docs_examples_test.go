@@ -434,3 +434,24 @@ func docCommandProblem(args []string) error {
 	}
 	return exampleProblem(args)
 }
+
+// CI must run the tests as a user does (README.md, "Run the tests"): the
+// command in that section's block is a line of .ci/run, as it is written.
+func TestCIRunsTheREADMEsTestCommand(t *testing.T) {
+	var command string
+	for _, b := range readMarkdown(t, "README.md").blocks {
+		if b.section == "Run the tests" && b.lang == "sh" {
+			command = strings.TrimSpace(b.text)
+		}
+	}
+	if command == "" || strings.Contains(command, "\n") {
+		t.Fatalf("README.md's \"Run the tests\" has no one-line sh block (found %q)", command)
+	}
+	ci, err := os.ReadFile(filepath.Join("..", "..", ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(ci), "\n"), command) {
+		t.Errorf(".ci/run has no line %q, README.md's test command", command)
+	}
+}
