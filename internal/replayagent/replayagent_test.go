@@ -35,6 +35,11 @@ var (
 )
 
 // recordedTurn is the recording: acpflow's messages and the agent's, in the order they went.
+// hangGuard is how long a test waits for what should come at once: a
+// guard against a hang, not a measurement, so long enough that a machine
+// at load 20 (which delays a goroutine by seconds) never trips it.
+const hangGuard = time.Minute
+
 func recordedTurn() []transcript.Message {
 	return messages(
 		to(initReq), from(initResp), to(newReq), from(newResp), from(commands),
@@ -118,7 +123,7 @@ func serve(t *testing.T, rec *transcript.Step) *client {
 			if err != nil {
 				t.Errorf("Serve: %v", err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(hangGuard):
 			t.Error("Serve did not return on EOF")
 		}
 		agentIn.Close()
@@ -143,8 +148,8 @@ func (c *client) recv() string {
 			c.t.Fatal("the agent's output ended")
 		}
 		return l
-	case <-time.After(5 * time.Second):
-		c.t.Fatal("the agent wrote nothing for 5s")
+	case <-time.After(hangGuard):
+		c.t.Fatalf("the agent wrote nothing for %s", hangGuard)
 	}
 	return ""
 }
@@ -300,7 +305,7 @@ func TestServeReturnsAtEOFWithATurnInFlight(t *testing.T) {
 		served <- replayagent.Serve(context.Background(), recorded(t, false, recordedTurn()), agentIn, &out, &out)
 	}()
 	clientOut.WriteString(initReq + "\n" + newReq + "\n" + promptReq + "\n")
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for !strings.Contains(out.String(), "session/request_permission") && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -310,7 +315,7 @@ func TestServeReturnsAtEOFWithATurnInFlight(t *testing.T) {
 		if err != nil {
 			t.Errorf("Serve = %v, want nil", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("Serve did not return at EOF")
 	}
 }
@@ -330,7 +335,7 @@ func TestServeReturnsWhenItsContextEnds(t *testing.T) {
 		if err != context.Canceled {
 			t.Errorf("Serve = %v, want context.Canceled", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("Serve did not return when its context ended")
 	}
 }
