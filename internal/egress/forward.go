@@ -58,6 +58,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, at Attempt) {
 	at.Status = resp.StatusCode
 	p.note(at)
 
+	relay(w, resp)
+}
+
+// relay streams an upstream's response back to the client.
+func relay(w http.ResponseWriter, resp *http.Response) {
 	dropHopHeaders(resp.Header)
 	h := w.Header()
 	for k, vv := range resp.Header {
