@@ -16,14 +16,18 @@ const (
 	OutcomeCancelled = "cancelled"
 )
 
-// The rules of the records of requests acpflow answered itself, `cancelled`,
-// asking no policy (docs/policies.md "What is recorded").
+// The rules of the records of requests acpflow answered itself, asking no
+// policy (docs/policies.md "What is recorded"): `cancelled` for the first
+// five, a reject for the last two, which refuse what no policy should be
+// shown.
 const (
-	RuleTurnCancelled  = "turn-cancelled"   // the turn was cancelled
-	RuleOtherSession   = "other-session"    // a session no step has open
-	RuleSessionNotOpen = "session-not-open" // before the step's session was open
-	RuleBetweenTurns   = "between-turns"    // a session kept for a later step, between turns
-	RuleTurnEnded      = "turn-ended"       // a step's session after its turn ended
+	RuleTurnCancelled   = "turn-cancelled"    // the turn was cancelled
+	RuleOtherSession    = "other-session"     // a session no step has open
+	RuleSessionNotOpen  = "session-not-open"  // before the step's session was open
+	RuleBetweenTurns    = "between-turns"     // a session kept for a later step, between turns
+	RuleTurnEnded       = "turn-ended"        // a step's session after its turn ended
+	RuleRequestTooLarge = "request-too-large" // a request past the bounds of what a policy is shown
+	RuleTooManyRequests = "too-many-requests" // more requests of the turn waiting for an answer than acpflow holds
 )
 
 // AnsweredItself reports whether a record's rule says acpflow answered the
@@ -31,7 +35,8 @@ const (
 // it (`acpflow policy test` skips such records).
 func AnsweredItself(rule string) bool {
 	switch rule {
-	case RuleTurnCancelled, RuleOtherSession, RuleSessionNotOpen, RuleBetweenTurns, RuleTurnEnded:
+	case RuleTurnCancelled, RuleOtherSession, RuleSessionNotOpen, RuleBetweenTurns, RuleTurnEnded,
+		RuleRequestTooLarge, RuleTooManyRequests:
 		return true
 	}
 	return false

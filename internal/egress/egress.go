@@ -35,8 +35,8 @@ type Attempt struct {
 	// it admits can still fail (Status 502 or 503; Reason says why).
 	Allowed bool
 	// Reason is empty when the request went through, else why not in a
-	// few words: "host is not in the allow list", "too many tunnels open (256)", a
-	// dial error.
+	// few words: "host is not in the allow list", "too many tunnels open
+	// (256)", "too many requests in flight (256)", a dial error.
 	Reason string
 	// Status is what the proxy answered: 200 for an opened tunnel, the
 	// upstream's status for a forwarded request, 400, 403, 502 or 503 when
@@ -50,6 +50,7 @@ type Attempt struct {
 // timeout, since agents keep streams open for minutes between events.
 const (
 	MaxTunnels        = 256              // open tunnels at once; more are answered 503
+	MaxForwards       = 256              // plain HTTP requests in flight at once; more are answered 503
 	MaxHeaderBytes    = 64 << 10         // request line and headers of one request (net/http adds 4 KiB of slack)
 	ReadHeaderTimeout = 10 * time.Second // to send a request's line and headers
 	DialTimeout       = 10 * time.Second // to reach an allowed host
@@ -58,6 +59,7 @@ const (
 // limits are the bounds one proxy runs with; tests shrink them.
 type limits struct {
 	tunnels       int
+	forwards      int
 	headerTimeout time.Duration
 	dialTimeout   time.Duration
 	// linger is how long a tunnel's other direction may go on once one
@@ -72,6 +74,7 @@ type limits struct {
 
 var defaultLimits = limits{
 	tunnels:       MaxTunnels,
+	forwards:      MaxForwards,
 	headerTimeout: ReadHeaderTimeout,
 	dialTimeout:   DialTimeout,
 	linger:        10 * time.Second,
@@ -97,6 +100,7 @@ type Proxy struct {
 	mu      sync.Mutex
 	closed  bool
 	slots   int                   // tunnels open or being opened
+	sending int                   // plain HTTP requests being forwarded
 	tunnels map[net.Conn]struct{} // both ends of every open tunnel, for Close
 
 	serveDone chan struct{}  // closed when srv.Serve returns

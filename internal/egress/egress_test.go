@@ -722,3 +722,97 @@ func TestARecordCallbackIsNeverCalledConcurrently(t *testing.T) {
 		t.Errorf("%d overlapping calls", overlaps)
 	}
 }
+
+// TestThePlainRequestAfterTheLimitGets503: plain HTTP requests are capped
+// as tunnels are: past the limit of requests in flight each is answered
+// 503 and recorded, one that ends frees its slot, and the cap is the
+// forwards' own (tunnels still open while it is reached).
+//
+// Class of input: a limit of one, a few, and the default, each met by a
+// crowd of requests whose responses stream until released.
+func TestThePlainRequestAfterTheLimitGets503(t *testing.T) {
+	for _, forwards := range []int{1, 5, MaxForwards} {
+		t.Run(fmt.Sprint("limit ", forwards), func(t *testing.T) {
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "first")
+				w.(http.Flusher).Flush()
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}))
+			defer srv.Close()
+			defer close(release)
+			echo := startEcho(t)
+			u, _ := url.Parse(srv.URL)
+			lim := defaultLimits
+			lim.forwards = forwards
+			p, rec := startProxy(t, []string{u.Host, echo.addr()}, lim)
+			client := proxiedClient(p)
+			defer client.CloseIdleConnections()
+
+			n := forwards + 20
+			statuses := make([]int, n)
+			bodies := make([]io.ReadCloser, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					resp, err := client.Get(srv.URL + "/stream")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					statuses[i], bodies[i] = resp.StatusCode, resp.Body
+				})
+			}
+			wg.Wait()
+			counts := map[int]int{}
+			var open []io.ReadCloser
+			for i, s := range statuses {
+				counts[s]++
+				if s == 200 {
+					open = append(open, bodies[i])
+				} else if bodies[i] != nil {
+					bodies[i].Close()
+				}
+			}
+			defer func() {
+				for _, b := range open {
+					b.Close()
+				}
+			}()
+			if counts[200] != forwards || counts[503] != n-forwards || len(counts) != 2 {
+				t.Fatalf("statuses %v, want %d × 200 and %d × 503", counts, forwards, n-forwards)
+			}
+			want := fmt.Sprintf("too many requests in flight (%d)", forwards)
+			refused := 0
+			for _, at := range rec.all() {
+				if at.Status == 503 {
+					refused++
+					if !at.Allowed || at.Reason != want || at.Method != "GET" {
+						t.Errorf("recorded %+v", at)
+					}
+				}
+			}
+			if refused != n-forwards {
+				t.Errorf("recorded %d refusals, want %d", refused, n-forwards)
+			}
+			// Tunnels have slots of their own.
+			if _, _, status := connect(t, p, echo.addr(), nil); status != 200 {
+				t.Errorf("a tunnel while plain requests are at their limit: %d", status)
+			}
+			// A request that ends frees its slot.
+			open[0].Close()
+			open = open[1:]
+			eventually(t, func() bool {
+				resp, err := client.Get(srv.URL + "/again")
+				if err != nil {
+					return false
+				}
+				resp.Body.Close()
+				return resp.StatusCode == 200
+			}, func() string { return "after a request ended, its slot was still taken" })
+		})
+	}
+}

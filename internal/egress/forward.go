@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"strconv"
 	"strings"
 )
 
@@ -30,6 +31,14 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, at Attempt) {
 		return
 	}
 	at.Allowed = true
+	// As a tunnel takes a slot: a request whose upstream never answers,
+	// or whose response streams for minutes, holds an upstream
+	// connection and a goroutine for as long.
+	if reason := p.reserveForward(); reason != "" {
+		p.refuse(w, at, http.StatusServiceUnavailable, reason)
+		return
+	}
+	defer p.releaseForward()
 
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
@@ -49,6 +58,11 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, at Attempt) {
 	at.Status = resp.StatusCode
 	p.note(at)
 
+	relay(w, resp)
+}
+
+// relay streams an upstream's response back to the client.
+func relay(w http.ResponseWriter, resp *http.Response) {
 	dropHopHeaders(resp.Header)
 	h := w.Header()
 	for k, vv := range resp.Header {
@@ -103,4 +117,26 @@ func dropHopHeaders(h http.Header) {
 	for _, name := range hopHeaders {
 		h.Del(name)
 	}
+}
+
+// reserveForward takes a slot for a plain HTTP request before it is
+// forwarded, so that MaxForwards bounds the requests in flight as
+// MaxTunnels bounds tunnels. It returns why not, or "".
+func (p *Proxy) reserveForward() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return "the proxy is closing"
+	}
+	if p.sending >= p.lim.forwards {
+		return "too many requests in flight (" + strconv.Itoa(p.lim.forwards) + ")"
+	}
+	p.sending++
+	return ""
+}
+
+func (p *Proxy) releaseForward() {
+	p.mu.Lock()
+	p.sending--
+	p.mu.Unlock()
 }

@@ -256,6 +256,7 @@ func (a *agent) prompt(t *turn) {
 		a.mu.Unlock()
 	}()
 
+	a.writeStdoutLines()
 	if a.cfg.usageCost > 0 {
 		a.reportCost(t.sessionID)
 	}
@@ -309,6 +310,10 @@ func (a *agent) prompt(t *turn) {
 			return
 		}
 		a.chunk(t.sessionID, fmt.Sprintf("permission %s %s: %s\n", tool.kind, tool.title, outcome))
+	}
+	if !a.askBounds(t) {
+		a.endTurn(t, "cancelled")
+		return
 	}
 	for _, method := range a.cfg.askClient {
 		said, ok := a.askClient(t, method)

@@ -131,6 +131,9 @@
 //	-stray-permission WHEN, -permission-session ID, -fork-session-id ID
 //	                         requests outside any turn, and sessions that are not the turn's
 //	                         own: see stray.go
+//	-permission-size FIELD=N, -permission-flood N, -banner TEXT, -stdout-line TEXT
+//	                         requests too large or too many, and stdout lines that are not
+//	                         JSON: see bounds.go
 //
 // Sleepers inherit the agent's stdout and stderr (stdin is /dev/null), ignore SIGHUP, and ignore
 // SIGTERM too when the agent has -trap-term. Helper modes, used by the agent on itself: -sleep
@@ -225,7 +228,8 @@ type config struct {
 	lifetime         time.Duration
 	turnEndSpawn     []string
 
-	stray strayScript // stray.go
+	stray  strayScript  // stray.go
+	bounds boundsScript // bounds.go
 
 	// helper modes
 	sleep              bool
@@ -319,6 +323,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.sleeperHow, "sleeper-how", "", "helper mode -sleep: record itself as a grandchild started this way")
 	fs.IntVar(&cfg.refork, "refork", -1, "helper mode: a refork daemon with this many generations to go")
 	addStrayFlags(fs, &cfg.stray)
+	addBoundsFlags(fs, &cfg.bounds)
 
 	defer func() {
 		if modes != "" {
@@ -481,6 +486,7 @@ func runAgent(cfg *config) {
 	spawnDescendants(cfg, rec)
 
 	a := newAgent(cfg, rec, os.Stdout)
+	a.writeBanner()
 	a.serve(os.Stdin)
 	a.strayOnEOF()
 	onEOF(cfg, rec)

@@ -41,8 +41,9 @@ type client struct {
 	endTurn   context.CancelFunc
 	// answering counts the permission requests being answered, which a
 	// cancel waits for (answersSettled), so that their records (a question
-	// withdrawn, a policy call cut short) are the step's.
-	answering int
+	// withdrawn, a policy call cut short) are the step's; waiting those of
+	// them a policy or a person is deciding (answerBounded).
+	answering, waiting int
 	// usage is what the agent reported of the turn (steps.Usage); costBase
 	// the session's cost when the turn began, lastCost its latest.
 	usage              steps.Usage
@@ -466,10 +467,35 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 		rec = answeredItself(req, c.inv.PermissionSource, policies.RuleOtherSession,
 			fmt.Sprintf("request for session %s, which is not the step's", quotedSession(p.SessionId)))
 	default:
-		rec = c.answer(ctx, req)
+		rec = c.answerBounded(ctx, req)
 	}
 	c.keep(rec)
 	return answerOf(rec), nil
+}
+
+// answerBounded asks the policy about a request within the bounds of
+// bounds.go, and refuses one past them: too large to show a policy, or
+// one more than maxWaitingPermissions waiting for an answer.
+func (c *client) answerBounded(ctx context.Context, req *policies.PermissionRequest) policies.PermissionRecord {
+	if why := oversized(req); why != "" {
+		return refusedItself(req, c.inv.PermissionSource, policies.RuleRequestTooLarge, why)
+	}
+	c.mu.Lock()
+	full := c.waiting >= maxWaitingPermissions
+	if !full {
+		c.waiting++
+	}
+	c.mu.Unlock()
+	if full {
+		return refusedItself(req, c.inv.PermissionSource, policies.RuleTooManyRequests,
+			fmt.Sprintf("%d permission requests of the turn were already waiting for an answer", maxWaitingPermissions))
+	}
+	defer func() {
+		c.mu.Lock()
+		c.waiting--
+		c.mu.Unlock()
+	}()
+	return c.answer(ctx, req)
 }
 
 // keep records an answer in the step's permissions and as its event; once

@@ -24,10 +24,20 @@ const maxLine = 10<<20 - 1
 // instead (the agent then blocks on its own write: backpressure).
 const maxPendingUpdates = 256
 
+// maxHeldRequests bounds the agent's requests read but not yet answered
+// (the answer written to its stdin). The SDK serves each on a goroutine of
+// its own, holding the request, for as long as its answer takes; the gate
+// stops reading past this many (backpressure, as for updates). The client
+// refuses permission requests past maxWaitingPermissions at once, so only
+// an agent that does not read its answers meets this bound.
+const maxHeldRequests = 4 * maxWaitingPermissions
+
 // stdoutGate is the agent's stdout as the SDK reads it: whole lines, each
 // session/update counted, no more than maxPendingUpdates of them ahead of
-// the client, other notifications (which nothing here handles) dropped, and
-// an over-long line turned into an error that names it.
+// the client, no more than maxHeldRequests of its requests unanswered,
+// other notifications (which nothing here handles) dropped, an over-long
+// line turned into an error that names it, and so is a line that is not
+// JSON during a turn.
 type stdoutGate struct {
 	r    *bufio.Reader
 	line []byte // what is left of the line being passed on
@@ -43,6 +53,13 @@ type stdoutGate struct {
 	// asked counts the permission requests passed on, answered those the
 	// handler has answered and recorded (awaitAnswers).
 	asked, answered int64
+	// requests counts every request passed on, responses the answers
+	// written to the agent (answerWritten): the difference is what the
+	// SDK holds (maxHeldRequests).
+	requests, responses int64
+	// turns counts the turns running on the connection: a line that is
+	// not JSON fails the turn then (nonProtocolLine), and is noise otherwise.
+	turns int
 
 	// tap, when set, sees every line passed on to the SDK (the transcript).
 	tap func(line []byte)
@@ -78,7 +95,8 @@ func (g *stdoutGate) Read(p []byte) (int, error) {
 			}
 			return 0, err
 		}
-		switch classify(line) {
+		kind := classify(line)
+		switch kind {
 		case lineUpdate:
 			if !g.admit() {
 				return 0, io.EOF
@@ -88,13 +106,15 @@ func (g *stdoutGate) Read(p []byte) (int, error) {
 			g.dropped++
 			g.mu.Unlock()
 			continue
-		case linePermission:
-			g.mu.Lock()
-			g.asked++
-			g.mu.Unlock()
+		case linePermission, lineRequest:
+			g.admitRequest(kind == linePermission)
 		}
 		if g.tap != nil {
 			g.tap(line)
+		}
+		if kind == lineNotJSON && g.inTurn() {
+			g.fail(newNonProtocolLine(line))
+			return 0, g.err
 		}
 		g.line = line
 	}
@@ -136,12 +156,57 @@ func (g *stdoutGate) admit() bool {
 	return true
 }
 
+// admitRequest waits until fewer than maxHeldRequests of the agent's
+// requests are unanswered, or the gate is closed, and counts one more (a
+// permission request in asked too). Once closed it waits no more, and the
+// request is still passed on: one the agent sends as it is torn down is
+// answered and recorded (awaitAnswers).
+func (g *stdoutGate) admitRequest(permission bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.requests-g.responses >= maxHeldRequests && !g.closed {
+		g.cond.Wait()
+	}
+	g.requests++
+	if permission {
+		g.asked++
+	}
+}
+
+// answerWritten is called for every answer written to the agent.
+func (g *stdoutGate) answerWritten() {
+	g.mu.Lock()
+	g.responses++
+	g.mu.Unlock()
+	g.cond.Broadcast()
+}
+
+// turnBegins and turnEnds bracket a turn (session/prompt until its end):
+// within one, a line that is not JSON fails it (nonProtocolLine).
+func (g *stdoutGate) turnBegins() {
+	g.mu.Lock()
+	g.turns++
+	g.mu.Unlock()
+}
+
+func (g *stdoutGate) turnEnds() {
+	g.mu.Lock()
+	g.turns--
+	g.mu.Unlock()
+}
+
+func (g *stdoutGate) inTurn() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.turns > 0
+}
+
 // handledOne is called by the client for every session/update it handles.
 func (g *stdoutGate) handledOne() {
 	g.mu.Lock()
 	g.handled++
 	g.mu.Unlock()
-	g.cond.Signal()
+	g.cond.Broadcast()
 }
 
 // caughtUp reports whether the client has handled every update passed on.
@@ -184,10 +249,12 @@ func (g *stdoutGate) droppedNotifications() int64 {
 type lineKind uint8
 
 const (
-	lineOther             lineKind = iota // a request, a response, or not JSON: the SDK's to judge
+	lineOther             lineKind = iota // a response, a blank line, a JSON object the SDK judges
 	lineUpdate                            // a session/update notification
 	lineOtherNotification                 // any other notification
 	linePermission                        // a session/request_permission request
+	lineRequest                           // any other request
+	lineNotJSON                           // not a JSON object: no message at all
 )
 
 // classify looks at a line's top-level id and method.
@@ -196,14 +263,17 @@ func classify(line []byte) lineKind {
 		ID     gojson.RawMessage `json:"id"`
 		Method string            `json:"method"`
 	}
-	if gojson.Unmarshal(line, &head) != nil || head.Method == "" {
+	if gojson.Unmarshal(line, &head) != nil {
+		return notJSON(line)
+	}
+	if head.Method == "" {
 		return lineOther
 	}
 	if head.ID != nil {
 		if head.Method == acp.ClientMethodSessionRequestPermission {
 			return linePermission
 		}
-		return lineOther
+		return lineRequest
 	}
 	switch head.Method {
 	case "session/update":

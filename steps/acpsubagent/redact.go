@@ -182,16 +182,39 @@ func (s *scribe) result(res *steps.Result) {
 
 // permission scrubs what a permission record holds of the agent's words.
 func (s *scribe) permission(r policies.PermissionRecord) policies.PermissionRecord {
-	r.Title, r.Command, r.Reason = s.text(r.Title), s.text(r.Command), s.text(r.Reason)
+	r.Title, r.Command, r.Reason = s.recordText(r.Title), s.recordText(r.Command), s.text(r.Reason)
 	if r.Locations != nil {
 		locs := make([]policies.ToolLocation, len(r.Locations))
 		for i, l := range r.Locations {
-			l.Path = s.text(l.Path)
+			l.Path = s.recordText(l.Path)
 			locs[i] = l
 		}
 		r.Locations = locs
 	}
 	return r
+}
+
+// recordText scrubs a record's text, which recordText (bounds.go) may
+// have cut before any scribe saw it: a secret the cut went through is
+// there only as its beginning, which scrubString cannot recognise, so an
+// end of the kept part that begins a secret is scrubbed too.
+func (s *scribe) recordText(str string) string {
+	str = s.text(str)
+	head, tail, cut := strings.Cut(str, cutMark)
+	if !cut {
+		return str
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range s.secrets {
+		for k := len(v) - 1; k > 0; k-- {
+			if strings.HasSuffix(head, v[:k]) {
+				head = head[:len(head)-k] + redacted
+				break
+			}
+		}
+	}
+	return head + cutMark + tail
 }
 
 // redactingSink scrubs the events of an attempt that carry the agent's

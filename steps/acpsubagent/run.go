@@ -560,6 +560,9 @@ func (a *attempt) turn(ctx context.Context, blocks []acp.ContentBlock) steps.Res
 	// which ends the request.
 	done := make(chan answer, 1)
 	a.prompted = true
+	// From here a line that is not JSON fails the turn (nonprotocol.go).
+	a.p.gate.turnBegins()
+	defer a.p.gate.turnEnds()
 	go func() {
 		resp, err := acp.SendRequest[promptAnswer](a.p.conn, context.Background(), acp.AgentMethodSessionPrompt, acp.PromptRequest{
 			SessionId: a.sessionID,
@@ -598,6 +601,10 @@ func (a *attempt) turn(ctx context.Context, blocks []acp.ContentBlock) steps.Res
 // agent's death, or the agent's own error.
 func (a *attempt) promptError(err error) error {
 	if cause := a.p.gate.cause(); cause != nil {
+		var stray *nonProtocolLine
+		if errors.As(cause, &stray) {
+			return fmt.Errorf("agent %s %s", a.agent.Name, stray.quoted(a.scribe.text))
+		}
 		return fmt.Errorf("agent %s %w", a.agent.Name, cause)
 	}
 	if exited := a.p.exitNote(); exited != "" {

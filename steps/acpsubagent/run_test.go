@@ -286,14 +286,6 @@ func TestAuthRequiredFailsWithoutAuthAndPassesWithIt(t *testing.T) {
 	}
 }
 
-func TestNonJSONLinesOnStdoutAreTolerated(t *testing.T) {
-	h := newHarness(t, "-garbage")
-	res := h.run(context.Background())
-	if res.Err != nil || res.Output != "Hello, world" {
-		t.Errorf("result = %q %v", res.Output, res.Err)
-	}
-}
-
 func TestRequestsAcpflowDoesNotServeGetMethodNotFound(t *testing.T) {
 	h := newHarness(t, "-ask-client", "fs/read_text_file", "-ask-client", "terminal/create", "-no-chunks")
 	res := h.run(context.Background())

@@ -1,6 +1,7 @@
 package acpsubagent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,7 +55,7 @@ func (c *agentConn) connect(handler acp.MethodHandler) {
 // connectTapped is connect with tap seeing every message, both ways (the
 // SDK writes each message as one line in one Write).
 func (c *agentConn) connectTapped(handler acp.MethodHandler, tap func(dir string, line []byte)) {
-	var stdin io.Writer = c.child.Stdin()
+	var stdin io.Writer = answerCounter{c.child.Stdin(), c.gate}
 	if tap != nil {
 		stdin = tapWriter{stdin, tap}
 		c.gate.tap = func(line []byte) { tap(transcript.FromAgent, line) }
@@ -65,6 +66,25 @@ func (c *agentConn) connectTapped(handler acp.MethodHandler, tap func(dir string
 	c.conn = acp.NewConnection(handler, stdin, c.gate)
 	c.conn.SetLogger(slog.New(noiseCounter{&c.noise}))
 	c.gate.release()
+}
+
+// answerCounter tells the gate of each answer written to the agent: the
+// requests it has read are held by the SDK until then (maxHeldRequests).
+type answerCounter struct {
+	w    io.Writer
+	gate *stdoutGate
+}
+
+// responsePrefix begins every answer the SDK writes (its anyMessage puts
+// jsonrpc, then id, then method: a request has a method after its id).
+var responsePrefix = []byte(`{"jsonrpc":"2.0","id":`)
+
+func (a answerCounter) Write(p []byte) (int, error) {
+	n, err := a.w.Write(p)
+	if bytes.HasPrefix(p, responsePrefix) && classify(p) == lineOther {
+		a.gate.answerWritten()
+	}
+	return n, err
 }
 
 // tapWriter shows tap each message written to the agent.

@@ -256,11 +256,13 @@ func (a *attempt) claimSession(method string, id, forked acp.SessionId) error {
 }
 
 // answeredItself is the record of a request acpflow answers `cancelled`
-// without asking a policy, with the rule and reason that say why.
+// without asking a policy, with the rule and reason that say why. No
+// bound was checked on such a request, so the record keeps a bounded part
+// of what it says (recordText).
 func answeredItself(req *policies.PermissionRequest, src policies.Source, rule, reason string) policies.PermissionRecord {
 	return policies.PermissionRecord{
-		ToolCallID: req.Tool.ID, Kind: req.Tool.Kind, Title: req.Tool.Title,
-		Command: req.Tool.Command, Locations: req.Tool.Locations,
+		ToolCallID: recordText(req.Tool.ID), Kind: recordText(req.Tool.Kind), Title: recordText(req.Tool.Title),
+		Command: recordText(req.Tool.Command), Locations: recordLocations(req.Tool.Locations),
 		Decision: policies.Cancel, Outcome: policies.OutcomeCancelled, Layer: policies.LayerWorkflow, Policy: src,
 		Rule: rule, Reason: reason,
 	}
