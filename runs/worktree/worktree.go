@@ -746,16 +746,24 @@ func removeStaleLocks(common, path string) {
 // adminDir is the administrative directory git keeps for the worktree at
 // path in the repository's common git directory: the one whose gitdir file
 // points at path/.git (git writes it with symlinks resolved). "" when git
-// keeps none for path.
+// keeps none for path. git names it after path's last element (with a
+// number added when that is taken), so that one is tried first: a batch
+// of thousands of worktrees does not read every gitdir file per command.
 func adminDir(common, path string) string {
 	want := map[string]bool{filepath.Join(path, ".git"): true}
 	if parent, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
 		want[filepath.Join(parent, filepath.Base(path), ".git")] = true
 	}
+	pointsBack := func(gitdir string) bool {
+		b, err := os.ReadFile(gitdir)
+		return err == nil && want[filepath.Clean(strings.TrimSpace(string(b)))]
+	}
+	if g := filepath.Join(common, "worktrees", filepath.Base(path), "gitdir"); pointsBack(g) {
+		return filepath.Dir(g)
+	}
 	admins, _ := filepath.Glob(filepath.Join(common, "worktrees", "*", "gitdir"))
 	for _, g := range admins {
-		b, err := os.ReadFile(g)
-		if err == nil && want[filepath.Clean(strings.TrimSpace(string(b)))] {
+		if pointsBack(g) {
 			return filepath.Dir(g)
 		}
 	}

@@ -882,3 +882,31 @@ func TestAhead(t *testing.T) {
 		t.Errorf("Ahead of a branch that is gone = %d, %v", n, err)
 	}
 }
+
+// Two worktrees whose directories share a name get administrative
+// directories of different names from git; each is read through its own.
+func TestStatusOfTwoWorktreesOfOneName(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	one, err := r.Add(ctx, filepath.Join(filepath.Dir(r.Root), "one", "same"), "acpflow/one", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := r.Add(ctx, filepath.Join(filepath.Dir(r.Root), "two", "same"), "acpflow/two", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(two.Path, "only-in-two"), "x")
+	for _, c := range []struct {
+		wt   Worktree
+		want []string
+	}{{one, nil}, {two, []string{"only-in-two"}}} {
+		st, err := r.Status(ctx, c.wt)
+		if err != nil || st.Head != c.wt.Branch || !slices.Equal(st.Uncommitted, c.want) {
+			t.Errorf("Status of %s = %+v, %v; want %q on %s", c.wt.Path, st, err, c.want, c.wt.Branch)
+		}
+	}
+	if _, err := r.Status(ctx, Worktree{Path: filepath.Join(filepath.Dir(r.Root), "never"), Branch: "acpflow/never"}); err == nil || !strings.Contains(err.Error(), "is not one of the worktrees of") {
+		t.Errorf("Status of an unknown worktree: %v", err)
+	}
+}
