@@ -218,6 +218,10 @@ func judge(ctx context.Context, repo *worktree.Repo, l WorktreeInfo, force bool)
 	case len(st.Uncommitted) > 0:
 		held = "it holds uncommitted changes (" + fileList(st.Uncommitted) + ")"
 		remedy = "commit them on its branch, or --force discards them"
+		if l.RunStatus == "interrupted" {
+			// Its acpflow died before the commit at the run's end.
+			remedy = "acpflow resume " + l.RunID + " finishes the run and commits them, or --force discards them"
+		}
 	}
 	if held != "" && !force {
 		return verdict{why: held + "; " + remedy}, nil

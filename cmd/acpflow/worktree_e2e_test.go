@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -677,8 +678,9 @@ steps:
 }
 
 // shellWriteWorkflow is one shell step that writes the file the input
-// names in the run's worktree and, when wait names a file, waits for it
-// to exist before it ends (a run still going).
+// names in the run's worktree and, when wait names a file, writes its pid
+// to wait.pid and waits for that file to exist before it ends (a run
+// still going).
 func shellWriteWorkflow(t *testing.T, dir string) string {
 	return writeWorkflow(t, dir, `name: write
 isolation: worktree
@@ -690,7 +692,7 @@ steps:
     run: |
       mkdir -p "$(dirname "$FILE")"
       printf 'written\n' > "$FILE"
-      if [ -n "$WAIT" ]; then while [ ! -e "$WAIT" ]; do sleep 0.05; done; fi
+      if [ -n "$WAIT" ]; then echo $$ > "$WAIT.pid"; while [ ! -e "$WAIT" ]; do sleep 0.05; done; fi
     env: {FILE: "${{ inputs.file }}", WAIT: "${{ inputs.wait }}"}
 `)
 }
@@ -846,4 +848,59 @@ func assertBranchesHoldTheirCommits(t *testing.T, repo, head string, by map[stri
 			t.Errorf("branch %s changes %q, want %s", wt.Branch, got, file)
 		}
 	}
+}
+
+// Covers: the worktree of a run whose acpflow was killed holds the work
+// its step wrote, never committed (the commit comes at the run's end):
+// prune keeps it and says to resume; the resume commits it, and prune
+// then removes the worktree and keeps the branch.
+func TestPruneKeepsAnInterruptedRunsWorkAndSaysResume(t *testing.T) {
+	repo := gitRepo(t)
+	head := git(t, repo, "rev-parse", "HEAD")
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state", "state.db")
+	wf := shellWriteWorkflow(t, dir)
+	gate := filepath.Join(dir, "go")
+	run := startAcpflow(t, repo, "run", wf, "--input", "file=work.txt", "--input", "wait="+gate, "--state", state)
+	path := waitForWorktreeFile(t, state, "work.txt", run)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(gate + ".pid"); err == nil && strings.HasSuffix(string(b), "\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the step never waited\n%s", run.stderr.String())
+		}
+	}
+	run.cmd.Process.Signal(syscall.SIGKILL)
+	run.cmd.Wait()
+	runID := filepath.Base(path)
+	branch := "acpflow/" + runID
+
+	r := acpflow(t, repo, "worktrees", "--prune", "--state", state)
+	want := "kept " + branch + " at " + path + " (run " + runID + "): it holds uncommitted changes (work.txt); acpflow resume " + runID + " finishes the run and commits them, or --force discards them"
+	if r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("prune: exit %d\n%s\nwant %q\n%s", r.code, r.stdout, want, r.stderr)
+	}
+	assertWorktreesLeft(t, repo, path)
+	// The killed acpflow's shell step ends (if it outlived acpflow) once
+	// the gate is there.
+	os.WriteFile(gate, nil, 0o644)
+	pid, _ := strconv.Atoi(strings.TrimSpace(mustRead(t, gate+".pid")))
+	for deadline := time.Now().Add(30 * time.Second); pid > 0 && syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphaned shell %d did not end", pid)
+		}
+	}
+
+	if r := acpflow(t, repo, "resume", runID, "--state", state); r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := acpflow(t, repo, "worktrees", "--prune", "--state", state); r.code != 0 || !strings.Contains(r.stdout, "removed "+branch+" ") {
+		t.Errorf("prune after the resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	assertWorktreesLeft(t, repo)
+	if got := git(t, repo, "diff", "--name-only", head, branch); got != "work.txt" {
+		t.Errorf("branch %s changes %q, want work.txt", branch, got)
+	}
+	assertCheckoutUntouched(t, repo, head)
 }
