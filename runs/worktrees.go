@@ -41,7 +41,7 @@ type WorktreeInfo struct {
 	Changed []string `json:"changed"`
 	// InUse says a live acpflow works in it (a run going on).
 	InUse bool `json:"in_use"`
-	// Why says why prune removed it (PruneWorktrees).
+	// Why says why prune removed or kept it (PruneWorktrees).
 	Why string `json:"why,omitempty"`
 
 	mark string // the mark file
@@ -119,16 +119,26 @@ func gitWorktree(i WorktreeInfo) worktree.Worktree {
 	return worktree.Worktree{Path: i.Path, Branch: i.Branch, Base: i.Base, BaseCommit: i.BaseCommit}
 }
 
+// Pruned is what PruneWorktrees did: the worktrees it removed and those
+// it kept, each with its Why.
+type Pruned struct {
+	Removed []WorktreeInfo `json:"removed"`
+	Kept    []WorktreeInfo `json:"kept"`
+}
+
 // PruneWorktrees removes the worktrees of runs that are over (ended, or
-// whose acpflow died) and that hold no change, with their branches; it
-// forgets those whose directory vanished (deleting the branch unless it
-// has commits), clears what a crash left half-made, and runs git's own
-// prune in every repository it saw. Worktrees that hold changes, and
-// those a live acpflow works in, stay. It returns what it removed.
-func (v *Service) PruneWorktrees(ctx context.Context) ([]WorktreeInfo, error) {
+// whose acpflow died) and that hold nothing uncommitted: their changes are
+// safe on their branches, which stay (a branch with no commit of its own
+// goes with its worktree). A worktree that holds uncommitted changes, or
+// is not on its branch, is kept unless force; one a live acpflow works in
+// is kept always. It also forgets worktrees whose directory vanished
+// (deleting a branch without commits), clears what a crash left
+// half-made, and runs git's own prune in every repository it saw.
+func (v *Service) PruneWorktrees(ctx context.Context, force bool) (Pruned, error) {
+	var done Pruned
 	list, err := v.Worktrees(ctx)
 	if err != nil {
-		return nil, err
+		return done, err
 	}
 	repos := map[string]*worktree.Repo{}
 	repoOf := func(root string) (*worktree.Repo, error) {
@@ -142,10 +152,11 @@ func (v *Service) PruneWorktrees(ctx context.Context) ([]WorktreeInfo, error) {
 		repos[root] = r
 		return r, nil
 	}
-	var removed []WorktreeInfo
 	var errs []error
 	for _, l := range list {
 		if l.InUse {
+			l.Why = "its run is still going (a live acpflow works in it); never removed, --force or not"
+			done.Kept = append(done.Kept, l)
 			continue
 		}
 		repo, err := repoOf(l.Repo)
@@ -153,48 +164,130 @@ func (v *Service) PruneWorktrees(ctx context.Context) ([]WorktreeInfo, error) {
 			errs = append(errs, fmt.Errorf("worktree %s: %w", l.Path, err))
 			continue
 		}
-		var why string
-		deleteBranch := len(l.Changed) == 0
-		switch {
-		case !l.Exists:
-			why = "its directory vanished"
-		case l.BaseCommit == "" && !l.recorded:
-			// A crash mid-add, before the run was recorded: no agent
-			// worked in it.
-			why, deleteBranch = "a crash left it half-made", true
-		case len(l.Changed) == 0:
-			why = "its run is over and changed nothing"
-		default:
-			continue
-		}
-		if err := repo.Remove(ctx, gitWorktree(l), deleteBranch); err != nil {
+		verdict, err := judge(ctx, repo, l, force)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		// A directory git never registered (the crash came first) is
-		// acpflow's own, in acpflow's own directory.
-		if _, err := os.Stat(l.Path); err == nil {
-			os.RemoveAll(l.Path)
+		l.Why = verdict.why
+		if !verdict.remove {
+			done.Kept = append(done.Kept, l)
+			continue
 		}
-		os.Remove(l.mark)
-		if err := v.forget(ctx, l, deleteBranch); err != nil {
+		if err := v.removeWorktree(ctx, repo, l, verdict.deleteBranch); err != nil {
 			errs = append(errs, err)
+			continue
 		}
-		l.Why = why
-		removed = append(removed, l)
+		done.Removed = append(done.Removed, l)
 	}
+	errs = append(errs, v.pruneRepos(ctx, list, repoOf)...)
+	return done, errors.Join(errs...)
+}
+
+// verdict is what prune does with one worktree, and why.
+type verdict struct {
+	remove, deleteBranch bool
+	why                  string
+}
+
+// judge decides what prune does with l, a worktree no live acpflow works
+// in (see PruneWorktrees).
+func judge(ctx context.Context, repo *worktree.Repo, l WorktreeInfo, force bool) (verdict, error) {
+	switch {
+	case !l.Exists:
+		ahead, err := branchAhead(ctx, repo, l)
+		return verdict{true, ahead == 0, "its directory vanished"}, err
+	case l.BaseCommit == "" && !l.recorded:
+		// A crash mid-add, before the run was recorded: no agent
+		// worked in it.
+		return verdict{true, true, "a crash left it half-made"}, nil
+	}
+	st, err := repo.Status(ctx, gitWorktree(l))
+	if err != nil {
+		return verdict{}, err
+	}
+	var held, remedy string
+	switch {
+	case st.Head != l.Branch:
+		head := st.Head
+		if head == "" {
+			head = "a detached HEAD"
+		}
+		held = fmt.Sprintf("it is on %s, not on its branch: what was committed there is not on %s", head, l.Branch)
+		remedy = "switch it back to its branch, or --force removes it"
+	case len(st.Uncommitted) > 0:
+		held = "it holds uncommitted changes (" + fileList(st.Uncommitted) + ")"
+		remedy = "commit them on its branch, or --force discards them"
+		if l.RunStatus == "interrupted" {
+			// Its acpflow died before the commit at the run's end.
+			remedy = "acpflow resume " + l.RunID + " finishes the run and commits them, or --force discards them"
+		}
+	}
+	if held != "" && !force {
+		return verdict{why: held + "; " + remedy}, nil
+	}
+	ahead, err := branchAhead(ctx, repo, l)
+	if err != nil {
+		return verdict{}, err
+	}
+	why := "its run is over and changed nothing"
+	switch {
+	case held != "":
+		why = "its run is over; --force removed it though " + held
+	case ahead > 0:
+		why = "its run is over and its changes are committed on its branch, which stays"
+	}
+	return verdict{true, ahead == 0, why}, nil
+}
+
+// branchAhead counts the commits on l's branch that its base has not
+// (1 when the base is unknown: the branch may hold work).
+func branchAhead(ctx context.Context, repo *worktree.Repo, l WorktreeInfo) (int, error) {
+	if l.BaseCommit == "" {
+		return 1, nil
+	}
+	return repo.Ahead(ctx, l.Branch, l.BaseCommit)
+}
+
+// fileList names up to five files, and how many more there are.
+func fileList(files []string) string {
+	const shown = 5
+	if len(files) <= shown {
+		return strings.Join(files, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(files[:shown], ", "), len(files)-shown)
+}
+
+// removeWorktree removes l (and its branch when deleteBranch), its mark,
+// and records in its run that it is gone.
+func (v *Service) removeWorktree(ctx context.Context, repo *worktree.Repo, l WorktreeInfo, deleteBranch bool) error {
+	if err := repo.Remove(ctx, gitWorktree(l), deleteBranch); err != nil {
+		return err
+	}
+	// A directory git never registered (the crash came first) is
+	// acpflow's own, in acpflow's own directory.
+	if _, err := os.Stat(l.Path); err == nil {
+		os.RemoveAll(l.Path)
+	}
+	os.Remove(l.mark)
+	return v.forget(ctx, l, deleteBranch)
+}
+
+// pruneRepos runs git's own prune (Repo.Prune) in every repository that
+// list or a recorded run names.
+func (v *Service) pruneRepos(ctx context.Context, list []WorktreeInfo, repoOf func(string) (*worktree.Repo, error)) []error {
 	roots := map[string]bool{}
 	for _, l := range list {
 		roots[l.Repo] = true
 	}
-	recs, err := v.store.ListWorktrees(ctx)
-	if err == nil {
+	if recs, err := v.store.ListWorktrees(ctx); err == nil {
 		for _, r := range recs {
 			if root, err := repoRoot(ctx, r.Workspace); err == nil {
 				roots[root] = true
 			}
 		}
 	}
+	var errs []error
 	for _, root := range sortedKeys(roots) {
 		repo, err := repoOf(root)
 		if err != nil {
@@ -204,7 +297,7 @@ func (v *Service) PruneWorktrees(ctx context.Context) ([]WorktreeInfo, error) {
 			errs = append(errs, err)
 		}
 	}
-	return removed, errors.Join(errs...)
+	return errs
 }
 
 func repoRoot(ctx context.Context, workspace string) (string, error) {

@@ -57,9 +57,9 @@ func TestPruneRemovesAWorktreeACrashLeftHalfAdded(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].InUse || list[0].RunStatus != "unrecorded" {
 		t.Fatalf("listed %+v, %v", list, err)
 	}
-	removed, err := svc.PruneWorktrees(ctx)
-	if err != nil || len(removed) != 1 || removed[0].Why != "a crash left it half-made" {
-		t.Fatalf("pruned %+v, %v", removed, err)
+	done, err := svc.PruneWorktrees(ctx, false)
+	if err != nil || len(done.Removed) != 1 || done.Removed[0].Why != "a crash left it half-made" {
+		t.Fatalf("pruned %+v, %v", done, err)
 	}
 	if wl := gitIn(t, repo, "worktree", "list", "--porcelain"); strings.Contains(wl, "acpflow/") || strings.Contains(wl, "locked") {
 		t.Errorf("git still lists:\n%s", wl)
@@ -95,8 +95,12 @@ func TestPruneLeavesAWorktreeInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	if removed, err := svc.PruneWorktrees(ctx); err != nil || len(removed) != 0 {
-		t.Fatalf("pruned %+v, %v", removed, err)
+	// Not even --force removes it; prune says why it stays.
+	for _, force := range []bool{false, true} {
+		done, err := svc.PruneWorktrees(ctx, force)
+		if err != nil || len(done.Removed) != 0 || len(done.Kept) != 1 || !strings.Contains(done.Kept[0].Why, "its run is still going") {
+			t.Fatalf("--force=%v: pruned %+v, %v", force, done, err)
+		}
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("the worktree in use is gone: %v", err)

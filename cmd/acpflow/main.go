@@ -7,8 +7,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"strconv"
 
@@ -17,7 +15,6 @@ import (
 	_ "github.com/acpflow/acpflow/internal/prefault" // initialised early (it imports almost nothing): see the package
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/sandbox"
-	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/version"
 	"github.com/acpflow/acpflow/runs/runcmd"
 	_ "github.com/acpflow/acpflow/standard" // every step kind and policy form
@@ -31,33 +28,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == acpsubagent.SandboxSubcommand {
 		os.Exit(sandbox.Main(os.Args[2:]))
 	}
-	os.Exit(execute(os.Args[1:]))
-}
-
-// execute runs the CLI and returns the process exit code.
-func execute(args []string) int {
-	root := newRootCmd()
-	root.SetArgs(args)
-	ctx, stdout, stop := commandContext(context.Background(), os.Stdout)
-	defer stop()
-	root.SetOut(stdout)
-	ran, err := root.ExecuteContextC(ctx)
-	if err != nil {
-		err = unknownCommand(root, ran, err)
-	}
-	if err == nil && stdout.failed() != nil {
-		// A command whose output was cut short did not do what was asked.
-		err = &runcmd.ExitError{Code: runcmd.ExitFailed, Err: fmt.Errorf("stdout: %w", stdout.failed())}
-	}
-	if err == nil {
-		return runcmd.ExitOK
-	}
-	code := exitCode(err)
-	if !isSilent(err) {
-		// An error may quote an agent (its stderr, its JSON-RPC error).
-		fmt.Fprintln(os.Stderr, "acpflow: "+termtext.Sanitize(err.Error()))
-	}
-	return code
+	os.Exit(runcmd.Main(newRootCmd(), "acpflow", os.Args[1:]))
 }
 
 func newRootCmd() *cobra.Command {
@@ -78,7 +49,6 @@ func newRootCmd() *cobra.Command {
 	// --version prints what `acpflow version` does (cobra's own flag).
 	root.Version = version.Version
 	root.SetVersionTemplate("{{" + strconv.Quote(version.Line("acpflow")+"\n") + "}}")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return runcmd.UsageError(err) })
 	root.AddCommand(
 		newRunCmd(),
 		newValidateCmd(),
@@ -96,6 +66,5 @@ func newRootCmd() *cobra.Command {
 		newWorktreesCmd(),
 		newUICmd(),
 	)
-	usageArgs(root)
 	return root
 }

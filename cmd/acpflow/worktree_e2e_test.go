@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -215,9 +216,10 @@ func TestABatchOfTwentyOnOneRepositoryGivesEachRunABranchWithOnlyItsChange(t *te
 			t.Errorf("listed %+v", l)
 		}
 	}
-	// Prune keeps what holds changes.
-	if r := acpflow(t, repo, "worktrees", "--prune", "--state", state); r.code != 0 || len(linkedWorktrees(t, repo)) != n {
-		t.Errorf("prune: exit %d, %d worktrees left, want %d\n%s", r.code, len(linkedWorktrees(t, repo)), n, r.stderr)
+	// Prune removes the worktrees, whose changes are committed; the
+	// branches stay.
+	if r := acpflow(t, repo, "worktrees", "--prune", "--state", state); r.code != 0 || len(linkedWorktrees(t, repo)) != 0 || len(acpflowBranches(t, repo)) != n {
+		t.Errorf("prune: exit %d, %d worktrees and %d branches left, want 0 and %d\n%s", r.code, len(linkedWorktrees(t, repo)), len(acpflowBranches(t, repo)), n, r.stderr)
 	}
 	// show prints a run's.
 	if r := acpflow(t, repo, "show", results[0].RunID, "--state", state); !strings.Contains(r.stdout, "worktree:  branch "+results[0].Worktree.Branch+" from HEAD, commit ") {
@@ -466,31 +468,25 @@ func TestAKilledBatchThenResumeAndPruneLeaveNoStrayWorktreeOrLock(t *testing.T) 
 	if r := acpflow(t, repo, "worktrees", "--prune", "--state", state); r.code != 0 {
 		t.Fatalf("worktrees --prune: exit %d\n%s", r.code, r.stderr)
 	}
-	// Left: one worktree per line, each on its run's branch with only its
-	// own file; nothing locked; no lock file anywhere in the repository.
+	// Left: no worktree (each run committed its change), one branch per
+	// line with only its own file; no lock file anywhere in the repository.
+	if wts := linkedWorktrees(t, repo); len(wts) != 0 {
+		t.Errorf("worktrees left: %v", wts)
+	}
 	byFile := map[string]string{}
-	wts := linkedWorktrees(t, repo)
-	for p, rest := range wts {
-		if strings.Contains(rest, "locked") || strings.Contains(rest, "prunable") {
-			t.Errorf("worktree %s: %s", p, rest)
-		}
-		branch := strings.TrimPrefix(rest[strings.Index(rest, "branch ")+len("branch "):], "refs/heads/")
-		branch, _, _ = strings.Cut(branch, "\n")
+	for _, branch := range acpflowBranches(t, repo) {
 		files := lines(git(t, repo, "diff", "--name-only", head, branch))
 		if len(files) != 1 {
-			t.Errorf("worktree %s (branch %s) changes %v", p, branch, files)
+			t.Errorf("branch %s changes %v", branch, files)
 			continue
 		}
 		if byFile[files[0]] != "" {
-			t.Errorf("two worktrees change %s", files[0])
+			t.Errorf("two branches change %s", files[0])
 		}
 		byFile[files[0]] = branch
 	}
-	if len(wts) != n || len(byFile) != n {
-		t.Errorf("%d worktrees for %d lines: %v", len(wts), n, wts)
-	}
-	if b := acpflowBranches(t, repo); len(b) != n {
-		t.Errorf("%d acpflow branches, want %d: %v", len(b), n, b)
+	if len(byFile) != n {
+		t.Errorf("%d branches with a file for %d lines: %v", len(byFile), n, byFile)
 	}
 	filepath.WalkDir(filepath.Join(repo, ".git"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(p, ".lock") {
@@ -498,9 +494,9 @@ func TestAKilledBatchThenResumeAndPruneLeaveNoStrayWorktreeOrLock(t *testing.T) 
 		}
 		return nil
 	})
-	// Nothing in acpflow's directory but the kept worktrees and their marks.
+	// Nothing left in acpflow's directory.
 	ents, _ := os.ReadDir(filepath.Join(dir, "state", "worktrees"))
-	if len(ents) != 2*n {
+	if len(ents) != 0 {
 		var names []string
 		for _, e := range ents {
 			names = append(names, e.Name())
@@ -531,7 +527,7 @@ func mustRead(t *testing.T, path string) string {
 	return string(b)
 }
 
-func TestPruneRemovesWorktreesThatHoldNothingAndForgetsVanishedOnes(t *testing.T) {
+func TestPruneRemovesWorktreesOfFinishedRunsAndForgetsVanishedOnes(t *testing.T) {
 	repo := gitRepo(t)
 	head := git(t, repo, "rev-parse", "HEAD")
 	dir := t.TempDir()
@@ -559,25 +555,29 @@ func TestPruneRemovesWorktreesThatHoldNothingAndForgetsVanishedOnes(t *testing.T
 	if r.code != 0 {
 		t.Fatalf("prune: exit %d\n%s", r.code, r.stderr)
 	}
-	for _, want := range []string{"removed " + by["nothing.log"].Branch + " ", "its run is over and changed nothing", "removed " + by["vanish.txt"].Branch + " ", "its directory vanished"} {
+	for _, want := range []string{
+		"removed " + by["nothing.log"].Branch + " ", "its run is over and changed nothing",
+		"removed " + by["vanish.txt"].Branch + " ", "its directory vanished",
+		"removed " + by["stays.txt"].Branch + " ", "its changes are committed on its branch, which stays",
+	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("prune says\n%s\nwant %q", r.stdout, want)
 		}
 	}
-	left := linkedWorktrees(t, repo)
-	if _, ok := left[by["stays.txt"].Path]; len(left) != 1 || !ok {
-		t.Errorf("left: %v, want only %s", left, by["stays.txt"].Path)
+	if left := linkedWorktrees(t, repo); len(left) != 0 {
+		t.Errorf("left: %v", left)
 	}
-	// The vanished one's branch has its commit: it stays; the empty one's goes.
+	// The branches with a commit stay; the empty one's goes.
 	if got := acpflowBranches(t, repo); !slices.Equal(got, sorted(by["stays.txt"].Branch, by["vanish.txt"].Branch)) {
 		t.Errorf("branches %v", got)
 	}
-	if _, err := os.Stat(by["nothing.log"].Path); !os.IsNotExist(err) {
-		t.Errorf("the empty worktree's directory: %v", err)
+	for _, f := range []string{"nothing.log", "stays.txt"} {
+		if _, err := os.Stat(by[f].Path); !os.IsNotExist(err) {
+			t.Errorf("the worktree's directory %s: %v", by[f].Path, err)
+		}
 	}
-	// Listing again shows the one that holds changes.
-	r = acpflow(t, repo, "worktrees", "--state", state)
-	if !strings.Contains(r.stdout, by["stays.txt"].Branch) || strings.Contains(r.stdout, by["nothing.log"].Branch) {
+	// Listing again shows none.
+	if r = acpflow(t, repo, "worktrees", "--state", state); strings.TrimSpace(r.stdout) != "no worktrees" {
 		t.Errorf("worktrees:\n%s", r.stdout)
 	}
 	assertCheckoutUntouched(t, repo, head)
@@ -673,6 +673,234 @@ steps:
 	}
 	if b := acpflowBranches(t, repo); len(b) != n {
 		t.Errorf("%d branches, want %d", len(b), n)
+	}
+	assertCheckoutUntouched(t, repo, head)
+}
+
+// shellWriteWorkflow is one shell step that writes the file the input
+// names in the run's worktree and, when wait names a file, writes its pid
+// to wait.pid and waits for that file to exist before it ends (a run
+// still going).
+func shellWriteWorkflow(t *testing.T, dir string) string {
+	return writeWorkflow(t, dir, `name: write
+isolation: worktree
+inputs:
+  file: {type: string, required: true}
+  wait: {type: string, default: ""}
+steps:
+  - id: write
+    run: |
+      mkdir -p "$(dirname "$FILE")"
+      printf 'written\n' > "$FILE"
+      if [ -n "$WAIT" ]; then echo $$ > "$WAIT.pid"; while [ ! -e "$WAIT" ]; do sleep 0.05; done; fi
+    env: {FILE: "${{ inputs.file }}", WAIT: "${{ inputs.wait }}"}
+`)
+}
+
+// Covers SPEC §10 "Worktrees, prune": after a batch whose runs committed
+// their changes, --prune removes their worktrees and keeps their branches
+// with the commits; a worktree given an uncommitted file (untracked, or a
+// tracked file modified) after its run is kept and named, and removed
+// with --force; an ignored file is not a change; the worktree of a run
+// still going is kept, --force or not, and removed once the run is over.
+func TestPruneRemovesTheWorktreesOfFinishedRunsAndKeepsUncommittedWork(t *testing.T) {
+	repo := gitRepo(t)
+	head := git(t, repo, "rev-parse", "HEAD")
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state", "state.db")
+	wf := shellWriteWorkflow(t, dir)
+	inputs := filepath.Join(dir, "tasks.jsonl")
+	files := []string{"a.txt", "untracked.txt", "modified.txt", "sub dir/ignored.txt", "plain.txt"}
+	var in strings.Builder
+	for _, f := range files {
+		fmt.Fprintf(&in, "{\"file\": %q}\n", f)
+	}
+	os.WriteFile(inputs, []byte(in.String()), 0o644)
+	out := filepath.Join(dir, "out.jsonl")
+	if r := acpflow(t, repo, "run", wf, "--inputs", inputs, "-c", "3", "--state", state, "--output", out); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	by := map[string]*engine.Worktree{}
+	for _, res := range readResults(t, out) {
+		by[res.Inputs["file"].(string)] = res.Worktree
+	}
+	if len(by) != len(files) || len(linkedWorktrees(t, repo)) != len(files) {
+		t.Fatalf("results %v, worktrees %v", by, linkedWorktrees(t, repo))
+	}
+	// After the runs: one worktree gets a new file, one an edit of a
+	// tracked file, one a file .gitignore ignores.
+	os.WriteFile(filepath.Join(by["untracked.txt"].Path, "notes.txt"), []byte("mine\n"), 0o644)
+	os.WriteFile(filepath.Join(by["modified.txt"].Path, "README"), []byte("edited\n"), 0o644)
+	os.WriteFile(filepath.Join(by["sub dir/ignored.txt"].Path, "build.log"), []byte("log\n"), 0o644)
+
+	// A run still going, on the same repository and store.
+	gate := filepath.Join(dir, "go")
+	running := startAcpflow(t, repo, "run", wf, "--input", "file=running.txt", "--input", "wait="+gate, "--state", state)
+	runningPath := waitForWorktreeFile(t, state, "running.txt", running)
+
+	if r := acpflow(t, repo, "worktrees", "--force", "--state", state); r.code != 2 || !strings.Contains(r.stderr, "--force goes with --prune") {
+		t.Errorf("--force alone: exit %d\n%s", r.code, r.stderr)
+	}
+	r := acpflow(t, repo, "worktrees", "--prune", "--state", state)
+	if r.code != 0 {
+		t.Fatalf("prune: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range []string{"a.txt", "sub dir/ignored.txt", "plain.txt"} {
+		if want := "removed " + by[f].Branch + " (run "; !strings.Contains(r.stdout, want) {
+			t.Errorf("prune says\n%s\nwant %q", r.stdout, want)
+		}
+	}
+	for _, want := range []string{
+		"its changes are committed on its branch, which stays",
+		"kept " + by["untracked.txt"].Branch + " at " + by["untracked.txt"].Path,
+		"it holds uncommitted changes (notes.txt); commit them on its branch, or --force discards them",
+		"kept " + by["modified.txt"].Branch + " at " + by["modified.txt"].Path,
+		"it holds uncommitted changes (README)",
+		"kept acpflow/", "at " + runningPath, "its run is still going",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("prune says\n%s\nwant %q", r.stdout, want)
+		}
+	}
+	assertWorktreesLeft(t, repo, by["untracked.txt"].Path, by["modified.txt"].Path, runningPath)
+	assertBranchesHoldTheirCommits(t, repo, head, by)
+	if b, err := os.ReadFile(filepath.Join(by["untracked.txt"].Path, "notes.txt")); err != nil || string(b) != "mine\n" {
+		t.Errorf("the kept worktree lost its uncommitted file: %q, %v", b, err)
+	}
+
+	// --force removes those with uncommitted changes, never the running one.
+	r = acpflow(t, repo, "worktrees", "--prune", "--force", "--json", "--state", state)
+	var pruned struct {
+		Pruned, Kept []struct{ Branch, Path, Why string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &pruned); err != nil || r.code != 0 {
+		t.Fatalf("prune --force --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	var gone []string
+	for _, p := range pruned.Pruned {
+		gone = append(gone, p.Branch)
+		if !strings.Contains(p.Why, "--force removed it though it holds uncommitted changes") {
+			t.Errorf("pruned %+v", p)
+		}
+	}
+	if !slices.Equal(sorted(gone...), sorted(by["untracked.txt"].Branch, by["modified.txt"].Branch)) ||
+		len(pruned.Kept) != 1 || pruned.Kept[0].Path != runningPath || !strings.Contains(pruned.Kept[0].Why, "never removed, --force or not") {
+		t.Errorf("prune --force: %+v", pruned)
+	}
+	assertWorktreesLeft(t, repo, runningPath)
+	assertBranchesHoldTheirCommits(t, repo, head, by)
+
+	// Once the run is over, its worktree goes too; its branch stays.
+	os.WriteFile(gate, nil, 0o644)
+	if res := running.wait(t); res.code != 0 {
+		t.Fatalf("the running run: exit %d\n%s", res.code, res.stderr)
+	}
+	if r := acpflow(t, repo, "worktrees", "--prune", "--state", state); r.code != 0 || !strings.Contains(r.stdout, "committed on its branch") {
+		t.Errorf("prune after the run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	assertWorktreesLeft(t, repo)
+	if b := acpflowBranches(t, repo); len(b) != len(files)+1 {
+		t.Errorf("branches %v, want %d", b, len(files)+1)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "state", "worktrees")); len(ents) != 0 {
+		t.Errorf("acpflow's worktree directory still holds %d entries", len(ents))
+	}
+	assertCheckoutUntouched(t, repo, head)
+}
+
+// waitForWorktreeFile waits until a worktree beside state holds file, and
+// returns the worktree's path; it fails if s ends first.
+func waitForWorktreeFile(t *testing.T, state, file string, s *started) string {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m, _ := filepath.Glob(filepath.Join(filepath.Dir(state), "worktrees", "*", file)); len(m) == 1 {
+			return filepath.Dir(m[0])
+		}
+		if s.cmd.ProcessState != nil {
+			break
+		}
+	}
+	t.Fatalf("no worktree got %s\n%s", file, s.stderr.String())
+	return ""
+}
+
+// assertWorktreesLeft proves git lists exactly paths besides the checkout.
+func assertWorktreesLeft(t *testing.T, repo string, paths ...string) {
+	t.Helper()
+	var got []string
+	for p := range linkedWorktrees(t, repo) {
+		got = append(got, p)
+	}
+	if !slices.Equal(sorted(got...), sorted(paths...)) {
+		t.Errorf("worktrees left %v, want %v", got, paths)
+	}
+}
+
+// assertBranchesHoldTheirCommits proves each run's branch is still at
+// the commit its result names, changing only the run's file.
+func assertBranchesHoldTheirCommits(t *testing.T, repo, head string, by map[string]*engine.Worktree) {
+	t.Helper()
+	for file, wt := range by {
+		if c := git(t, repo, "rev-parse", "refs/heads/"+wt.Branch); c != wt.Commit || wt.Commit == "" {
+			t.Errorf("branch %s at %s, its run committed %q", wt.Branch, c, wt.Commit)
+		}
+		if got := git(t, repo, "diff", "--name-only", "-z", head, wt.Branch); got != file+"\x00" {
+			t.Errorf("branch %s changes %q, want %s", wt.Branch, got, file)
+		}
+	}
+}
+
+// Covers: the worktree of a run whose acpflow was killed holds the work
+// its step wrote, never committed (the commit comes at the run's end):
+// prune keeps it and says to resume; the resume commits it, and prune
+// then removes the worktree and keeps the branch.
+func TestPruneKeepsAnInterruptedRunsWorkAndSaysResume(t *testing.T) {
+	repo := gitRepo(t)
+	head := git(t, repo, "rev-parse", "HEAD")
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state", "state.db")
+	wf := shellWriteWorkflow(t, dir)
+	gate := filepath.Join(dir, "go")
+	run := startAcpflow(t, repo, "run", wf, "--input", "file=work.txt", "--input", "wait="+gate, "--state", state)
+	path := waitForWorktreeFile(t, state, "work.txt", run)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(gate + ".pid"); err == nil && strings.HasSuffix(string(b), "\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the step never waited\n%s", run.stderr.String())
+		}
+	}
+	run.cmd.Process.Signal(syscall.SIGKILL)
+	run.cmd.Wait()
+	runID := filepath.Base(path)
+	branch := "acpflow/" + runID
+
+	r := acpflow(t, repo, "worktrees", "--prune", "--state", state)
+	want := "kept " + branch + " at " + path + " (run " + runID + "): it holds uncommitted changes (work.txt); acpflow resume " + runID + " finishes the run and commits them, or --force discards them"
+	if r.code != 0 || !strings.Contains(r.stdout, want) {
+		t.Errorf("prune: exit %d\n%s\nwant %q\n%s", r.code, r.stdout, want, r.stderr)
+	}
+	assertWorktreesLeft(t, repo, path)
+	// The killed acpflow's shell step ends (if it outlived acpflow) once
+	// the gate is there.
+	os.WriteFile(gate, nil, 0o644)
+	pid, _ := strconv.Atoi(strings.TrimSpace(mustRead(t, gate+".pid")))
+	for deadline := time.Now().Add(30 * time.Second); pid > 0 && syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphaned shell %d did not end", pid)
+		}
+	}
+
+	if r := acpflow(t, repo, "resume", runID, "--state", state); r.code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := acpflow(t, repo, "worktrees", "--prune", "--state", state); r.code != 0 || !strings.Contains(r.stdout, "removed "+branch+" ") {
+		t.Errorf("prune after the resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	assertWorktreesLeft(t, repo)
+	if got := git(t, repo, "diff", "--name-only", head, branch); got != "work.txt" {
+		t.Errorf("branch %s changes %q, want work.txt", branch, got)
 	}
 	assertCheckoutUntouched(t, repo, head)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -56,7 +57,7 @@ func shortCommit(c string) string {
 
 func newWorktreesCmd() *cobra.Command {
 	var statePath string
-	var prune, jsonOut bool
+	var prune, force, jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "worktrees",
 		Short: "List (or prune) the git worktrees acpflow made for isolation: worktree",
@@ -66,52 +67,72 @@ the status of its run. acpflow makes them in a directory beside the run
 store (worktrees/ next to state.db), never inside your repository.
 
 With --prune, remove the worktrees of runs that are over (ended, or whose
-acpflow died) and that hold no change (their branches too), forget those
-whose directory vanished, clear what a crash left half-made (git's locks
-included), and run git worktree prune in each repository. Worktrees that
-hold changes stay: review them, merge their branches, then remove them with
-git worktree remove and git branch -D.`,
+acpflow died) whose changes are committed on their branch: the branch
+stays, with its commits (a branch with no commit of its own goes too).
+A worktree that holds uncommitted changes (a tracked file changed, or a
+file .gitignore does not ignore) or that is not on its branch is kept and
+named, with why, unless --force, which removes it and discards them. The
+worktree of a run still going is never removed. Prune also forgets
+worktrees whose directory vanished, clears what a crash left half-made
+(git's locks included), and runs git worktree prune in each repository.`,
 		Example: `  # the worktrees of every run, with their branches and changes
   acpflow worktrees
 
-  # remove those whose runs are over and changed nothing
+  # remove those of finished runs; their branches keep the commits
   acpflow worktrees --prune
+
+  # ... and those holding uncommitted changes too, discarding them
+  acpflow worktrees --prune --force
 
   # as JSON, one object per worktree
   acpflow worktrees --json`,
 		Args: runcmd.Args(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if force && !prune {
+				return runcmd.UsageErrorf("--force goes with --prune: acpflow worktrees --prune --force")
+			}
 			svc, err := openStore(statePath)
 			if err != nil {
 				return runcmd.UsageError(err)
 			}
 			defer svc.Close()
 			ctx := cmd.Context()
-			var pruned []runs.WorktreeInfo
+			var done runs.Pruned
 			if prune {
-				if pruned, err = svc.PruneWorktrees(ctx); err != nil {
-					return err
-				}
+				// What prune did is printed even when part of it failed.
+				done, err = svc.PruneWorktrees(ctx, force)
 			}
-			list, err := svc.Worktrees(ctx)
-			if err != nil {
-				return err
-			}
-			if jsonOut {
-				return writeWorktreesJSON(cmd.OutOrStdout(), list, pruned, prune)
+			list, lerr := svc.Worktrees(ctx)
+			if lerr != nil {
+				return errors.Join(err, lerr)
 			}
 			w := cmd.OutOrStdout()
-			for _, p := range pruned {
-				fmt.Fprintf(w, "removed %s (run %s, %s)\n", termtext.Line(p.Branch, 200), p.RunID, p.Why)
+			if jsonOut {
+				if jerr := writeWorktreesJSON(w, list, done, prune); jerr != nil {
+					return jerr
+				}
+				return err
 			}
+			printPruned(w, done)
 			printWorktrees(w, list)
-			return nil
+			return err
 		},
 	}
 	addStateFlag(cmd, &statePath)
-	cmd.Flags().BoolVar(&prune, "prune", false, "remove the worktrees of finished runs that changed nothing, and what a crash left")
+	cmd.Flags().BoolVar(&prune, "prune", false, "remove the worktrees of finished runs whose changes are committed (their branches stay), and what a crash left")
+	cmd.Flags().BoolVar(&force, "force", false, "with --prune: remove worktrees holding uncommitted changes too, discarding them")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON instead of a table")
 	return cmd
+}
+
+// printPruned says what prune removed and what it kept, each with why.
+func printPruned(w io.Writer, done runs.Pruned) {
+	for _, p := range done.Removed {
+		fmt.Fprintf(w, "removed %s (run %s, %s)\n", termtext.Line(p.Branch, 200), p.RunID, termtext.Line(p.Why, 400))
+	}
+	for _, k := range done.Kept {
+		fmt.Fprintf(w, "kept %s at %s (run %s): %s\n", termtext.Line(k.Branch, 200), termtext.Line(k.Path, 400), k.RunID, termtext.Line(k.Why, 600))
+	}
 }
 
 // printWorktrees prints the worktrees as a table.
@@ -137,10 +158,11 @@ func printWorktrees(w io.Writer, list []runs.WorktreeInfo) {
 	tw.Flush()
 }
 
-func writeWorktreesJSON(w io.Writer, list, pruned []runs.WorktreeInfo, prune bool) error {
+func writeWorktreesJSON(w io.Writer, list []runs.WorktreeInfo, done runs.Pruned, prune bool) error {
 	out := map[string]any{"worktrees": nonNil(list)}
 	if prune {
-		out["pruned"] = nonNil(pruned)
+		out["pruned"] = nonNil(done.Removed)
+		out["kept"] = nonNil(done.Kept)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -27,7 +27,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -205,21 +207,12 @@ func (r *Repo) dirty(ctx context.Context) ([]string, error) {
 			wtPaths = append(wtPaths, l.path)
 		}
 	}
-	fields := splitZ(out)
 	var files []string
-	for i := 0; i < len(fields); i++ {
-		f := fields[i]
-		if len(f) < 4 {
+	for _, e := range statusEntries(out) {
+		if e.xy == "??" && holdsOnlyWorktrees(filepath.Join(r.Root, e.name), wtPaths) {
 			continue
 		}
-		xy, name := f[:2], f[3:]
-		if xy[0] == 'R' || xy[0] == 'C' {
-			i++ // the original name follows
-		}
-		if xy == "??" && holdsOnlyWorktrees(filepath.Join(r.Root, name), wtPaths) {
-			continue
-		}
-		files = append(files, name)
+		files = append(files, e.name)
 	}
 	return files, nil
 }
@@ -395,22 +388,24 @@ func (r *Repo) Commit(ctx context.Context, wt Worktree, message string) (commit 
 	if strings.TrimSpace(message) == "" {
 		message = "acpflow: changes on " + wt.Branch
 	}
-	// An agent may switch branches in its worktree; its work then is not
-	// where the run's result says, so acpflow does not commit it anywhere.
-	out, err := run(ctx, wt.Path, nil, "symbolic-ref", "--quiet", "HEAD")
-	if head := strings.TrimSpace(string(out)); err != nil || head != "refs/heads/"+wt.Branch {
-		if errors.Is(err, ErrNoGit) || ctx.Err() != nil {
-			return "", nil, err
-		}
-		if head == "" {
-			head = "a detached HEAD"
-		}
-		return "", nil, fmt.Errorf("committing in worktree %s: it is on %s, not on its branch %s (did the agent switch branches?); nothing committed", wt.Path, strings.TrimPrefix(head, "refs/heads/"), wt.Branch)
-	}
-	if _, err := runRetrying(ctx, wt.Path, nil, "add", "--all"); err != nil {
+	pre, err := r.worktreeGit(ctx, wt)
+	if err != nil {
 		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
 	}
-	out, err = run(ctx, wt.Path, nil, "diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD")
+	git := func(args ...string) []string { return append(slices.Clip(pre), args...) }
+	// An agent may switch branches in its worktree; its work then is not
+	// where the run's result says, so acpflow does not commit it anywhere.
+	head, err := r.head(ctx, wt)
+	if err != nil {
+		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
+	}
+	if head != wt.Branch {
+		return "", nil, fmt.Errorf("committing in worktree %s: it is on %s, not on its branch %s (did the agent switch branches?); nothing committed", wt.Path, headText(head), wt.Branch)
+	}
+	if _, err := runRetrying(ctx, wt.Path, nil, git("add", "--all")...); err != nil {
+		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
+	}
+	out, err := run(ctx, wt.Path, nil, git("diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD")...)
 	if err != nil {
 		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
 	}
@@ -422,10 +417,10 @@ func (r *Repo) Commit(ctx context.Context, wt Worktree, message string) (commit 
 		"GIT_AUTHOR_NAME=" + AuthorName, "GIT_AUTHOR_EMAIL=" + AuthorEmail,
 		"GIT_COMMITTER_NAME=" + AuthorName, "GIT_COMMITTER_EMAIL=" + AuthorEmail,
 	}
-	if _, err := runRetrying(ctx, wt.Path, who, "commit", "--quiet", "--no-verify", "--no-edit", "--cleanup=verbatim", "-m", message); err != nil {
+	if _, err := runRetrying(ctx, wt.Path, who, git("commit", "--quiet", "--no-verify", "--no-edit", "--cleanup=verbatim", "-m", message)...); err != nil {
 		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
 	}
-	out, err = run(ctx, wt.Path, nil, "rev-parse", "HEAD")
+	out, err = run(ctx, wt.Path, nil, git("rev-parse", "HEAD")...)
 	if err != nil {
 		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
 	}
@@ -450,14 +445,14 @@ func (r *Repo) Changed(ctx context.Context, wt Worktree) ([]string, error) {
 			seen[f] = true
 		}
 	} else {
-		out, err := run(ctx, wt.Path, nil, "diff", "--name-only", "-z", "--no-renames", wt.BaseCommit, "--")
+		out, err := r.inWorktree(ctx, wt, nil, "diff", "--name-only", "-z", "--no-renames", wt.BaseCommit, "--")
 		if err != nil {
 			return nil, fmt.Errorf("changes in worktree %s: %w", wt.Path, err)
 		}
 		for _, f := range splitZ(out) {
 			seen[f] = true
 		}
-		out, err = run(ctx, wt.Path, nil, "ls-files", "-z", "--others", "--exclude-standard")
+		out, err = r.inWorktree(ctx, wt, nil, "ls-files", "-z", "--others", "--exclude-standard")
 		if err != nil {
 			return nil, fmt.Errorf("changes in worktree %s: %w", wt.Path, err)
 		}
@@ -471,6 +466,96 @@ func (r *Repo) Changed(ctx context.Context, wt Worktree) ([]string, error) {
 	}
 	sort.Strings(files)
 	return files, nil
+}
+
+// head is the branch checked out in the worktree wt ("refs/heads/"
+// trimmed), or "" when its HEAD is detached.
+func (r *Repo) head(ctx context.Context, wt Worktree) (string, error) {
+	out, err := r.inWorktree(ctx, wt, nil, "symbolic-ref", "--quiet", "HEAD")
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && strings.TrimSpace(ge.stderr) == "" && ctx.Err() == nil {
+			return "", nil // detached: symbolic-ref fails without a word
+		}
+		return "", err
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "refs/heads/"), nil
+}
+
+// headText names what head (as head returns it) has checked out.
+func headText(head string) string {
+	if head == "" {
+		return "a detached HEAD"
+	}
+	return head
+}
+
+// Status is what a worktree holds that its branch does not.
+type Status struct {
+	// Head is the branch checked out in it, "" when HEAD is detached.
+	Head string
+	// Uncommitted lists the files changed and not committed: tracked
+	// files modified, added or deleted (staged or not), and untracked
+	// files that .gitignore does not ignore. Ignored files are not
+	// changes: acpflow's commit leaves them out too.
+	Uncommitted []string
+}
+
+// Status says what the worktree wt holds that is not committed on its
+// branch, reading it through its administrative directory (worktreeGit).
+// Changes inside a submodule's own checkout are not looked into; a
+// submodule moved to another commit is a change.
+func (r *Repo) Status(ctx context.Context, wt Worktree) (Status, error) {
+	head, err := r.head(ctx, wt)
+	if err != nil {
+		return Status{}, fmt.Errorf("status of worktree %s: %w", wt.Path, err)
+	}
+	out, err := r.inWorktree(ctx, wt, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty")
+	if err != nil {
+		return Status{}, fmt.Errorf("status of worktree %s: %w", wt.Path, err)
+	}
+	var files []string
+	for _, e := range statusEntries(out) {
+		files = append(files, e.name)
+	}
+	return Status{Head: head, Uncommitted: files}, nil
+}
+
+// statusEntry is one file of `git status --porcelain=v1 -z`.
+type statusEntry struct{ xy, name string }
+
+func statusEntries(out []byte) []statusEntry {
+	fields := splitZ(out)
+	var list []statusEntry
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if len(f) < 4 {
+			continue
+		}
+		e := statusEntry{xy: f[:2], name: f[3:]}
+		if e.xy[0] == 'R' || e.xy[0] == 'C' {
+			i++ // the original name follows
+		}
+		list = append(list, e)
+	}
+	return list
+}
+
+// Ahead counts the commits on branch that base does not have: 0 means
+// deleting the branch loses nothing. A branch that is gone has none.
+func (r *Repo) Ahead(ctx context.Context, branch, base string) (int, error) {
+	if !r.branchExists(ctx, branch) {
+		return 0, nil
+	}
+	out, err := run(ctx, r.Root, nil, "rev-list", "--count", "--end-of-options", "refs/heads/"+branch, "^"+base)
+	if err != nil {
+		return 0, fmt.Errorf("commits on branch %s: %w", branch, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		return 0, fmt.Errorf("commits on branch %s: git rev-list said %q", branch, out)
+	}
+	return n, nil
 }
 
 // Remove removes the worktree, forcibly (it may hold uncommitted junk, or
@@ -490,10 +575,8 @@ func (r *Repo) Remove(ctx context.Context, wt Worktree, deleteBranch bool) error
 	}
 	defer unlock()
 	if wt.Path != "" {
-		if _, err := runRetrying(ctx, r.Root, nil, "worktree", "remove", "--force", "--force", "--end-of-options", wt.Path); err != nil {
-			if !strings.Contains(stderrOf(err), "is not a working tree") {
-				return fmt.Errorf("removing worktree %s: %w", wt.Path, err)
-			}
+		if err := r.removeWorktree(ctx, wt.Path); err != nil {
+			return err
 		}
 	}
 	if deleteBranch && wt.Branch != "" {
@@ -502,6 +585,27 @@ func (r *Repo) Remove(ctx context.Context, wt Worktree, deleteBranch bool) error
 				return fmt.Errorf("deleting branch %s: %w", wt.Branch, err)
 			}
 		}
+	}
+	return nil
+}
+
+// removeWorktree runs `git worktree remove` on path, forcibly. When git
+// refuses because the .git file inside is not the one it wrote (an agent
+// changed or removed it), acpflow removes the directory it made itself,
+// without following a link, and has git forget it (git worktree prune).
+func (r *Repo) removeWorktree(ctx context.Context, path string) error {
+	_, err := runRetrying(ctx, r.Root, nil, "worktree", "remove", "--force", "--force", "--end-of-options", path)
+	switch msg := stderrOf(err); {
+	case err == nil, strings.Contains(msg, "is not a working tree"):
+		return nil
+	case !strings.Contains(msg, "validation failed"):
+		return fmt.Errorf("removing worktree %s: %w", path, err)
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("removing worktree %s: %w", path, err)
+	}
+	if _, err := runRetrying(ctx, r.Root, nil, "worktree", "prune"); err != nil {
+		return fmt.Errorf("removing worktree %s: %w", path, err)
 	}
 	return nil
 }
@@ -627,18 +731,74 @@ func (r *Repo) Prune(ctx context.Context) error {
 
 // removeStaleLocks removes *.lock files from the administrative directory
 // of the worktree at path (whose directory is gone, so no git can be using
-// them). The administrative directory is the one whose gitdir file points
-// at path/.git.
+// them).
 func removeStaleLocks(common, path string) {
+	admin := adminDir(common, path)
+	if admin == "" {
+		return
+	}
+	locks, _ := filepath.Glob(filepath.Join(admin, "*.lock"))
+	for _, l := range locks {
+		os.Remove(l)
+	}
+}
+
+// adminDir is the administrative directory git keeps for the worktree at
+// path in the repository's common git directory: the one whose gitdir file
+// points at path/.git (git writes it with symlinks resolved). "" when git
+// keeps none for path. git names it after path's last element (with a
+// number added when that is taken), so that one is tried first: a batch
+// of thousands of worktrees does not read every gitdir file per command.
+func adminDir(common, path string) string {
+	want := map[string]bool{filepath.Join(path, ".git"): true}
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		want[filepath.Join(parent, filepath.Base(path), ".git")] = true
+	}
+	pointsBack := func(gitdir string) bool {
+		b, err := os.ReadFile(gitdir)
+		return err == nil && want[filepath.Clean(strings.TrimSpace(string(b)))]
+	}
+	if g := filepath.Join(common, "worktrees", filepath.Base(path), "gitdir"); pointsBack(g) {
+		return filepath.Dir(g)
+	}
 	admins, _ := filepath.Glob(filepath.Join(common, "worktrees", "*", "gitdir"))
 	for _, g := range admins {
-		b, err := os.ReadFile(g)
-		if err != nil || filepath.Clean(strings.TrimSpace(string(b))) != filepath.Join(path, ".git") {
-			continue
-		}
-		locks, _ := filepath.Glob(filepath.Join(filepath.Dir(g), "*.lock"))
-		for _, l := range locks {
-			os.Remove(l)
+		if pointsBack(g) {
+			return filepath.Dir(g)
 		}
 	}
+	return ""
+}
+
+// worktreeGit is what goes before the arguments of a git command on the
+// worktree wt: its administrative directory in the repository and its
+// directory, named (--git-dir, --work-tree), so that git never reads the
+// .git file inside the worktree. An agent wrote that directory; a .git
+// file it rewrote could point acpflow's git at a repository and a
+// configuration of the agent's (a filter, a pager, an fsmonitor, hooks),
+// which would then run outside the agent's sandbox (SPEC §10,
+// "Containment outlives the step").
+func (r *Repo) worktreeGit(ctx context.Context, wt Worktree) ([]string, error) {
+	common, err := r.gitCommonDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(wt.Path)
+	if err != nil {
+		return nil, fmt.Errorf("worktree %s: %w", wt.Path, err)
+	}
+	admin := adminDir(common, abs)
+	if admin == "" {
+		return nil, fmt.Errorf("worktree %s is not one of the worktrees of %s (`git worktree list` there does not show it)", abs, r.Root)
+	}
+	return []string{"--git-dir=" + admin, "--work-tree=" + abs}, nil
+}
+
+// inWorktree runs git args on the worktree wt through worktreeGit.
+func (r *Repo) inWorktree(ctx context.Context, wt Worktree, env []string, args ...string) ([]byte, error) {
+	pre, err := r.worktreeGit(ctx, wt)
+	if err != nil {
+		return nil, err
+	}
+	return run(ctx, wt.Path, env, append(pre, args...)...)
 }

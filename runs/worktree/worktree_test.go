@@ -742,3 +742,171 @@ func TestCommitRefusesAWorktreeTheAgentSwitched(t *testing.T) {
 	_, _, err = r.Commit(ctx, wt, "m")
 	mustContain(t, err, "on elsewhere, not on its branch acpflow/sw", "nothing committed")
 }
+
+// An agent may rewrite the .git file of its worktree to point acpflow's
+// git at a repository of its own, whose configuration names a filter to
+// run on every file. Status, Changed, Commit and Remove read the worktree
+// through its administrative directory instead: the agent's filter never
+// runs, the commit lands on the worktree's branch in the real repository,
+// and the worktree can still be removed.
+func TestGitOnAWorktreeIgnoresTheGitFileTheAgentWrote(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	wt, err := r.Add(ctx, wtPath(r, "hostile"), "acpflow/hostile", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pwned := filepath.Join(t.TempDir(), "pwned")
+	evil := filepath.Join(t.TempDir(), "evil")
+	git(t, filepath.Dir(evil), "init", "-q", evil)
+	git(t, evil, "symbolic-ref", "HEAD", "refs/heads/acpflow/hostile")
+	for _, kv := range [][2]string{
+		{"filter.evil.clean", "touch " + pwned + "; cat"},
+		{"filter.evil.required", "true"},
+		{"core.fsmonitor", "touch " + pwned + "-fsmonitor"},
+	} {
+		git(t, evil, "config", kv[0], kv[1])
+	}
+	write(t, filepath.Join(wt.Path, ".gitattributes"), "* filter=evil\n")
+	write(t, filepath.Join(wt.Path, "x.txt"), "x\n")
+	write(t, filepath.Join(wt.Path, ".git"), "gitdir: "+filepath.Join(evil, ".git")+"\n")
+
+	st, err := r.Status(ctx, wt)
+	if err != nil || st.Head != "acpflow/hostile" || !slices.Equal(st.Uncommitted, []string{".gitattributes", "x.txt"}) {
+		t.Errorf("Status = %+v, %v; want on acpflow/hostile with .gitattributes and x.txt uncommitted", st, err)
+	}
+	if files, err := r.Changed(ctx, wt); err != nil || !slices.Equal(files, []string{".gitattributes", "x.txt"}) {
+		t.Errorf("Changed = %q, %v", files, err)
+	}
+	ranEvil := func() {
+		t.Helper()
+		for _, p := range []string{pwned, pwned + "-fsmonitor"} {
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("acpflow's git ran the agent's configuration (%s exists)", p)
+			}
+		}
+	}
+	c, files, err := r.Commit(ctx, wt, "m")
+	if err != nil || !slices.Equal(files, []string{".gitattributes", "x.txt"}) {
+		ranEvil()
+		t.Fatalf("Commit = %q, %q, %v", c, files, err)
+	}
+	if got := git(t, r.Root, "rev-parse", "acpflow/hostile"); got != c {
+		t.Errorf("the branch is at %s, Commit said %s", got, c)
+	}
+	if err := r.Remove(ctx, wt, false); err != nil {
+		t.Fatalf("Remove of a worktree whose .git file was rewritten: %v", err)
+	}
+	if _, err := os.Stat(wt.Path); !os.IsNotExist(err) {
+		t.Errorf("the worktree is still there: %v", err)
+	}
+	if wl := git(t, r.Root, "worktree", "list", "--porcelain"); strings.Contains(wl, wt.Path) {
+		t.Errorf("git still lists it:\n%s", wl)
+	}
+	if got := git(t, r.Root, "rev-parse", "acpflow/hostile"); got != c {
+		t.Errorf("the branch moved to %s", got)
+	}
+	ranEvil()
+}
+
+// Status tells what a worktree holds that its branch does not, over the
+// kinds of change: none, untracked, ignored (not a change), modified,
+// staged, deleted, renamed, a name with spaces and a newline, and a HEAD
+// moved off the branch.
+func TestStatus(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	for _, c := range []struct {
+		name   string
+		change func(dir string)
+		head   string
+		want   []string
+	}{
+		{"clean", func(string) {}, "", nil},
+		{"ignored only", func(d string) { write(t, filepath.Join(d, "build.log"), "x") }, "", nil},
+		{"untracked", func(d string) { write(t, filepath.Join(d, "new/n.txt"), "x") }, "", []string{"new/n.txt"}},
+		{"modified", func(d string) { write(t, filepath.Join(d, "README"), "changed\n") }, "", []string{"README"}},
+		{"staged", func(d string) {
+			write(t, filepath.Join(d, "s.txt"), "x")
+			git(t, d, "add", "s.txt")
+		}, "", []string{"s.txt"}},
+		{"deleted", func(d string) { os.Remove(filepath.Join(d, "src/old.txt")) }, "", []string{"src/old.txt"}},
+		{"renamed", func(d string) { git(t, d, "mv", "src/old.txt", "src/moved.txt") }, "", []string{"src/moved.txt"}},
+		{"odd names", func(d string) { write(t, filepath.Join(d, "a b\nc.txt"), "x") }, "", []string{"a b\nc.txt"}},
+		{"detached", func(d string) { git(t, d, "checkout", "-q", "--detach") }, "-", nil},
+		{"another branch", func(d string) { git(t, d, "checkout", "-q", "-b", "acpflow-elsewhere") }, "acpflow-elsewhere", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := strings.ReplaceAll(c.name, " ", "-")
+			wt, err := r.Add(ctx, wtPath(r, name), "acpflow/st-"+name, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.change(wt.Path)
+			st, err := r.Status(ctx, wt)
+			head := wt.Branch
+			switch c.head {
+			case "-":
+				head = ""
+			case "":
+			default:
+				head = c.head
+			}
+			if err != nil || st.Head != head || !slices.Equal(st.Uncommitted, c.want) {
+				t.Errorf("Status = %+v, %v; want head %q, uncommitted %q", st, err, head, c.want)
+			}
+		})
+	}
+}
+
+// Ahead counts a branch's own commits: none after Add, one after a
+// commit, none for a branch that is gone.
+func TestAhead(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	wt, err := r.Add(ctx, wtPath(r, "ahead"), "acpflow/ahead", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Ahead(ctx, wt.Branch, wt.BaseCommit); n != 0 || err != nil {
+		t.Errorf("Ahead of a new branch = %d, %v", n, err)
+	}
+	write(t, filepath.Join(wt.Path, "x"), "x\n")
+	if _, _, err := r.Commit(ctx, wt, "m"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Ahead(ctx, wt.Branch, wt.BaseCommit); n != 1 || err != nil {
+		t.Errorf("Ahead after a commit = %d, %v", n, err)
+	}
+	if n, err := r.Ahead(ctx, "acpflow/none", wt.BaseCommit); n != 0 || err != nil {
+		t.Errorf("Ahead of a branch that is gone = %d, %v", n, err)
+	}
+}
+
+// Two worktrees whose directories share a name get administrative
+// directories of different names from git; each is read through its own.
+func TestStatusOfTwoWorktreesOfOneName(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t)
+	one, err := r.Add(ctx, filepath.Join(filepath.Dir(r.Root), "one", "same"), "acpflow/one", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := r.Add(ctx, filepath.Join(filepath.Dir(r.Root), "two", "same"), "acpflow/two", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(two.Path, "only-in-two"), "x")
+	for _, c := range []struct {
+		wt   Worktree
+		want []string
+	}{{one, nil}, {two, []string{"only-in-two"}}} {
+		st, err := r.Status(ctx, c.wt)
+		if err != nil || st.Head != c.wt.Branch || !slices.Equal(st.Uncommitted, c.want) {
+			t.Errorf("Status of %s = %+v, %v; want %q on %s", c.wt.Path, st, err, c.want, c.wt.Branch)
+		}
+	}
+	if _, err := r.Status(ctx, Worktree{Path: filepath.Join(filepath.Dir(r.Root), "never"), Branch: "acpflow/never"}); err == nil || !strings.Contains(err.Error(), "is not one of the worktrees of") {
+		t.Errorf("Status of an unknown worktree: %v", err)
+	}
+}

@@ -4,7 +4,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,6 +24,12 @@ func main() {
 	if served, code := builtin.Serve(os.Args[1:]); served {
 		os.Exit(code)
 	}
+	os.Exit(runcmd.Main(newRootCmd(), "acpflow-temporal", os.Args[1:]))
+}
+
+// newRootCmd is the command tree; runcmd.Main runs it as it runs
+// acpflow's, so that the same error exits with the same code.
+func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "acpflow-temporal",
 		Short:         "Run acpflow workflows on Temporal: workers on many machines, the same workflow file",
@@ -34,19 +39,7 @@ func main() {
 	var conn connFlags
 	conn.add(root)
 	root.AddCommand(newWorkerCmd(&conn), newRunCmd(&conn))
-	err := root.Execute()
-	if err == nil {
-		os.Exit(runcmd.ExitOK)
-	}
-	var coded *runcmd.ExitError
-	if errors.As(err, &coded) {
-		if coded.Err != nil && !coded.Silent {
-			fmt.Fprintln(os.Stderr, "acpflow-temporal:", coded.Err)
-		}
-		os.Exit(coded.Code)
-	}
-	fmt.Fprintln(os.Stderr, "acpflow-temporal:", err)
-	os.Exit(runcmd.ExitUsage)
+	return root
 }
 
 // connFlags say where Temporal and the blob store are.

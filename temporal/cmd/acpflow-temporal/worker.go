@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,7 +56,7 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 			acts := &flow.Activities{Blobs: blobs, Cache: cache, Ambient: policies.EnvMap(os.Environ()), Outer: outer}
 			w.RegisterActivityWithOptions(acts.Attempt, activity.RegisterOptions{Name: flow.ActivityName})
 			fmt.Fprintf(os.Stderr, "acpflow-temporal: worker on %s, task queue %s, %d steps at once\n", conn.address, conn.taskQueue, concurrency)
-			if err := w.Run(worker.InterruptCh()); err != nil {
+			if err := w.Run(stopOn(cmd.Context())); err != nil {
 				return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
 			}
 			return nil
@@ -66,4 +67,22 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 	fl.StringVar(&cache, "cache", "", "where workflow files and modules are unpacked (default: beside --blobs)")
 	fl.StringVar(&policy, "policy", "", "an outer policy file every step on this worker decides within (as acpflow run --policy)")
 	return cmd
+}
+
+// stopOn is what stops the worker: SIGINT or SIGTERM (the SDK's
+// InterruptCh), or the end of the command's context (SIGHUP, or its
+// stdout gone: runcmd.CommandContext), which would otherwise leave a
+// worker polling after its terminal closed.
+func stopOn(ctx context.Context) <-chan any {
+	stop := make(chan any, 1)
+	sig := worker.InterruptCh()
+	go func() {
+		select {
+		case s := <-sig:
+			stop <- s
+		case <-ctx.Done():
+			stop <- context.Cause(ctx)
+		}
+	}()
+	return stop
 }
