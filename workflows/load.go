@@ -117,7 +117,10 @@ func (d *decoder) prepareErrorAt(s *stepInfo, err error) pos {
 		if s.shorthand && len(path) > 0 && path[0] == "with" {
 			path = path[1:] // run: and its keys are the step's own
 		}
-		n, _ := follow(s.node, path)
+		n, depth := follow(s.node, path)
+		if fe.Excerpt != "" && depth == len(path) {
+			return d.find(n, fe.Excerpt, fe.Col-1)
+		}
 		return n.pos
 	}
 	if s.withNode != nil {

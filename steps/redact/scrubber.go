@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
@@ -286,4 +287,44 @@ func (s *Scrubber) scrubString(str string) string {
 		str = strings.ReplaceAll(str, v, Redacted)
 	}
 	return str
+}
+
+// Cut is how much of text, the latest of a stream scrubbed piece by piece
+// (a command's stdout as it is read), can be scrubbed and passed on now:
+// the rest may be the beginning of a secret whose end is still to come,
+// or a secret that would be split, and waits for more (or the stream's
+// end). Without secrets it is all of text.
+func (s *Scrubber) Cut(text string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	needles := slices.Clone(s.secrets)
+	for _, m := range s.masks {
+		needles = append(needles, m.from)
+	}
+	longest := 0
+	for _, v := range needles {
+		longest = max(longest, len(v))
+	}
+	if longest == 0 {
+		return len(text)
+	}
+	cut := len(text) - (longest - 1)
+	// A secret that begins before the cut and ends past it moves the cut
+	// to its beginning; one that begins further back is whole in text.
+	for moved := true; moved && cut > 0; {
+		moved = false
+		for _, v := range needles {
+			from, to := max(0, cut-len(v)+1), min(len(text), cut+len(v)-1)
+			if from < to {
+				if i := strings.Index(text[from:to], v); i >= 0 && from+i < cut {
+					cut, moved = from+i, true
+				}
+			}
+		}
+	}
+	cut = max(cut, 0)
+	for cut > 0 && cut < len(text) && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return cut
 }
