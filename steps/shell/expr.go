@@ -212,12 +212,16 @@ func parseCommand(text string, lang syntax.LangVariant) (*syntax.File, error) {
 
 // commandError words a command line the grammar cannot parse.
 func commandError(err error, lang syntax.LangVariant) error {
+	what := err.Error()
 	var pe syntax.ParseError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("acpflow parses a command line with ${{ }} to pass each value as data, and cannot parse this one (line %d: %s); write it so that %s parses it, or set the value in env: and read it as $NAME",
-			pe.Pos.Line(), pe.Text, lang)
+	var le syntax.LangError
+	switch {
+	case errors.As(err, &pe):
+		what = fmt.Sprintf("line %d: %s", pe.Pos.Line(), pe.Text)
+	case errors.As(err, &le):
+		what = fmt.Sprintf("line %d: %s is not in %s", le.Pos.Line(), le.Feature, lang)
 	}
-	return err
+	return fmt.Errorf("acpflow parses a command line with ${{ }} to pass each value as data, and cannot parse this one (%s); write it so that %s parses it, or set the value in env: and read it as $NAME", what, lang)
 }
 
 // place is how the shell reads the variable of one expression.
