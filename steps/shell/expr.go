@@ -10,6 +10,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/acpflow/acpflow/internal/bytesize"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/redact"
 )
@@ -396,6 +397,11 @@ func quotedWord(w *syntax.Word) bool {
 	return false
 }
 
+// maxVariable is the most one NAME=value string of a command's
+// environment may hold, on Linux (MAX_ARG_STRLEN): past it the spawn
+// fails with a bare "argument list too long".
+const maxVariable = 128 << 10
+
 // readsEnv matches an expression that reads acpflow's environment (env.X,
 // env['X'], the whole env): what it produces is a secret, as it is in an
 // env: value. It may match more than it must (a string that says env.);
@@ -434,6 +440,10 @@ func (s *step) commandLine(inv *steps.Invocation, shell string, scrub *redact.Sc
 		}
 		if strings.ContainsRune(v, 0) {
 			return "", nil, fmt.Errorf("run: %s: the value holds a NUL byte, which no shell variable can; nothing was started", site.src)
+		}
+		if size := len(varName(i)) + 1 + len(v) + 1; size > maxVariable {
+			return "", nil, fmt.Errorf("run: %s: the value is %s, more than the %s one variable of a command may hold; nothing was started: have the step that makes it write a file, and read the file",
+				site.src, bytesize.Format(int64(size)), bytesize.Format(maxVariable))
 		}
 		if readsEnv.MatchString(site.src[3 : len(site.src)-2]) {
 			scrub.Add([]string{v})

@@ -163,3 +163,22 @@ func TestAnExpressionTheShellWouldNotReadAsDataIsRefusedAtItsPlace(t *testing.T)
 		t.Errorf("env: ACPFLOW_EXPR_1: %v; want a field error there", err)
 	}
 }
+
+// TestAValueNoVariableCanHoldStartsNothing covers values the environment
+// cannot carry (class: a NUL byte, more than Linux's 128 KiB for one
+// variable): the step fails saying why, before anything starts.
+func TestAValueNoVariableCanHoldStartsNothing(t *testing.T) {
+	for value, says := range map[string]string{
+		"a\x00b":                         "NUL byte",
+		strings.Repeat("x", 200<<10):     "more than the 128 KiB",
+		strings.Repeat("y", 128<<10-100): "",
+	} {
+		a := runEdited(t, context.Background(), map[string]any{"run": `printf '%s' "${{ v }}" | wc -c`}, nil, nil, renderAs(value))
+		switch {
+		case says == "" && (a.res.Err != nil || strings.TrimSpace(a.res.Output) != fmt.Sprint(len(value))):
+			t.Errorf("%d bytes: output %q, error %v; want them passed", len(value), a.res.Output, a.res.Err)
+		case says != "" && (a.res.Err == nil || !strings.Contains(a.res.Err.Error(), says) || len(a.procs.procs) != 0):
+			t.Errorf("%d bytes: error %v, processes %v; want %q and nothing started", len(value), a.res.Err, a.procs.procs, says)
+		}
+	}
+}

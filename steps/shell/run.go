@@ -123,7 +123,13 @@ func (s *step) attempt(ctx context.Context, inv *steps.Invocation, scrub *redact
 		inv.ProcessEnded(child.Pid(), 0)
 		return failed(fmt.Errorf("cannot read the command's output: %w", err))
 	}
+	return settle(ctx, inv, child, out)
+}
 
+// settle waits for the shell to exit (or ctx to end, or its output to
+// pass the limit), tears its group down, and makes the step's result of
+// how it ended.
+func settle(ctx context.Context, inv *steps.Invocation, child *procgroup.Child, out *output) steps.Result {
 	var stopped error // why acpflow stopped the command, if it did
 	select {
 	case <-child.Exited():
