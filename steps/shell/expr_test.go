@@ -64,6 +64,11 @@ func TestAnExpressionReachesTheCommandAsDataWhateverItHolds(t *testing.T) {
 		{"a here-string", "", `cat <<< ${{ v }}`, func(v string) string { return v + "\n" }},
 		{"a for list", "", `for w in ${{ v }}; do printf '<%s>' "$w"; done`, func(v string) string { return "<" + v + ">" }},
 		{"a case pattern", "", `case decoy in ${{ v }}) echo matched;; *) echo literal;; esac`, func(string) string { return "literal\n" }},
+		{"a [[ ]] pattern", "", `[[ decoy == ${{ v }} ]] && echo matched || echo literal`, func(string) string { return "literal\n" }},
+		{"an array", "", `a=(${{ v }}); printf '<%s>' "${#a[@]}" "${a[0]}"`, func(v string) string { return "<1><" + v + ">" }},
+		{"a here-document in $( ) in double quotes", "", "printf '<%s>' \"$(cat <<EOF\n${{ v }}\nEOF\n)\"", func(v string) string { return "<" + v + ">" }},
+		{"a redirection's target", "", `printf 'in a file' > ${{ v }}; cat ./${{ v }}`, func(string) string { return "in a file" }},
+		{"bash with a script file", "bash -e {0}", `printf '<%s>' ${{ v }}`, func(v string) string { return "<" + v + ">" }},
 		{"sh, bare", "sh", `printf '<%s>' ${{ v }}`, func(v string) string { return "<" + v + ">" }},
 		{"sh, in double quotes", "sh", `printf '<%s>' "${{ v }}"`, func(v string) string { return "<" + v + ">" }},
 	} {
