@@ -119,7 +119,11 @@ func (d *decoder) prepareErrorAt(s *stepInfo, err error) pos {
 		}
 		n, depth := follow(s.node, path)
 		if fe.Excerpt != "" && depth == len(path) {
-			return d.find(n, fe.Excerpt, fe.Col-1)
+			if at := d.find(n, fe.Excerpt, fe.Col-1); at != n.pos {
+				return at
+			}
+			// Written with escapes: the part itself, where it first is.
+			return d.find(n, fe.Excerpt[byteOffset(fe.Excerpt, fe.Col-1):], 0)
 		}
 		return n.pos
 	}

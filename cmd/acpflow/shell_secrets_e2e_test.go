@@ -91,9 +91,9 @@ steps:
 // TestShellExpressionsWhereTheShellWouldReadCodeAreRefused covers the
 // places a value cannot be passed as data (class: single quotes, a
 // here-document's delimiter, a quoted delimiter's body, arithmetic, a
-// comment, a shell acpflow does not parse): validate and run both exit 2
-// before anything starts, each error at the expression's line and column
-// with the fix.
+// comment, a shell acpflow does not parse, a YAML string with escapes):
+// validate and run both exit 2 before anything starts, each error at the
+// expression's line and column with the fix.
 func TestShellExpressionsWhereTheShellWouldReadCodeAreRefused(t *testing.T) {
 	dir := t.TempDir()
 	writeWorkflow(t, dir, `name: refused
@@ -124,6 +124,9 @@ steps:
     needs: first
     shell: python3
     run: print("${{ steps.first.output }}")
+  - id: escaped
+    needs: first
+    run: "echo \"ok\"; echo '${{ steps.first.output }}'"
 `)
 	want := []string{
 		`wf.yaml:7:16: step "quoted": run: ${{ steps.first.output }} is inside single quotes`,
@@ -133,6 +136,7 @@ steps:
 		`wf.yaml:21:19: step "arith": run: ${{ steps.first.output }} is in an arithmetic expression`,
 		`wf.yaml:24:18: step "comment": run: ${{ steps.first.output }} is in a comment`,
 		`wf.yaml:28:10: step "python": run: a ${{ }} can reach the shell as data only in a bash or sh command line`,
+		`wf.yaml:31:30: step "escaped": run: ${{ steps.first.output }} is inside single quotes`,
 	}
 	for _, args := range [][]string{{"validate", "wf.yaml"}, {"run", "wf.yaml", "--state", filepath.Join(dir, "state.db")}} {
 		r := acpflow(t, dir, args...)
