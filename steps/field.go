@@ -21,6 +21,13 @@ import "fmt"
 type FieldError struct {
 	Path []string
 	Err  error
+	// Excerpt, when set, is the line of the value (a string) that the
+	// error is about, up to and including what it is about, and Col that
+	// part's column in it (from 1, in characters): the loader finds it in
+	// the file to put its caret inside the value, as on an expression of a
+	// block scalar's third line.
+	Excerpt string
+	Col     int
 }
 
 // Error is the message of Err.

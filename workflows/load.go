@@ -117,7 +117,14 @@ func (d *decoder) prepareErrorAt(s *stepInfo, err error) pos {
 		if s.shorthand && len(path) > 0 && path[0] == "with" {
 			path = path[1:] // run: and its keys are the step's own
 		}
-		n, _ := follow(s.node, path)
+		n, depth := follow(s.node, path)
+		if fe.Excerpt != "" && depth == len(path) {
+			if at := d.find(n, fe.Excerpt, fe.Col-1); at != n.pos {
+				return at
+			}
+			// Written with escapes: the part itself, where it first is.
+			return d.find(n, fe.Excerpt[byteOffset(fe.Excerpt, fe.Col-1):], 0)
+		}
 		return n.pos
 	}
 	if s.withNode != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acpflow/acpflow/internal/bytesize"
 	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps/redact"
 )
 
 // Bounds on one permission request as a policy is shown it
@@ -116,12 +117,8 @@ func recordText(s string) string {
 	if len(s) <= maxRecordText {
 		return s
 	}
-	return cutUTF8(s, maxRecordText) + cutMark + strconv.Itoa(len(s)) + " bytes)"
+	return cutUTF8(s, maxRecordText) + redact.CutMark + strconv.Itoa(len(s)) + " bytes)"
 }
-
-// cutMark follows what recordText kept of a text it cut (scribe.recordText
-// looks for it).
-const cutMark = "… (cut from "
 
 // recordLocations is locs as such a record keeps them: the first
 // maxRecordLocations, their paths cut as recordText cuts.

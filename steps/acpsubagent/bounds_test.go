@@ -11,6 +11,7 @@ import (
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/redact"
 )
 
 // TestAPermissionRequestPastABoundIsRefusedWithoutAskingThePolicy: a
@@ -331,13 +332,13 @@ func TestARecordCutThroughASecretKeepsNoneOfIt(t *testing.T) {
 		text := strings.Repeat("x", maxRecordText-before) + secret + strings.Repeat("y", 5000)
 		req := &policies.PermissionRequest{Tool: policies.Tool{ID: "c", Title: text, Command: text,
 			Locations: []policies.ToolLocation{{Path: "/" + text[1:]}}}}
-		rec := s.permission(answeredItself(req, policies.SourceWorkflow, policies.RuleOtherSession, "r"))
+		rec := s.Permission(answeredItself(req, policies.SourceWorkflow, policies.RuleOtherSession, "r"))
 		for _, got := range []string{rec.Title, rec.Command, rec.Locations[0].Path} {
-			kept, _, _ := strings.Cut(got, cutMark)
+			kept, _, _ := strings.Cut(got, redact.CutMark)
 			if strings.Contains(kept, secret) || before < len(secret) && strings.HasSuffix(kept, secret[:before]) {
 				t.Errorf("secret begun %d bytes before the cut: kept %q", before, kept[len(kept)-40:])
 			}
-			if !strings.Contains(got, cutMark) || len(got) > maxRecordText+64 {
+			if !strings.Contains(got, redact.CutMark) || len(got) > maxRecordText+64 {
 				t.Errorf("secret begun %d bytes before the cut: %d bytes kept, %q", before, len(got), got[len(got)-40:])
 			}
 		}

@@ -48,7 +48,7 @@ func (a *attempt) continueSession(ctx, startCtx context.Context) error {
 		if p := reg.take(k, a.inv); p != nil {
 			a.p = p
 			p.book.use(a.inv, a.cwd)
-			a.scribe.addSecrets(p.secrets)
+			a.scribe.Add(p.secrets)
 			p.listen(a.scribe)
 			if a.fork {
 				return a.forkSession(startCtx, k.sessionID, true)

@@ -9,6 +9,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
+	"github.com/acpflow/acpflow/steps/redact"
 )
 
 // checkToolKeys checks the shapes of with.mcp-servers and with.attach at
@@ -34,7 +35,7 @@ type mcpServer struct {
 	setBy string
 	// url is the url in pieces, so that its templated parts can be hidden
 	// wherever it is recorded; nil for a stdio server.
-	url []piece
+	url []redact.Piece
 	// secrets are the values no record may hold: every env and header
 	// value, and what each ${{ }} in its command, args and url produced.
 	secrets []string
@@ -93,15 +94,15 @@ func wireServers(servers []mcpServer) []acp.McpServer {
 func renderMCPServer(s steps.MCPServer, render func(string) (string, error), at string) (mcpServer, error) {
 	r := mcpServer{MCPServer: steps.MCPServer{Name: s.Name, Type: s.Type}}
 	one := func(raw, key string) (string, error) {
-		pieces, err := renderPieces(raw, render)
+		pieces, err := redact.RenderPieces(raw, render)
 		if err != nil {
 			return "", fmt.Errorf("%s.%s: %w", at, key, err)
 		}
-		r.secrets = append(r.secrets, produced(pieces)...)
+		r.secrets = append(r.secrets, redact.Produced(pieces)...)
 		if key == "url" && raw != "" {
 			r.url = pieces
 		}
-		return joined(pieces), nil
+		return redact.Joined(pieces), nil
 	}
 	var err error
 	if r.Command, err = one(s.Command, "command"); err != nil {

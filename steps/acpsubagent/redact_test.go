@@ -67,7 +67,7 @@ func TestAResultIsScrubbedAndItsErrorStillUnwraps(t *testing.T) {
 		Err:         fmt.Errorf("failed: %w: %s", ErrAbortedBeforeStart, secret),
 		Permissions: []policies.PermissionRecord{{Title: "t " + secret, Command: "c " + secret}},
 	}
-	s.result(&res)
+	s.Result(&res)
 	b, _ := json.Marshal(map[string]any{"o": res.Output, "f": res.Final, "s": res.Stderr, "j": res.JSON, "e": res.Err.Error(), "p": res.Permissions})
 	if strings.Contains(string(b), secret) {
 		t.Errorf("the result holds the secret: %s", b)

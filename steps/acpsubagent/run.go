@@ -23,6 +23,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
+	"github.com/acpflow/acpflow/steps/redact"
 )
 
 // ErrAbortedBeforeStart is the seed's message for a step cancelled before
@@ -200,7 +201,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 	if a.unlock != nil {
 		a.unlock()
 	}
-	a.scribe.result(&res)
+	a.scribe.Result(&res)
 	return res
 }
 
@@ -263,7 +264,7 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
 	a.cwd = cwd
-	a.scribe.keepPaths(cwd)
+	a.scribe.KeepPaths(cwd)
 	if a.outputLimit, err = a.maxOutput(); err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
@@ -278,9 +279,9 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}
 	for _, sv := range servers {
-		a.scribe.addSecrets(sv.secrets)
+		a.scribe.Add(sv.secrets)
 		if sv.url != nil {
-			a.scribe.addMask(sv.url)
+			a.scribe.AddMask(sv.url)
 		}
 	}
 	if err := a.admitMCP(ctx, servers); err != nil {
@@ -603,7 +604,7 @@ func (a *attempt) promptError(err error) error {
 	if cause := a.p.gate.cause(); cause != nil {
 		var stray *nonProtocolLine
 		if errors.As(cause, &stray) {
-			return fmt.Errorf("agent %s %s", a.agent.Name, stray.quoted(a.scribe.text))
+			return fmt.Errorf("agent %s %s", a.agent.Name, stray.quoted(a.scribe.Text))
 		}
 		return fmt.Errorf("agent %s %w", a.agent.Name, cause)
 	}
@@ -702,12 +703,12 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	// produced in an explicit value, and credentials by name.
 	var secrets []string
 	for k, v := range a.agent.Env {
-		pieces, err := renderPieces(v, a.render)
+		pieces, err := redact.RenderPieces(v, a.render)
 		if err != nil {
 			return nil, fmt.Errorf("agents.%s.env.%s: %w", a.agent.Name, k, err)
 		}
-		explicit[k], setBy[k] = joined(pieces), "agent "+a.agent.Name+"'s env"
-		secrets = append(secrets, produced(pieces)...)
+		explicit[k], setBy[k] = redact.Joined(pieces), "agent "+a.agent.Name+"'s env"
+		secrets = append(secrets, redact.Produced(pieces)...)
 	}
 	stepEnv := "step " + a.inv.StepID + "'s env"
 	switch env := a.inv.With["env"].(type) {
@@ -722,16 +723,16 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	}
 	for k, v := range a.ownEnv {
 		if raw, ok := v.(string); ok && strings.Contains(raw, "${{") {
-			pieces, err := renderPieces(raw, a.render)
+			pieces, err := redact.RenderPieces(raw, a.render)
 			if err != nil {
 				return nil, fmt.Errorf("with.env.%s: %w", k, err)
 			}
-			secrets = append(secrets, produced(pieces)...)
+			secrets = append(secrets, redact.Produced(pieces)...)
 		}
 	}
-	secrets = append(secrets, credentialValues(explicit)...)
-	secrets = append(secrets, credentialValues(a.inv.Ambient)...)
-	a.scribe.addSecrets(secrets)
+	secrets = append(secrets, redact.CredentialValues(explicit)...)
+	secrets = append(secrets, redact.CredentialValues(a.inv.Ambient)...)
+	a.scribe.Add(secrets)
 	req := &policies.EnvRequest{
 		Request: policies.Request{Kind: "env", Workflow: a.inv.Workflow, RunID: a.inv.RunID, Step: a.inv.StepID,
 			Agent: a.agent.Name, Workspace: a.inv.Workspace, Cwd: a.cwd},
@@ -751,17 +752,17 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	a.recordSpawn(req, dec, err)
 	switch {
 	case refused != nil:
-		return nil, a.sawAll(req).err(refused)
+		return nil, a.sawAll(req).Err(refused)
 	case err != nil:
-		return nil, a.sawAll(req).err(fmt.Errorf("env policy (%s) failed, spawn refused: %w", a.inv.EnvSource, err))
+		return nil, a.sawAll(req).Err(fmt.Errorf("env policy (%s) failed, spawn refused: %w", a.inv.EnvSource, err))
 	}
 	if dec.Deny != "" {
-		return nil, a.sawAll(req).err(fmt.Errorf("env policy (%s) refused the spawn: %s", a.inv.EnvSource, dec.Deny))
+		return nil, a.sawAll(req).Err(fmt.Errorf("env policy (%s) refused the spawn: %s", a.inv.EnvSource, dec.Deny))
 	}
 	withPWD(dec.Env, explicit, a.cwd)
 	// A module may add or change values: its credentials are secrets too.
-	a.secrets = append(secrets, credentialValues(dec.Env)...)
-	a.scribe.addSecrets(a.secrets)
+	a.secrets = append(secrets, redact.CredentialValues(dec.Env)...)
+	a.scribe.Add(a.secrets)
 	names := make([]string, 0, len(dec.Env))
 	for k := range dec.Env {
 		names = append(names, k)
@@ -790,7 +791,7 @@ func (a *attempt) recordSpawn(req *policies.EnvRequest, dec policies.EnvDecision
 	}
 	if sp.Deny != "" {
 		sp.Env = []string{}
-		sp.Deny = a.sawAll(req).text(sp.Deny)
+		sp.Deny = a.sawAll(req).Text(sp.Deny)
 	}
 	a.scribe.spawned(sp)
 }

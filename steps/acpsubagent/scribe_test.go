@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/acpflow/acpflow/internal/transcript"
+	"github.com/acpflow/acpflow/steps/redact"
 )
 
 func TestScribeKeepsEveryLineButTheSecretsInIt(t *testing.T) {
@@ -28,7 +29,7 @@ func TestScribeKeepsEveryLineButTheSecretsInIt(t *testing.T) {
 		t.Errorf("the secret was not replaced where it was: %s", all)
 	}
 	if !strings.Contains(all, `"short":true`) {
-		t.Errorf("a value shorter than %d characters was scrubbed: %s", minSecret, all)
+		t.Errorf("a value shorter than %d characters was scrubbed: %s", redact.MinSecret, all)
 	}
 	if tr.Messages[0].Dir != transcript.ToAgent || tr.Messages[1].Dir != transcript.FromAgent {
 		t.Errorf("directions %s %s", tr.Messages[0].Dir, tr.Messages[1].Dir)
@@ -76,8 +77,8 @@ func TestScribeNeverTouchesARecordedPath(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newScribe("a", nil, ws)
-			s.keepPaths(cwd)
-			s.addSecrets([]string{tc.value, secret})
+			s.KeepPaths(cwd)
+			s.Add([]string{tc.value, secret})
 			s.add(transcript.ToAgent, []byte(line))
 			got := string(s.done().Messages[0].Msg)
 			if strings.Contains(got, secret) {
@@ -86,7 +87,7 @@ func TestScribeNeverTouchesARecordedPath(t *testing.T) {
 			if !strings.Contains(got, `"cwd":"`+cwd+`"`) || !strings.Contains(got, ws+"/README.md and [redacted]") {
 				t.Errorf("a recorded path was changed: %s", got)
 			}
-			if s.text(tc.value) != tc.value {
+			if s.Text(tc.value) != tc.value {
 				t.Errorf("the value %q is scrubbed from other records", tc.value)
 			}
 		})
@@ -115,14 +116,14 @@ func TestScribeMasksTheTemplatedPartsOfAURL(t *testing.T) {
 		{"an empty value and a recorded path stay", "https://h.example${{ run.workspace }}?k=${{ env.EMPTY }}", "https://h.example" + ws + "?k="},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pieces, err := renderPieces(tc.raw, render)
+			pieces, err := redact.RenderPieces(tc.raw, render)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sent := joined(pieces)
+			sent := redact.Joined(pieces)
 			s := newScribe("a", nil, ws)
-			s.addMask(pieces)
-			s.addSecrets(produced(pieces))
+			s.AddMask(pieces)
+			s.Add(redact.Produced(pieces))
 			line := `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"` + ws + `","mcpServers":[{"name":"docs","type":"sse","url":"` + sent + `","headers":[]}]}}`
 			s.add(transcript.ToAgent, []byte(line))
 			var msg struct {
@@ -142,7 +143,7 @@ func TestScribeMasksTheTemplatedPartsOfAURL(t *testing.T) {
 			if msg.Params.Cwd != ws {
 				t.Errorf("cwd recorded as %q", msg.Params.Cwd)
 			}
-			if got := s.text("the agent said: " + sent); got != "the agent said: "+tc.shown {
+			if got := s.Text("the agent said: " + sent); got != "the agent said: "+tc.shown {
 				t.Errorf("the url in the agent's words became %q", got)
 			}
 		})
@@ -155,7 +156,7 @@ func TestScribeMasksTheTemplatedPartsOfAURL(t *testing.T) {
 func TestScribeTellsASecretStartingWithASlashFromAPath(t *testing.T) {
 	for _, v := range []string{"/Xk3+abcdEFGH/ijkl=", "/k3yMaterialWithNoDir", "/usr/bin:/Xk3+abcd/efgh"} {
 		s := newScribe("a", []string{v}, "/srv/ws")
-		if got := s.text("key " + v); got != "key [redacted]" {
+		if got := s.Text("key " + v); got != "key [redacted]" {
 			t.Errorf("%q: scrubbed into %q", v, got)
 		}
 	}
@@ -165,9 +166,9 @@ func TestScribeTellsASecretStartingWithASlashFromAPath(t *testing.T) {
 // & can take on the wire (class: encoding/json's \u0026, another
 // encoder's &), and a line without it, which is kept byte for byte.
 func TestScribeFindsAURLEscapedAsAcpflowSendsIt(t *testing.T) {
-	pieces := []piece{{text: "https://h.example/sse?a=1&k="}, {text: "qv-secret-4821", templated: true}}
-	s := newScribe("a", produced(pieces), "/srv/ws")
-	s.addMask(pieces)
+	pieces := []redact.Piece{{Text: "https://h.example/sse?a=1&k="}, {Text: "qv-secret-4821", Templated: true}}
+	s := newScribe("a", redact.Produced(pieces), "/srv/ws")
+	s.AddMask(pieces)
 	s.add(transcript.ToAgent, []byte(`{"id":1,"params":{"url":"https://h.example/sse?a=1\u0026k=qv-secret-4821"}}`))
 	s.add(transcript.FromAgent, []byte(`{"id":2,"params":{"url":"https://h.example/sse?a=1&k=qv-secret-4821"}}`))
 	untouched := `{"z":1,"a":{"y":"https://h.example/sse?a=1&k="}}`

@@ -13,6 +13,7 @@ package shell
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -56,6 +57,7 @@ func (Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		if strings.TrimSpace(v) == "" {
 			return nil, steps.FieldErrorf(withPath("run"), "run is empty: give the command line to run, e.g. run: go test ./...")
 		}
+		s.run = v
 	default:
 		return nil, steps.FieldErrorf(withPath("run"), "run: want a command line (a string), got %s", describe(v))
 	}
@@ -70,11 +72,15 @@ func (Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 			}
 		}
 	}
+	if err := s.placeable(cfg.With["shell"]); err != nil {
+		return nil, err
+	}
 	if v, ok := cfg.With["env"]; ok {
 		env, isMap := v.(map[string]any)
 		if !isMap {
 			return nil, steps.FieldErrorf(withPath("env"), "env must be a mapping of names to values, got %s", describe(v))
 		}
+		s.env = env
 		names := make([]string, 0, len(env))
 		for name := range env {
 			names = append(names, name)
@@ -83,6 +89,9 @@ func (Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		for _, name := range names {
 			if name == "" || strings.ContainsAny(name, "=\x00") {
 				return nil, steps.FieldErrorf(withPath("env", name), "env: %q is not a variable name (no =, not empty)", name)
+			}
+			if strings.HasPrefix(name, exprVar) {
+				return nil, steps.FieldErrorf(withPath("env", name), "env: %s… names are acpflow's: they carry the values of the ${{ }} in run:; rename it", exprVar)
 			}
 			switch x := env[name].(type) {
 			case string, bool, int, int64, uint64, float64:
@@ -97,6 +106,29 @@ func (Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		}
 	}
 	return s, nil
+}
+
+// placeable checks that every ${{ }} of the command line can reach the
+// shell as data (expr.go), under the step's shell: a refusal is placed at
+// the expression, with what to write instead.
+func (s *step) placeable(shell any) error {
+	if !strings.Contains(s.run, "${{") {
+		return nil
+	}
+	text, _ := shell.(string)
+	lang, ok := langOf(text)
+	if !ok || strings.Contains(text, "${{") {
+		return steps.FieldErrorf(withPath("run"), "run: a ${{ }} can reach the shell as data only in a bash or sh command line, and this one runs under shell: %s; set the value in env: (env: {V: ${{ … }}}) and read it from the environment ($V; os.environ[\"V\"] in python)", text)
+	}
+	_, err := placeExprs(s.run, lang)
+	var ee *ExprError
+	if errors.As(err, &ee) {
+		return &steps.FieldError{Path: withPath("run"), Err: err, Excerpt: ee.Excerpt, Col: ee.Col}
+	}
+	if err != nil {
+		return steps.FieldErrorf(withPath("run"), "run: %w", err)
+	}
+	return nil
 }
 
 // withPath is the path of a with: value, for a steps.FieldError.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +21,7 @@ import (
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/redact"
 )
 
 // stderrLinesInError is how many of the command's last stderr lines a
@@ -32,34 +35,54 @@ const stderrLinesInError = 10
 // agent's term grace.
 var ladder = procgroup.Ladder{TermGrace: steps.DefaultTermGrace}
 
-// step is one prepared shell step; everything it runs is in the rendered
-// with: of each invocation.
-type step struct{}
+// step is one prepared shell step: its command line and env: as the file
+// writes them, whose ${{ }} each invocation renders one by one (what each
+// produced is passed as data, or is a secret); the rest is in the
+// rendered with: of each invocation.
+type step struct {
+	run string
+	env map[string]any
+}
 
 // Run implements steps.Step: resolve the cwd, ask the env policy, start
 // the shell in its own process group with stdin closed, keep its stdout as
 // the output and its stderr's tail, and tear the group down when the shell
-// exits or ctx ends. A non-zero exit fails the step.
+// exits or ctx ends. A non-zero exit fails the step. Everything the step
+// records passes its scrubber (secrets.go).
 func (s *step) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
+	scrub := redact.New(nil, inv.Workspace)
+	own := *inv
+	if inv.Events != nil {
+		own.Events = scrubbingSink{next: inv.Events, scrub: scrub}
+	}
+	res := s.attempt(ctx, &own, scrub)
+	scrub.Result(&res)
+	return res
+}
+
+// attempt runs the command, adding the secrets it learns to scrub.
+func (s *step) attempt(ctx context.Context, inv *steps.Invocation, scrub *redact.Scrubber) steps.Result {
 	if ctx.Err() != nil {
 		return aborted(fmt.Errorf("the command was not started: %w", context.Cause(ctx)))
 	}
 	if file := inv.Outer.SandboxRequiredBy(); file != "" {
 		return failed(fmt.Errorf("the outer policy (%s) requires a sandbox, and shell steps cannot be sandboxed yet (docs/shell.md#sandbox); nothing was started", file))
 	}
-	line, _ := inv.With["run"].(string)
-	if strings.TrimSpace(line) == "" {
-		return failed(errors.New("run: the command line is empty (as rendered); nothing was started"))
-	}
 	cwd, err := resolveCwd(inv)
 	if err != nil {
 		return failed(err)
 	}
-	env, err := buildEnv(ctx, inv, cwd)
+	scrub.KeepPaths(cwd)
+	shellText, _ := inv.With["shell"].(string)
+	line, values, err := s.commandLine(inv, shellText, scrub)
 	if err != nil {
 		return failed(err)
 	}
-	shellText, _ := inv.With["shell"].(string)
+	env, err := s.buildEnv(ctx, inv, cwd, scrub)
+	if err != nil {
+		return failed(err)
+	}
+	maps.Copy(env, values)
 	cmd, err := commandFor(shellText, line)
 	if err != nil {
 		return failed(err)
@@ -93,14 +116,20 @@ func (s *step) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
 	// at once instead of hanging the step.
 	child.Stdin().Close()
 
-	out, err := readOutput(child.Stdout(), steps.DefaultMaxOutput, inv)
+	out, err := readOutput(child.Stdout(), steps.DefaultMaxOutput, inv, scrub)
 	if err != nil {
 		child.Kill()
 		child.Teardown(ladder)
 		inv.ProcessEnded(child.Pid(), 0)
 		return failed(fmt.Errorf("cannot read the command's output: %w", err))
 	}
+	return settle(ctx, inv, child, out)
+}
 
+// settle waits for the shell to exit (or ctx to end, or its output to
+// pass the limit), tears its group down, and makes the step's result of
+// how it ended.
+func settle(ctx context.Context, inv *steps.Invocation, child *procgroup.Child, out *output) steps.Result {
 	var stopped error // why acpflow stopped the command, if it did
 	select {
 	case <-child.Exited():
@@ -209,13 +238,27 @@ func resolveCwd(inv *steps.Invocation) (string, error) {
 // environment, failing closed: the step's env: values are the explicit
 // ones, set on top of what the policy keeps of acpflow's environment (as
 // an agent step's with.env is; a shell step has no agent env under it).
-func buildEnv(ctx context.Context, inv *steps.Invocation, cwd string) (map[string]string, error) {
+// The secrets among them go to scrub first, as an agent step's do: what a
+// ${{ }} produced in env:, and credentials by name.
+func (s *step) buildEnv(ctx context.Context, inv *steps.Invocation, cwd string, scrub *redact.Scrubber) (map[string]string, error) {
 	explicit := map[string]string{}
 	if env, ok := inv.With["env"].(map[string]any); ok {
 		for k, v := range env {
 			explicit[k] = fmt.Sprint(v)
 		}
 	}
+	var secrets []string
+	for k, v := range s.env {
+		if raw, ok := v.(string); ok && strings.Contains(raw, "${{") && inv.Render != nil {
+			pieces, err := redact.RenderPieces(raw, inv.Render)
+			if err != nil {
+				return nil, fmt.Errorf("env.%s: %w", k, err)
+			}
+			secrets = append(secrets, redact.Produced(pieces)...)
+		}
+	}
+	secrets = append(secrets, redact.CredentialValues(explicit)...)
+	scrub.Add(append(secrets, redact.CredentialValues(inv.Ambient)...))
 	req := &policies.EnvRequest{
 		Request: policies.Request{Kind: "env", Workflow: inv.Workflow, RunID: inv.RunID, Step: inv.StepID,
 			Workspace: inv.Workspace, Cwd: cwd},
@@ -223,6 +266,28 @@ func buildEnv(ctx context.Context, inv *steps.Invocation, cwd string) (map[strin
 		Explicit: explicit,
 	}
 	dec, err := inv.Outer.BuildEnv(ctx, inv.Env, req)
+	if err := refusal(inv, dec, err); err != nil {
+		// The policy's reason may quote any value it saw.
+		saw := append(slices.Collect(maps.Values(req.Ambient)), slices.Collect(maps.Values(req.Explicit))...)
+		return nil, redact.New(saw, inv.Workspace, cwd).Err(err)
+	}
+	if dec.Env == nil {
+		dec.Env = map[string]string{}
+	}
+	// A module may add or change values: its credentials are secrets too.
+	scrub.Add(redact.CredentialValues(dec.Env))
+	// PWD names the command's directory unless the workflow set it:
+	// inherited, it would name acpflow's, and shells trust it.
+	if _, set := explicit["PWD"]; !set {
+		dec.Env["PWD"] = cwd
+	}
+	inv.Emit(Env{Policy: string(inv.EnvSource), Rule: dec.Rule, Names: len(dec.Env), PolicyStderr: dec.Stderr, Outer: dec.Outer})
+	return dec.Env, nil
+}
+
+// refusal is why the env policy gave the command no environment (nil:
+// it gave one).
+func refusal(inv *steps.Invocation, dec policies.EnvDecision, err error) error {
 	var refused *policies.OuterEnvError
 	if errors.As(err, &refused) {
 		switch refused.SetBy {
@@ -231,24 +296,15 @@ func buildEnv(ctx context.Context, inv *steps.Invocation, cwd string) (map[strin
 		case policies.SetByPolicy:
 			refused.SetBy = fmt.Sprintf("the env policy (%s)", inv.EnvSource)
 		}
-		return nil, refused
+		return refused
 	}
 	if err != nil {
-		return nil, fmt.Errorf("env policy (%s) failed, nothing was started: %w", inv.EnvSource, err)
+		return fmt.Errorf("env policy (%s) failed, nothing was started: %w", inv.EnvSource, err)
 	}
 	if dec.Deny != "" {
-		return nil, fmt.Errorf("env policy (%s) refused the spawn: %s", inv.EnvSource, dec.Deny)
+		return fmt.Errorf("env policy (%s) refused the spawn: %s", inv.EnvSource, dec.Deny)
 	}
-	if dec.Env == nil {
-		dec.Env = map[string]string{}
-	}
-	// PWD names the command's directory unless the workflow set it:
-	// inherited, it would name acpflow's, and shells trust it.
-	if _, set := explicit["PWD"]; !set {
-		dec.Env["PWD"] = cwd
-	}
-	inv.Emit(Env{Policy: string(inv.EnvSource), Rule: dec.Rule, Names: len(dec.Env), PolicyStderr: dec.Stderr, Outer: dec.Outer})
-	return dec.Env, nil
+	return nil
 }
 
 // output collects a command's stdout, the first limit bytes of it.
@@ -261,13 +317,19 @@ type output struct {
 	mu        sync.Mutex
 	buf       []byte
 	overflown bool
+
+	// held is what was kept but not yet reported: it may end in the
+	// beginning of a secret (redact.Scrubber.Cut). Only the reading
+	// goroutine touches it.
+	held  string
+	scrub *redact.Scrubber
 }
 
 // readOutput reads stdout until its end, from a duplicate of its
 // descriptor: the teardown closes the child's own once the group is gone,
 // and what the command wrote last may not have been read by then. The
 // reading ends when every writer is gone (the teardown sees to that).
-func readOutput(stdout *os.File, limit int, inv *steps.Invocation) (*output, error) {
+func readOutput(stdout *os.File, limit int, inv *steps.Invocation, scrub *redact.Scrubber) (*output, error) {
 	raw, err := stdout.SyscallConn()
 	if err != nil {
 		return nil, err
@@ -279,7 +341,7 @@ func readOutput(stdout *os.File, limit int, inv *steps.Invocation) (*output, err
 	if derr != nil {
 		return nil, derr
 	}
-	o := &output{r: os.NewFile(uintptr(fd), "stdout"), limit: limit, full: make(chan struct{}), done: make(chan struct{})}
+	o := &output{r: os.NewFile(uintptr(fd), "stdout"), limit: limit, full: make(chan struct{}), done: make(chan struct{}), scrub: scrub}
 	go o.read(inv)
 	return o, nil
 }
@@ -294,6 +356,9 @@ func (o *output) read(inv *steps.Invocation) {
 			o.add(chunk[:n], inv)
 		}
 		if err != nil {
+			if o.held != "" {
+				inv.Emit(Stdout{Text: o.held})
+			}
 			return
 		}
 	}
@@ -313,7 +378,11 @@ func (o *output) add(p []byte, inv *steps.Invocation) {
 	}
 	o.mu.Unlock()
 	if len(kept) > 0 {
-		inv.Emit(Stdout{Text: string(kept)})
+		o.held += string(kept)
+		if cut := o.scrub.Cut(o.held); cut > 0 {
+			inv.Emit(Stdout{Text: o.held[:cut]})
+			o.held = o.held[cut:]
+		}
 	}
 }
 

@@ -78,10 +78,7 @@ type command struct {
 // looked up on acpflow's PATH, as an agent's command is.
 func commandFor(shell, line string) (command, error) {
 	if shell == "" {
-		shell = "sh"
-		if _, err := exec.LookPath("bash"); err == nil {
-			shell = "bash"
-		}
+		shell = defaultShell()
 	}
 	words, err := parseShell(shell)
 	if err != nil {
@@ -114,4 +111,13 @@ func commandFor(shell, line string) (command, error) {
 		args = append(args, strings.ReplaceAll(w, scriptArg, f.Name()))
 	}
 	return command{path: path, args: args, script: f.Name()}, nil
+}
+
+// defaultShell is the shell of a step without shell:: bash when it is on
+// PATH, else sh.
+func defaultShell() string {
+	if _, err := exec.LookPath("bash"); err == nil {
+		return "bash"
+	}
+	return "sh"
 }

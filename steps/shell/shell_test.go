@@ -95,6 +95,13 @@ type attempt struct {
 // it reported is gone, and that the shell's end was reported.
 func run(t *testing.T, ctx context.Context, with map[string]any, ambient map[string]string, env policies.Env) attempt {
 	t.Helper()
+	return runEdited(t, ctx, with, ambient, env, nil)
+}
+
+// runEdited is run with the invocation changed by edit (nil: as run
+// makes it) before the step runs.
+func runEdited(t *testing.T, ctx context.Context, with map[string]any, ambient map[string]string, env policies.Env, edit func(*steps.Invocation)) attempt {
+	t.Helper()
 	s, err := shell.Kind{}.Prepare(steps.StepConfig{ID: "t", With: with})
 	if err != nil {
 		t.Fatalf("Prepare(%v): %v", with, err)
@@ -107,6 +114,9 @@ func run(t *testing.T, ctx context.Context, with map[string]any, ambient map[str
 		Workflow: "w", RunID: "r", StepID: "t", Attempt: 1, Workspace: a.dir, With: with,
 		Ambient: ambient, Env: env, EnvSource: policies.SourceDefault,
 		Events: a.events, Processes: a.procs,
+	}
+	if edit != nil {
+		edit(inv)
 	}
 	a.res = s.Run(ctx, inv)
 	a.procs.mu.Lock()
