@@ -21,7 +21,14 @@ func TestExpressionsCompileAndRunOverTheScope(t *testing.T) {
 		{`${{ steps.plan.output }} ${{ steps.plan.stop_reason == "completed" }}`, "ok true"},
 		{`${{ item.name }}#${{ index }}`, "a#3"},
 		{`${{ toJSON([1, "a"]) }}`, "[\n  1,\n  \"a\"\n]"},
-		{`${{ [1, "a"] }} ${{ nil }} ${{ {"k": 1} }}`, `[1,"a"] null {"k":1}`},
+		{`${{ [1, "a"] }} ${{ nil }} ${{ {"k": 1} }}`, `[1,"a"]  {"k":1}`},
+		// nil is "" wherever it comes from, as GitHub Actions renders it;
+		// inside a list or map it stays JSON's null.
+		{`[${{ env.UNSET }}]`, "[]"},
+		{`[${{ env["UNSET"] }}][${{ env.UNSET2 }}]`, "[][]"},
+		{`${{ steps.plan.json }}|${{ steps.plan.exit_code }}|${{ steps.plan.nothere }}`, "||"},
+		{`${{ inputs.missing }}`, ""},
+		{`${{ [env.UNSET] }} ${{ {"k": env.UNSET} }}`, `[null] {"k":null}`},
 		{`${{ trim("  x ") }}|${{ join(["a","b"], ",") }}|${{ fromJSON("{\"a\":1}").a }}`, "x|a,b|1"},
 		{`${{ env.HOME }}${{ run.workspace }} ${{ workflow.name }}`, "/h/ws wf"},
 		{`no template`, "no template"},

@@ -72,6 +72,11 @@ type Config struct {
 	// watched at a terminal, writing its questions to w; nil: no one (the
 	// policies' ask-fallback decides).
 	Asker func(w io.Writer) policies.Asker
+	// Warnings makes run print, on stderr before anything starts, the
+	// warnings validate prints for the workflow (workflows.LoadWarnings:
+	// what this machine's environment would likely fail on); they never
+	// fail the run. False: none are printed.
+	Warnings bool
 }
 
 // Setup is what Config.Open is given.
@@ -126,6 +131,25 @@ func AddOutputFlags(cmd *cobra.Command, f *Flags) {
 	fl.BoolVar(&f.JSON, "json", false, "print the event stream as JSON lines instead of the human view")
 }
 
+// load loads the workflow file and, with c.Warnings, prints its warnings
+// on stderr as validate does, judged under the outer policy of f (when it
+// does not load, Open reports why).
+func load(cmd *cobra.Command, c Config, file string, f *Flags) (*engine.Workflow, error) {
+	if !c.Warnings {
+		return workflows.Load(file)
+	}
+	outer, _ := workflows.LoadOuterPolicy(f.Policy, os.Getenv)
+	where := workflows.Environment{Ambient: policies.EnvMap(os.Environ()), Outer: outer, Root: os.Geteuid() == 0}
+	wf, warnings, err := workflows.LoadWarnings(file, where)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), termtext.Sanitize(w.Error()))
+	}
+	return wf, nil
+}
+
 // check refuses the flags that do not go together, before anything is
 // read.
 func (f *Flags) check(c Config) (engine.Budget, error) {
@@ -159,7 +183,7 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	if err != nil {
 		return err
 	}
-	wf, err := workflows.Load(file)
+	wf, err := load(cmd, c, file, f)
 	if err != nil {
 		return UsageError(err)
 	}
