@@ -8,6 +8,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,4 +125,93 @@ outputs:
 		t.Error("the agent step did not run")
 	}
 	assertAgentsGone(t, record)
+}
+
+// fakeNpx puts on PATH an npx that starts the test agent with args,
+// whatever package a preset asks npx for, and returns the PATH.
+func fakeNpx(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	script := fmt.Sprintf("#!/bin/sh\nexec '%s' %s\n", testAgent, strings.Join(quoted, " "))
+	if err := os.WriteFile(filepath.Join(bin, "npx"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// Covers: an agent that answers "Authentication required (code -32000)"
+// (at session/prompt, as claude-agent-acp does without a key, or at
+// session/new) gets a hint naming the preset's key: in shell terms for
+// acpflow prompt, where the user wrote no YAML (an export, --auth), in
+// the workflow file's for run (a key under env:, auth:); an agent of no
+// preset gets one too. Root's IS_SANDBOX is advised as an export for
+// prompt.
+func TestAnAgentWithoutCredentialsGetsAHintInTheTermsTheUserWrote(t *testing.T) {
+	yaml := []string{"env:", "${{", "IS_SANDBOX: "}
+	for _, tc := range []struct {
+		name  string
+		agent []string // the test agent's flags
+		args  func(dir string) []string
+		want  []string
+		not   []string
+	}{
+		{"prompt claude, refused at the prompt", []string{"-prompt-auth-required", "-modes", "default"},
+			func(string) []string { return []string{"prompt", "claude", "hi", "--permission", "reject"} },
+			[]string{"Authentication required (code -32000)", "likely cause: it has no credentials: export ANTHROPIC_API_KEY=… before the run, or log in with `claude /login`"}, yaml},
+		{"prompt codex, refused at the prompt", []string{"-prompt-auth-required", "-modes", "read-only"},
+			func(string) []string { return []string{"prompt", "codex", "hi", "--permission", "reject"} },
+			[]string{"likely cause: it has no credentials: export CODEX_API_KEY=… and add --auth api-key"}, yaml},
+		{"prompt claude, refused at session/new", []string{"-require-auth", "key"},
+			func(string) []string { return []string{"prompt", "claude", "hi", "--permission", "reject"} },
+			[]string{"likely cause: it has no credentials: export ANTHROPIC_API_KEY=…"}, yaml},
+		{"prompt claude as root without IS_SANDBOX", []string{"-stderr", "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons\n", "-crash-on", "session/new"},
+			func(string) []string { return []string{"prompt", "claude", "hi", "--permission", "reject"} },
+			[]string{"likely cause: Claude Code refuses to run as root: export IS_SANDBOX=1"}, yaml},
+		{"run of a claude agent, refused at the prompt", []string{"-prompt-auth-required", "-modes", "default"},
+			func(dir string) []string {
+				return []string{"run", writeWorkflow(t, dir, "name: r\nagents:\n  c: {preset: claude}\nsteps:\n  - {id: s, uses: acp-subagent, with: {agent: c, prompt: hi}}\n")}
+			},
+			[]string{"likely cause: it has no credentials: set ANTHROPIC_API_KEY and pass it in the agent's env: (ANTHROPIC_API_KEY: ${{ env.ANTHROPIC_API_KEY }})"}, []string{"export "}},
+		{"run of an agent of no preset, refused at the prompt", nil,
+			func(dir string) []string {
+				return []string{"run", writeWorkflow(t, dir, fmt.Sprintf("name: r\nagents:\n  c: {command: npx}\nsteps:\n  - {id: s, uses: acp-subagent, with: {agent: c, prompt: hi}}\n"))}
+			},
+			[]string{"likely cause: it has no credentials: set auth: to one of its methods (acpflow probe lists them)"}, []string{"export "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			record := filepath.Join(dir, "record.jsonl")
+			flags := append([]string{"-record", record}, tc.agent...)
+			if tc.agent == nil {
+				flags = append(flags, "-prompt-auth-required")
+			}
+			path := fakeNpx(t, dir, flags...)
+			r := acpflowEnv(t, dir, map[string]string{"PATH": path, "HOME": dir, "ACPFLOW_STATE": filepath.Join(dir, "state.db")},
+				[]string{"ANTHROPIC_API_KEY", "CODEX_API_KEY", "OPENAI_API_KEY", "IS_SANDBOX"}, tc.args(dir)...)
+			all := r.stdout + r.stderr
+			if r.code != 1 {
+				t.Errorf("exit %d, want 1\n%s", r.code, all)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("lacks %q:\n%s", w, all)
+				}
+			}
+			_, hint, _ := strings.Cut(all, "likely cause:")
+			hint, _, _ = strings.Cut(hint, "\n")
+			for _, n := range tc.not {
+				if strings.Contains(hint, n) {
+					t.Errorf("the hint %q has %q", hint, n)
+				}
+			}
+			assertAgentsGone(t, record)
+		})
+	}
 }
