@@ -215,3 +215,35 @@ func TestAnAgentWithoutCredentialsGetsAHintInTheTermsTheUserWrote(t *testing.T) 
 		})
 	}
 }
+
+// Covers: ": " inside an unquoted run:, prompt: or other value is told as
+// such, at the colon's line:col, with the fix (quote it, or use `key: |`),
+// by validate and by run (exit 2, nothing started); not in YAML's words.
+func TestAColonInAnUnquotedValueSaysToQuoteIt(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, body, at, fix string }{
+		{"a shell command", "name: t\nsteps:\n  - id: a\n    uses: shell\n    with:\n      run: echo \"compiling\"; echo \"main.go:12: oops\"\n",
+			"6:46", `quote the command (run: 'echo "compiling"; echo "main.go:12: oops"'), or use run: |`},
+		{"run: beside the step", "name: t\nsteps:\n  - id: a\n    run: grep -n TODO: src/\n",
+			"4:22", "quote the command (run: 'grep -n TODO: src/'), or use run: |"},
+		{"a prompt quoting an error", "name: t\nagents:\n  d: {builtin: demo}\nsteps:\n  - id: a\n    uses: acp-subagent\n    with:\n      agent: d\n      prompt: Fix main.go:12: undefined x\n",
+			"9:29", "quote the text (prompt: 'Fix main.go:12: undefined x'), or use prompt: |"},
+		{"a command continued on the next line", "name: t\nsteps:\n  - id: a\n    run: go vet ./... &&\n      echo \"vet: ok\"\n",
+			"5:16", "quote the command, or use run: |"},
+		{"an output", "name: t\nsteps:\n  - {id: a, run: echo hi}\noutputs:\n  o: it says: ${{ steps.a.output }}\n",
+			"5:13", "quote the value (o: 'it says: ${{ steps.a.output }}'), or use o: |"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wf := writeWorkflow(t, dir, tc.body)
+			for _, cmd := range []string{"validate", "run"} {
+				r := acpflow(t, dir, cmd, wf)
+				if r.code != 2 || !strings.Contains(r.stderr, "wf.yaml:"+tc.at+": \": \" in the ") || !strings.Contains(r.stderr, tc.fix) {
+					t.Errorf("%s: exit %d, want 2 with %s and %q\n%s%s", cmd, r.code, tc.at, tc.fix, r.stdout, r.stderr)
+				}
+				if strings.Contains(r.stderr, "mapping value is not allowed") || strings.Contains(r.stdout, "started") {
+					t.Errorf("%s: YAML's words, or a step started:\n%s%s", cmd, r.stdout, r.stderr)
+				}
+			}
+		})
+	}
+}
