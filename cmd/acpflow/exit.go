@@ -2,9 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
@@ -54,6 +57,32 @@ func unknownCommand(root, ran *cobra.Command, err error) error {
 		return runcmd.UsageError(err)
 	}
 	return err
+}
+
+// flagError is the usage error of a command line whose flags c could not
+// parse: an unknown --flag gets the closest flag of c, as an unknown key
+// or command does ("unknown flag: --inptu; did you mean --input?"); cobra
+// suggests commands only.
+func flagError(c *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) || ne.GetSpecifiedShortnames() != "" {
+		return runcmd.UsageError(err)
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	c.InheritedFlags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if s := suggest.Closest(ne.GetSpecifiedName(), names); s != "" {
+		return runcmd.UsageError(fmt.Errorf("%w; did you mean --%s?", err, s))
+	}
+	return runcmd.UsageError(fmt.Errorf("%w (%s --help lists its flags)", err, c.CommandPath()))
 }
 
 func isSilent(err error) bool {

@@ -78,7 +78,7 @@ func newRootCmd() *cobra.Command {
 	// --version prints what `acpflow version` does (cobra's own flag).
 	root.Version = version.Version
 	root.SetVersionTemplate("{{" + strconv.Quote(version.Line("acpflow")+"\n") + "}}")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return runcmd.UsageError(err) })
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		newRunCmd(),
 		newValidateCmd(),

@@ -247,3 +247,80 @@ func TestAColonInAnUnquotedValueSaysToQuoteIt(t *testing.T) {
 		})
 	}
 }
+
+// Covers: GitHub Actions' key names get acpflow's (working-directory →
+// cwd at the step and under with:, timeout-minutes → timeout, strategy →
+// for-each) or what to do instead (runs-on, on, a workflow's env:); its
+// functions and contexts (failure(), success(), always(), cancelled(),
+// secrets, github) get acpflow's way; validate and run alike, exit 2.
+func TestGitHubActionsHabitsGetAcpflowsWay(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, body, want string }{
+		{"working-directory on a step", "name: t\nsteps:\n  - id: a\n    run: make\n    working-directory: sub\n",
+			`wf.yaml:5:5: step "a": unknown key "working-directory"; did you mean "cwd"?`},
+		{"working_directory under with:", "name: t\nsteps:\n  - id: a\n    uses: shell\n    with: {run: make, working_directory: sub}\n",
+			`wf.yaml:5:23: step "a": with: unknown key "working_directory" for shell; did you mean "cwd"?`},
+		{"working-directory under an acp-subagent's with:", "name: t\nagents:\n  d: {builtin: demo}\nsteps:\n  - id: a\n    uses: acp-subagent\n    with: {agent: d, prompt: hi, working-directory: sub}\n",
+			`did you mean "cwd"?`},
+		{"timeout-minutes", "name: t\nsteps:\n  - id: a\n    run: make\n    timeout-minutes: 5\n",
+			`unknown key "timeout-minutes"; did you mean "timeout"? (a duration: timeout: 10m)`},
+		{"strategy", "name: t\nsteps:\n  - id: a\n    run: make\n    strategy: {matrix: {os: [a]}}\n",
+			`unknown key "strategy"; did you mean "for-each"?`},
+		{"runs-on", "name: t\nsteps:\n  - id: a\n    runs-on: ubuntu-latest\n    run: make\n",
+			`wf.yaml:4:5: step "a": unknown key "runs-on"; acpflow has no runs-on: every step runs on this machine`},
+		{"on", "name: t\non: push\nsteps:\n  - {id: a, run: make}\n",
+			`wf.yaml:2:1: unknown key "on"; acpflow has no triggers (on:)`},
+		{"a workflow's env", "name: t\nenv: {A: b}\nsteps:\n  - {id: a, run: make}\n",
+			`wf.yaml:2:1: unknown key "env"; variables are set per step (a shell step's env:, an agent step's with.env:) or per agent (agents.NAME.env:)`},
+		{"if: ${{ failure() }}", "name: t\nsteps:\n  - {id: a, run: make}\n  - id: b\n    needs: [a]\n    if: ${{ failure() }}\n    run: echo failed\n",
+			`wf.yaml:6:13: step "b": if: expression does not compile: unknown name failure: acpflow has no failure(): a step runs after a failed one only when that one has continue-on-error: true; then test it with steps.ID.status == "failed"`},
+		{"if: success()", "name: t\nsteps:\n  - {id: a, run: make}\n  - {id: b, needs: [a], if: success(), run: echo ok}\n",
+			`unknown name success: acpflow has no success(): a step runs only when the steps it needs succeeded`},
+		{"if: always()", "name: t\nsteps:\n  - {id: a, run: make}\n  - {id: b, needs: [a], if: always(), run: echo ok}\n",
+			`unknown name always: acpflow has no always(): to run a step whatever the steps it needs did, give those continue-on-error: true`},
+		{"if: cancelled()", "name: t\nsteps:\n  - {id: a, run: make}\n  - {id: b, needs: [a], if: cancelled(), run: echo ok}\n",
+			`unknown name cancelled: acpflow has no cancelled()`},
+		{"secrets.TOKEN", "name: t\nsteps:\n  - {id: a, run: 'echo ${{ secrets.TOKEN }}'}\n",
+			`unknown name secrets: acpflow has no secrets context: read a secret from acpflow's environment, env.NAME`},
+		{"github.sha", "name: t\nsteps:\n  - {id: a, run: 'echo ${{ github.sha }}'}\n",
+			`unknown name github: acpflow has no github context: run.id, run.workspace and workflow.name are what it has`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wf := writeWorkflow(t, dir, tc.body)
+			for _, cmd := range []string{"validate", "run"} {
+				r := acpflow(t, dir, cmd, wf)
+				if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stdout, "started") {
+					t.Errorf("%s: exit %d, want 2 with %q\n%s%s", cmd, r.code, tc.want, r.stdout, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// Covers: a mistyped long flag gets the closest flag of its command (its
+// own, run's shared ones under prompt, and inherited), exit 2; one close
+// to none says where the flags are listed.
+func TestAMistypedFlagGetsTheClosestFlagOfItsCommand(t *testing.T) {
+	dir := t.TempDir()
+	wf := writeWorkflow(t, dir, "name: t\nsteps:\n  - {id: a, run: echo hi}\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", wf, "--inptu", "x=1"}, "unknown flag: --inptu; did you mean --input?"},
+		{[]string{"run", wf, "--inptu=x=1"}, "unknown flag: --inptu; did you mean --input?"},
+		{[]string{"run", wf, "--workspcae", dir}, "unknown flag: --workspcae; did you mean --workspace?"},
+		{[]string{"run", wf, "--jsno"}, "unknown flag: --jsno; did you mean --json?"},
+		{[]string{"validate", wf, "--polcy", "p.yaml"}, "unknown flag: --polcy; did you mean --policy?"},
+		{[]string{"prompt", "demo", "hi", "--permision", "allow"}, "unknown flag: --permision; did you mean --permission?"},
+		{[]string{"prompt", "demo", "hi", "--timout", "5s"}, "unknown flag: --timout; did you mean --timeout?"},
+		{[]string{"runs", "--staus", "failed"}, "unknown flag: --staus; did you mean --status?"},
+		{[]string{"agents", "--wdie"}, "unknown flag: --wdie; did you mean --wide?"},
+		{[]string{"run", wf, "--no-such-flag"}, "unknown flag: --no-such-flag (acpflow run --help lists its flags)"},
+	} {
+		r := acpflow(t, dir, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "started") {
+			t.Errorf("%v: exit %d, want 2 with %q\n%s%s", tc.args, r.code, tc.want, r.stdout, r.stderr)
+		}
+	}
+}
