@@ -39,6 +39,18 @@ type Environment struct {
 // policy pass it. A WASM env policy is not run here: with one, a key set
 // in env.Ambient counts as passed.
 func LoadWarnings(path string, env Environment) (*engine.Workflow, Errors, error) {
+	wf, warnings, err := LoadJudged(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wf, warnings(env), nil
+}
+
+// LoadJudged loads path as Load does and returns besides what gives its
+// warnings in an environment (as LoadWarnings), for a caller that knows
+// the environment only later: run, once its backend has loaded the outer
+// policy.
+func LoadJudged(path string) (*engine.Workflow, func(Environment) Errors, error) {
 	src, err := ReadFile(path, "workflow")
 	if err != nil {
 		return nil, nil, err
@@ -50,10 +62,12 @@ func LoadWarnings(path string, env Environment) (*engine.Workflow, Errors, error
 	if abs, err := filepath.Abs(path); err == nil {
 		wf.File = abs
 	}
-	warnings, covered := d.needWarnings(env)
-	warnings = append(warnings, d.envWarnings(env, covered)...)
-	warnings.sortByPosition()
-	return wf, warnings, nil
+	return wf, func(env Environment) Errors {
+		warnings, covered := d.needWarnings(env)
+		warnings = append(warnings, d.envWarnings(env, covered)...)
+		warnings.sortByPosition()
+		return warnings
+	}, nil
 }
 
 // needWarnings checks the needs of each agent with a preset, for each step

@@ -193,8 +193,9 @@ func TestAnAgentWithoutCredentialsGetsAHintInTheTermsTheUserWrote(t *testing.T) 
 				flags = append(flags, "-prompt-auth-required")
 			}
 			path := fakeNpx(t, dir, flags...)
+			args := tc.args(dir)
 			r := acpflowEnv(t, dir, map[string]string{"PATH": path, "HOME": dir, "ACPFLOW_STATE": filepath.Join(dir, "state.db")},
-				[]string{"ANTHROPIC_API_KEY", "CODEX_API_KEY", "OPENAI_API_KEY", "IS_SANDBOX"}, tc.args(dir)...)
+				[]string{"ANTHROPIC_API_KEY", "CODEX_API_KEY", "OPENAI_API_KEY", "IS_SANDBOX"}, args...)
 			all := r.stdout + r.stderr
 			if r.code != 1 {
 				t.Errorf("exit %d, want 1\n%s", r.code, all)
@@ -203,6 +204,10 @@ func TestAnAgentWithoutCredentialsGetsAHintInTheTermsTheUserWrote(t *testing.T) 
 				if !strings.Contains(all, w) {
 					t.Errorf("lacks %q:\n%s", w, all)
 				}
+			}
+			if args[0] == "prompt" && strings.Contains(all, "warning:") {
+				// The warnings of the file prompt wrote speak of its keys.
+				t.Errorf("prompt printed a file's warning:\n%s", all)
 			}
 			_, hint, _ := strings.Cut(all, "likely cause:")
 			hint, _, _ = strings.Cut(hint, "\n")

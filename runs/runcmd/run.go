@@ -131,25 +131,6 @@ func AddOutputFlags(cmd *cobra.Command, f *Flags) {
 	fl.BoolVar(&f.JSON, "json", false, "print the event stream as JSON lines instead of the human view")
 }
 
-// load loads the workflow file and, with c.Warnings, prints its warnings
-// on stderr as validate does, judged under the outer policy of f (when it
-// does not load, Open reports why).
-func load(cmd *cobra.Command, c Config, file string, f *Flags) (*engine.Workflow, error) {
-	if !c.Warnings {
-		return workflows.Load(file)
-	}
-	outer, _ := workflows.LoadOuterPolicy(f.Policy, os.Getenv)
-	where := workflows.Environment{Ambient: policies.EnvMap(os.Environ()), Outer: outer, Root: os.Geteuid() == 0}
-	wf, warnings, err := workflows.LoadWarnings(file, where)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range warnings {
-		fmt.Fprintln(cmd.ErrOrStderr(), termtext.Sanitize(w.Error()))
-	}
-	return wf, nil
-}
-
 // check refuses the flags that do not go together, before anything is
 // read.
 func (f *Flags) check(c Config) (engine.Budget, error) {
@@ -183,7 +164,7 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	if err != nil {
 		return err
 	}
-	wf, err := load(cmd, c, file, f)
+	wf, warnings, err := workflows.LoadJudged(file)
 	if err != nil {
 		return UsageError(err)
 	}
@@ -243,6 +224,13 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	}
 	if end != nil {
 		defer end()
+	}
+	if c.Warnings {
+		// What validate warns of, judged under the Runner's outer policy.
+		where := workflows.Environment{Ambient: policies.EnvMap(os.Environ()), Outer: r.Outer, Root: os.Geteuid() == 0}
+		for _, w := range warnings(where) {
+			fmt.Fprintln(cmd.ErrOrStderr(), termtext.Sanitize(w.Error()))
+		}
 	}
 	x := NewExecutor(c.Name, r, out, f.Timeout)
 	x.ResumeHint = c.ResumeRun
