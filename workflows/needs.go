@@ -27,8 +27,10 @@ type Environment struct {
 // LoadWarnings loads path as Load does and returns, besides, the warnings
 // of a valid file that a run in env would likely fail on: an agent whose
 // preset documents a need (docs/agents) that its environment would not
-// meet, such as claude's ANTHROPIC_API_KEY, or IS_SANDBOX=1 as root. Each
-// warning is at the agent's preset: and its message starts "warning: ".
+// meet, such as claude's ANTHROPIC_API_KEY, or IS_SANDBOX=1 as root (at
+// the agent's preset:); and an env.NAME an expression reads while NAME is
+// not in env.Ambient (at its first reference, envWarnings). Each message
+// starts "warning: ".
 //
 // # Notes
 //
