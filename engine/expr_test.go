@@ -200,3 +200,32 @@ func TestErrorsNeverShowEnvValues(t *testing.T) {
 		}
 	}
 }
+
+func TestTestedEnvNamesTheVariablesAnExpressionHandlesUnsetItself(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want []string
+	}{
+		{`env.A ?? "default"`, []string{"A"}},
+		{`env.A == "" || env.B != nil`, []string{"A", "B"}},
+		{`env["C"] == nil ? "x" : env.D`, []string{"C"}},
+		{`env.E ? 1 : 2`, []string{"E"}},
+		{`"[" + env.F + "]"`, nil},
+		{`len(env.G) > 0`, nil},
+		{`steps.a.output == env.H`, []string{"H"}},
+	} {
+		e, err := CompileExpr(tc.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		got := e.TestedEnv()
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.src, got, tc.want)
+		}
+		for _, w := range tc.want {
+			if !got[w] {
+				t.Errorf("%s: %v, want %v", tc.src, got, tc.want)
+			}
+		}
+	}
+}
