@@ -184,10 +184,10 @@ func (v *refCollector) Visit(node *ast.Node) {
 }
 
 // TestedEnv lists the environment variables whose being unset the
-// expression itself handles: it gives them a default (`env.X ?? "d"`,
-// `env.X || "d"`), compares them (`env.X == ""`, `env.X != nil`) or
-// branches on them (`env.X ? a : b`). A warning that X is not set would
-// only be noise there.
+// expression itself handles: it gives them a default (`env.X ?? "d"`) or
+// compares them with nil (`env.X == nil`, `env.X != nil`). A warning that
+// X is not set would only be noise there. A comparison with "" is not
+// one: an unset variable is nil in an expression, and nil == "" is false.
 func (e *Expr) TestedEnv() map[string]bool {
 	var v envTests
 	node := e.program.Node()
@@ -198,29 +198,36 @@ func (e *Expr) TestedEnv() map[string]bool {
 type envTests struct{ names map[string]bool }
 
 func (v *envTests) Visit(node *ast.Node) {
-	var operands []ast.Node
-	switch n := (*node).(type) {
-	case *ast.BinaryNode:
-		switch n.Operator {
-		case "??", "||", "or", "==", "!=":
-			operands = []ast.Node{n.Left, n.Right}
-		}
-	case *ast.ConditionalNode:
-		operands = []ast.Node{n.Cond}
+	n, ok := (*node).(*ast.BinaryNode)
+	if !ok {
+		return
 	}
-	for _, o := range operands {
-		m, ok := o.(*ast.MemberNode)
-		if !ok {
-			continue
+	switch n.Operator {
+	case "??":
+		v.add(n.Left)
+	case "==", "!=":
+		if _, isNil := n.Right.(*ast.NilNode); isNil {
+			v.add(n.Left)
 		}
-		base, ok := m.Node.(*ast.IdentifierNode)
-		name, ok2 := m.Property.(*ast.StringNode)
-		if ok && ok2 && base.Value == "env" {
-			if v.names == nil {
-				v.names = map[string]bool{}
-			}
-			v.names[name.Value] = true
+		if _, isNil := n.Left.(*ast.NilNode); isNil {
+			v.add(n.Right)
 		}
+	}
+}
+
+// add records the name of an env.NAME (or env["NAME"]) node.
+func (v *envTests) add(operand ast.Node) {
+	m, ok := operand.(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	base, ok := m.Node.(*ast.IdentifierNode)
+	name, ok2 := m.Property.(*ast.StringNode)
+	if ok && ok2 && base.Value == "env" {
+		if v.names == nil {
+			v.names = map[string]bool{}
+		}
+		v.names[name.Value] = true
 	}
 }
 

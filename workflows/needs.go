@@ -123,6 +123,7 @@ func (d *decoder) needWarnings(env Environment) (out Errors, covered map[string]
 // expression tests NAME itself (engine.Expr.TestedEnv).
 func (d *decoder) envWarnings(env Environment, covered map[string]bool) Errors {
 	first := map[string]pos{}
+	bare := map[string]bool{} // the first reference is in an if: or for-each:
 	count := map[string]int{}
 	var names []string
 	for _, u := range d.exprs {
@@ -139,7 +140,7 @@ func (d *decoder) envWarnings(env Environment, covered map[string]bool) Errors {
 				if !seen {
 					names = append(names, r.Name)
 				}
-				first[r.Name] = at
+				first[r.Name], bare[r.Name] = at, u.bare
 			}
 			count[r.Name]++
 		}
@@ -147,6 +148,9 @@ func (d *decoder) envWarnings(env Environment, covered map[string]bool) Errors {
 	var out Errors
 	for _, name := range names {
 		msg := fmt.Sprintf("warning: env.%s is read here, and %s is not set in acpflow's environment (it renders as \"\"): export it before the run", name, name)
+		if bare[name] {
+			msg = fmt.Sprintf("warning: env.%s is read here, and %s is not set in acpflow's environment (an expression sees nil, which == \"\" is not): export it before the run, or test env.%s == nil, or give a default: env.%s ?? \"\"", name, name, name, name)
+		}
 		if more := count[name] - 1; more > 0 {
 			msg += fmt.Sprintf(" (read in %d more %s)", more, plural(more, "place", "places"))
 		}

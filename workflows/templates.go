@@ -26,6 +26,9 @@ type exprUse struct {
 	e  *engine.Expr
 	n  *node
 	sc scope
+	// bare is an if: or for-each:, whose values keep their type (an
+	// unset env.NAME is nil there), not a ${{ }} in a string.
+	bare bool
 }
 
 // template compiles a string with ${{ }} parts. On error it reports the
@@ -77,7 +80,7 @@ func (d *decoder) expression(n *node, what string, sc scope) *engine.Expr {
 		d.at(at, "%s: expression does not compile: %s", what, exprMessage(err))
 		return nil
 	}
-	d.exprs = append(d.exprs, exprUse{e: e, n: n, sc: sc})
+	d.exprs = append(d.exprs, exprUse{e: e, n: n, sc: sc, bare: true})
 	return e
 }
 

@@ -42,7 +42,7 @@ steps:
     run: echo "<${{ env.CUT_RUN }}>" "<${{ env.CUT_DEFAULT ?? 'd' }}>"
   - id: ag
     uses: acp-subagent
-    if: env.CUT_IF != "x"
+    if: env.CUT_IF != "x" && env.CUT_NIL == nil
     with: {agent: a, prompt: "hi ${{ env.CUT_PROMPT }}"}
   - id: cl
     if: false
@@ -52,7 +52,7 @@ outputs:
   out: "[${{ env.CUT_OUTPUT }}]"
 `, testAgent, agentArgs("-record", record)))
 	set := map[string]string{"CUT_SET": "s", "CUT_EMPTY": "", "HOME": dir}
-	unset := []string{"CUT_AGENT", "CUT_CLAUDE_KEY", "CUT_RUN", "CUT_SHELL_ENV", "CUT_DEFAULT", "CUT_IF", "CUT_PROMPT", "CUT_OUTPUT"}
+	unset := []string{"CUT_AGENT", "CUT_CLAUDE_KEY", "CUT_RUN", "CUT_SHELL_ENV", "CUT_DEFAULT", "CUT_IF", "CUT_NIL", "CUT_PROMPT", "CUT_OUTPUT"}
 	warned := map[string]string{ // name → where its first reference is
 		"CUT_AGENT": "wf.yaml:7:22", "CUT_RUN": "wf.yaml:15:23", "CUT_SHELL_ENV": "wf.yaml:16:28",
 		"CUT_PROMPT": "wf.yaml:22:38", "CUT_OUTPUT": "wf.yaml:28:14",
@@ -65,7 +65,11 @@ outputs:
 				t.Errorf("%s: stderr lacks %q:\n%s", what, want, stderr)
 			}
 		}
-		for _, name := range []string{"CUT_SET", "CUT_EMPTY", "CUT_DEFAULT", "CUT_IF"} {
+		// In if:, an unset variable is nil, not "": said so.
+		if want := `wf.yaml:21:9: warning: env.CUT_IF is read here, and CUT_IF is not set in acpflow's environment (an expression sees nil, which == "" is not): export it before the run, or test env.CUT_IF == nil, or give a default: env.CUT_IF ?? ""`; !strings.Contains(stderr, want) {
+			t.Errorf("%s: stderr lacks %q:\n%s", what, want, stderr)
+		}
+		for _, name := range []string{"CUT_SET", "CUT_EMPTY", "CUT_DEFAULT", "CUT_NIL"} {
 			if strings.Contains(stderr, "env."+name+" is read here") {
 				t.Errorf("%s: warned of %s:\n%s", what, name, stderr)
 			}
