@@ -131,6 +131,15 @@ func AddOutputFlags(cmd *cobra.Command, f *Flags) {
 	fl.BoolVar(&f.JSON, "json", false, "print the event stream as JSON lines instead of the human view")
 }
 
+// warn prints on w what validate warns of (workflows.LoadJudged), judged
+// in acpflow's environment under the Runner's outer policy.
+func warn(w io.Writer, warnings func(workflows.Environment) workflows.Errors, outer policies.Outer) {
+	where := workflows.Environment{Ambient: policies.EnvMap(os.Environ()), Outer: outer, Root: os.Geteuid() == 0}
+	for _, e := range warnings(where) {
+		fmt.Fprintln(w, termtext.Sanitize(e.Error()))
+	}
+}
+
 // check refuses the flags that do not go together, before anything is
 // read.
 func (f *Flags) check(c Config) (engine.Budget, error) {
@@ -226,11 +235,7 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 		defer end()
 	}
 	if c.Warnings {
-		// What validate warns of, judged under the Runner's outer policy.
-		where := workflows.Environment{Ambient: policies.EnvMap(os.Environ()), Outer: r.Outer, Root: os.Geteuid() == 0}
-		for _, w := range warnings(where) {
-			fmt.Fprintln(cmd.ErrOrStderr(), termtext.Sanitize(w.Error()))
-		}
+		warn(cmd.ErrOrStderr(), warnings, r.Outer)
 	}
 	x := NewExecutor(c.Name, r, out, f.Timeout)
 	x.ResumeHint = c.ResumeRun
