@@ -183,6 +183,54 @@ func (v *refCollector) Visit(node *ast.Node) {
 	}
 }
 
+// TestedEnv lists the environment variables whose being unset the
+// expression itself handles: it gives them a default (`env.X ?? "d"`) or
+// compares them with nil (`env.X == nil`, `env.X != nil`). A warning that
+// X is not set would only be noise there. A comparison with "" is not
+// one: an unset variable is nil in an expression, and nil == "" is false.
+func (e *Expr) TestedEnv() map[string]bool {
+	var v envTests
+	node := e.program.Node()
+	ast.Walk(&node, &v)
+	return v.names
+}
+
+type envTests struct{ names map[string]bool }
+
+func (v *envTests) Visit(node *ast.Node) {
+	n, ok := (*node).(*ast.BinaryNode)
+	if !ok {
+		return
+	}
+	switch n.Operator {
+	case "??":
+		v.add(n.Left)
+	case "==", "!=":
+		if _, isNil := n.Right.(*ast.NilNode); isNil {
+			v.add(n.Left)
+		}
+		if _, isNil := n.Left.(*ast.NilNode); isNil {
+			v.add(n.Right)
+		}
+	}
+}
+
+// add records the name of an env.NAME (or env["NAME"]) node.
+func (v *envTests) add(operand ast.Node) {
+	m, ok := operand.(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	base, ok := m.Node.(*ast.IdentifierNode)
+	name, ok2 := m.Property.(*ast.StringNode)
+	if ok && ok2 && base.Value == "env" {
+		if v.names == nil {
+			v.names = map[string]bool{}
+		}
+		v.names[name.Value] = true
+	}
+}
+
 // ParseTemplate splits s into literal and ${{ }} parts and compiles each
 // expression. An unclosed ${{ is an error.
 func ParseTemplate(s string) (*Template, error) {
@@ -227,8 +275,8 @@ func (t *Template) Exprs() []*Expr {
 	return out
 }
 
-// Render evaluates the template: a string value is inserted as is, any
-// other value as JSON (docs/workflow.md).
+// Render evaluates the template: each part's value inserted as Text
+// writes it (docs/workflow.md).
 func (t *Template) Render(scope *Scope) (string, error) {
 	if len(t.parts) == 1 && t.parts[0].expr == nil {
 		return t.parts[0].literal, nil
@@ -243,17 +291,36 @@ func (t *Template) Render(scope *Scope) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if s, ok := v.(string); ok {
-			b.WriteString(s)
-			continue
-		}
-		j, err := json.Marshal(v)
+		text, err := Text(v)
 		if err != nil {
-			return "", fmt.Errorf("%s: value cannot be written as JSON: %w", p.expr.Source, err)
+			return "", fmt.Errorf("%s: %w", p.expr.Source, err)
 		}
-		b.Write(j)
+		b.WriteString(text)
 	}
 	return b.String(), nil
+}
+
+// Text is an expression's value as a template inserts it: a string as it
+// is, nil (an unset env.NAME, a json that is none, an exit_code of no
+// command) as "", anything else as JSON.
+//
+// # Notes
+//
+// nil is "" as GitHub Actions renders it: as "null" it became the text of
+// a command (`echo [null]`) or a key (`ANTHROPIC_API_KEY=null`) that looked
+// set. A nil inside a list or map stays null: that is JSON's.
+func Text(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("value cannot be written as JSON: %w", err)
+	}
+	return string(j), nil
 }
 
 // renderValue renders every template inside a `with:` value, keeping the

@@ -21,7 +21,14 @@ func TestExpressionsCompileAndRunOverTheScope(t *testing.T) {
 		{`${{ steps.plan.output }} ${{ steps.plan.stop_reason == "completed" }}`, "ok true"},
 		{`${{ item.name }}#${{ index }}`, "a#3"},
 		{`${{ toJSON([1, "a"]) }}`, "[\n  1,\n  \"a\"\n]"},
-		{`${{ [1, "a"] }} ${{ nil }} ${{ {"k": 1} }}`, `[1,"a"] null {"k":1}`},
+		{`${{ [1, "a"] }} ${{ nil }} ${{ {"k": 1} }}`, `[1,"a"]  {"k":1}`},
+		// nil is "" wherever it comes from, as GitHub Actions renders it;
+		// inside a list or map it stays JSON's null.
+		{`[${{ env.UNSET }}]`, "[]"},
+		{`[${{ env["UNSET"] }}][${{ env.UNSET2 }}]`, "[][]"},
+		{`${{ steps.plan.json }}|${{ steps.plan.exit_code }}|${{ steps.plan.nothere }}`, "||"},
+		{`${{ inputs.missing }}`, ""},
+		{`${{ [env.UNSET] }} ${{ {"k": env.UNSET} }}`, `[null] {"k":null}`},
 		{`${{ trim("  x ") }}|${{ join(["a","b"], ",") }}|${{ fromJSON("{\"a\":1}").a }}`, "x|a,b|1"},
 		{`${{ env.HOME }}${{ run.workspace }} ${{ workflow.name }}`, "/h/ws wf"},
 		{`no template`, "no template"},
@@ -190,6 +197,36 @@ func TestErrorsNeverShowEnvValues(t *testing.T) {
 		e, _ := CompileExpr(src)
 		if _, err := e.Bool(scope); err == nil || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), `"ab"`) {
 			t.Errorf("Bool(%s): %v", src, err)
+		}
+	}
+}
+
+func TestTestedEnvNamesTheVariablesAnExpressionHandlesUnsetItself(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want []string
+	}{
+		{`env.A ?? "default"`, []string{"A"}},
+		{`env.A == nil || env.B != nil`, []string{"A", "B"}},
+		{`nil == env["C"] ? "x" : env.D`, []string{"C"}},
+		// nil == "" is false: a comparison with "" does not handle unset.
+		{`env.E == ""`, nil},
+		{`"[" + env.F + "]"`, nil},
+		{`len(env.G) > 0`, nil},
+		{`steps.a.output == env.H`, nil},
+	} {
+		e, err := CompileExpr(tc.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		got := e.TestedEnv()
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.src, got, tc.want)
+		}
+		for _, w := range tc.want {
+			if !got[w] {
+				t.Errorf("%s: %v, want %v", tc.src, got, tc.want)
+			}
 		}
 	}
 }

@@ -287,6 +287,11 @@ type Agent struct {
 	// timer) is not told from one that will never exit.
 	EOFIdle   time.Duration
 	TermGrace time.Duration
+	// ShellAdvice says the user wrote no workflow file for this agent
+	// (acpflow prompt wrote it): what a hint tells them to do is in shell
+	// terms (`export ANTHROPIC_API_KEY=…`), not the file's (a key under
+	// env:). Never read from a file.
+	ShellAdvice bool
 }
 
 // Defaults of an agent's timings (docs/workflow.md, the seed's dispose graces).

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,8 +27,10 @@ type Environment struct {
 // LoadWarnings loads path as Load does and returns, besides, the warnings
 // of a valid file that a run in env would likely fail on: an agent whose
 // preset documents a need (docs/agents) that its environment would not
-// meet, such as claude's ANTHROPIC_API_KEY, or IS_SANDBOX=1 as root. Each
-// warning is at the agent's preset: and its message starts "warning: ".
+// meet, such as claude's ANTHROPIC_API_KEY, or IS_SANDBOX=1 as root (at
+// the agent's preset:); and an env.NAME an expression reads while NAME is
+// not in env.Ambient (at its first reference, envWarnings). Each message
+// starts "warning: ".
 //
 // # Notes
 //
@@ -38,6 +41,18 @@ type Environment struct {
 // policy pass it. A WASM env policy is not run here: with one, a key set
 // in env.Ambient counts as passed.
 func LoadWarnings(path string, env Environment) (*engine.Workflow, Errors, error) {
+	wf, warnings, err := LoadJudged(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wf, warnings(env), nil
+}
+
+// LoadJudged loads path as Load does and returns besides what gives its
+// warnings in an environment (as LoadWarnings), for a caller that knows
+// the environment only later: run, once its backend has loaded the outer
+// policy.
+func LoadJudged(path string) (*engine.Workflow, func(Environment) Errors, error) {
 	src, err := ReadFile(path, "workflow")
 	if err != nil {
 		return nil, nil, err
@@ -49,14 +64,21 @@ func LoadWarnings(path string, env Environment) (*engine.Workflow, Errors, error
 	if abs, err := filepath.Abs(path); err == nil {
 		wf.File = abs
 	}
-	return wf, d.needWarnings(env), nil
+	return wf, func(env Environment) Errors {
+		warnings, covered := d.needWarnings(env)
+		warnings = append(warnings, d.envWarnings(env, covered)...)
+		warnings.sortByPosition()
+		return warnings
+	}, nil
 }
 
 // needWarnings checks the needs of each agent with a preset, for each step
 // that uses it (the step's policy and env decide what reaches it), one
-// warning per agent and finding.
-func (d *decoder) needWarnings(env Environment) Errors {
-	var out Errors
+// warning per agent and finding. covered are the variables of acpflow's
+// environment a preset's need was judged from: a warning says so when one
+// is missing, and a login may meet the need without it.
+func (d *decoder) needWarnings(env Environment) (out Errors, covered map[string]bool) {
+	covered = map[string]bool{}
 	seen := map[string]bool{}
 	for _, s := range d.steps {
 		ss, ok := s.step.Run.(steps.SessionStep)
@@ -79,14 +101,61 @@ func (d *decoder) needWarnings(env Environment) Errors {
 		if pn := at.get("preset"); pn != nil {
 			at = pn
 		}
-		for _, msg := range presetNeeds(name, a, p, stepEnv(s), engine.PoliciesOf(d.wf, s.step).Env, env) {
+		msgs, judged := presetNeeds(name, a, p, stepEnv(s), engine.PoliciesOf(d.wf, s.step).Env, env)
+		for _, msg := range msgs {
 			if !seen[name+"\x00"+msg] {
 				seen[name+"\x00"+msg] = true
 				out = append(out, d.make(at.pos, "warning: "+msg))
 			}
 		}
+		for _, k := range judged {
+			covered[k] = true
+		}
 	}
-	out.sortByPosition()
+	return out, covered
+}
+
+// envWarnings warns, once per variable at its first reference in the
+// file, of each env.NAME an expression reads while NAME is not set in
+// env.Ambient: it renders as "", which a command or an agent then takes
+// for a value (`echo "[]"`, a key that is empty). Not for the variables
+// of covered (a preset's need was judged from it), nor where the
+// expression tests NAME itself (engine.Expr.TestedEnv).
+func (d *decoder) envWarnings(env Environment, covered map[string]bool) Errors {
+	first := map[string]pos{}
+	bare := map[string]bool{} // the first reference is in an if: or for-each:
+	count := map[string]int{}
+	var names []string
+	for _, u := range d.exprs {
+		tested := u.e.TestedEnv()
+		for _, r := range u.e.Refs() {
+			if r.Root != "env" || tested[r.Name] || covered[r.Name] {
+				continue
+			}
+			if _, set := env.Ambient[r.Name]; set {
+				continue
+			}
+			at := d.find(u.n, "env."+r.Name, 0)
+			if p, seen := first[r.Name]; !seen || at.line < p.line || at.line == p.line && at.col < p.col {
+				if !seen {
+					names = append(names, r.Name)
+				}
+				first[r.Name], bare[r.Name] = at, u.bare
+			}
+			count[r.Name]++
+		}
+	}
+	var out Errors
+	for _, name := range names {
+		msg := fmt.Sprintf("warning: env.%s is read here, and %s is not set in acpflow's environment (it renders as \"\"): export it before the run", name, name)
+		if bare[name] {
+			msg = fmt.Sprintf("warning: env.%s is read here, and %s is not set in acpflow's environment (an expression sees nil, which == \"\" is not): export it before the run, or test env.%s == nil, or give a default: env.%s ?? \"\"", name, name, name, name)
+		}
+		if more := count[name] - 1; more > 0 {
+			msg += fmt.Sprintf(" (read in %d more %s)", more, plural(more, "place", "places"))
+		}
+		out = append(out, d.make(first[name], msg))
+	}
 	return out
 }
 
@@ -104,8 +173,10 @@ func stepEnv(s *stepInfo) map[string]string {
 var onlyEnvRef = regexp.MustCompile(`^\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$`)
 
 // presetNeeds says which of preset p's needs agent a (called name) would
-// not have, given the step's own env and env policy, and what to do.
-func presetNeeds(name string, a *steps.Agent, p acpagent.Preset, own map[string]string, policy policies.Env, env Environment) []string {
+// not have, given the step's own env and env policy, and what to do; and
+// the variables of env.Ambient it judged (those a key or RootEnv variable
+// is passed from as ${{ env.NAME }}).
+func presetNeeds(name string, a *steps.Agent, p acpagent.Preset, own map[string]string, policy policies.Env, env Environment) (out, judgedVars []string) {
 	explicit := map[string]string{}
 	// from says, for an explicit value that is only ${{ env.NAME }}, its
 	// field and NAME.
@@ -128,8 +199,14 @@ func presetNeeds(name string, a *steps.Agent, p acpagent.Preset, own map[string]
 	set("agents."+name+".env", a.Env)
 	set("with.env", own)
 	child, judged := reaching(policy, env, explicit, name)
+	// The variables that give the preset's needs are judged here, set or
+	// not: a key's absence can be met by a login.
+	for _, k := range append(slices.Clone(p.Env), slices.Collect(maps.Keys(p.RootEnv))...) {
+		if r, ok := from[k]; ok {
+			judgedVars = append(judgedVars, r.name)
+		}
+	}
 
-	var out []string
 	if p.KeyMissing(a.Auth, child) {
 		var why []string
 		for i, k := range p.Env {
@@ -163,7 +240,7 @@ func presetNeeds(name string, a *steps.Agent, p acpagent.Preset, own map[string]
 			out = append(out, fmt.Sprintf("agent %q (preset %s): acpflow runs as root, and the agent refuses to start as root without %s=%s in its env: add %s: %q under the agent's env:", name, p.Name, k, p.RootEnv[k], k, p.RootEnv[k]))
 		}
 	}
-	return out
+	return out, judgedVars
 }
 
 // reaching is the environment that would reach the agent: policy and the

@@ -103,6 +103,8 @@ func TestTheSchemaRejectsWhatItCanSee(t *testing.T) {
 		"tab-in-block-scalar": true, "indented-deeper-than-key": true, "indented-less-than-with": true,
 		"indented-between-keys": true, "mapping-on-key-line": true,
 		"colon-in-unquoted-prompt": true, "colon-in-prompt-continuation": true,
+		"colon-in-run-command": true, "colon-in-run-shorthand": true, "colon-in-run-continuation": true,
+		"colon-in-prompt-text": true, "colon-in-output-value": true, "github-actions-functions": true,
 		"comment-cuts-if": true, "comment-cuts-rule": true, "equals-for-compare": true,
 	}
 	for _, file := range invalidFiles(t) {

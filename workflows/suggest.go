@@ -28,6 +28,29 @@ var habits = map[string]string{
 	"concurrency":     "max-parallel",
 	"jobs":            "steps",
 	"tasks":           "steps",
+	// GitHub Actions' names.
+	"working-directory": "cwd",
+	"strategy":          "for-each",
+	"matrix":            "for-each",
+	"permissions":       "policies",
+}
+
+// habitNotes add to a habit's suggestion what differs beyond the name.
+var habitNotes = map[string]string{
+	"timeout-minutes": " (a duration: timeout: 10m)",
+	"strategy":        " (for-each: a list; each element is item)",
+	"matrix":          " (for-each: a list; each element is item)",
+	"permissions":     " (policies: {permission: …}: what an agent may do)",
+}
+
+// foreignKeys are keys of other engines (GitHub Actions) that acpflow has
+// no key for: what to do instead.
+var foreignKeys = map[string]string{
+	"runs-on":  "acpflow has no runs-on: every step runs on this machine (sandbox: confines one, isolation: worktree gives it a checkout of its own)",
+	"on":       "acpflow has no triggers (on:): a workflow runs when acpflow run starts it",
+	"env":      "variables are set per step (a shell step's env:, an agent step's with.env:) or per agent (agents.NAME.env:), not here; ${{ env.NAME }} reads acpflow's own environment",
+	"defaults": "acpflow has no defaults: set cwd: and shell: on each step, or policies: and sandbox: for the workflow",
+	"services": "acpflow has no services: start what a step needs in a shell step before it",
 }
 
 // closestWord returns the known word closest to word, or "" when none is close
@@ -42,8 +65,16 @@ func closestWord(word string, known []string) string {
 // didYouMean is the tail of an "unknown X" message: a suggestion when one is
 // close, else the list of what exists.
 func didYouMean(word string, known []string) string {
+	folded := strings.ReplaceAll(strings.ToLower(word), "_", "-")
 	if s := closestWord(word, known); s != "" {
-		return fmt.Sprintf("; did you mean %q?", s)
+		note := ""
+		if habits[folded] == s {
+			note = habitNotes[folded]
+		}
+		return fmt.Sprintf("; did you mean %q?%s", s, note)
+	}
+	if note, ok := foreignKeys[folded]; ok {
+		return "; " + note
 	}
 	if len(known) == 0 {
 		return ""

@@ -26,6 +26,9 @@ type exprUse struct {
 	e  *engine.Expr
 	n  *node
 	sc scope
+	// bare is an if: or for-each:, whose values keep their type (an
+	// unset env.NAME is nil there), not a ${{ }} in a string.
+	bare bool
 }
 
 // template compiles a string with ${{ }} parts. On error it reports the
@@ -77,7 +80,7 @@ func (d *decoder) expression(n *node, what string, sc scope) *engine.Expr {
 		d.at(at, "%s: expression does not compile: %s", what, exprMessage(err))
 		return nil
 	}
-	d.exprs = append(d.exprs, exprUse{e: e, n: n, sc: sc})
+	d.exprs = append(d.exprs, exprUse{e: e, n: n, sc: sc, bare: true})
 	return e
 }
 
@@ -100,7 +103,11 @@ func exprMessage(err error) string {
 	var fe *file.Error
 	if errors.As(err, &fe) {
 		if name, ok := strings.CutPrefix(fe.Message, "unknown name "); ok {
-			msg += didYouMean(name, engine.ScopeNames)
+			if note, ok := foreignNames[name]; ok {
+				msg += ": " + note
+			} else {
+				msg += didYouMean(name, engine.ScopeNames)
+			}
 		}
 		if fe.Message == `unexpected token Operator("=")` {
 			// A single = is how SQL, YAML-minded and shell users compare.
@@ -108,6 +115,22 @@ func exprMessage(err error) string {
 		}
 	}
 	return msg
+}
+
+// foreignNames are the functions and contexts of GitHub Actions'
+// expressions, with what acpflow has instead: a newcomer writes
+// `if: ${{ failure() }}` first.
+var foreignNames = map[string]string{
+	"failure":   `acpflow has no failure(): a step runs after a failed one only when that one has continue-on-error: true; then test it with steps.ID.status == "failed"`,
+	"success":   `acpflow has no success(): a step runs only when the steps it needs succeeded (or failed with continue-on-error: true); to test one: steps.ID.status == "succeeded"`,
+	"always":    `acpflow has no always(): to run a step whatever the steps it needs did, give those continue-on-error: true and drop the if:`,
+	"cancelled": `acpflow has no cancelled(): a cancelled run starts no more steps; steps.ID.status == "cancelled" tests one step`,
+	"github":    `acpflow has no github context: run.id, run.workspace and workflow.name are what it has`,
+	"secrets":   `acpflow has no secrets context: read a secret from acpflow's environment, env.NAME`,
+	"vars":      `acpflow has no vars context: read acpflow's environment, env.NAME, or declare an input`,
+	"matrix":    `acpflow has no matrix: a for-each: step's element is item, its position index`,
+	"needs":     `acpflow reads what a step it needs gave as steps.ID.output (or .status, .json)`,
+	"job":       `acpflow has no job context: steps.ID.status tells how a step ended`,
 }
 
 // templatePart matches engine.ParseTemplate's wrapping of an expression

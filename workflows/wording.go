@@ -37,6 +37,9 @@ func yamlSyntax(lines []string, p pos, msg string) (pos, string) {
 		if at, m, ok := deeperThanKey(lines, p); ok {
 			return at, m
 		}
+		if at, m, ok := colonInPlainValue(lines, p); ok {
+			return at, m
+		}
 	case "value is not allowed in this context":
 		if at, m, ok := unalignedLine(lines, p); ok {
 			return at, m
@@ -95,6 +98,55 @@ func sameLineMapping(lines []string, p pos) (pos, string, bool) {
 	}
 	inner, _, _ := strings.Cut(value, ":")
 	return p, fmt.Sprintf("%q in %s's value starts a mapping, which cannot begin on the line of its key: if the value is text, quote it (%s: %q); if %s: is a key, put it on the next line, indented under %s:", inner+":", key, key, value, inner, key), true
+}
+
+// colonInPlainValue words a plain (unquoted) value holding ": ", which
+// YAML reads as a mapping's key: `run: echo "main.go:12: oops"`, a prompt
+// that quotes an error. goccy points at the value; the message points at
+// the colon, on the key's line or a line the value continues on.
+func colonInPlainValue(lines []string, p pos) (pos, string, bool) {
+	if p.line < 1 || p.line > len(lines) {
+		return p, "", false
+	}
+	line := lines[p.line-1]
+	col, key, ok := level(line)
+	start := byteOffset(line, p.col-1)
+	if !ok || start <= col+len(key) || start >= len(line) || strings.ContainsRune(`'"|>{[&*!`, rune(line[start])) {
+		return p, "", false
+	}
+	value := strings.TrimSpace(line[start:])
+	for ln, from := p.line, start; ln <= len(lines); ln, from = ln+1, 0 {
+		text := lines[ln-1]
+		if ln > p.line && (strings.TrimSpace(text) == "" || indentOf(text) <= col) {
+			return p, "", false
+		}
+		i := plainColon(text[from:])
+		if i < 0 {
+			continue
+		}
+		at := pos{ln, utf8.RuneCountInString(text[:from+i]) + 1}
+		what := map[string]string{"run": "command", "prompt": "text"}[key]
+		if what == "" {
+			what = "value"
+		}
+		fix := fmt.Sprintf("quote the %s, or use %s: | and write it on the next lines, indented", what, key)
+		if ln == p.line && !strings.Contains(value, " #") {
+			fix = fmt.Sprintf("quote the %s (%s: '%s'), or use %s: | and write it on the next lines, indented", what, key, strings.ReplaceAll(value, "'", "''"), key)
+		}
+		return at, fmt.Sprintf("\": \" in the %s of %s: starts a YAML mapping, which cannot be there: %s", what, key, fix), true
+	}
+	return p, "", false
+}
+
+// plainColon is the byte offset of the first ": " (or a ":" that ends
+// the text) in text, or -1.
+func plainColon(text string) int {
+	for i := 0; i < len(text); i++ {
+		if text[i] == ':' && (i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\t') {
+			return i
+		}
+	}
+	return -1
 }
 
 // knownKey tells whether name is a key of a workflow anywhere (a step's,

@@ -183,7 +183,7 @@ steps:
 		t.Fatalf("want two warnings before the spawn (warned at line %d, spawned at %d): %q\n%s", warnedAt, spawnedAt, warnings, r.stdout)
 	}
 	for _, want := range []string{
-		`agents.a.env.API_KEY: ${{ env.DIAG_UNSET_KEY }} rendered as \"null\" (DIAG_UNSET_KEY is not set in acpflow's environment)`,
+		`agents.a.env.API_KEY: ${{ env.DIAG_UNSET_KEY }} rendered empty (DIAG_UNSET_KEY is not set in acpflow's environment)`,
 		`agents.a.env.EMPTY_KEY: ${{ env.DIAG_EMPTY_KEY }} rendered empty (DIAG_EMPTY_KEY is empty in acpflow's environment)`,
 	} {
 		if !strings.Contains(strings.Join(warnings, "\n"), want) {
@@ -196,7 +196,7 @@ steps:
 
 	// The line view says it too, on the step's line.
 	r = acpflowEnv(t, dir, set, []string{"DIAG_UNSET_KEY"}, "run", wf)
-	if r.code != 0 || !strings.Contains(r.stdout, `[s] warning: agents.a.env.API_KEY: ${{ env.DIAG_UNSET_KEY }} rendered as "null"`) {
+	if r.code != 0 || !strings.Contains(r.stdout, `[s] warning: agents.a.env.API_KEY: ${{ env.DIAG_UNSET_KEY }} rendered empty`) {
 		t.Errorf("line view: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	assertAgentsGone(t, record)

@@ -78,8 +78,9 @@ func writeCLIReference(w io.Writer, root *cobra.Command) {
 
 Every command takes `+"`-h`, `--help`"+`; `+"`acpflow completion bash|zsh|fish|powershell`"+` prints a
 shell completion script. Durations are Go durations (`+"`90s`, `10m`, `1h30m`"+`) or a whole number of
-seconds. Exit codes, the JSON that `+"`--json`"+` and `+"`--output`"+` write, and the run store are described in
-[results.md](results.md) and [runs.md](runs.md).
+seconds. A mistyped command or `+"`--flag`"+` is bad usage (exit 2) naming the closest one of the
+command (`+"`unknown flag: --inptu; did you mean --input?`"+`). Exit codes, the JSON that `+"`--json`"+` and
+`+"`--output`"+` write, and the run store are described in [results.md](results.md) and [runs.md](runs.md).
 
 `, "`"+regenerateCLIReference+"`", root.Short)
 	all := allCommands(root)

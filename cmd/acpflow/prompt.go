@@ -72,7 +72,8 @@ The run is one acp-subagent step, recorded like any other (acpflow runs, show, r
 the workflow name prompt-AGENT, with run's exit codes. Its permission policy is --permission
 (default ask: you answer at the terminal; without one, the request is rejected), under
 --policy FILE and the outer policies. A preset's credential variables (ANTHROPIC_API_KEY for
-claude, …) are passed to the agent when they are set; --env NAME passes others.`,
+claude, …) are passed to the agent when they are set; --env NAME passes others. When the agent
+fails for want of one, the likely cause says what to export (docs/acp-subagent.md).`,
 		Example: `  acpflow prompt demo "Say hello"
   acpflow prompt claude "Summarise README.md in three lines" --permission reject
   git diff | acpflow prompt codex - --auth api-key
@@ -133,10 +134,17 @@ type promptSpec struct {
 }
 
 // promptRun is run's backend for a prompt: the local one, the run's
-// result kept in kept for the answer.
+// result kept in kept for the answer. The user wrote no YAML: what the
+// agent's failures advise is in shell terms (steps.Agent.ShellAdvice),
+// and the warnings of the workflow prompt wrote are not shown (they would
+// speak of its keys; the step's error says what to export).
 func promptRun(kept *keepResult) runcmd.Config {
 	c := localRun
+	c.Warnings = false
 	c.Open = func(ctx context.Context, s runcmd.Setup) (*runs.Runner, func(), error) {
+		for _, a := range s.Workflow.Agents {
+			a.ShellAdvice = true
+		}
 		r, end, err := openLocal(ctx, s)
 		if err == nil {
 			kept.inner, r.Backend = r.Backend, kept

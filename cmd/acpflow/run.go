@@ -30,6 +30,7 @@ var localRun = runcmd.Config{
 	Resume:      func(id string) string { return "acpflow resume " + id },
 	ResumeRun:   func(id string) string { return "acpflow resume " + id },
 	Interrupted: "interrupted: cancelling steps (again to kill now)",
+	Warnings:    true,
 	Asker: func(w io.Writer) policies.Asker {
 		if a := newTermAsker(os.Stdin, w); a != nil {
 			return a

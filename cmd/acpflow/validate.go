@@ -26,8 +26,9 @@ policy (--policy, $ACPFLOW_POLICY, /etc/acpflow/policy.yaml and the user's
 file) is loaded and checked too, and each of its files is listed.
 
 A valid file may still get warnings (on stderr; the exit stays 0): an agent
-whose preset needs a key that would not reach it from this environment, or
-IS_SANDBOX=1 as root (docs/agents).`,
+whose preset needs a key that would not reach it from this environment,
+IS_SANDBOX=1 as root (docs/agents), or an env.NAME an expression reads while
+NAME is not set (it renders as ""). run prints the same warnings.`,
 		Example: `  acpflow validate workflows/examples/*.yaml
   # with the outer policy it will run under (a bare policy file)
   acpflow validate review.yaml --policy team-policy.yaml

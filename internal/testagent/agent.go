@@ -107,6 +107,10 @@ func (a *agent) request(m message) {
 		a.closeSession(m)
 	case "session/prompt":
 		a.rec.event("prompt", map[string]any{"params": m.Params})
+		if a.cfg.promptAuthRequired {
+			a.wire.fail(m.ID, -32000, "Authentication required", nil)
+			return
+		}
 		// The turn is registered before the next message is read, so that a session/cancel
 		// right behind the prompt finds it.
 		go a.prompt(a.beginTurn(m))

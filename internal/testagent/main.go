@@ -55,6 +55,8 @@
 //	-garbage                 write "this is not json" and "{broken" lines before every message
 //	-require-auth ID         advertise auth method ID; session/new fails with -32000
 //	                         "Authentication required" until authenticate with methodId ID
+//	-prompt-auth-required    every session/prompt fails with -32000 "Authentication required" (as
+//	                         claude-agent-acp does when Claude Code has no credentials)
 //	-prompt-delay DUR        wait DUR before answering a prompt (a session/cancel ends the wait)
 //	-prompt-hang             never answer a prompt unless it is cancelled
 //	-usage-tokens N          the prompt answer carries usage: inputTokens N-N/4, outputTokens
@@ -194,6 +196,9 @@ type config struct {
 	echoRequest  bool
 	garbage      bool
 	requireAuth  string
+	// promptAuthRequired fails every session/prompt as claude-agent-acp
+	// does when Claude Code has no credentials.
+	promptAuthRequired bool
 
 	promptDelay  time.Duration
 	promptHang   bool
@@ -288,6 +293,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&cfg.echoRequest, "echo-request", false, "answer with a JSON summary of the mcpServers and prompt blocks received first")
 	fs.BoolVar(&cfg.garbage, "garbage", false, "write non-JSON lines before every message")
 	fs.StringVar(&cfg.requireAuth, "require-auth", "", "auth method id required before session/new")
+	fs.BoolVar(&cfg.promptAuthRequired, "prompt-auth-required", false, "fail every session/prompt with -32000 Authentication required")
 	fs.DurationVar(&cfg.promptDelay, "prompt-delay", 0, "wait before answering a prompt")
 	fs.BoolVar(&cfg.promptHang, "prompt-hang", false, "never answer a prompt unless cancelled")
 	fs.BoolVar(&cfg.ignoreCancel, "ignore-cancel", false, "ignore session/cancel (but record it)")

@@ -11,9 +11,11 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/internal/termtext"
 )
 
@@ -72,12 +74,35 @@ func Code(err error) int {
 
 // UsageErrors makes the errors cobra finds in a command line under root
 // usage errors (exit 2): a flag it cannot parse (for root and every
-// command below, which inherit root's flag error function) and a wrong
+// command below, which inherit root's flag error function; flagError) and a wrong
 // argument count (each command's Args); one coded already (Args) keeps its
 // code. An unknown command is coded by Main (unknownCommand).
 func UsageErrors(root *cobra.Command) {
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return UsageError(err) })
+	root.SetFlagErrorFunc(flagError)
 	usageArgs(root)
+}
+
+// flagError is the usage error of a command line whose flags c could not
+// parse: an unknown --flag gets the closest flag of c, as an unknown key
+// or command does ("unknown flag: --inptu; did you mean --input?"); cobra
+// suggests commands only.
+func flagError(c *cobra.Command, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) || ne.GetSpecifiedShortnames() != "" {
+		return UsageError(err)
+	}
+	var names []string
+	for _, fs := range []*pflag.FlagSet{c.Flags(), c.InheritedFlags()} {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden {
+				names = append(names, f.Name)
+			}
+		})
+	}
+	if s := suggest.Closest(ne.GetSpecifiedName(), names); s != "" {
+		return UsageError(fmt.Errorf("%w; did you mean --%s?", err, s))
+	}
+	return UsageError(fmt.Errorf("%w (%s --help lists its flags)", err, c.CommandPath()))
 }
 
 // usageArgs makes the argument check of cmd and of each of its

@@ -72,6 +72,11 @@ type Config struct {
 	// watched at a terminal, writing its questions to w; nil: no one (the
 	// policies' ask-fallback decides).
 	Asker func(w io.Writer) policies.Asker
+	// Warnings makes run print, on stderr before anything starts, the
+	// warnings validate prints for the workflow (workflows.LoadWarnings:
+	// what this machine's environment would likely fail on); they never
+	// fail the run. False: none are printed.
+	Warnings bool
 }
 
 // Setup is what Config.Open is given.
@@ -126,6 +131,15 @@ func AddOutputFlags(cmd *cobra.Command, f *Flags) {
 	fl.BoolVar(&f.JSON, "json", false, "print the event stream as JSON lines instead of the human view")
 }
 
+// warn prints on w what validate warns of (workflows.LoadJudged), judged
+// in acpflow's environment under the Runner's outer policy.
+func warn(w io.Writer, warnings func(workflows.Environment) workflows.Errors, outer policies.Outer) {
+	where := workflows.Environment{Ambient: policies.EnvMap(os.Environ()), Outer: outer, Root: os.Geteuid() == 0}
+	for _, e := range warnings(where) {
+		fmt.Fprintln(w, termtext.Sanitize(e.Error()))
+	}
+}
+
 // check refuses the flags that do not go together, before anything is
 // read.
 func (f *Flags) check(c Config) (engine.Budget, error) {
@@ -159,7 +173,7 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	if err != nil {
 		return err
 	}
-	wf, err := workflows.Load(file)
+	wf, warnings, err := workflows.LoadJudged(file)
 	if err != nil {
 		return UsageError(err)
 	}
@@ -219,6 +233,9 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	}
 	if end != nil {
 		defer end()
+	}
+	if c.Warnings {
+		warn(cmd.ErrOrStderr(), warnings, r.Outer)
 	}
 	x := NewExecutor(c.Name, r, out, f.Timeout)
 	x.ResumeHint = c.ResumeRun

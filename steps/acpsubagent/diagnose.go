@@ -25,9 +25,9 @@ var envRef = regexp.MustCompile(`(?:^|[^.\w])env(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[
 
 // emptyEnv says, for one env value as the file wrote it (field names it:
 // agents.claude.env.ANTHROPIC_API_KEY), which of its ${{ }} that read the
-// environment rendered empty, or "null" (what a variable that is not set
-// renders as), and why; never with a value (an empty one has none to
-// show, and the others are not looked at).
+// environment rendered empty (as a variable that is not set does), and
+// why; never with a value (an empty one has none to show, and the others
+// are not looked at).
 func emptyEnv(field, raw string, ambient map[string]string, render func(string) (string, error)) []string {
 	var out []string
 	rest := raw
@@ -47,25 +47,19 @@ func emptyEnv(field, raw string, ambient map[string]string, render func(string) 
 			continue
 		}
 		var why []string
-		unset := false
 		for _, m := range refs {
 			name := m[1] + m[2]
 			switch v, set := ambient[name]; {
 			case !set:
-				why, unset = append(why, name+" is not set in acpflow's environment"), true
+				why = append(why, name+" is not set in acpflow's environment")
 			case v == "":
 				why = append(why, name+" is empty in acpflow's environment")
 			}
 		}
-		v, err := render(tmpl)
-		if err != nil || !(v == "" || v == "null" && unset) {
+		if v, err := render(tmpl); err != nil || v != "" {
 			continue
 		}
-		as := "empty"
-		if v == "null" {
-			as = `as "null"`
-		}
-		msg := fmt.Sprintf("%s: %s rendered %s", field, tmpl, as)
+		msg := fmt.Sprintf("%s: %s rendered empty", field, tmpl)
 		if len(why) > 0 {
 			msg += " (" + strings.Join(why, "; ") + ")"
 		}
@@ -74,7 +68,7 @@ func emptyEnv(field, raw string, ambient map[string]string, render func(string) 
 }
 
 // warnEmptyEnv emits a warning for each env value of the agent and the
-// step whose environment template rendered empty (or "null"): an unset
+// step whose environment template rendered empty: an unset
 // key is the commonest reason a real agent fails, and it fails long after
 // the spawn. The agent's variables so given are kept in a.unsetEnv.
 func (a *attempt) warnEmptyEnv() {
@@ -139,12 +133,15 @@ func unwrapped(err error) error {
 	return err
 }
 
-// likelyCause says why a start that failed (err, with the agent's stderr
-// tail) likely did: the first of the preset's Causes whose words are in
-// either, else a need of the preset that env (the agent's environment,
-// less the variables of unset, which a variable not set rendered) does
-// not meet; and the env templates that rendered empty (emptied). "" when
-// nothing is known.
+// likelyCause says why a start or a turn that failed (err, with the
+// agent's stderr tail) likely did: the first of the preset's Causes whose
+// words are in either, else a need of the preset that env (the agent's
+// environment, less the variables of unset, which a variable not set
+// rendered) does not meet, else for an agent that asked for
+// authentication (authRequired) how to give it some; and the env
+// templates that rendered empty (emptied). "" when nothing is known. The
+// hints are in shell terms for an agent whose file the user did not write
+// (steps.Agent.ShellAdvice).
 func likelyCause(agent *steps.Agent, err error, stderrTail string, env map[string]string, unset, emptied []string) string {
 	var says []string
 	p, preset := acpagent.LookupPreset(agent.Preset)
@@ -153,7 +150,7 @@ func likelyCause(agent *steps.Agent, err error, stderrTail string, env map[strin
 	if preset {
 		for _, c := range p.Causes {
 			if strings.Contains(text, c.Match) {
-				says, matched = append(says, c.Says), true
+				says, matched = append(says, p.Explain(c, agent.ShellAdvice)), true
 				break
 			}
 		}
@@ -161,9 +158,13 @@ func likelyCause(agent *steps.Agent, err error, stderrTail string, env map[strin
 	if preset && !matched && env != nil {
 		env = maps.Clone(env)
 		for _, k := range unset {
-			delete(env, k) // "null" is no key
+			delete(env, k) // an empty key is no key
 		}
-		says = append(says, unmetNeeds(p, agent.Auth, env)...)
+		needs := unmetNeeds(p, agent.Auth, env, agent.ShellAdvice)
+		says, matched = append(says, needs...), len(needs) > 0
+	}
+	if !matched && authRequired(text) {
+		says = append(says, authHint(agent, p, preset))
 	}
 	if len(emptied) > 0 {
 		says = append(says, strings.Join(emptied, "; "))
@@ -171,19 +172,46 @@ func likelyCause(agent *steps.Agent, err error, stderrTail string, env map[strin
 	return strings.Join(says, "; ")
 }
 
+// authRequired tells whether an agent's error is ACP's auth_required
+// (code -32000, "Authentication required"): the agent has no credentials,
+// whatever the turn it said so in.
+func authRequired(text string) bool {
+	return strings.Contains(text, "(code -32000)") || strings.Contains(text, "Authentication required")
+}
+
+// authHint says how to give credentials to an agent that asked for them:
+// the preset's key (KeyHint), else an auth method or a key of its own.
+func authHint(agent *steps.Agent, p acpagent.Preset, preset bool) string {
+	if preset && len(p.Env) > 0 {
+		return "it has no credentials: " + p.KeyHint(agent.ShellAdvice)
+	}
+	if agent.ShellAdvice {
+		return "it has no credentials: add --auth METHOD (acpflow probe lists the agent's methods), or export its key and add --env NAME"
+	}
+	return "it has no credentials: set auth: to one of its methods (acpflow probe lists them), or pass its key in the agent's env: (NAME: ${{ env.NAME }})"
+}
+
 // unmetNeeds says which of preset p's documented needs an agent whose
-// environment is env does not meet, each as what to do; nil when all are.
-func unmetNeeds(p acpagent.Preset, auth string, env map[string]string) []string {
+// environment is env does not meet, each as what to do (in shell terms
+// with shell); nil when all are.
+func unmetNeeds(p acpagent.Preset, auth string, env map[string]string, shell bool) []string {
 	var out []string
 	if p.KeyMissing(auth, env) {
-		out = append(out, fmt.Sprintf("it likely has no credentials: %s did not reach it; %s", orList(p.Env), p.KeyHint()))
+		out = append(out, fmt.Sprintf("it likely has no credentials: %s did not reach it; %s", orList(p.Env), p.KeyHint(shell)))
 	}
-	if os.Geteuid() == 0 {
-		for _, k := range p.RootMissing(env) {
-			out = append(out, fmt.Sprintf("acpflow runs as root, and %s refuses to start as root without %s=%s in its env: set %s: %q in the agent's env:", p.Name, k, p.RootEnv[k], k, p.RootEnv[k]))
-		}
+	if os.Geteuid() == 0 && len(p.RootMissing(env)) > 0 {
+		out = append(out, fmt.Sprintf("acpflow runs as root, and %s refuses to start as root without %s: %s", p.Name, rootVars(p, p.RootMissing(env)), p.RootHint(shell)))
 	}
 	return out
+}
+
+// rootVars writes the variables of p.RootEnv named by keys as NAME=VALUE.
+func rootVars(p acpagent.Preset, keys []string) string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "=" + p.RootEnv[k]
+	}
+	return strings.Join(out, ", ")
 }
 
 // orList joins names with "or".

@@ -180,6 +180,12 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 				if tail == "" {
 					res.Err = fmt.Errorf("%w\n(the agent wrote nothing to stderr)", res.Err)
 				}
+			} else if authRequired(res.Err.Error()) {
+				// An agent that starts without credentials may only ask
+				// for them when prompted (claude-agent-acp does).
+				if cause := likelyCause(a.agent, res.Err, tail, a.env, a.unsetEnv, a.emptyEnv); cause != "" {
+					res.Err = fmt.Errorf("%w\nlikely cause: %s", res.Err, cause)
+				}
 			}
 			if tail != "" {
 				res.Err = fmt.Errorf("%w\nagent stderr (last lines):\n%s", res.Err, indent(tail))

@@ -1,6 +1,7 @@
 package acpagent
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -45,17 +46,54 @@ func (p Preset) RootMissing(env map[string]string) []string {
 }
 
 // KeyHint says how to give the preset's agent its credentials: the first
-// key passed in its env:, or its own login.
-func (p Preset) KeyHint() string {
+// key passed in its env:, or its own login. shell words it for a user who
+// wrote no workflow file (acpflow prompt passes a preset's key that is
+// set): an export, and --auth for the method that reads it.
+func (p Preset) KeyHint(shell bool) string {
 	if len(p.Env) == 0 {
 		return ""
 	}
-	s := "set " + p.Env[0] + " and pass it in the agent's env: (" + p.Env[0] + ": ${{ env." + p.Env[0] + " }})"
-	if p.KeyAuth != "" {
-		s = "set auth: " + p.KeyAuth + ", " + s
+	k := p.Env[0]
+	var s string
+	switch {
+	case shell && p.KeyAuth != "":
+		s = "export " + k + "=… and add --auth " + p.KeyAuth
+	case shell:
+		s = "export " + k + "=… before the run"
+	case p.KeyAuth != "":
+		s = "set auth: " + p.KeyAuth + ", set " + k + " and pass it in the agent's env: (" + k + ": ${{ env." + k + " }})"
+	default:
+		s = "set " + k + " and pass it in the agent's env: (" + k + ": ${{ env." + k + " }})"
 	}
 	if p.Login != "" {
 		s += ", or log in with `" + p.Login + "`"
 	}
 	return s
+}
+
+// RootHint says how to give the preset's agent the variables it refuses
+// to start as root without (RootEnv): in its env:, or, with shell, as
+// exports (acpflow prompt's agent inherits them).
+func (p Preset) RootHint(shell bool) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(p.RootEnv)) {
+		if shell {
+			out = append(out, "export "+k+"="+p.RootEnv[k])
+		} else {
+			out = append(out, fmt.Sprintf("set %s: %q in the agent's env:", k, p.RootEnv[k]))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// Explain is what a cause of the preset tells: what it means and, for a
+// need, the preset's hint, in shell terms with shell (KeyHint).
+func (p Preset) Explain(c Cause, shell bool) string {
+	switch c.Needs {
+	case NeedKey:
+		return c.Says + ": " + p.KeyHint(shell)
+	case NeedRoot:
+		return c.Says + ": " + p.RootHint(shell)
+	}
+	return c.Says
 }

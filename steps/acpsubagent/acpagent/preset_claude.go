@@ -127,11 +127,8 @@ var _ = registerPreset(Preset{
 	Causes: []Cause{
 		// Claude Code ends without a key (or login) and the adapter answers
 		// session/new with this (measured on 0.101.0, ~49 s after the spawn).
-		{Match: "Query closed before response received", Says: "the agent ended during session/new; it likely has no credentials: " + claudeKeyHint},
-		{Match: "Authentication required", Says: "it has no credentials: " + claudeKeyHint},
-		{Match: "cannot be used with root/sudo privileges", Says: `Claude Code refuses to run as root: set IS_SANDBOX: "1" in the agent's env:`},
+		{Match: "Query closed before response received", Says: "the agent ended during session/new; it likely has no credentials", Needs: NeedKey},
+		{Match: "Authentication required", Says: "it has no credentials", Needs: NeedKey},
+		{Match: "cannot be used with root/sudo privileges", Says: "Claude Code refuses to run as root", Needs: NeedRoot},
 	},
 })
-
-// claudeKeyHint says how claude gets its credentials.
-const claudeKeyHint = "set ANTHROPIC_API_KEY and pass it in the agent's env: (ANTHROPIC_API_KEY: ${{ env.ANTHROPIC_API_KEY }}), or log in with `claude /login`"

@@ -93,7 +93,7 @@ var _ = registerPreset(Preset{
 	Bin:       "codex-acp", Install: "npm install -g @agentclientprotocol/codex-acp",
 	KeyAuth: "api-key",
 	Causes: []Cause{
-		{Match: "CODEX_API_KEY or OPENAI_API_KEY is not set", Says: "it has no key: set CODEX_API_KEY and pass it in the agent's env: (CODEX_API_KEY: ${{ env.CODEX_API_KEY }})"},
-		{Match: "Authentication required", Says: "it has no credentials: set auth: api-key and pass CODEX_API_KEY in the agent's env: (CODEX_API_KEY: ${{ env.CODEX_API_KEY }})"},
+		{Match: "CODEX_API_KEY or OPENAI_API_KEY is not set", Says: "it has no key", Needs: NeedKey},
+		{Match: "Authentication required", Says: "it has no credentials", Needs: NeedKey},
 	},
 })

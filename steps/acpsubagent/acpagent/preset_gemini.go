@@ -123,6 +123,6 @@ var _ = registerPreset(Preset{
 	Bin:       "gemini", Install: "npm install -g @google/gemini-cli",
 	KeyAuth: "gemini-api-key",
 	Causes: []Cause{
-		{Match: "Gemini API key is missing", Says: "it has no key: set auth: gemini-api-key and pass GEMINI_API_KEY in the agent's env: (GEMINI_API_KEY: ${{ env.GEMINI_API_KEY }})"},
+		{Match: "Gemini API key is missing", Says: "it has no key", Needs: NeedKey},
 	},
 })

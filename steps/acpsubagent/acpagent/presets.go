@@ -103,11 +103,24 @@ type Preset struct {
 }
 
 // Cause is a likely cause of a failed start: when Match is in the agent's
-// stderr or its error, Says is told (what it means and what to do).
+// stderr or its error, Says is told (what it means), then what to do:
+// the preset's hint for what Needs names (Explain).
 type Cause struct {
 	Match string
 	Says  string
+	Needs Need
 }
+
+// Need is a documented need of a preset's agent a Cause points to: the
+// hint for it is worded by the preset (KeyHint, RootHint), in the terms of
+// the workflow file or of the shell.
+type Need int
+
+const (
+	NeedNothing Need = iota
+	NeedKey          // a key of Env, or the agent's own login
+	NeedRoot         // RootEnv, when acpflow runs as root
+)
 
 // PresetDirVar stands, in a preset's SetEnv values and Files, for the
 // spawn's private config directory.
