@@ -117,5 +117,13 @@ func (s *Server) whatIf(r *http.Request, policyText, selection string) ([]whatIf
 // page took before it took text: its error then says what it takes now.
 func looksLikePath(text string) bool {
 	text = strings.TrimSpace(text)
-	return !strings.ContainsAny(text, "\n:") && (strings.HasPrefix(text, "/") || strings.HasPrefix(text, "~") || strings.HasPrefix(text, ".") || strings.HasSuffix(text, ".yaml") || strings.HasSuffix(text, ".yml"))
+	if strings.Contains(text, "\n") || strings.Contains(text, ": ") {
+		return false
+	}
+	for _, start := range []string{"/", "~", ".", "file:"} {
+		if strings.HasPrefix(text, start) {
+			return true
+		}
+	}
+	return strings.HasSuffix(text, ".yaml") || strings.HasSuffix(text, ".yml")
 }

@@ -323,3 +323,110 @@ func TestCancelNeedsTheTokenAndTheUIsOwnOrigin(t *testing.T) {
 	}
 	assertAgentsGone(t, record)
 }
+
+// The what-if page takes a policy's text; a path given in its place is
+// never opened, whatever it names, and no error shows a file's content.
+func TestTheWhatIfPageReadsNoFileItIsNamed(t *testing.T) {
+	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.db")
+	wf := filepath.Join(dir, "asks.yaml")
+	os.WriteFile(wf, []byte(fmt.Sprintf(`name: asks
+agents:
+  a: {command: %s, args: %s}
+policies:
+  permission: allow
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: a, prompt: go}
+`, testAgent, agentArgs("-permission", "execute:make deploy", "-permission", "read:README.md"))), 0o644)
+	if r := acpflow(t, dir, "run", wf, "--state", state); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	const secret = "what-if-e2e-secret-0123456789"
+	creds := filepath.Join(dir, "credentials")
+	os.WriteFile(creds, []byte("[default]\naws_secret_access_key = "+secret+"\n"), 0o600)
+	// A file that is a policy, naming the secret as its module.
+	named := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(named, []byte("permission:\n  wasm: "+creds+"\n# "+secret+"\n"), 0o600)
+	s := startUIWith(t, []string{"ACPFLOW_E2E_ENV_SECRET=" + secret}, state)
+	whatIf := func(policy string) (int, string) {
+		code, _, body := s.get(t, "GET", "/whatif?"+url.Values{"runs": {"all"}, "policy": {policy}}.Encode(), "Authorization", "Bearer "+s.token)
+		return code, body
+	}
+	passwd, _ := os.ReadFile("/etc/passwd")
+	firstLine, _, _ := strings.Cut(string(passwd), "\n")
+	for _, p := range []string{"/etc/passwd", creds, named, "/proc/self/environ", "/proc/self/cmdline", "/etc/shadow", "file://" + creds, "../../../.." + creds, dir} {
+		code, body := whatIf(p)
+		if code != http.StatusBadRequest || !strings.Contains(body, "not a file&#39;s path") {
+			t.Errorf("policy=%s: %d, want 400 saying the page takes text", p, code)
+		}
+		for _, leak := range []string{secret, "aws_secret_access_key", "ACPFLOW_E2E_ENV_SECRET", "PATH=", "root:", firstLine} {
+			if leak != "" && strings.Contains(body, leak) {
+				t.Errorf("policy=%s: the page shows %q, from a file", p, leak)
+			}
+		}
+	}
+	// The same file's text pasted: its module is refused, not loaded.
+	if code, body := whatIf("permission:\n  wasm: " + creds + "\n"); code != http.StatusBadRequest || !strings.Contains(body, "cannot load a module file") || strings.Contains(body, secret) {
+		t.Errorf("a policy naming a module: %d\n%s", code, body)
+	}
+	if code, body := whatIf("permission: allow\n#" + strings.Repeat("x", 64<<10)); code != http.StatusBadRequest || !strings.Contains(body, "64 KiB") {
+		t.Errorf("a policy over 64 KiB: %d", code)
+	}
+	// A policy's text is decided over the recorded run.
+	code, body := whatIf("permission:\n  rules:\n    - if: tool.kind == \"execute\"\n      then: reject\n  default: allow\n")
+	if code != http.StatusOK || !strings.Contains(body, "1 changed") || !strings.Contains(body, "make deploy") {
+		t.Errorf("a stricter policy's text: %d\n%s", code, body)
+	}
+}
+
+// The token set in the environment works as --token does, and no other
+// user sees it: not in the process list, not in what the UI prints.
+func TestTheUITokenFromTheEnvironmentIsHonouredAndNotShown(t *testing.T) {
+	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.db")
+	recordShellRun(t, dir, state)
+	const token = "env-token-0123456789abcdef"
+	s := startUIWith(t, []string{"ACPFLOW_UI_TOKEN=" + token}, state)
+	if s.token != "" || strings.Contains(s.out, token) {
+		t.Errorf("acpflow ui printed the token it was given:\n%s", s.out)
+	}
+	if !strings.Contains(s.out, "$ACPFLOW_UI_TOKEN") {
+		t.Errorf("acpflow ui does not say where its token comes from:\n%s", s.out)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.cmd.Process.Pid))
+	if err != nil || strings.Contains(string(cmdline), token) {
+		t.Errorf("the command line %q (%v) holds the token", cmdline, err)
+	}
+	if ps, err := exec.Command("ps", "-ww", "-o", "args=", "-p", fmt.Sprint(s.cmd.Process.Pid)).Output(); err == nil && (strings.Contains(string(ps), token) || !strings.Contains(string(ps), "acpflow")) {
+		t.Errorf("ps shows %q", ps)
+	}
+	if code, _, _ := s.get(t, "GET", "/api/runs", "Authorization", "Bearer "+token); code != http.StatusOK {
+		t.Errorf("with $ACPFLOW_UI_TOKEN as Bearer: %d", code)
+	}
+	if code, _, _ := s.get(t, "GET", "/api/runs"); code != http.StatusUnauthorized {
+		t.Errorf("without it: %d, want 401", code)
+	}
+	if code, h, _ := s.get(t, "GET", "/?token="+token); code != http.StatusSeeOther || !strings.Contains(h.Get("Set-Cookie"), "HttpOnly") {
+		t.Errorf("?token=: %d %q", code, h.Get("Set-Cookie"))
+	}
+	// --token still works.
+	f := startUI(t, state, "--token", "flag-token-0123456789abcdef")
+	if code, _, _ := f.get(t, "GET", "/api/runs", "Authorization", "Bearer flag-token-0123456789abcdef"); code != http.StatusOK {
+		t.Errorf("with --token as Bearer: %d", code)
+	}
+	// A token that guards nothing, or that a URL or cookie would mangle,
+	// is refused before anything is served, without being echoed.
+	for _, bad := range []string{"short", "sixteen chars but spaces", "semi;colon;0123456789", strings.Repeat("x", 257)} {
+		cmd := exec.Command(acpflowBin, "ui", "--state", state, "--addr", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), "ACPFLOW_UI_TOKEN="+bad)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "$ACPFLOW_UI_TOKEN") || strings.Contains(string(out), bad) {
+			t.Errorf("ACPFLOW_UI_TOKEN=%q: %v\n%s; want exit 2 naming the variable, not its value", bad, err, out)
+		}
+	}
+}
