@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -78,6 +80,7 @@ acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
 				return runcmd.UsageErrorf("--addr %s: %v", addr, err)
 			}
 			url := pageURL(ln.Addr())
+			link := url + "?token=" + token
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "acpflow ui: serving %s\n", s.Path())
 			if chosen != "" {
@@ -86,11 +89,10 @@ acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
 				fmt.Fprintf(out, "acpflow ui: requests need the token from %s; open the page once with ?token=TOKEN\n", chosen)
 				fmt.Fprintf(out, "acpflow ui: open %s\n", url)
 			} else {
-				fmt.Fprintf(out, "acpflow ui: open %s?token=%s\n", url, token)
-				url += "?token=" + token
+				fmt.Fprintf(out, "acpflow ui: open %s\n", link)
 			}
 			if open {
-				openBrowser(url)
+				defer openBrowser(link)()
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -105,7 +107,7 @@ acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
 	fl := cmd.Flags()
 	fl.StringVar(&addr, "addr", "127.0.0.1:8080", "HOST:PORT to listen on (port 0: any free one)")
 	fl.StringVar(&token, "token", "", "the token requests must carry; prefer $"+uiTokenEnv+", which ps does not show (default: a new random one at each start)")
-	fl.BoolVar(&open, "open", false, "open the page in the default browser")
+	fl.BoolVar(&open, "open", false, "open the page in the default browser (given a page only you read, so that the token is on no command line)")
 	return cmd
 }
 
@@ -156,15 +158,34 @@ func pageURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
-// openBrowser opens url in the user's browser, best effort: the address is
-// printed either way.
-func openBrowser(url string) {
+// openBrowser opens link in the user's browser, best effort: the address
+// is printed either way. It returns what removes the page it wrote.
+//
+// # Notes
+//
+// The link carries the token, and a command line is visible to every user
+// of the machine (ps), the browser's for as long as it runs: the browser
+// is given instead the path of a page only this user can read, which goes
+// on to the link.
+func openBrowser(link string) (remove func()) {
+	dir, err := os.MkdirTemp("", "acpflow-ui-")
+	if err != nil {
+		return func() {}
+	}
+	remove = func() { os.RemoveAll(dir) }
+	page := filepath.Join(dir, "open.html")
+	to := html.EscapeString(link)
+	body := `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=` + to + `"><title>acpflow ui</title><a href="` + to + `">acpflow ui</a>` + "\n"
+	if err := os.WriteFile(page, []byte(body), 0o600); err != nil {
+		return remove
+	}
 	name := "xdg-open"
 	if runtime.GOOS == "darwin" {
 		name = "open"
 	}
-	c := exec.Command(name, url)
+	c := exec.Command(name, page)
 	if err := c.Start(); err == nil {
 		go c.Wait()
 	}
+	return remove
 }

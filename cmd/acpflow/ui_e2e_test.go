@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -25,6 +26,8 @@ type uiServer struct {
 	link  string // the address it printed
 	token string // the token the link carries; "" when it carries none
 	out   string // what it printed up to the link
+	// stop interrupts it and waits for its exit, once.
+	stop func() error
 }
 
 // startUI starts `acpflow ui` on a free loopback port over state (args
@@ -51,9 +54,12 @@ func startUIWith(t *testing.T, env []string, state string, args ...string) *uiSe
 		t.Fatal(err)
 	}
 	s := &uiServer{cmd: cmd}
-	t.Cleanup(func() {
+	s.stop = sync.OnceValue(func() error {
 		cmd.Process.Signal(os.Interrupt)
-		if err := cmd.Wait(); err != nil {
+		return cmd.Wait()
+	})
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
 			t.Errorf("acpflow ui did not exit cleanly on SIGINT: %v\n%s", err, stderr.String())
 		}
 	})
@@ -428,5 +434,50 @@ func TestTheUITokenFromTheEnvironmentIsHonouredAndNotShown(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "$ACPFLOW_UI_TOKEN") || strings.Contains(string(out), bad) {
 			t.Errorf("ACPFLOW_UI_TOKEN=%q: %v\n%s; want exit 2 naming the variable, not its value", bad, err, out)
 		}
+	}
+}
+
+// --open hands the browser a page to open, never the link: a browser's
+// command line is in the process list for as long as it runs.
+func TestOpenKeepsTheTokenOffTheBrowsersCommandLine(t *testing.T) {
+	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.db")
+	recordShellRun(t, dir, state)
+	bin, rec := filepath.Join(dir, "bin"), filepath.Join(dir, "rec")
+	os.MkdirAll(bin, 0o755)
+	os.MkdirAll(rec, 0o755)
+	// The browser: it records its arguments, the page's mode and content.
+	os.WriteFile(filepath.Join(bin, "xdg-open"), []byte(`#!/bin/sh
+printf '%s\n' "$@" > `+rec+`/args
+stat -c %a "$1" > `+rec+`/mode
+cat "$1" > `+rec+`/page.tmp && mv `+rec+`/page.tmp `+rec+`/page
+`), 0o755)
+	s := startUIWith(t, []string{"PATH=" + bin + ":" + os.Getenv("PATH")}, state, "--open")
+	deadline := time.Now().Add(30 * time.Second) // a hang guard
+	var page []byte
+	for page == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("acpflow ui --open never ran the browser")
+		}
+		page, _ = os.ReadFile(filepath.Join(rec, "page"))
+		time.Sleep(10 * time.Millisecond)
+	}
+	args, _ := os.ReadFile(filepath.Join(rec, "args"))
+	mode, _ := os.ReadFile(filepath.Join(rec, "mode"))
+	if strings.Contains(string(args), s.token) || !strings.HasSuffix(strings.TrimSpace(string(args)), ".html") {
+		t.Errorf("the browser's command line is %q: want a page's path, not the token", args)
+	}
+	if !strings.Contains(string(page), `url=`+s.link+`"`) {
+		t.Errorf("the page does not go on to %s:\n%s", s.link, page)
+	}
+	if strings.TrimSpace(string(mode)) != "600" {
+		t.Errorf("the page's mode is %s, want 600 (only its user reads it)", mode)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(strings.TrimSpace(string(args))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the page outlives acpflow ui: %v", err)
 	}
 }
