@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -427,7 +428,10 @@ func TestTheUITokenFromTheEnvironmentIsHonouredAndNotShown(t *testing.T) {
 	// A token that guards nothing, or that a URL or cookie would mangle,
 	// is refused before anything is served, without being echoed.
 	for _, bad := range []string{"short", "sixteen chars but spaces", "semi;colon;0123456789", strings.Repeat("x", 257)} {
-		cmd := exec.Command(acpflowBin, "ui", "--state", state, "--addr", "127.0.0.1:0")
+		// A hang guard: one that took the token would serve until killed.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, acpflowBin, "ui", "--state", state, "--addr", "127.0.0.1:0")
 		cmd.Env = append(os.Environ(), "ACPFLOW_UI_TOKEN="+bad)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
