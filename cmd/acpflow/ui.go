@@ -116,8 +116,9 @@ acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
 const uiTokenEnv = "ACPFLOW_UI_TOKEN"
 
 // uiToken is the token the UI serves under: --token, else
-// $ACPFLOW_UI_TOKEN (as --state and $ACPFLOW_STATE), else a new random one; chosen names where a token the user
-// chose came from ("" for a generated one).
+// $ACPFLOW_UI_TOKEN (as --state comes before $ACPFLOW_STATE), else a new
+// random one; chosen names where a token the user chose came from ("" for
+// a generated one).
 //
 // # Notes
 //
