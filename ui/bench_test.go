@@ -201,7 +201,9 @@ func BenchmarkLiveUpdate(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go f.srv.Serve(ctx, ln)
-	resp, err := http.Get("http://" + ln.Addr().String() + "/events")
+	req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}

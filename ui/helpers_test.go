@@ -41,6 +41,9 @@ func openFixture(tb testing.TB, path string, w *store.Store, cfg Config) *fixtur
 	}
 	tb.Cleanup(func() { r.Close() })
 	cfg.Store = r
+	if cfg.Token == "" {
+		cfg.Token = testToken
+	}
 	srv, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -66,7 +69,12 @@ func (f *fixture) addRun(tb testing.TB, id string, started time.Time, status eng
 	}
 }
 
-// get serves one request on the handler, as from the loopback address.
+// testToken is the fixtures' token when the test names none.
+const testToken = "fixture-token-0123456789"
+
+// get serves one request on the handler, as from the loopback address,
+// with the server's token as a Bearer header unless h sets Authorization
+// ("" for none) or a Cookie.
 func (f *fixture) get(target string, h ...[2]string) *httptest.ResponseRecorder {
 	return f.do(http.MethodGet, target, h...)
 }
@@ -74,12 +82,19 @@ func (f *fixture) get(target string, h ...[2]string) *httptest.ResponseRecorder 
 func (f *fixture) do(method, target string, h ...[2]string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, target, nil)
 	req.Host = "127.0.0.1:8080"
+	req.Header.Set("Authorization", "Bearer "+f.srv.cfg.Token)
 	for _, kv := range h {
+		if kv[0] == "Cookie" {
+			req.Header.Del("Authorization")
+		}
 		if kv[0] == "Host" {
 			req.Host = kv[1]
 			continue
 		}
 		req.Header.Set(kv[0], kv[1])
+	}
+	if req.Header.Get("Authorization") == "" {
+		req.Header.Del("Authorization")
 	}
 	rec := httptest.NewRecorder()
 	f.srv.Handler().ServeHTTP(rec, req)

@@ -9,6 +9,9 @@
 //
 // It reads the store read-only (runs.OpenReadOnly); its one action is to
 // interrupt a running run the way Ctrl-C does (runs.Service.Interrupt).
+// Every request needs the server's token, on loopback too: every local
+// user, and every sandboxed agent with the network, reaches a loopback
+// port (docs/ui.md#safety).
 package ui
 
 import (
@@ -16,7 +19,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -42,9 +44,8 @@ var assetFS embed.FS
 type Config struct {
 	// Store is the run store, opened read-only.
 	Store *runs.Service
-	// Token, when not "", is required of every request (Authorization:
-	// Bearer, or the cookie that ?token= sets). Serve refuses a
-	// non-loopback address without one.
+	// Token is required of every request (Authorization: Bearer, or the
+	// cookie that ?token= sets), whatever the address: New refuses "".
 	Token string
 	// Outer is the outer policy the what-if page decides within, as
 	// `acpflow policy test` does; nil: none.
@@ -72,6 +73,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("ui: no store")
 	}
+	if cfg.Token == "" {
+		return nil, errors.New("ui: no token: every request must carry one (NewToken makes one)")
+	}
 	if cfg.Poll == 0 {
 		cfg.Poll = 50 * time.Millisecond
 	}
@@ -96,20 +100,15 @@ func IsLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// NewToken is a random token for a non-loopback address.
+// NewToken is a random token (128 bits from crypto/rand, base32): what
+// `acpflow ui` serves under when it is given none, new at each start.
 func NewToken() string {
-	b := make([]byte, 24)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	return rand.Text()
 }
 
-// Serve serves on ln until ctx is done. A listener on a non-loopback
-// address needs a token.
+// Serve serves on ln until ctx is done.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	addr := ln.Addr().String()
-	if !IsLoopback(addr) && s.cfg.Token == "" {
-		return fmt.Errorf("ui: %s is not a loopback address: a token is required", addr)
-	}
 	s.hosts = allowedHosts(addr)
 	dag.Warm(ctx)
 	if err := s.hub.start(ctx); err != nil {
@@ -174,8 +173,8 @@ func (s *Server) Handler() http.Handler {
 }
 
 // guard sets the headers every answer carries and refuses what is not
-// for this server: another Host, a POST from another origin, a request
-// without the token when there is one.
+// for this server: another Host, a request without the token, a change
+// (any method but GET and HEAD) from anywhere but the UI's own page.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -188,55 +187,78 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("acpflow ui: Host %q is not this server's address; open it by the address it printed", r.Host), http.StatusMisdirectedRequest)
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.sameOrigin(r) {
-			http.Error(w, "acpflow ui: a request that changes something must come from the UI's own page (Origin)", http.StatusForbidden)
+		if !s.authorized(w, r) {
 			return
 		}
-		if s.cfg.Token != "" && !s.authorized(w, r) {
+		if !safeMethod(r.Method) && !sameOrigin(r) {
+			refuse(w, r, http.StatusForbidden, "a request that changes something must come from the UI's own page: its Origin header must be "+
+				"http://"+r.Host+" (a script sends it: curl -H 'Origin: http://"+r.Host+"')")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// sameOrigin says a POST comes from the UI's own page: its Origin is this
-// server's. A request with no Origin is from no browser page (curl, a
-// script) unless the browser says it was sent from elsewhere.
-func (s *Server) sameOrigin(r *http.Request) bool {
+// safeMethod is a method that changes nothing on this server.
+func safeMethod(m string) bool { return m == http.MethodGet || m == http.MethodHead }
+
+// sameOrigin says a change comes from the UI's own page: its Origin is
+// this server's scheme, host and port, as the request's Host names them.
+// A request without Origin is refused: the token alone does not say who
+// sent it, and a browser always sends Origin with a POST.
+func sameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
-	if o == "" {
-		site := r.Header.Get("Sec-Fetch-Site")
-		return site == "" || site == "same-origin" || site == "none"
+	if o == "" || o == "null" {
+		return false
 	}
 	u, err := url.Parse(o)
-	return err == nil && u.Scheme == "http" && u.Host == r.Host
+	return err == nil && u.Scheme == "http" && u.Host == r.Host && u.Path == "" && u.User == nil && u.RawQuery == ""
 }
 
 // authorized checks the token: a Bearer header, the cookie, or ?token=
-// once, which sets the cookie and sends the browser on without it in the
-// address. It answers a request it refuses.
+// on a GET, which sets the cookie and sends the browser on to the same
+// address without it (so the token stays out of its history). It answers
+// a request it refuses.
 func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") && s.tokenIs(strings.TrimPrefix(a, "Bearer ")) {
+	q := r.URL.Query()
+	if t := q.Get("token"); t != "" && safeMethod(r.Method) && s.tokenIs(t) {
+		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.cfg.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		q.Del("token")
+		http.Redirect(w, r, localAddress(r.URL.EscapedPath(), q), http.StatusSeeOther)
+		return false
+	}
+	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.tokenIs(a) {
 		return true
 	}
 	if c, err := r.Cookie(CookieName); err == nil && s.tokenIs(c.Value) {
 		return true
 	}
-	if t := r.URL.Query().Get("token"); t != "" && s.tokenIs(t) {
-		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.cfg.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		if r.Method == http.MethodGet {
-			q := r.URL.Query()
-			q.Del("token")
-			u := *r.URL
-			u.RawQuery = q.Encode()
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-			return false
-		}
-		return true
-	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="acpflow ui"`)
-	http.Error(w, "acpflow ui: this server needs its token: open the address `acpflow ui` printed (it has ?token=), or send Authorization: Bearer TOKEN", http.StatusUnauthorized)
+	refuse(w, r, http.StatusUnauthorized, "this server needs its token: open the address `acpflow ui` printed "+
+		"(it carries ?token= once, and the browser keeps a cookie), or send Authorization: Bearer TOKEN")
 	return false
+}
+
+// localAddress is path?query as a redirect on this server: a path that a
+// browser would read as another host's (//evil.example) is the root.
+func localAddress(path string, q url.Values) string {
+	if !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") || strings.HasPrefix(path, "/\\") {
+		path = "/"
+	}
+	if len(q) > 0 {
+		return path + "?" + q.Encode()
+	}
+	return path
+}
+
+// refuse answers a request the guard turns away, in JSON for the API and
+// as text for a page; msg says how to get in, and nothing of the store.
+func refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		writeJSON(w, code, map[string]any{"error": "acpflow ui: " + msg})
+		return
+	}
+	http.Error(w, "acpflow ui: "+msg, code)
 }
 
 func (s *Server) tokenIs(t string) bool {

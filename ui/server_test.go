@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +31,7 @@ func TestEveryAnswerCarriesTheSafetyHeaders(t *testing.T) {
 	}
 }
 
-func TestAnotherHostOrAnotherOriginIsRefused(t *testing.T) {
+func TestAnotherHostOrAChangeFromAnywhereButThePageIsRefused(t *testing.T) {
 	f := newFixture(t, Config{})
 	f.addRun(t, "r1", time.Now(), engine.StatusSucceeded, "")
 	f.srv.hosts = allowedHosts("127.0.0.1:8080")
@@ -42,57 +42,99 @@ func TestAnotherHostOrAnotherOriginIsRefused(t *testing.T) {
 	if rec := f.get("/api/runs", [2]string{"Host", "evil.example:8080"}); rec.Code != http.StatusMisdirectedRequest {
 		t.Errorf("another Host: %d, want 421", rec.Code)
 	}
-	rec := f.do(http.MethodPost, "/api/runs/r1/cancel", [2]string{"Origin", "http://evil.example"})
-	if rec.Code != http.StatusForbidden {
-		t.Errorf("a POST from another origin: %d, want 403", rec.Code)
-	}
-	rec = f.do(http.MethodPost, "/api/runs/r1/cancel", [2]string{"Sec-Fetch-Site", "cross-site"})
-	if rec.Code != http.StatusForbidden {
-		t.Errorf("a cross-site POST without Origin: %d, want 403", rec.Code)
+	for name, h := range map[string][][2]string{
+		"no Origin (curl, a sandboxed agent)":   nil,
+		"no Origin, cross-site":                 {{"Sec-Fetch-Site", "cross-site"}},
+		"no Origin, same-origin says the agent": {{"Sec-Fetch-Site", "same-origin"}},
+		"another host":                          {{"Origin", "http://evil.example"}},
+		"another port":                          {{"Origin", "http://127.0.0.1:9999"}},
+		"another name of loopback":              {{"Origin", "http://localhost:8080"}},
+		"another scheme":                        {{"Origin", "https://127.0.0.1:8080"}},
+		"an opaque origin":                      {{"Origin", "null"}},
+		"a path after the origin":               {{"Origin", "http://127.0.0.1:8080/x"}},
+		"user info":                             {{"Origin", "http://u@127.0.0.1:8080"}},
+	} {
+		rec := f.do(http.MethodPost, "/api/runs/r1/cancel", h...)
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "Origin header must be http://127.0.0.1:8080") {
+			t.Errorf("a POST with %s: %d %s, want 403 saying which Origin", name, rec.Code, rec.Body)
+		}
 	}
 	// The page's own POST reaches the handler: the run is not running.
-	rec = f.do(http.MethodPost, "/api/runs/r1/cancel", [2]string{"Origin", "http://127.0.0.1:8080"})
+	rec := f.do(http.MethodPost, "/api/runs/r1/cancel", [2]string{"Origin", "http://127.0.0.1:8080"})
 	if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "is not running: it succeeded") {
 		t.Errorf("cancel of a finished run: %d %s, want 409 saying so", rec.Code, rec.Body)
 	}
+	// Without the token, the same-origin POST is refused first.
+	rec = f.do(http.MethodPost, "/api/runs/r1/cancel", [2]string{"Origin", "http://127.0.0.1:8080"}, [2]string{"Authorization", ""})
+	if rec.Code != http.StatusUnauthorized {
+		t.Errorf("a same-origin POST without the token: %d, want 401", rec.Code)
+	}
 }
 
-func TestATokenIsRequiredWhenSetAndTheURLOneBecomesACookie(t *testing.T) {
-	f := newFixture(t, Config{Token: "s3cret"})
-	if rec := f.get("/api/runs"); rec.Code != http.StatusUnauthorized {
-		t.Errorf("no token: %d, want 401", rec.Code)
+func TestEveryRequestNeedsTheTokenAndTheURLOneBecomesACookie(t *testing.T) {
+	f := newFixture(t, Config{Token: "s3cret-s3cret-s3cret"})
+	f.addRun(t, "r1", time.Now(), engine.StatusFailed, "the secret error of r1")
+	for _, path := range []string{"/", "/runs/r1", "/runs/r1/steps/s", "/runs/r1/graph", "/whatif", "/events", "/api/runs", "/api/runs/r1", "/assets/app.js"} {
+		for name, auth := range map[string][2]string{
+			"none":                 {"Authorization", ""},
+			"a wrong Bearer":       {"Authorization", "Bearer wrong"},
+			"a prefix of it":       {"Authorization", "Bearer s3cret"},
+			"not Bearer":           {"Authorization", "Basic s3cret-s3cret-s3cret"},
+			"a wrong cookie":       {"Cookie", CookieName + "=wrong"},
+			"another cookie named": {"Cookie", "token=s3cret-s3cret-s3cret"},
+		} {
+			rec := f.get(path, auth)
+			if rec.Code != http.StatusUnauthorized || strings.Contains(rec.Body.String(), "r1") || !strings.Contains(rec.Body.String(), "open the address `acpflow ui` printed") {
+				t.Errorf("%s with %s: %d %q, want 401 saying how to get in, and nothing else", path, name, rec.Code, rec.Body)
+			}
+		}
+		if rec := f.get(path+"?token=wrong", [2]string{"Authorization", ""}); rec.Code != http.StatusUnauthorized || len(rec.Result().Cookies()) != 0 {
+			t.Errorf("%s?token=wrong: %d, cookies %v; want 401 and no cookie", path, rec.Code, rec.Result().Cookies())
+		}
 	}
-	if rec := f.get("/api/runs", [2]string{"Authorization", "Bearer wrong"}); rec.Code != http.StatusUnauthorized {
-		t.Errorf("a wrong token: %d, want 401", rec.Code)
+	if rec := f.get("/api/runs", [2]string{"Authorization", ""}); rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("the API's 401 is %q, want JSON", rec.Header().Get("Content-Type"))
 	}
-	if rec := f.get("/api/runs", [2]string{"Authorization", "Bearer s3cret"}); rec.Code != http.StatusOK {
+	if rec := f.get("/api/runs", [2]string{"Authorization", "Bearer s3cret-s3cret-s3cret"}); rec.Code != http.StatusOK {
 		t.Errorf("Bearer: %d", rec.Code)
 	}
-	rec := f.get("/?status=failed&token=s3cret")
+	rec := f.get("/?status=failed&token=s3cret-s3cret-s3cret", [2]string{"Authorization", ""})
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/?status=failed" {
 		t.Fatalf("?token=: %d to %q, want 303 to the address without it", rec.Code, rec.Header().Get("Location"))
 	}
 	c := rec.Result().Cookies()
-	if len(c) != 1 || c[0].Name != CookieName || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
-		t.Fatalf("cookie %+v, want one HttpOnly SameSite=Strict", c)
+	if len(c) != 1 || c[0].Name != CookieName || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode || c[0].Path != "/" {
+		t.Fatalf("cookie %+v, want one HttpOnly SameSite=Strict for /", c)
 	}
-	if rec := f.get("/", [2]string{"Cookie", CookieName + "=s3cret"}); rec.Code != http.StatusOK {
+	if rec := f.get("/", [2]string{"Cookie", CookieName + "=s3cret-s3cret-s3cret"}); rec.Code != http.StatusOK {
 		t.Errorf("with the cookie: %d", rec.Code)
+	}
+	// The redirect stays on this server whatever the path says.
+	for _, path := range []string{"//evil.example/", "/\\evil.example/"} {
+		rec := f.get(path+"?token=s3cret-s3cret-s3cret", [2]string{"Authorization", ""})
+		loc := rec.Header().Get("Location")
+		if u, err := url.Parse(strings.ReplaceAll(loc, "\\", "/")); rec.Code != http.StatusSeeOther || err != nil || u.Host != "" || !strings.HasPrefix(loc, "/") {
+			t.Errorf("%s?token=: %d to %q, want 303 to a path of this server", path, rec.Code, loc)
+		}
+	}
+	// A POST does not trade ?token= for a cookie, nor pass with it.
+	rec = f.do(http.MethodPost, "/api/runs/r1/cancel?token=s3cret-s3cret-s3cret", [2]string{"Authorization", ""}, [2]string{"Origin", "http://127.0.0.1:8080"})
+	if rec.Code != http.StatusUnauthorized {
+		t.Errorf("a POST with ?token=: %d, want 401", rec.Code)
 	}
 }
 
-func TestServeRefusesANonLoopbackAddressWithoutAToken(t *testing.T) {
+func TestNewRefusesAServerWithoutAToken(t *testing.T) {
 	if !IsLoopback("127.0.0.1:1") || !IsLoopback("[::1]:1") || !IsLoopback("localhost:1") || IsLoopback("0.0.0.0:1") || IsLoopback("192.168.1.2:1") {
 		t.Fatal("IsLoopback")
 	}
 	f := newFixture(t, Config{})
-	ln, err := net.Listen("tcp", "0.0.0.0:0")
-	if err != nil {
-		t.Skip(err)
+	if _, err := New(Config{Store: f.ui}); err == nil || !strings.Contains(err.Error(), "no token") {
+		t.Errorf("New without a token: %v", err)
 	}
-	defer ln.Close()
-	if err := f.srv.Serve(context.Background(), ln); err == nil || !strings.Contains(err.Error(), "token is required") {
-		t.Errorf("Serve on %s without a token: %v", ln.Addr(), err)
+	a, b := NewToken(), NewToken()
+	if a == b || len(a) < 26 {
+		t.Errorf("NewToken: %q then %q, want two different tokens of 128 bits", a, b)
 	}
 }
 

@@ -3,8 +3,10 @@ package ui
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/acpflow/acpflow/runs/whatif"
+	"github.com/acpflow/acpflow/workflows"
 )
 
 // whatIfRunsMax bounds the runs one what-if page decides again when the
@@ -18,15 +20,22 @@ type whatIfRow struct {
 
 // whatIfPage is `acpflow policy test POLICY --runs SELECTION` as a page:
 // the form picks the runs (the same selections: all, workflow=…,
-// status=…, batch=…, limit=N, or a run or batch id) and a policy or
-// workflow file on disk; the answer is a table of what would change.
+// status=…, batch=…, limit=N, or a run or batch id) and takes the policy
+// as text; the answer is a table of what would change.
+//
+// # Notes
+//
+// The page opens no file a request names: a policy path here would let
+// anyone who reaches the page read the server user's files through its
+// errors. The text is parsed as sent (workflows.ParsePolicyText), so an
+// error quotes only what the requester wrote.
 func (s *Server) whatIfPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	v := map[string]any{"Title": "policy what-if", "Runs": q.Get("runs"), "Policy": q.Get("policy")}
+	v := map[string]any{"Title": "policy what-if", "Runs": q.Get("runs"), "Policy": q.Get("policy"), "Max": workflows.MaxPolicyText >> 10}
 	if v["Runs"] == "" {
 		v["Runs"] = "limit=20"
 	}
-	if q.Get("policy") == "" {
+	if strings.TrimSpace(q.Get("policy")) == "" {
 		s.render(w, "whatif.html", v)
 		return
 	}
@@ -40,10 +49,13 @@ func (s *Server) whatIfPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "whatif.html", v)
 }
 
-func (s *Server) whatIf(r *http.Request, policyFile, selection string) ([]whatIfRow, whatif.Totals, string, error) {
+func (s *Server) whatIf(r *http.Request, policyText, selection string) ([]whatIfRow, whatif.Totals, string, error) {
 	ctx := r.Context()
-	pol, err := whatif.LoadPolicies(policyFile)
+	pol, err := whatif.ParsePolicies("policy", []byte(policyText))
 	if err != nil {
+		if looksLikePath(policyText) {
+			err = fmt.Errorf("%w\nThe page takes a policy's text, not a file's path: paste the file's content", err)
+		}
 		return nil, whatif.Totals{}, "", err
 	}
 	pol.Outer = s.cfg.Outer
@@ -99,4 +111,19 @@ func (s *Server) whatIf(r *http.Request, policyFile, selection string) ([]whatIf
 		}
 	}
 	return rows, t.Totals(), note, nil
+}
+
+// looksLikePath says text is one line that reads as a file's path, as the
+// page took before it took text: its error then says what it takes now.
+func looksLikePath(text string) bool {
+	text = strings.TrimSpace(text)
+	if strings.Contains(text, "\n") || strings.Contains(text, ": ") {
+		return false
+	}
+	for _, start := range []string{"/", "~", ".", "file:"} {
+		if strings.HasPrefix(text, start) {
+			return true
+		}
+	}
+	return strings.HasSuffix(text, ".yaml") || strings.HasSuffix(text, ".yml")
 }

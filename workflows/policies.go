@@ -174,13 +174,26 @@ func LoadPolicyFile(path string) (engine.Policies, error) {
 	if err != nil {
 		return engine.Policies{}, err
 	}
+	return parsePolicyFile(path, src, nil)
+}
+
+// parsePolicyFile is LoadPolicyFile on src, read from the file name;
+// check, when not nil, looks at the parsed file first and reports what it
+// refuses (policytext.go).
+func parsePolicyFile(name string, src []byte, check func(d *decoder, root *node)) (engine.Policies, error) {
 	src = trimBOM(src)
-	errs := newErrorList(path, src)
+	errs := newErrorList(name, src)
 	root := parseYAML(src, errs)
 	if root == nil {
 		return engine.Policies{}, errs.result()
 	}
 	d := newDecoder(errs)
+	if check != nil {
+		check(d, root)
+		if err := d.result(); err != nil {
+			return engine.Policies{}, err
+		}
+	}
 	p := d.decodePolicies(root, "policy file")
 	if root.kind == mappingNode && root.get("permission") == nil && root.get("env") == nil && root.get("sandbox") == nil {
 		d.at(root.pos, "a policy file needs a top-level permission:, env: or sandbox:")

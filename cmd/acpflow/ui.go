@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -30,30 +33,34 @@ func newUICmd() *cobra.Command {
 batches (live), each run's DAG with its steps' live states, its timeline, each
 step's output, transcript and permission decisions (unasked tool calls marked),
 usage and cost, and a policy what-if page (acpflow policy test over recorded
-runs). Everything is embedded in the binary and works offline.
+runs, with the policy pasted as text). Everything is embedded in the binary and
+works offline.
 
 The store is opened read-only. The one action is cancelling a running run,
 which interrupts its acpflow process as Ctrl-C does.
 
-It binds to loopback (127.0.0.1:8080) unless --addr says otherwise; any other
-address requires a token (--token, or one generated and printed), sent as
-"Authorization: Bearer TOKEN" or as ?token=TOKEN once, which sets a cookie.
-Requests for another Host name, and changes from another origin, are refused.
+Every request needs the server's token, on loopback too (every local user and
+every sandboxed agent with the network can reach a loopback port). The token is
+--token, else $ACPFLOW_UI_TOKEN, else a new random one at each start. The link
+printed carries it once (?token=): opening it sets an HttpOnly, SameSite=Strict
+cookie. Scripts send "Authorization: Bearer TOKEN". Set the token through the
+environment, not --token: a command line is visible to every local user (ps).
+Requests for another Host name are refused, and a change (POST) needs the
+page's own Origin.
 
 The JSON API: GET /api/runs (as acpflow runs --json), GET /api/runs/RUN_ID (as
 acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
 		Example: `  acpflow ui
   acpflow ui --addr 127.0.0.1:9000 --open
-  acpflow ui --addr 0.0.0.0:8080 --token "$(openssl rand -hex 16)"`,
+  ACPFLOW_UI_TOKEN="$(cat ~/.config/acpflow/ui-token)" acpflow ui --addr 0.0.0.0:8080`,
 		Args: runcmd.Args(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				return runcmd.UsageErrorf("--addr %q: want HOST:PORT, e.g. 127.0.0.1:8080", addr)
 			}
-			loopback := ui.IsLoopback(addr)
-			generated := false
-			if token == "" && !loopback {
-				token, generated = ui.NewToken(), true
+			token, chosen, err := uiToken(token, os.Getenv)
+			if err != nil {
+				return err
 			}
 			outer, err := loadOuter(policy)
 			if err != nil {
@@ -73,17 +80,19 @@ acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
 				return runcmd.UsageErrorf("--addr %s: %v", addr, err)
 			}
 			url := pageURL(ln.Addr())
-			if token != "" {
-				url += "?token=" + token
-			}
+			link := url + "?token=" + token
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "acpflow ui: serving %s\n", s.Path())
-			if generated {
-				fmt.Fprintf(out, "acpflow ui: %s is not loopback: requests need this token (generated; pass --token to choose one): %s\n", addr, token)
+			if chosen != "" {
+				// A token the user chose is theirs to know: it stays out of
+				// the output, which may be a log others read.
+				fmt.Fprintf(out, "acpflow ui: requests need the token from %s; open the page once with ?token=TOKEN\n", chosen)
+				fmt.Fprintf(out, "acpflow ui: open %s\n", url)
+			} else {
+				fmt.Fprintf(out, "acpflow ui: open %s\n", link)
 			}
-			fmt.Fprintf(out, "acpflow ui: open %s\n", url)
 			if open {
-				openBrowser(url)
+				defer openBrowser(link)()
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -96,10 +105,44 @@ acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
 	addStateFlag(cmd, &state)
 	addPolicyFlag(cmd, &policy)
 	fl := cmd.Flags()
-	fl.StringVar(&addr, "addr", "127.0.0.1:8080", "HOST:PORT to listen on (port 0: any free one); not loopback: a token is required")
-	fl.StringVar(&token, "token", "", "the token requests must carry (generated when --addr is not loopback and none is given)")
-	fl.BoolVar(&open, "open", false, "open the page in the default browser")
+	fl.StringVar(&addr, "addr", "127.0.0.1:8080", "HOST:PORT to listen on (port 0: any free one)")
+	fl.StringVar(&token, "token", "", "the token requests must carry; prefer $"+uiTokenEnv+", which ps does not show (default: a new random one at each start)")
+	fl.BoolVar(&open, "open", false, "open the page in the default browser (given a page only you read, so that the token is on no command line)")
 	return cmd
+}
+
+// uiTokenEnv names the environment variable that holds the UI's token:
+// unlike --token, it is not in the process list other users read.
+const uiTokenEnv = "ACPFLOW_UI_TOKEN"
+
+// uiToken is the token the UI serves under: --token, else
+// $ACPFLOW_UI_TOKEN (as --state comes before $ACPFLOW_STATE), else a new
+// random one; chosen names where a token the user chose came from ("" for
+// a generated one).
+//
+// # Notes
+//
+// A chosen token goes into a URL, a cookie and a header, and is the one
+// thing that keeps other local users out: it must be 16 to 256 of the
+// characters a URL, a cookie and a header carry as they are.
+func uiToken(flag string, getenv func(string) string) (token, chosen string, err error) {
+	switch {
+	case flag != "":
+		token, chosen = flag, "--token"
+	case getenv(uiTokenEnv) != "":
+		token, chosen = getenv(uiTokenEnv), "$"+uiTokenEnv
+	default:
+		return ui.NewToken(), "", nil
+	}
+	if len(token) < 16 || len(token) > 256 {
+		return "", "", runcmd.UsageErrorf("%s: %d characters; a token has 16 to 256 (leave it unset for a random one)", chosen, len(token))
+	}
+	for _, c := range token {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~", c)) {
+			return "", "", runcmd.UsageErrorf("%s: a token holds only letters, digits and - . _ ~ (e.g. openssl rand -hex 16)", chosen)
+		}
+	}
+	return token, chosen, nil
 }
 
 // pageURL is the address of the page served on addr. A wildcard address
@@ -116,15 +159,34 @@ func pageURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
-// openBrowser opens url in the user's browser, best effort: the address is
-// printed either way.
-func openBrowser(url string) {
+// openBrowser opens link in the user's browser, best effort: the address
+// is printed either way. It returns what removes the page it wrote.
+//
+// # Notes
+//
+// The link carries the token, and a command line is visible to every user
+// of the machine (ps), the browser's for as long as it runs: the browser
+// is given instead the path of a page only this user can read, which goes
+// on to the link.
+func openBrowser(link string) (remove func()) {
+	dir, err := os.MkdirTemp("", "acpflow-ui-")
+	if err != nil {
+		return func() {}
+	}
+	remove = func() { os.RemoveAll(dir) }
+	page := filepath.Join(dir, "open.html")
+	to := html.EscapeString(link)
+	body := `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=` + to + `"><title>acpflow ui</title><a href="` + to + `">acpflow ui</a>` + "\n"
+	if err := os.WriteFile(page, []byte(body), 0o600); err != nil {
+		return remove
+	}
 	name := "xdg-open"
 	if runtime.GOOS == "darwin" {
 		name = "open"
 	}
-	c := exec.Command(name, url)
+	c := exec.Command(name, page)
 	if err := c.Start(); err == nil {
 		go c.Wait()
 	}
+	return remove
 }

@@ -5,12 +5,10 @@ package main
 // They wait on the page's DOM changing, never on time.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,49 +35,6 @@ func browserPath(t *testing.T) string {
 	}
 	t.Skip("no chromium on PATH (apt-get install chromium); set ACPFLOW_REQUIRE_BROWSER=1 to fail instead")
 	return ""
-}
-
-// uiServer is a running `acpflow ui`.
-type uiServer struct {
-	cmd *exec.Cmd
-	url string // http://127.0.0.1:PORT
-}
-
-// startUI starts `acpflow ui` on a free loopback port over state and
-// returns once it printed its address; the test's cleanup interrupts it
-// and proves it exited.
-func startUI(t *testing.T, state string, args ...string) *uiServer {
-	t.Helper()
-	cmd := exec.Command(acpflowBin, append([]string{"ui", "--state", state, "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &uiServer{cmd: cmd}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("acpflow ui did not exit cleanly on SIGINT: %v\n%s", err, stderr.String())
-		}
-	})
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "acpflow ui: open "); ok {
-			s.url = strings.TrimSuffix(strings.SplitN(rest, "?", 2)[0], "/")
-			break
-		}
-	}
-	if s.url == "" {
-		t.Fatalf("acpflow ui printed no address\n%s", stderr.String())
-	}
-	go io.Copy(io.Discard, out)
-	return s
 }
 
 // newBrowser is a headless Chromium tab; a hang guard bounds the test.
@@ -183,6 +138,7 @@ steps:
 
 	ui := startUI(t, state)
 	ctx := newBrowser(t)
+	openPrintedLink(t, ctx, ui)
 
 	t.Run("the runs page lists runs and shows a new one live", func(t *testing.T) {
 		do(t, ctx, "load the runs page", chromedp.Navigate(ui.url+"/"),
@@ -349,15 +305,24 @@ steps:
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	strict := filepath.Join(dir, "strict.yaml")
-	os.WriteFile(strict, []byte("permission:\n  rules:\n    - if: tool.kind == \"execute\"\n      then: reject\n      reason: no commands\n  default: allow\n"), 0o644)
+	strict := "permission:\n  rules:\n    - if: tool.kind == \"execute\"\n      then: reject\n      reason: no commands\n  default: allow\n"
 
 	ui := startUI(t, state)
 	ctx := newBrowser(t)
-	do(t, ctx, "test the stricter policy", chromedp.Navigate(ui.url+"/whatif"),
+	openPrintedLink(t, ctx, ui)
+	// A path where the text goes is text that is not a policy: the page
+	// says so, and shows nothing of the file.
+	do(t, ctx, "give a path", chromedp.Navigate(ui.url+"/whatif"),
+		chromedp.SetValue(`textarea[name="policy"]`, "/etc/passwd"),
+		chromedp.Submit(`textarea[name="policy"]`),
+		chromedp.WaitReady(`#whatif-error`))
+	if msg, err := chromedp.Run(ctx, chromedp.TextContent(`#whatif-error`)); err != nil || strings.Contains(msg, "root:") || !strings.Contains(msg, "not a file's path") {
+		t.Errorf("the error for a path: %q %v", msg, err)
+	}
+	do(t, ctx, "test the stricter policy, pasted", chromedp.Navigate(ui.url+"/whatif"),
 		chromedp.SetValue(`input[name="runs"]`, "workflow=asks"),
-		chromedp.SetValue(`input[name="policy"]`, strict),
-		chromedp.Submit(`input[name="policy"]`),
+		chromedp.SetValue(`textarea[name="policy"]`, strict),
+		chromedp.Submit(`textarea[name="policy"]`),
 		chromedp.WaitReady(`#whatif-totals`))
 	screenshot(t, ctx, "whatif")
 	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("table.whatif tbody tr")).map(r => r.textContent)`))
@@ -370,6 +335,28 @@ steps:
 	totals, _ := chromedp.Run(ctx, chromedp.TextContent(`#whatif-totals`))
 	if !strings.Contains(totals, "1 changed") {
 		t.Errorf("totals %q", totals)
+	}
+}
+
+// openPrintedLink shows that the browser gets nothing without the token,
+// then opens the link `acpflow ui` printed: the browser keeps a cookie
+// its scripts cannot read and lands on the address without the token,
+// and every later page is reached with the cookie alone.
+func openPrintedLink(t *testing.T, ctx context.Context, ui *uiServer) {
+	t.Helper()
+	do(t, ctx, "open the page without the token", chromedp.Navigate(ui.url+"/"), chromedp.WaitReady(`body`))
+	if body, err := chromedp.Run(ctx, chromedp.TextContent(`body`)); err != nil || !strings.Contains(body, "needs its token") || strings.Contains(body, "status-") {
+		t.Fatalf("the page without the token: %q %v, want it refused", body, err)
+	}
+	do(t, ctx, "open the printed link", chromedp.Navigate(ui.link), chromedp.WaitReady(`header.top`))
+	if loc := mustLocation(t, ctx); strings.Contains(loc, "token") {
+		t.Errorf("the address %s still carries the token", loc)
+	}
+	if full, err := chromedp.Run(ctx, chromedp.Location()); err != nil || strings.Contains(full, ui.token) {
+		t.Errorf("the address %q still carries the token (%v)", full, err)
+	}
+	if c, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie`)); err != nil || strings.Contains(c, ui.token) {
+		t.Errorf("document.cookie = %q (%v): the page's scripts can read the token", c, err)
 	}
 }
 

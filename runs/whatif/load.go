@@ -26,10 +26,7 @@ func LoadPolicies(file string) (*Policies, error) {
 		if err != nil {
 			return nil, err
 		}
-		bound := engine.PoliciesOf(&engine.Workflow{Policies: p}, nil)
-		pol := &Policies{Permission: p.Permission, Source: policies.SourceWorkflow,
-			Env: bound.Env, EnvSource: bound.EnvSource, NoSpawns: p.Env == nil}
-		return pol, nil
+		return policyFile(p), nil
 	}
 	wf, err := workflows.Load(file)
 	if err != nil {
@@ -56,4 +53,22 @@ func LoadPolicies(file string) (*Policies, error) {
 		}
 	}
 	return pol, nil
+}
+
+// ParsePolicies is LoadPolicies for a bare policy file's text that someone
+// sent (the UI's what-if page), named name in errors: it opens no file
+// (workflows.ParsePolicyText), and a workflow's text is refused.
+func ParsePolicies(name string, text []byte) (*Policies, error) {
+	p, err := workflows.ParsePolicyText(name, text)
+	if err != nil {
+		return nil, err
+	}
+	return policyFile(p), nil
+}
+
+// policyFile is what a bare policy file decides under; see LoadPolicies.
+func policyFile(p engine.Policies) *Policies {
+	bound := engine.PoliciesOf(&engine.Workflow{Policies: p}, nil)
+	return &Policies{Permission: p.Permission, Source: policies.SourceWorkflow,
+		Env: bound.Env, EnvSource: bound.EnvSource, NoSpawns: p.Env == nil}
 }
