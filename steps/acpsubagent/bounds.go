@@ -22,12 +22,13 @@ const (
 	// (claude-agent-acp's Write sends the whole content), so the bound is
 	// what a file an agent writes in one call may reasonably be.
 	maxRequestBytes = 1 << 20
-	// maxToolText bounds the title and the command: policies.Commands reads
-	// lines of up to 128 KiB (heredocs that write whole files), and
-	// gemini-cli's title is its command.
+	// maxToolText bounds the title, the command and each option's name:
+	// policies.Commands reads lines of up to 128 KiB (heredocs that write
+	// whole files), gemini-cli's title is its command, and an option's
+	// name may quote it ("Always allow `CMD`").
 	maxToolText = 128 << 10
 	// maxToolWord bounds the tool call's id, kind and status, and each
-	// option's id, name and kind: words, not texts.
+	// option's id and kind: words, not texts.
 	maxToolWord = 1 << 10
 	// maxLocations and maxPathBytes bound the files a call touches
 	// (PATH_MAX is 4096 on Linux).
@@ -71,8 +72,11 @@ func oversized(req *policies.PermissionRequest) string {
 		return fmt.Sprintf("it offers %d options, more than the %d a policy is shown", len(req.Options), maxOptions)
 	}
 	for i, o := range req.Options {
-		if n := max(len(o.ID), len(o.Name), len(o.Kind)); n > maxToolWord {
+		if n := max(len(o.ID), len(o.Kind)); n > maxToolWord {
 			return pastBound("options["+strconv.Itoa(i)+"]", n, maxToolWord)
+		}
+		if len(o.Name) > maxToolText {
+			return pastBound("options["+strconv.Itoa(i)+"].name", len(o.Name), maxToolText)
 		}
 	}
 	// What is left unbounded is the raw input: the whole request, as the
