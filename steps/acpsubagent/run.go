@@ -169,27 +169,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		a.p.unlisten(a.scribe)
 		res.Transcript = a.scribe.done()
 		if res.Err != nil {
-			a.awaitStderr()
-			tail := termtext.StripANSI(a.p.child.Stderr().LastLines(stderrLinesInError))
-			if a.startFailed && res.StopReason == steps.Error {
-				// A start that failed: say what likely caused it, which
-				// the agent's own words seldom do.
-				if cause := likelyCause(a.agent, res.Err, tail, a.env, a.unsetEnv, a.emptyEnv); cause != "" {
-					res.Err = fmt.Errorf("%w\nlikely cause: %s", res.Err, cause)
-				}
-				if tail == "" {
-					res.Err = fmt.Errorf("%w\n(the agent wrote nothing to stderr)", res.Err)
-				}
-			} else if authRequired(res.Err.Error()) {
-				// An agent that starts without credentials may only ask
-				// for them when prompted (claude-agent-acp does).
-				if cause := likelyCause(a.agent, res.Err, tail, a.env, a.unsetEnv, a.emptyEnv); cause != "" {
-					res.Err = fmt.Errorf("%w\nlikely cause: %s", res.Err, cause)
-				}
-			}
-			if tail != "" {
-				res.Err = fmt.Errorf("%w\nagent stderr (last lines):\n%s", res.Err, indent(tail))
-			}
+			res.Err = a.explain(res.Err, res.StopReason)
 		}
 		res.Stderr = a.p.child.Stderr().String()
 		if a.p.confinement != nil {
@@ -209,6 +189,29 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 	}
 	a.scribe.Result(&res)
 	return res
+}
+
+// explain adds to the error of a step whose agent ran what the agent's
+// own words seldom say: the likely cause of a start that failed, or of a
+// turn refused for want of credentials (an agent that starts without them
+// may only ask when prompted, as claude-agent-acp does), and the last
+// lines of its stderr.
+func (a *attempt) explain(err error, stop steps.StopReason) error {
+	a.awaitStderr()
+	tail := termtext.StripANSI(a.p.child.Stderr().LastLines(stderrLinesInError))
+	failedStart := a.startFailed && stop == steps.Error
+	if failedStart || authRequired(err.Error()) {
+		if cause := likelyCause(a.agent, err, tail, a.env, a.unsetEnv, a.emptyEnv); cause != "" {
+			err = fmt.Errorf("%w\nlikely cause: %s", err, cause)
+		}
+	}
+	if failedStart && tail == "" {
+		err = fmt.Errorf("%w\n(the agent wrote nothing to stderr)", err)
+	}
+	if tail != "" {
+		err = fmt.Errorf("%w\nagent stderr (last lines):\n%s", err, indent(tail))
+	}
+	return err
 }
 
 // finish hands the process on after the turn: kept for the steps that
