@@ -131,30 +131,12 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 	if !run.EndedAt.IsZero() {
 		v.Duration, v.Usage = runcmd.DurationText(run.DurationMS), runcmd.RunUsageText(run.Usage)
 	}
-	v.Commands = []string{"acpflow show " + run.ID, "acpflow show " + run.ID + " --transcript", "acpflow export " + run.ID + " > " + run.ID + ".transcript.json"}
-	if run.Status != engine.StatusSucceeded && run.Status != engine.StatusRunning {
-		v.Commands = append([]string{"acpflow resume " + run.ID}, v.Commands...)
-	}
+	v.Commands = runCommands(run)
 
 	// The steps, in the workflow's order: the file's when it is unchanged,
 	// else run_start's list, else the store's rows.
-	order, needs := []string(nil), map[string][]string(nil)
-	if sh := s.wf.get(run.WorkflowFile, run.WorkflowHash); sh != nil {
-		order, needs = sh.steps, sh.needs
-	} else {
-		v.GraphNote = "The workflow file is gone or changed since this run: the graph shows its steps without their needs."
-		for _, e := range evs {
-			if e.Type == "run_start" {
-				if list, ok := e.Fields["steps"].([]any); ok {
-					for _, x := range list {
-						if s, ok := x.(string); ok {
-							order = append(order, s)
-						}
-					}
-				}
-			}
-		}
-	}
+	order, needs, note := s.stepOrder(run, evs)
+	v.GraphNote = note
 	rows := map[string]int{}
 	for i, s := range d.Steps {
 		rows[s.StepID] = i
@@ -162,15 +144,7 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 			order = append(order, s.StepID)
 		}
 	}
-	// From the events: each step's last attempt and its element count.
-	attempt, total := map[string]int{}, map[string]int{}
-	for _, e := range evs {
-		if e.Type == "step_start" {
-			attempt[e.StepID] = max(attempt[e.StepID], num(e.Fields["attempt"]))
-			total[e.StepID] = max(total[e.StepID], num(e.Fields["elements"]))
-		}
-	}
-	g := dag.Graph{}
+	attempt, total := stepStarts(evs)
 	for _, sid := range order {
 		sv := stepView{ID: sid, Status: string(dag.Pending), Href: "/runs/" + url.PathEscape(run.ID) + "/steps/" + url.PathEscape(sid), Duration: "-", Usage: "-"}
 		if i, ok := rows[sid]; ok {
@@ -191,13 +165,7 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 		}
 		sv.Attempts = max(sv.Attempts, attempt[sid])
 		sv.Elements = elementsText(els[sid], total[sid])
-		sv.Detail = sv.Elements
-		if sv.Attempts > 1 {
-			if sv.Detail != "" {
-				sv.Detail += " · "
-			}
-			sv.Detail += fmt.Sprintf("attempt %d", sv.Attempts)
-		}
+		sv.Detail = stepDetail(sv.Elements, sv.Attempts)
 		if !sv.Recorded {
 			sv.Href = ""
 			if !v.Running && run.Status != engine.StatusSucceeded {
@@ -205,18 +173,84 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 			}
 		}
 		v.Steps = append(v.Steps, sv)
-		g.Nodes = append(g.Nodes, dag.Node{ID: sid, Label: sid, State: dag.State(sv.Status), Detail: sv.Detail, Href: sv.Href})
-		for _, n := range needs[sid] {
-			g.Edges = append(g.Edges, dag.Edge{From: n, To: sid})
-		}
 	}
-	svg, err := dag.SVG(ctx, g)
+	svg, err := dag.SVG(ctx, runGraph(v.Steps, needs))
 	if err != nil {
 		v.GraphNote = "The graph could not be drawn: " + err.Error()
 	}
 	v.Graph = svg
 	v.Timeline = buildTimeline(run, evs, time.Now())
 	return v, 0, nil
+}
+
+// runCommands are the commands the run's page offers to copy: show,
+// its transcript, export; and resume first for a run that can be resumed.
+func runCommands(run runs.Run) []string {
+	cmds := []string{"acpflow show " + run.ID, "acpflow show " + run.ID + " --transcript", "acpflow export " + run.ID + " > " + run.ID + ".transcript.json"}
+	if run.Status != engine.StatusSucceeded && run.Status != engine.StatusRunning {
+		cmds = append([]string{"acpflow resume " + run.ID}, cmds...)
+	}
+	return cmds
+}
+
+// stepOrder is the run's steps in the workflow's order, with their needs:
+// the file's when it is unchanged; else run_start's list, without needs,
+// and a note for the graph saying so.
+func (s *Server) stepOrder(run runs.Run, evs []runs.Event) (order []string, needs map[string][]string, note string) {
+	if sh := s.wf.get(run.WorkflowFile, run.WorkflowHash); sh != nil {
+		return sh.steps, sh.needs, ""
+	}
+	for _, e := range evs {
+		if e.Type == "run_start" {
+			if list, ok := e.Fields["steps"].([]any); ok {
+				for _, x := range list {
+					if s, ok := x.(string); ok {
+						order = append(order, s)
+					}
+				}
+			}
+		}
+	}
+	return order, nil, "The workflow file is gone or changed since this run: the graph shows its steps without their needs."
+}
+
+// stepStarts reads from the events each step's last attempt and its
+// element count, which a running step has not recorded yet.
+func stepStarts(evs []runs.Event) (attempt, total map[string]int) {
+	attempt, total = map[string]int{}, map[string]int{}
+	for _, e := range evs {
+		if e.Type == "step_start" {
+			attempt[e.StepID] = max(attempt[e.StepID], num(e.Fields["attempt"]))
+			total[e.StepID] = max(total[e.StepID], num(e.Fields["elements"]))
+		}
+	}
+	return attempt, total
+}
+
+// stepDetail is the line under a step's name in the graph: its elements
+// and, after a retry, its attempt.
+func stepDetail(elements string, attempts int) string {
+	detail := elements
+	if attempts > 1 {
+		if detail != "" {
+			detail += " · "
+		}
+		detail += fmt.Sprintf("attempt %d", attempts)
+	}
+	return detail
+}
+
+// runGraph is the graph of the run's steps, each a box in its state,
+// joined by their needs.
+func runGraph(steps []stepView, needs map[string][]string) dag.Graph {
+	g := dag.Graph{}
+	for _, sv := range steps {
+		g.Nodes = append(g.Nodes, dag.Node{ID: sv.ID, Label: sv.ID, State: dag.State(sv.Status), Detail: sv.Detail, Href: sv.Href})
+		for _, n := range needs[sv.ID] {
+			g.Edges = append(g.Edges, dag.Edge{From: n, To: sv.ID})
+		}
+	}
+	return g
 }
 
 func containsString(list []string, s string) bool {
@@ -297,7 +331,10 @@ const (
 	tlRow   = 20
 )
 
-func buildTimeline(run runs.Run, evs []runs.Event, now time.Time) *timeline {
+// attemptSpans reads from the events each step attempt's span, in the
+// order the attempts started: an attempt still under way has no end yet,
+// and a step that ended without starting (skipped) is a span of no length.
+func attemptSpans(evs []runs.Event) []*attemptSpan {
 	var spans []*attemptSpan
 	open := map[string]*attemptSpan{} // by step and index: the attempt under way
 	key := func(e runs.Event) (string, int, bool) {
@@ -342,6 +379,11 @@ func buildTimeline(run runs.Run, evs []runs.Event, now time.Time) *timeline {
 			}
 		}
 	}
+	return spans
+}
+
+func buildTimeline(run runs.Run, evs []runs.Event, now time.Time) *timeline {
+	spans := attemptSpans(evs)
 	if len(spans) == 0 {
 		return nil
 	}

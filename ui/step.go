@@ -223,112 +223,139 @@ func attemptOf(t *transcript.Step, perms []store.Permission) attemptView {
 		label += fmt.Sprintf("[%d]", *t.Index)
 	}
 	av := attemptView{Label: fmt.Sprintf("%s, attempt %d", label, t.Attempt), Agent: t.Agent, Truncated: t.Truncated, Messages: len(t.Messages)}
-	byCall := map[string][]permView{}
+	es := &entries{byCall: map[string][]permView{}, toolIdx: map[string]int{}}
 	for _, p := range perms {
-		byCall[p.ToolCallID] = append(byCall[p.ToolCallID], permViewOf(p))
+		es.byCall[p.ToolCallID] = append(es.byCall[p.ToolCallID], permViewOf(p))
 	}
-	var last *entry // the stretch of text being joined
-	add := func(e entry) *entry {
-		av.Entries = append(av.Entries, e)
-		return &av.Entries[len(av.Entries)-1]
-	}
-	// Entries are appended to a slice: pointers into it are re-taken by index.
-	toolIdx := map[string]int{}
 	for _, m := range t.Messages {
 		var r rpcMsg
 		if err := json.Unmarshal(m.Msg, &r); err != nil {
-			add(entry{Kind: "other", AtMS: m.AtMS, Text: "(not JSON-RPC) " + string(m.Msg)})
-			last = nil
+			es.add(entry{Kind: "other", AtMS: m.AtMS, Text: "(not JSON-RPC) " + string(m.Msg)})
+			es.last = nil
 			continue
 		}
 		switch {
 		case m.Dir == transcript.ToAgent && r.Method == "session/prompt":
-			var p struct {
-				Prompt []contentBlock `json:"prompt"`
-			}
-			json.Unmarshal(r.Params, &p)
-			var b strings.Builder
-			for _, c := range p.Prompt {
-				if c.Type == "text" {
-					b.WriteString(c.Text)
-				} else {
-					fmt.Fprintf(&b, "[%s %s]", c.Type, c.Path)
-				}
-			}
-			add(entry{Kind: "prompt", AtMS: m.AtMS, Text: b.String()})
-			last = nil
+			es.add(entry{Kind: "prompt", AtMS: m.AtMS, Text: promptText(r.Params)})
+			es.last = nil
 		case m.Dir == transcript.FromAgent && r.Method == "session/update":
-			var u sessionUpdate
-			json.Unmarshal(r.Params, &u)
-			up := u.Update
-			switch up.SessionUpdate {
-			case "agent_message_chunk", "agent_thought_chunk":
-				kind := "message"
-				if up.SessionUpdate == "agent_thought_chunk" {
-					kind = "thought"
-				}
-				var c contentBlock
-				json.Unmarshal(up.Content, &c)
-				if last != nil && last.Kind == kind {
-					last.Text += c.Text
-				} else {
-					last = add(entry{Kind: kind, AtMS: m.AtMS, Text: c.Text})
-				}
-				continue
-			case "tool_call", "tool_call_update":
-				i, ok := toolIdx[up.ToolCallID]
-				if !ok {
-					add(entry{Kind: "tool", AtMS: m.AtMS, Tool: &toolView{ID: up.ToolCallID}, Perms: byCall[up.ToolCallID]})
-					i = len(av.Entries) - 1
-					toolIdx[up.ToolCallID] = i
-					delete(byCall, up.ToolCallID)
-				}
-				foldTool(av.Entries[i].Tool, &up.toolCall, up.Content)
-			case "plan":
-				var b strings.Builder
-				for _, e := range up.Entries {
-					fmt.Fprintf(&b, "[%s] %s\n", e.Status, e.Content)
-				}
-				add(entry{Kind: "plan", AtMS: m.AtMS, Text: strings.TrimRight(b.String(), "\n")})
-			default:
-				add(entry{Kind: "other", AtMS: m.AtMS, Title: up.SessionUpdate, Text: compact(r.Params)})
-			}
-			last = nil
+			es.update(m.AtMS, r.Params)
 		case m.Dir == transcript.FromAgent && r.Method == "session/request_permission":
-			var p struct {
-				ToolCall toolCall `json:"toolCall"`
-			}
-			json.Unmarshal(r.Params, &p)
-			e := entry{Kind: "permission", AtMS: m.AtMS, Title: p.ToolCall.Title, Tool: &toolView{ID: p.ToolCall.ToolCallID, Kind: p.ToolCall.Kind, Title: p.ToolCall.Title}}
-			if _, ok := toolIdx[p.ToolCall.ToolCallID]; ok {
-				// The decisions are shown with the call they were on.
-				e.Text = "see the tool call above"
-			} else {
-				e.Perms = byCall[p.ToolCall.ToolCallID]
-				delete(byCall, p.ToolCall.ToolCallID)
-			}
-			add(e)
-			last = nil
+			es.permission(m.AtMS, r.Params)
+			es.last = nil
 		case r.Method == "" && r.Error != nil:
-			add(entry{Kind: "error", AtMS: m.AtMS, Text: fmt.Sprintf("error %d: %s", r.Error.Code, r.Error.Message)})
-			last = nil
+			es.add(entry{Kind: "error", AtMS: m.AtMS, Text: fmt.Sprintf("error %d: %s", r.Error.Code, r.Error.Message)})
+			es.last = nil
 		case r.Method == "" && len(r.Result) > 0 && strings.Contains(string(r.Result), `"stopReason"`):
 			var res struct {
 				StopReason string `json:"stopReason"`
 			}
 			json.Unmarshal(r.Result, &res)
-			add(entry{Kind: "end", AtMS: m.AtMS, Text: "turn ended: " + res.StopReason})
-			last = nil
+			es.add(entry{Kind: "end", AtMS: m.AtMS, Text: "turn ended: " + res.StopReason})
+			es.last = nil
 		case r.Method != "":
-			add(entry{Kind: "other", AtMS: m.AtMS, Method: r.Method, Title: dirArrow(m.Dir) + " " + r.Method, Text: compact(r.Params)})
-			last = nil
+			es.add(entry{Kind: "other", AtMS: m.AtMS, Method: r.Method, Title: dirArrow(m.Dir) + " " + r.Method, Text: compact(r.Params)})
+			es.last = nil
 		}
 	}
 	// Decisions on calls the transcript does not show (it was cut short).
-	for id, ps := range byCall {
-		add(entry{Kind: "permission", Title: "tool call " + id, Perms: ps})
+	for id, ps := range es.byCall {
+		es.add(entry{Kind: "permission", Title: "tool call " + id, Perms: ps})
 	}
+	av.Entries = es.list
 	return av
+}
+
+// entries are an attempt's entries as its messages are read.
+type entries struct {
+	list []entry
+	last *entry // the stretch of text being joined
+	// toolIdx is each tool call's entry; list is appended to, so pointers
+	// into it are re-taken by index.
+	toolIdx map[string]int
+	byCall  map[string][]permView // permission records not yet shown with a call
+}
+
+func (es *entries) add(e entry) *entry {
+	es.list = append(es.list, e)
+	return &es.list[len(es.list)-1]
+}
+
+// promptText is a session/prompt's blocks as text, other blocks than text
+// as [type path].
+func promptText(params json.RawMessage) string {
+	var p struct {
+		Prompt []contentBlock `json:"prompt"`
+	}
+	json.Unmarshal(params, &p)
+	var b strings.Builder
+	for _, c := range p.Prompt {
+		if c.Type == "text" {
+			b.WriteString(c.Text)
+		} else {
+			fmt.Fprintf(&b, "[%s %s]", c.Type, c.Path)
+		}
+	}
+	return b.String()
+}
+
+// update reads a session/update: a chunk of text joins the stretch of its
+// kind, a tool call's update folds into the call's entry.
+func (es *entries) update(at int64, params json.RawMessage) {
+	var u sessionUpdate
+	json.Unmarshal(params, &u)
+	up := u.Update
+	switch up.SessionUpdate {
+	case "agent_message_chunk", "agent_thought_chunk":
+		kind := "message"
+		if up.SessionUpdate == "agent_thought_chunk" {
+			kind = "thought"
+		}
+		var c contentBlock
+		json.Unmarshal(up.Content, &c)
+		if es.last != nil && es.last.Kind == kind {
+			es.last.Text += c.Text
+		} else {
+			es.last = es.add(entry{Kind: kind, AtMS: at, Text: c.Text})
+		}
+		return
+	case "tool_call", "tool_call_update":
+		i, ok := es.toolIdx[up.ToolCallID]
+		if !ok {
+			es.add(entry{Kind: "tool", AtMS: at, Tool: &toolView{ID: up.ToolCallID}, Perms: es.byCall[up.ToolCallID]})
+			i = len(es.list) - 1
+			es.toolIdx[up.ToolCallID] = i
+			delete(es.byCall, up.ToolCallID)
+		}
+		foldTool(es.list[i].Tool, &up.toolCall, up.Content)
+	case "plan":
+		var b strings.Builder
+		for _, e := range up.Entries {
+			fmt.Fprintf(&b, "[%s] %s\n", e.Status, e.Content)
+		}
+		es.add(entry{Kind: "plan", AtMS: at, Text: strings.TrimRight(b.String(), "\n")})
+	default:
+		es.add(entry{Kind: "other", AtMS: at, Title: up.SessionUpdate, Text: compact(params)})
+	}
+	es.last = nil
+}
+
+// permission reads a session/request_permission: its decisions go with
+// the tool call when the call has an entry already, else here.
+func (es *entries) permission(at int64, params json.RawMessage) {
+	var p struct {
+		ToolCall toolCall `json:"toolCall"`
+	}
+	json.Unmarshal(params, &p)
+	e := entry{Kind: "permission", AtMS: at, Title: p.ToolCall.Title, Tool: &toolView{ID: p.ToolCall.ToolCallID, Kind: p.ToolCall.Kind, Title: p.ToolCall.Title}}
+	if _, ok := es.toolIdx[p.ToolCall.ToolCallID]; ok {
+		// The decisions are shown with the call they were on.
+		e.Text = "see the tool call above"
+	} else {
+		e.Perms = es.byCall[p.ToolCall.ToolCallID]
+		delete(es.byCall, p.ToolCall.ToolCallID)
+	}
+	es.add(e)
 }
 
 func dirArrow(dir string) string {

@@ -46,21 +46,7 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 		return a
 	}
 	before := len(d.errs)
-	if n := f["builtin"]; n != nil {
-		a.Builtin, _ = d.literal(n, ctx+": builtin")
-	}
-	if n := f["from"]; n != nil {
-		if s, ok := d.literal(n, ctx+": from"); ok {
-			a.From = replayagent.Anchor(d.baseDir(), s)
-		}
-	}
-	if n := f["preset"]; n != nil {
-		if s, ok := d.literal(n, ctx+": preset"); ok {
-			if p, ok := d.lookupPreset(name, s, n); ok {
-				presetDefaults(a, p, fileSets(f))
-			}
-		}
-	}
+	d.decodeAgentSource(a, f, ctx)
 	if n := f["command"]; n != nil {
 		a.Command, _ = d.literal(n, ctx+": command")
 	}
@@ -113,22 +99,7 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 		}
 	}
 	if n := f["dispose"]; n != nil {
-		dispose := d.fields(n, ctx+": dispose", disposeKeys)
-		if g := dispose["eof-grace"]; g != nil {
-			if t, ok := d.duration(g, ctx+": dispose.eof-grace"); ok {
-				a.EOFGrace = t
-			}
-		}
-		if g := dispose["eof-idle"]; g != nil {
-			if t, ok := d.durationOrOff(g, ctx+": dispose.eof-idle"); ok {
-				a.EOFIdle = t
-			}
-		}
-		if g := dispose["term-grace"]; g != nil {
-			if t, ok := d.duration(g, ctx+": dispose.term-grace"); ok {
-				a.TermGrace = t
-			}
-		}
+		d.decodeDispose(a, n, ctx)
 	}
 	if len(d.errs) == before {
 		if err := acpagent.Check(a); err != nil {
@@ -136,6 +107,49 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 		}
 	}
 	return a
+}
+
+// decodeAgentSource reads what the agent is built on: a builtin, a
+// recording it replays (from:), or a preset whose defaults the keys that
+// follow may override.
+func (d *decoder) decodeAgentSource(a *steps.Agent, f map[string]*node, ctx string) {
+	if n := f["builtin"]; n != nil {
+		a.Builtin, _ = d.literal(n, ctx+": builtin")
+	}
+	if n := f["from"]; n != nil {
+		if s, ok := d.literal(n, ctx+": from"); ok {
+			a.From = replayagent.Anchor(d.baseDir(), s)
+		}
+	}
+	if n := f["preset"]; n != nil {
+		if s, ok := d.literal(n, ctx+": preset"); ok {
+			if p, ok := d.lookupPreset(a.Name, s, n); ok {
+				presetDefaults(a, p, fileSets(f))
+			}
+		}
+	}
+}
+
+// decodeDispose reads an agent's dispose: mapping, the waits of its
+// shutdown: after stdin closes (eof-grace), idle output (eof-idle), and
+// after SIGTERM (term-grace).
+func (d *decoder) decodeDispose(a *steps.Agent, n *node, ctx string) {
+	dispose := d.fields(n, ctx+": dispose", disposeKeys)
+	if g := dispose["eof-grace"]; g != nil {
+		if t, ok := d.duration(g, ctx+": dispose.eof-grace"); ok {
+			a.EOFGrace = t
+		}
+	}
+	if g := dispose["eof-idle"]; g != nil {
+		if t, ok := d.durationOrOff(g, ctx+": dispose.eof-idle"); ok {
+			a.EOFIdle = t
+		}
+	}
+	if g := dispose["term-grace"]; g != nil {
+		if t, ok := d.duration(g, ctx+": dispose.term-grace"); ok {
+			a.TermGrace = t
+		}
+	}
 }
 
 // durationOrOff reads a duration that may also be 0 (written 0 or 0s):

@@ -43,46 +43,22 @@ type scanner struct {
 	blockIndent int  // the indentation of the block scalar's parent line
 }
 
+// The messages of the two bounds, at the value that passes them.
+const (
+	tooDeep = "lists and mappings nest deeper than 100 levels here; a workflow needs a handful"
+	tooMany = "the file has more than 100000 YAML values (found at this one); a workflow has a few thousand"
+)
+
 func (s *scanner) line(ln int, line string) (pos, string, bool) {
-	j := 0
-	indent := 0
-	for indent < len(line) && line[indent] == ' ' {
-		indent++
-	}
-	if s.inBlock {
-		if indent == len(line) || indent > s.blockIndent {
-			return pos{}, "", false // text of the block scalar, or a blank line in it
-		}
-		s.inBlock = false
-	}
-	if s.quote != 0 {
-		j = s.skipQuote(line, 0)
-		if j < 0 {
-			return pos{}, "", false
-		}
-	} else if s.flow == 0 {
-		if indent == len(line) || line[indent] == '#' {
-			return pos{}, "", false
-		}
-		for len(s.block) > 0 && s.block[len(s.block)-1] > indent {
-			s.block = s.block[:len(s.block)-1]
-		}
-		if len(s.block) == 0 || s.block[len(s.block)-1] < indent {
-			s.block = append(s.block, indent)
-		}
-		j = indent
+	j, indent, more := s.lineStart(line)
+	if !more {
+		return pos{}, "", false
 	}
 	fail := func(msg string) (pos, string, bool) {
 		return pos{ln, utf8.RuneCountInString(line[:j]) + 1}, msg, true
 	}
-	tooDeep := func() (pos, string, bool) {
-		return fail("lists and mappings nest deeper than 100 levels here; a workflow needs a handful")
-	}
 	if s.flow+len(s.block) > maxDepth {
-		return tooDeep()
-	}
-	tooMany := func() (pos, string, bool) {
-		return fail("the file has more than 100000 YAML values (found at this one); a workflow has a few thousand")
+		return fail(tooDeep)
 	}
 	start := true // a new value may begin at j
 	for j < len(line) {
@@ -94,30 +70,8 @@ func (s *scanner) line(ln int, line string) (pos, string, bool) {
 		if c == '#' && (j == 0 || line[j-1] == ' ' || line[j-1] == '\t') {
 			return pos{}, "", false
 		}
-		if s.flow > 0 {
-			switch c {
-			case '[', '{':
-				start = true // opened below, as any value that begins
-			case ']', '}':
-				s.flow--
-				start = false
-				j++
-				continue
-			case ',':
-				start = true
-				j++
-				continue
-			case ':':
-				start = true
-				j++
-				continue
-			}
-		}
-		if !start {
-			if s.flow == 0 && c == ':' && (j+1 == len(line) || line[j+1] == ' ' || line[j+1] == '\t') {
-				start = true // a key ends; its value may follow
-			}
-			j++
+		var passed bool
+		if j, start, passed = s.between(line, j, start); passed {
 			continue
 		}
 		// A value begins at j.
@@ -126,7 +80,7 @@ func (s *scanner) line(ln int, line string) (pos, string, bool) {
 			s.flow++
 			s.nodes++
 			if s.flow+len(s.block) > maxDepth {
-				return tooDeep()
+				return fail(tooDeep)
 			}
 			j++
 		case '"', '\'':
@@ -147,19 +101,9 @@ func (s *scanner) line(ln int, line string) (pos, string, bool) {
 			start = false
 		case '-', '?':
 			if s.flow == 0 && (j+1 == len(line) || line[j+1] == ' ' || line[j+1] == '\t') {
-				// A block entry: what follows on the line nests one deeper.
-				s.nodes++
-				j++
-				for j < len(line) && line[j] == ' ' {
-					j++
-				}
-				if j < len(line) && line[j] != '#' {
-					if len(s.block) == 0 || s.block[len(s.block)-1] < j {
-						s.block = append(s.block, j)
-						if s.flow+len(s.block) > maxDepth {
-							return tooDeep()
-						}
-					}
+				var deep bool
+				if j, deep = s.blockEntry(line, j); deep {
+					return fail(tooDeep)
 				}
 				continue
 			}
@@ -177,10 +121,87 @@ func (s *scanner) line(ln int, line string) (pos, string, bool) {
 			j++
 		}
 		if s.nodes > maxNodes {
-			return tooMany()
+			return fail(tooMany)
 		}
 	}
 	return pos{}, "", false
+}
+
+// between passes what at line[j] does not begin a value: in flow, a
+// closing bracket or the , or : between entries; after a value's start,
+// the rest of its text up to a key's ": ". It returns where the scan goes
+// on, whether a value may begin there, and false when one begins at j.
+func (s *scanner) between(line string, j int, start bool) (int, bool, bool) {
+	c := line[j]
+	if s.flow > 0 {
+		switch c {
+		case '[', '{':
+			return j, true, false // opened by the caller, as any value that begins
+		case ']', '}':
+			s.flow--
+			return j + 1, false, true
+		case ',', ':':
+			return j + 1, true, true
+		}
+	}
+	if !start {
+		if s.flow == 0 && c == ':' && (j+1 == len(line) || line[j+1] == ' ' || line[j+1] == '\t') {
+			start = true // a key ends; its value may follow
+		}
+		return j + 1, start, true
+	}
+	return j, true, false
+}
+
+// lineStart reads where a line begins: the rest of a block scalar or of a
+// quoted scalar that runs on, or, outside flow, the indentation that closes
+// and opens block levels. It returns where the scan goes on, the line's
+// indentation, and false when nothing on the line is left to count.
+func (s *scanner) lineStart(line string) (j, indent int, more bool) {
+	for indent < len(line) && line[indent] == ' ' {
+		indent++
+	}
+	if s.inBlock {
+		if indent == len(line) || indent > s.blockIndent {
+			return 0, indent, false // text of the block scalar, or a blank line in it
+		}
+		s.inBlock = false
+	}
+	if s.quote != 0 {
+		j = s.skipQuote(line, 0)
+		return j, indent, j >= 0
+	}
+	if s.flow == 0 {
+		if indent == len(line) || line[indent] == '#' {
+			return 0, indent, false
+		}
+		for len(s.block) > 0 && s.block[len(s.block)-1] > indent {
+			s.block = s.block[:len(s.block)-1]
+		}
+		if len(s.block) == 0 || s.block[len(s.block)-1] < indent {
+			s.block = append(s.block, indent)
+		}
+		j = indent
+	}
+	return j, indent, true
+}
+
+// blockEntry passes the "- " (or "? ") of a block entry at line[j]: what
+// follows it on the line nests one level deeper. It returns where that
+// begins and whether the nesting is now past maxDepth.
+func (s *scanner) blockEntry(line string, j int) (int, bool) {
+	s.nodes++
+	j++
+	for j < len(line) && line[j] == ' ' {
+		j++
+	}
+	if j < len(line) && line[j] != '#' {
+		if len(s.block) == 0 || s.block[len(s.block)-1] < j {
+			s.block = append(s.block, j)
+			return j, s.flow+len(s.block) > maxDepth
+		}
+	}
+	return j, false
 }
 
 // skipQuote skips a quoted scalar's text from line[j:], which may go on

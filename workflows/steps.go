@@ -63,33 +63,7 @@ func (d *decoder) decodeStep(index int, n *node) {
 	d.decodeStepID(info)
 	f := d.stepFields(info, n)
 
-	switch u := f["uses"]; {
-	case f["run"] != nil:
-		d.decodeRun(info, f)
-	case u == nil:
-		d.at(n.pos, "%s: missing uses: say which kind of step this is (known: %s), or give a command line to run with run:", info.label, strings.Join(steps.Names(), ", "))
-	default:
-		if s, ok := d.str(u, info.label+": uses"); ok {
-			st.Uses = s
-			if k, ok := steps.Lookup(s); ok {
-				info.kind = k
-			} else {
-				d.at(u.pos, "%s: unknown uses %q%s", info.label, s, knownList(s, steps.Names()))
-			}
-		}
-	}
-	if f["run"] == nil {
-		for _, k := range runKeys {
-			if x := f[k]; x != nil {
-				d.at(keyAt(n, k), "%s: %s: goes with run: (a command line); a step with uses: takes its settings under with:", info.label, k)
-			}
-		}
-		if w := f["with"]; w != nil {
-			d.decodeWith(info, w)
-		} else if info.kind != nil && len(info.kind.Required()) > 0 {
-			d.at(n.pos, "%s: missing with: %s needs %s", info.label, info.kind.Name(), strings.Join(info.kind.Required(), ", "))
-		}
-	}
+	d.decodeKind(info, f)
 	withOK := len(d.errs) == before
 
 	if x := f["needs"]; x != nil {
@@ -137,6 +111,40 @@ func (d *decoder) decodeStep(index int, n *node) {
 	withRead := info.withNode == nil || info.rawWith != nil
 	info.prepared = withOK && withRead && info.kind != nil && st.ID != ""
 	d.steps = append(d.steps, info)
+}
+
+// decodeKind reads what the step does: uses: and its with:, or run: (a
+// command line) and the keys that go with it, which are refused beside
+// uses:.
+func (d *decoder) decodeKind(info *stepInfo, f map[string]*node) {
+	n, st := info.node, info.step
+	switch u := f["uses"]; {
+	case f["run"] != nil:
+		d.decodeRun(info, f)
+	case u == nil:
+		d.at(n.pos, "%s: missing uses: say which kind of step this is (known: %s), or give a command line to run with run:", info.label, strings.Join(steps.Names(), ", "))
+	default:
+		if s, ok := d.str(u, info.label+": uses"); ok {
+			st.Uses = s
+			if k, ok := steps.Lookup(s); ok {
+				info.kind = k
+			} else {
+				d.at(u.pos, "%s: unknown uses %q%s", info.label, s, knownList(s, steps.Names()))
+			}
+		}
+	}
+	if f["run"] == nil {
+		for _, k := range runKeys {
+			if x := f[k]; x != nil {
+				d.at(keyAt(n, k), "%s: %s: goes with run: (a command line); a step with uses: takes its settings under with:", info.label, k)
+			}
+		}
+		if w := f["with"]; w != nil {
+			d.decodeWith(info, w)
+		} else if info.kind != nil && len(info.kind.Required()) > 0 {
+			d.at(n.pos, "%s: missing with: %s needs %s", info.label, info.kind.Name(), strings.Join(info.kind.Required(), ", "))
+		}
+	}
 }
 
 // decodeStepID reads the id first, so that every later message names the

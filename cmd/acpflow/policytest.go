@@ -18,13 +18,7 @@ import (
 )
 
 func newPolicyTestCmd() *cobra.Command {
-	var (
-		runsFilter string
-		files      []string
-		jsonOut    bool
-		state      string
-		policy     string
-	)
+	p := &policyTest{}
 	cmd := &cobra.Command{
 		Use:   "test POLICY (--runs FILTER | --transcripts FILE...)",
 		Short: "Re-decide recorded permission requests and spawns under a policy and show what would change",
@@ -70,55 +64,68 @@ is not one, a corrupted transcript in the store).`,
   acpflow policy test strict.yaml --runs workflow=review,status=succeeded --json
   acpflow policy test strict.yaml --transcripts testdata/*.transcript.json`,
 		Args: runcmd.Args("a policy or workflow file to test", "POLICY", "[FILE...]"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			files = append(files, args[1:]...)
-			switch {
-			case runsFilter != "" && len(files) > 0:
-				return runcmd.UsageErrorf("give --runs or --transcripts, not both")
-			case runsFilter == "" && len(files) == 0 && len(args) > 1:
-				return runcmd.UsageErrorf("unexpected arguments %q: transcript files go with --transcripts", args[1:])
-			case runsFilter == "" && len(files) == 0:
-				return runcmd.UsageErrorf("policy test needs the requests to decide: --runs FILTER (recorded runs) or --transcripts FILE...")
-			}
-			pol, err := loadWhatIfPolicies(args[0])
-			if err != nil {
-				return err
-			}
-			if pol.Outer, err = loadOuter(policy); err != nil {
-				return err
-			}
-			t := whatif.New(pol)
-			out := bufio.NewWriter(cmd.OutOrStdout())
-			defer out.Flush()
-			report := whatif.Report{
-				Request: func(r *whatif.Result) error { return writeWhatIfResult(out, r, jsonOut) },
-				Spawn:   func(r *whatif.SpawnResult) error { return writeWhatIfSpawn(out, r, jsonOut) },
-			}
-			if runsFilter != "" {
-				err = testRecordedRuns(cmd, t, state, runsFilter, report)
-			} else {
-				err = testTranscriptFiles(cmd, t, files, report)
-			}
-			if err != nil {
-				return err
-			}
-			tot := t.Totals()
-			if err := writeWhatIfTotals(out, tot, pol.Permission != nil, !pol.NoSpawns, jsonOut); err != nil {
-				return err
-			}
-			if tot.Changes() > 0 {
-				return runcmd.Outcome(runcmd.ExitFailed)
-			}
-			return nil
-		},
+		RunE: p.run,
 	}
-	addStateFlag(cmd, &state)
-	addPolicyFlag(cmd, &policy)
+	addStateFlag(cmd, &p.state)
+	addPolicyFlag(cmd, &p.policy)
 	fl := cmd.Flags()
-	fl.StringVar(&runsFilter, "runs", "", "the recorded runs: all, KEY=VALUE[,KEY=VALUE] (workflow, status, batch, limit) or a run or batch id")
-	fl.StringArrayVar(&files, "transcripts", nil, "transcript files (acpflow export); more may follow as arguments")
-	fl.BoolVar(&jsonOut, "json", false, "one JSON object per request and per spawn (changed or not), then the totals")
+	fl.StringVar(&p.runsFilter, "runs", "", "the recorded runs: all, KEY=VALUE[,KEY=VALUE] (workflow, status, batch, limit) or a run or batch id")
+	fl.StringArrayVar(&p.files, "transcripts", nil, "transcript files (acpflow export); more may follow as arguments")
+	fl.BoolVar(&p.jsonOut, "json", false, "one JSON object per request and per spawn (changed or not), then the totals")
 	return cmd
+}
+
+// policyTest is policy test's flags; run is the command.
+type policyTest struct {
+	runsFilter string
+	files      []string
+	jsonOut    bool
+	state      string
+	policy     string
+}
+
+// run re-decides the requests --runs or --transcripts name under POLICY
+// (args[0]) and reports what changed.
+func (p *policyTest) run(cmd *cobra.Command, args []string) error {
+	p.files = append(p.files, args[1:]...)
+	switch {
+	case p.runsFilter != "" && len(p.files) > 0:
+		return runcmd.UsageErrorf("give --runs or --transcripts, not both")
+	case p.runsFilter == "" && len(p.files) == 0 && len(args) > 1:
+		return runcmd.UsageErrorf("unexpected arguments %q: transcript files go with --transcripts", args[1:])
+	case p.runsFilter == "" && len(p.files) == 0:
+		return runcmd.UsageErrorf("policy test needs the requests to decide: --runs FILTER (recorded runs) or --transcripts FILE...")
+	}
+	pol, err := loadWhatIfPolicies(args[0])
+	if err != nil {
+		return err
+	}
+	if pol.Outer, err = loadOuter(p.policy); err != nil {
+		return err
+	}
+	t := whatif.New(pol)
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	defer out.Flush()
+	report := whatif.Report{
+		Request: func(r *whatif.Result) error { return writeWhatIfResult(out, r, p.jsonOut) },
+		Spawn:   func(r *whatif.SpawnResult) error { return writeWhatIfSpawn(out, r, p.jsonOut) },
+	}
+	if p.runsFilter != "" {
+		err = testRecordedRuns(cmd, t, p.state, p.runsFilter, report)
+	} else {
+		err = testTranscriptFiles(cmd, t, p.files, report)
+	}
+	if err != nil {
+		return err
+	}
+	tot := t.Totals()
+	if err := writeWhatIfTotals(out, tot, pol.Permission != nil, !pol.NoSpawns, p.jsonOut); err != nil {
+		return err
+	}
+	if tot.Changes() > 0 {
+		return runcmd.Outcome(runcmd.ExitFailed)
+	}
+	return nil
 }
 
 // loadWhatIfPolicies reads POLICY as policy eval does (whatif.LoadPolicies,

@@ -14,11 +14,7 @@ import (
 )
 
 func newResumeCmd() *cobra.Command {
-	var (
-		f           runFlags
-		force       bool
-		concurrency int
-	)
+	r := &resume{}
 	cmd := &cobra.Command{
 		Use:   "resume RUN_ID|BATCH_ID",
 		Short: "Finish a run or batch that failed or was interrupted, without redoing succeeded steps",
@@ -31,75 +27,91 @@ func newResumeCmd() *cobra.Command {
   # a run whose workflow file changed since
   acpflow resume 20261202T180412-3f9a --force`,
 		Args: runcmd.Args("see 'acpflow runs' for ids", "RUN_ID|BATCH_ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.CheckOutput(); err != nil {
-				return err
-			}
-			outer, err := loadOuter(f.Policy)
-			if err != nil {
-				return err
-			}
-			s, id, kind, err := openRecorded(cmd.Context(), f.State, args[0])
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			out, err := f.OpenOutput(cmd)
-			if err != nil {
-				return err
-			}
-			defer out.Close()
-			ctx, stop := runcmd.Interruptible(cmd.Context(), localRun.Name, localRun.Interrupted)
-			defer stop()
-			x := runcmd.NewExecutor("acpflow", s.Runner(), out, f.Timeout)
-			x.ResumeHint = localRun.ResumeRun
-			x.Runner.Outer = outer
-			defer x.Runner.Close()
-			if kind == runs.KindBatch {
-				if f.Budget != "" {
-					b, err := engine.ParseBudget(f.Budget)
-					if err != nil {
-						return runcmd.UsageErrorf("--budget: %v", err)
-					}
-					x.Runner.Budget = b
-				}
-				c, err := x.Runner.ClaimBatch(ctx, id, force)
-				if err != nil {
-					x.ReportStoreErrs()
-					return runcmd.RunError(err)
-				}
-				if err := deliverEnded(ctx, x, c, f.Output); err != nil {
-					return runcmd.AsFailure(err)
-				}
-				if c.Pending == 0 {
-					fmt.Fprintf(f.ViewOut(cmd), "batch %s: every line already succeeded: nothing to resume\n", id)
-					return nil
-				}
-				x.SetView(runcmd.NewBatchView(f.ViewOut(cmd), f.JSON, id, c.Pending))
-				x.Runner.ResumeBatch(ctx, c, concurrency)
-				return x.Exit(ctx, nil)
-			}
-			x.SetView(runcmd.NewView(f.ViewOut(cmd), f.JSON))
-			res, err := x.Runner.ResumeRun(ctx, id, force)
-			switch {
-			case errors.Is(err, runs.ErrSucceeded):
-				if err := deliverRun(ctx, x, id, f.Output); err != nil {
-					return runcmd.AsFailure(err)
-				}
-				fmt.Fprintf(f.ViewOut(cmd), "run %s already succeeded: nothing to resume\n", id)
-				return nil
-			case err != nil:
-				return runcmd.RunError(err)
-			}
-			return x.Exit(ctx, []*engine.RunResult{res})
-		},
+		RunE: r.run,
 	}
-	runcmd.AddOutputFlags(cmd, &f)
-	runcmd.DurationFlag(cmd.Flags(), &f.Timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
-	cmd.Flags().BoolVar(&force, "force", false, "resume even if the workflow file changed since the run")
-	cmd.Flags().StringVar(&f.Budget, "budget", "", "a batch's budget from now on, instead of the one it was started with (tokens=N, cost=AMOUNTCUR)")
-	cmd.Flags().IntVarP(&concurrency, "concurrency", "c", 0, "runs in flight at once when resuming a batch (default: the batch's)")
+	runcmd.AddOutputFlags(cmd, &r.f)
+	runcmd.DurationFlag(cmd.Flags(), &r.f.Timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
+	cmd.Flags().BoolVar(&r.force, "force", false, "resume even if the workflow file changed since the run")
+	cmd.Flags().StringVar(&r.f.Budget, "budget", "", "a batch's budget from now on, instead of the one it was started with (tokens=N, cost=AMOUNTCUR)")
+	cmd.Flags().IntVarP(&r.concurrency, "concurrency", "c", 0, "runs in flight at once when resuming a batch (default: the batch's)")
 	return cmd
+}
+
+// resume is resume's flags; run is the command.
+type resume struct {
+	f           runFlags
+	force       bool
+	concurrency int
+}
+
+// run takes up the run or batch args[0] names where it stopped.
+func (r *resume) run(cmd *cobra.Command, args []string) error {
+	if err := r.f.CheckOutput(); err != nil {
+		return err
+	}
+	outer, err := loadOuter(r.f.Policy)
+	if err != nil {
+		return err
+	}
+	s, id, kind, err := openRecorded(cmd.Context(), r.f.State, args[0])
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	out, err := r.f.OpenOutput(cmd)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	ctx, stop := runcmd.Interruptible(cmd.Context(), localRun.Name, localRun.Interrupted)
+	defer stop()
+	x := runcmd.NewExecutor("acpflow", s.Runner(), out, r.f.Timeout)
+	x.ResumeHint = localRun.ResumeRun
+	x.Runner.Outer = outer
+	defer x.Runner.Close()
+	if kind == runs.KindBatch {
+		return r.batch(ctx, cmd, x, id)
+	}
+	x.SetView(runcmd.NewView(r.f.ViewOut(cmd), r.f.JSON))
+	res, err := x.Runner.ResumeRun(ctx, id, r.force)
+	switch {
+	case errors.Is(err, runs.ErrSucceeded):
+		if err := deliverRun(ctx, x, id, r.f.Output); err != nil {
+			return runcmd.AsFailure(err)
+		}
+		fmt.Fprintf(r.f.ViewOut(cmd), "run %s already succeeded: nothing to resume\n", id)
+		return nil
+	case err != nil:
+		return runcmd.RunError(err)
+	}
+	return x.Exit(ctx, []*engine.RunResult{res})
+}
+
+// batch resumes batch id: it delivers the results of runs that ended but
+// are not in --output, then runs the lines that did not succeed.
+func (r *resume) batch(ctx context.Context, cmd *cobra.Command, x *runcmd.Executor, id string) error {
+	if r.f.Budget != "" {
+		b, err := engine.ParseBudget(r.f.Budget)
+		if err != nil {
+			return runcmd.UsageErrorf("--budget: %v", err)
+		}
+		x.Runner.Budget = b
+	}
+	c, err := x.Runner.ClaimBatch(ctx, id, r.force)
+	if err != nil {
+		x.ReportStoreErrs()
+		return runcmd.RunError(err)
+	}
+	if err := deliverEnded(ctx, x, c, r.f.Output); err != nil {
+		return runcmd.AsFailure(err)
+	}
+	if c.Pending == 0 {
+		fmt.Fprintf(r.f.ViewOut(cmd), "batch %s: every line already succeeded: nothing to resume\n", id)
+		return nil
+	}
+	x.SetView(runcmd.NewBatchView(r.f.ViewOut(cmd), r.f.JSON, id, c.Pending))
+	x.Runner.ResumeBatch(ctx, c, r.concurrency)
+	return x.Exit(ctx, nil)
 }
 
 // deliverEnded writes to --output the results of the batch's runs that

@@ -20,6 +20,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -341,29 +342,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 		}
 		printElements(w, st.Output, st.Status, els[st.StepID])
 		for _, p := range st.Permissions {
-			if p.Decision == string(policies.DecisionUnasked) {
-				what := p.Command
-				if what == "" {
-					what = p.Title
-				}
-				fmt.Fprintf(w, "  unasked %s %s: ran without asking; the policy would %s (%s, rule %s)", termtext.Line(p.Kind, kindMax),
-					termtext.Quote(what, commandMax), p.Would, runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
-				if p.Reason != "" {
-					fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
-				}
-				fmt.Fprintln(w)
-				continue
-			}
-			opt := p.OptionID
-			if p.Outcome != "selected" {
-				opt = "cancelled"
-			}
-			fmt.Fprintf(w, "  permission %s %s: %s -> %s (%s, rule %s)", termtext.Line(p.Kind, kindMax), termtext.Quote(p.Title, titleMax),
-				p.Decision, termtext.Line(opt, idMax), runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
-			if p.Reason != "" {
-				fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
-			}
-			fmt.Fprintln(w)
+			printPermission(w, p)
 		}
 		if out, ok := st.Output.(string); ok && out != "" {
 			fmt.Fprintf(w, "  output:\n    %s\n", runcmd.IndentLines(strings.TrimRight(out, "\n"), "    "))
@@ -377,6 +356,35 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 			fmt.Fprintf(w, "  stderr (last lines):\n    %s\n", runcmd.IndentLines(tail, "    "))
 		}
 	}
+}
+
+// printPermission prints a step's permission record on a line: the
+// decision on a request and the option it chose, or, for a tool the agent
+// ran without asking, what the policy would have decided.
+func printPermission(w io.Writer, p store.Permission) {
+	if p.Decision == string(policies.DecisionUnasked) {
+		what := p.Command
+		if what == "" {
+			what = p.Title
+		}
+		fmt.Fprintf(w, "  unasked %s %s: ran without asking; the policy would %s (%s, rule %s)", termtext.Line(p.Kind, kindMax),
+			termtext.Quote(what, commandMax), p.Would, runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+		if p.Reason != "" {
+			fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
+		}
+		fmt.Fprintln(w)
+		return
+	}
+	opt := p.OptionID
+	if p.Outcome != "selected" {
+		opt = "cancelled"
+	}
+	fmt.Fprintf(w, "  permission %s %s: %s -> %s (%s, rule %s)", termtext.Line(p.Kind, kindMax), termtext.Quote(p.Title, titleMax),
+		p.Decision, termtext.Line(opt, idMax), runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+	if p.Reason != "" {
+		fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
+	}
+	fmt.Fprintln(w)
 }
 
 // printMap prints inputs or outputs, in the order of names (the

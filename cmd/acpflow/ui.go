@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -22,10 +23,7 @@ import (
 )
 
 func newUICmd() *cobra.Command {
-	var (
-		addr, state, token, policy string
-		open                       bool
-	)
+	u := &uiServe{}
 	cmd := &cobra.Command{
 		Use:   "ui",
 		Short: "Serve a local web page over the run store: runs, batches, graphs, transcripts, decisions, live",
@@ -54,61 +52,75 @@ acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
   acpflow ui --addr 127.0.0.1:9000 --open
   ACPFLOW_UI_TOKEN="$(cat ~/.config/acpflow/ui-token)" acpflow ui --addr 0.0.0.0:8080`,
 		Args: runcmd.Args(""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, _, err := net.SplitHostPort(addr); err != nil {
-				return runcmd.UsageErrorf("--addr %q: want HOST:PORT, e.g. 127.0.0.1:8080", addr)
-			}
-			token, chosen, err := uiToken(token, os.Getenv)
-			if err != nil {
-				return err
-			}
-			outer, err := loadOuter(policy)
-			if err != nil {
-				return err
-			}
-			s, err := runs.OpenReadOnly(state)
-			if err != nil {
-				return runcmd.UsageError(err)
-			}
-			defer s.Close()
-			srv, err := ui.New(ui.Config{Store: s, Token: token, Outer: outer})
-			if err != nil {
-				return err
-			}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return runcmd.UsageErrorf("--addr %s: %v", addr, err)
-			}
-			url := pageURL(ln.Addr())
-			link := url + "?token=" + token
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "acpflow ui: serving %s\n", s.Path())
-			if chosen != "" {
-				// A token the user chose is theirs to know: it stays out of
-				// the output, which may be a log others read.
-				fmt.Fprintf(out, "acpflow ui: requests need the token from %s; open the page once with ?token=TOKEN\n", chosen)
-				fmt.Fprintf(out, "acpflow ui: open %s\n", url)
-			} else {
-				fmt.Fprintf(out, "acpflow ui: open %s\n", link)
-			}
-			if open {
-				defer openBrowser(link)()
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
-				return err
-			}
-			return nil
-		},
+		RunE: u.run,
 	}
-	addStateFlag(cmd, &state)
-	addPolicyFlag(cmd, &policy)
+	addStateFlag(cmd, &u.state)
+	addPolicyFlag(cmd, &u.policy)
 	fl := cmd.Flags()
-	fl.StringVar(&addr, "addr", "127.0.0.1:8080", "HOST:PORT to listen on (port 0: any free one)")
-	fl.StringVar(&token, "token", "", "the token requests must carry; prefer $"+uiTokenEnv+", which ps does not show (default: a new random one at each start)")
-	fl.BoolVar(&open, "open", false, "open the page in the default browser (given a page only you read, so that the token is on no command line)")
+	fl.StringVar(&u.addr, "addr", "127.0.0.1:8080", "HOST:PORT to listen on (port 0: any free one)")
+	fl.StringVar(&u.token, "token", "", "the token requests must carry; prefer $"+uiTokenEnv+", which ps does not show (default: a new random one at each start)")
+	fl.BoolVar(&u.open, "open", false, "open the page in the default browser (given a page only you read, so that the token is on no command line)")
 	return cmd
+}
+
+// uiServe is ui's flags; run is the command.
+type uiServe struct {
+	addr, state, token, policy string
+	open                       bool
+}
+
+// run serves the page over the store until an interrupt.
+func (u *uiServe) run(cmd *cobra.Command, _ []string) error {
+	if _, _, err := net.SplitHostPort(u.addr); err != nil {
+		return runcmd.UsageErrorf("--addr %q: want HOST:PORT, e.g. 127.0.0.1:8080", u.addr)
+	}
+	token, chosen, err := uiToken(u.token, os.Getenv)
+	if err != nil {
+		return err
+	}
+	outer, err := loadOuter(u.policy)
+	if err != nil {
+		return err
+	}
+	s, err := runs.OpenReadOnly(u.state)
+	if err != nil {
+		return runcmd.UsageError(err)
+	}
+	defer s.Close()
+	srv, err := ui.New(ui.Config{Store: s, Token: token, Outer: outer})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", u.addr)
+	if err != nil {
+		return runcmd.UsageErrorf("--addr %s: %v", u.addr, err)
+	}
+	url := pageURL(ln.Addr())
+	link := url + "?token=" + token
+	announceUI(cmd.OutOrStdout(), s.Path(), url, link, chosen)
+	if u.open {
+		defer openBrowser(link)()
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// announceUI says where the page is: the store it serves and the link to
+// open, with the token in it unless the user chose the token.
+func announceUI(out io.Writer, store, url, link, chosen string) {
+	fmt.Fprintf(out, "acpflow ui: serving %s\n", store)
+	if chosen != "" {
+		// A token the user chose is theirs to know: it stays out of
+		// the output, which may be a log others read.
+		fmt.Fprintf(out, "acpflow ui: requests need the token from %s; open the page once with ?token=TOKEN\n", chosen)
+		fmt.Fprintf(out, "acpflow ui: open %s\n", url)
+	} else {
+		fmt.Fprintf(out, "acpflow ui: open %s\n", link)
+	}
 }
 
 // uiTokenEnv names the environment variable that holds the UI's token:

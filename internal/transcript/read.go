@@ -227,111 +227,61 @@ func stepsTo(each func(s *Step, at int64) error) func(v any, at int64) error {
 // newStep's.
 func decode(in io.Reader, newStep func() any, each func(v any, at int64) error) (Header, error) {
 	br := &budgetReader{r: in}
-	dec := json.NewDecoder(br)
+	d := &tokens{br: br, dec: json.NewDecoder(br)}
 	var (
-		h     Header
-		seen  = map[string]bool{}
-		count int
+		h    Header
+		seen = map[string]bool{}
 		// stepsErr is each's error, kept while the format is not known:
 		// the file is read on, so that one that is no transcript says so.
 		stepsErr error
 	)
-	next := func() (json.Token, error) {
-		br.left = MaxStepBytes
-		return dec.Token()
-	}
-	more := func() bool {
-		br.left = MaxStepBytes
-		return dec.More()
-	}
-	value := func(what string, v any) error {
-		br.left = MaxStepBytes
-		err := dec.Decode(v)
-		switch {
-		case errors.Is(err, errOverBudget):
-			return fmt.Errorf("%s is over %s", what, bytesize.Format(MaxStepBytes))
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return fmt.Errorf("%s: the file ends inside it", what)
-		case err != nil:
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		return nil
-	}
-	tok, err := next()
+	tok, err := d.next()
 	if err != nil {
-		return h, tokenError(err, dec, "want a JSON object")
+		return h, tokenError(err, d.dec, "want a JSON object")
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	if delim, ok := tok.(json.Delim); !ok || delim != '{' {
 		return h, fmt.Errorf("want a JSON object, got %s", describeToken(tok))
 	}
-	for more() {
-		tok, err := next()
+	for d.more() {
+		tok, err := d.next()
 		if err != nil {
-			return h, tokenError(err, dec, "want a key")
+			return h, tokenError(err, d.dec, "want a key")
 		}
 		key, _ := tok.(string)
 		if seen[key] {
-			return h, fmt.Errorf("the key %q appears twice, at byte %d", key, dec.InputOffset())
+			return h, fmt.Errorf("the key %q appears twice, at byte %d", key, d.dec.InputOffset())
 		}
 		seen[key] = true
 		switch key {
 		case "format":
-			if err := value("format", &h.Format); err != nil {
+			if err := d.value("format", &h.Format); err != nil {
 				return h, err
 			}
 			if err := checkFormat(h.Format); err != nil {
 				return h, err
 			}
 		case "run_id":
-			if err := value("run_id", &h.RunID); err != nil {
+			if err := d.value("run_id", &h.RunID); err != nil {
 				return h, err
 			}
 		case "workflow":
-			if err := value("workflow", &h.Workflow); err != nil {
+			if err := d.value("workflow", &h.Workflow); err != nil {
 				return h, err
 			}
 		case "steps":
-			tok, err := next()
-			if err != nil {
-				return h, tokenError(err, dec, "steps: want a list")
-			}
-			if tok == nil {
-				continue // "steps": null, as a File without steps is written
-			}
-			if d, ok := tok.(json.Delim); !ok || d != '[' {
-				return h, fmt.Errorf("steps: want a list, got %s", describeToken(tok))
-			}
-			for more() {
-				if count++; count > MaxSteps {
-					return h, fmt.Errorf("more than %d step attempts: not the transcript of one run", MaxSteps)
-				}
-				at := dec.InputOffset()
-				s := newStep()
-				if err := value(fmt.Sprintf("the step attempt at byte %d", at), s); err != nil {
-					return h, err
-				}
-				if stepsErr == nil {
-					if err := each(s, at); err != nil {
-						stepsErr = err
-						if h.Format != "" {
-							return h, &callerError{err}
-						}
-					}
-				}
-			}
-			if _, err := next(); err != nil {
-				return h, tokenError(err, dec, "steps: want the end of the list")
+			if err := d.steps(&h, &stepsErr, newStep, each); err != nil {
+				return h, err
 			}
 		default:
 			// A key of a later format is skipped, within bounds.
 			var skip json.RawMessage
-			if err := value(key, &skip); err != nil {
+			if err := d.value(key, &skip); err != nil {
 				return h, err
 			}
 		}
 	}
-	if _, err := next(); err != nil {
-		return h, tokenError(err, dec, "want the end of the object")
+	if _, err := d.next(); err != nil {
+		return h, tokenError(err, d.dec, "want the end of the object")
 	}
 	if err := checkFormat(h.Format); err != nil {
 		return h, err
@@ -340,6 +290,77 @@ func decode(in io.Reader, newStep func() any, each func(v any, at int64) error) 
 		return h, &callerError{stepsErr}
 	}
 	return h, nil
+}
+
+// tokens reads a transcript's JSON, each token or value within
+// MaxStepBytes of the file, so that no one value can take the memory.
+type tokens struct {
+	br    *budgetReader
+	dec   *json.Decoder
+	count int // the step attempts read
+}
+
+func (d *tokens) next() (json.Token, error) {
+	d.br.left = MaxStepBytes
+	return d.dec.Token()
+}
+
+func (d *tokens) more() bool {
+	d.br.left = MaxStepBytes
+	return d.dec.More()
+}
+
+// value decodes the next value into v; its errors say what it is.
+func (d *tokens) value(what string, v any) error {
+	d.br.left = MaxStepBytes
+	err := d.dec.Decode(v)
+	switch {
+	case errors.Is(err, errOverBudget):
+		return fmt.Errorf("%s is over %s", what, bytesize.Format(MaxStepBytes))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%s: the file ends inside it", what)
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// steps reads the steps: list (or null), handing each step attempt to
+// each. each's first error is kept in *stepsErr and the file read on
+// while h's format is not known yet; once it is, the error ends the read.
+func (d *tokens) steps(h *Header, stepsErr *error, newStep func() any, each func(v any, at int64) error) error {
+	tok, err := d.next()
+	if err != nil {
+		return tokenError(err, d.dec, "steps: want a list")
+	}
+	if tok == nil {
+		return nil // "steps": null, as a File without steps is written
+	}
+	if delim, ok := tok.(json.Delim); !ok || delim != '[' {
+		return fmt.Errorf("steps: want a list, got %s", describeToken(tok))
+	}
+	for d.more() {
+		if d.count++; d.count > MaxSteps {
+			return fmt.Errorf("more than %d step attempts: not the transcript of one run", MaxSteps)
+		}
+		at := d.dec.InputOffset()
+		s := newStep()
+		if err := d.value(fmt.Sprintf("the step attempt at byte %d", at), s); err != nil {
+			return err
+		}
+		if *stepsErr == nil {
+			if err := each(s, at); err != nil {
+				*stepsErr = err
+				if h.Format != "" {
+					return &callerError{err}
+				}
+			}
+		}
+	}
+	if _, err := d.next(); err != nil {
+		return tokenError(err, d.dec, "steps: want the end of the list")
+	}
+	return nil
 }
 
 // checkFormat says whether a file of format f is one this acpflow reads.

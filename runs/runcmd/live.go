@@ -87,7 +87,16 @@ func (v *liveView) Emit(e steps.Event) {
 	if each != "" {
 		s.each = each
 	}
-	done := false
+	done := s.apply(e)
+	s.mu.Unlock()
+	if done {
+		s.bar.SetTotal(-1, true)
+	}
+}
+
+// apply changes the step's line as event e says: its state, its last
+// words, its usage. It reports whether the step has ended. s.mu is held.
+func (s *liveStep) apply(e steps.Event) bool {
 	switch d := e.Data.(type) {
 	case steps.StepStart:
 		// The time runs from the step's first start: a for-each's next
@@ -143,12 +152,9 @@ func (v *liveView) Emit(e steps.Event) {
 			s.last = firstLine(termtext.Sanitize(d.Error))
 			s.err = d.Error
 		}
-		done = true
+		return true
 	}
-	s.mu.Unlock()
-	if done {
-		s.bar.SetTotal(-1, true)
-	}
+	return false
 }
 
 // step returns the line of a step, adding it on its first event.

@@ -178,11 +178,7 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 		return UsageError(err)
 	}
 	if f.Sandbox {
-		for _, a := range wf.Agents {
-			if a.Sandbox == nil && !a.SandboxSet {
-				a.Sandbox = &steps.Sandbox{Network: steps.NetworkOn}
-			}
-		}
+		sandboxAgents(wf)
 	}
 	workspace, err := runs.ResolveWorkspace(f.Workspace)
 	if err != nil {
@@ -193,31 +189,12 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	if err := runs.PreflightWorktrees(cmd.Context(), wf, workspace); err != nil {
 		return UsageError(err)
 	}
-	var inputs map[string]any
-	var in *batchInput
-	var lines *runs.LineReader
-	var first runs.BatchLine
-	if f.InputsFile != "" {
-		if in, err = openInputs(f.InputsFile, fifoWriterWait); err != nil {
-			return UsageError(err)
-		}
-		defer in.Close()
-		lines = runs.NewLineReader(in, f.InputsFile)
-		// The first line is read before anything is recorded: an input with
-		// no line at all is bad usage, and nothing starts.
-		if first, err = lines.Next(); errors.Is(err, io.EOF) {
-			return UsageErrorf("--inputs %s: no input lines", f.InputsFile)
-		} else if err != nil {
-			return UsageError(err)
-		}
-	} else {
-		given, err := workflows.ParseInputFlags(wf, f.Inputs)
-		if err != nil {
-			return UsageError(err)
-		}
-		if inputs, err = workflows.ResolveInputs(wf, given); err != nil {
-			return UsageError(err)
-		}
+	ri, err := readInputs(wf, f)
+	if err != nil {
+		return err
+	}
+	if ri.in != nil {
+		defer ri.in.Close()
 	}
 	out, err := f.OpenOutput(cmd)
 	if err != nil {
@@ -239,23 +216,12 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	}
 	x := NewExecutor(c.Name, r, out, f.Timeout)
 	x.ResumeHint = c.ResumeRun
-	if lines != nil {
-		b := runs.NewBatch(wf, workspace, f.InputsFile, f.Concurrency, first)
+	if ri.lines != nil {
+		b := runs.NewBatch(wf, workspace, f.InputsFile, f.Concurrency, ri.first)
 		b.Budget, r.Budget = budget.String(), budget
 		x.SetView(NewBatchView(f.ViewOut(cmd), f.JSON, b.ID, 0))
-		r.BatchStarted = func(b runs.Batch, total int) {
-			hint := ""
-			if c.Resume != nil {
-				hint = " (if it stops half-way: " + c.Resume(b.ID) + ")"
-			}
-			if total < 0 {
-				fmt.Fprintf(os.Stderr, "%s: batch %s: a run per line as they come%s\n", c.Name, b.ID, hint)
-				return
-			}
-			fmt.Fprintf(os.Stderr, "%s: batch %s: %d runs%s\n", c.Name, b.ID, total, hint)
-			SetTotal(x.View, total)
-		}
-		if err := r.Batch(ctx, wf, b, lines, in.regular, f.Concurrency); err != nil {
+		r.BatchStarted = c.batchStarted(x)
+		if err := r.Batch(ctx, wf, b, ri.lines, ri.in.regular, f.Concurrency); err != nil {
 			if err := r.StoreOpenErr(); err != nil {
 				return UsageError(err)
 			}
@@ -272,13 +238,81 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 			r.Asker = a
 		}
 	}
-	res := r.Run(ctx, wf, runs.Spec{Inputs: inputs, Workspace: workspace})
+	res := r.Run(ctx, wf, runs.Spec{Inputs: ri.inputs, Workspace: workspace})
 	if err := r.StoreOpenErr(); err != nil {
 		// The store could not record the run: its agent was stopped
 		// before it was asked anything (runs.OpenAsync).
 		return UsageError(err)
 	}
 	return x.Exit(ctx, []*engine.RunResult{res})
+}
+
+// sandboxAgents is --sandbox: every agent the file leaves without a
+// sandbox: key runs sandboxed, with the network on.
+func sandboxAgents(wf *engine.Workflow) {
+	for _, a := range wf.Agents {
+		if a.Sandbox == nil && !a.SandboxSet {
+			a.Sandbox = &steps.Sandbox{Network: steps.NetworkOn}
+		}
+	}
+}
+
+// runInputs is what a run starts from: the inputs of one run, or, with
+// --inputs, the open JSONL file and its first line, read already.
+type runInputs struct {
+	inputs map[string]any
+	in     *batchInput // nil without --inputs; the caller closes it
+	lines  *runs.LineReader
+	first  runs.BatchLine
+}
+
+// readInputs reads the inputs before anything is recorded: the --input
+// flags against the workflow's inputs, or the first line of --inputs,
+// since an input with no line at all is bad usage, and nothing starts.
+func readInputs(wf *engine.Workflow, f *Flags) (runInputs, error) {
+	var ri runInputs
+	if f.InputsFile == "" {
+		given, err := workflows.ParseInputFlags(wf, f.Inputs)
+		if err != nil {
+			return ri, UsageError(err)
+		}
+		if ri.inputs, err = workflows.ResolveInputs(wf, given); err != nil {
+			return ri, UsageError(err)
+		}
+		return ri, nil
+	}
+	in, err := openInputs(f.InputsFile, fifoWriterWait)
+	if err != nil {
+		return ri, UsageError(err)
+	}
+	lines := runs.NewLineReader(in, f.InputsFile)
+	first, err := lines.Next()
+	if errors.Is(err, io.EOF) {
+		in.Close()
+		return ri, UsageErrorf("--inputs %s: no input lines", f.InputsFile)
+	} else if err != nil {
+		in.Close()
+		return ri, UsageError(err)
+	}
+	return runInputs{in: in, lines: lines, first: first}, nil
+}
+
+// batchStarted tells the person at the terminal that a batch has started:
+// its id, how many runs (or that they come as lines do), and how to
+// resume it; and gives the view the total.
+func (c Config) batchStarted(x *Executor) func(runs.Batch, int) {
+	return func(b runs.Batch, total int) {
+		hint := ""
+		if c.Resume != nil {
+			hint = " (if it stops half-way: " + c.Resume(b.ID) + ")"
+		}
+		if total < 0 {
+			fmt.Fprintf(os.Stderr, "%s: batch %s: a run per line as they come%s\n", c.Name, b.ID, hint)
+			return
+		}
+		fmt.Fprintf(os.Stderr, "%s: batch %s: %d runs%s\n", c.Name, b.ID, total, hint)
+		SetTotal(x.View, total)
+	}
 }
 
 // CheckOutput refuses an --output that cannot go with the other flags:
