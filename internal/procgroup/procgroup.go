@@ -213,20 +213,26 @@ func Start(spec Spec) (*Child, error) {
 		c.exitErr = cmd.Wait()
 		close(c.exited)
 	}()
-	go func() {
-		defer close(c.stderrDone)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := errR.Read(buf)
-			c.stderr.Write(buf[:n])
-			if err != nil {
-				errR.Close()
-				return
-			}
-		}
-	}()
+	go c.drainStderr(errR)
 	registry.add(c)
 	return c, nil
+}
+
+// drainStderr keeps the child's stderr in its Tail until every writer has
+// closed it (the child and any descendant that inherited it), then closes
+// stderrDone: reading it always, never only on demand, keeps a chatty
+// child from blocking on a full pipe.
+func (c *Child) drainStderr(errR *os.File) {
+	defer close(c.stderrDone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := errR.Read(buf)
+		c.stderr.Write(buf[:n])
+		if err != nil {
+			errR.Close()
+			return
+		}
+	}
 }
 
 // Pid is the child's pid, which is also its process group id.

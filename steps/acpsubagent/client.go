@@ -239,30 +239,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 	}
 	u := n.Update
 	if u.AgentMessageChunk != nil {
-		text := ""
-		if t := u.AgentMessageChunk.Content.Text; t != nil {
-			text = t.Text
-		}
-		if mode, ok := modeUpdateText(text); ok {
-			c.modeChanged(mode)
-			c.inv.Emit(acpagent.AgentUpdate{Kind: "current_mode_update", Update: map[string]string{"currentModeId": mode, "via": "agent_message_chunk"}})
-			return nil
-		}
-		c.mu.Lock()
-		wasFull := c.output.full
-		id := ""
-		if m := u.AgentMessageChunk.MessageId; m != nil {
-			id = *m
-		}
-		kept := c.output.write(text, id)
-		c.mu.Unlock()
-		if wasFull {
-			return nil // past max-output: neither kept nor logged
-		}
-		if !kept {
-			c.overflowOnce.Do(func() { close(c.overflow) })
-		}
-		c.inv.Emit(acpagent.MessageChunk{Text: text})
+		c.messageChunk(u.AgentMessageChunk)
 		return nil
 	}
 	if endsMessage(u) {
@@ -324,6 +301,37 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		c.sessionInfo(u.SessionInfoUpdate.Meta)
 	}
 	return nil
+}
+
+// messageChunk keeps a chunk of the agent's message as output and logs
+// it, up to max-output: the chunk that passes the limit closes overflow,
+// and chunks after it are neither kept nor logged. A gemini-cli mode
+// announcement is a mode change, not output.
+func (c *client) messageChunk(chunk *acp.SessionUpdateAgentMessageChunk) {
+	text := ""
+	if t := chunk.Content.Text; t != nil {
+		text = t.Text
+	}
+	if mode, ok := modeUpdateText(text); ok {
+		c.modeChanged(mode)
+		c.inv.Emit(acpagent.AgentUpdate{Kind: "current_mode_update", Update: map[string]string{"currentModeId": mode, "via": "agent_message_chunk"}})
+		return
+	}
+	c.mu.Lock()
+	wasFull := c.output.full
+	id := ""
+	if m := chunk.MessageId; m != nil {
+		id = *m
+	}
+	kept := c.output.write(text, id)
+	c.mu.Unlock()
+	if wasFull {
+		return // past max-output: neither kept nor logged
+	}
+	if !kept {
+		c.overflowOnce.Do(func() { close(c.overflow) })
+	}
+	c.inv.Emit(acpagent.MessageChunk{Text: text})
 }
 
 // modeUpdateText reads the message chunk by which gemini-cli announces a

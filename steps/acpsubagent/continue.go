@@ -83,6 +83,16 @@ func (a *attempt) continueSession(ctx, startCtx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := a.reopen(startCtx, sid); err != nil {
+		return err
+	}
+	return a.configure(startCtx, a.sessionID, a.offered, settings)
+}
+
+// reopen opens session sid on a fresh process, by session/resume when
+// the agent advertises it, else by session/load, and takes what the agent
+// offers for it (modes, config options).
+func (a *attempt) reopen(startCtx context.Context, sid acp.SessionId) error {
 	sc := a.p.caps.SessionCapabilities
 	switch {
 	case sc.Resume != nil:
@@ -109,7 +119,7 @@ func (a *attempt) continueSession(ctx, startCtx context.Context) error {
 	default:
 		return fmt.Errorf("agent %s cannot continue the session of step %s: its process is gone and the agent advertises neither session/resume nor loadSession", a.agent.Name, a.from)
 	}
-	return a.configure(startCtx, a.sessionID, a.offered, settings)
+	return nil
 }
 
 // forkSession branches session sid on the step's process: the step gets

@@ -417,22 +417,11 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	spec := procgroup.Spec{Path: path, Args: args, Dir: a.cwd, OnDescendant: a.descendantSeen}
 	var c *confinement
 	if sb != nil {
-		c, err = a.confine(sb, env, path, args)
-		var skipped *unenforced
-		switch {
-		case errors.As(err, &skipped):
-			a.sandboxRecord = &steps.SandboxRecord{Network: sb.Network, Allow: sb.Allow,
-				Warning: "ran unsandboxed (required: false): " + skipped.Error()}
-			a.inv.Emit(steps.Warning{Message: "agent " + a.agent.Name + " " + a.sandboxRecord.Warning})
-		case err != nil:
+		if c, err = a.confineSpec(sb, env, &spec); err != nil {
 			if dir != "" {
 				os.RemoveAll(dir)
 			}
 			return err
-		default:
-			l := c.launch
-			spec.Path, spec.Args = l.Path, l.Args
-			spec.Cloneflags, spec.UidMappings, spec.GidMappings, spec.AmbientCaps = l.Cloneflags, l.UidMappings, l.GidMappings, l.AmbientCaps
 		}
 	}
 	spec.Env = policies.EnvList(env)
@@ -459,6 +448,36 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 		return fmt.Errorf("agent %s: %w", a.agent.Name, err)
 	}
 	a.inv.Emit(acpagent.Spawned{PID: ac.child.Pid(), StartTicks: ac.child.StartTicks(), Cwd: a.cwd})
+	return a.greet(startCtx)
+}
+
+// confineSpec wraps the agent's command in the step's sandbox, setting
+// how spec starts it. A sandbox the host cannot enforce, when the step
+// does not require it, is a warning and a record, not an error: the agent
+// then runs as spec already says, unconfined.
+func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *procgroup.Spec) (*confinement, error) {
+	c, err := a.confine(sb, env, spec.Path, spec.Args)
+	var skipped *unenforced
+	switch {
+	case errors.As(err, &skipped):
+		a.sandboxRecord = &steps.SandboxRecord{Network: sb.Network, Allow: sb.Allow,
+			Warning: "ran unsandboxed (required: false): " + skipped.Error()}
+		a.inv.Emit(steps.Warning{Message: "agent " + a.agent.Name + " " + a.sandboxRecord.Warning})
+	case err != nil:
+		return c, err
+	default:
+		l := c.launch
+		spec.Path, spec.Args = l.Path, l.Args
+		spec.Cloneflags, spec.UidMappings, spec.GidMappings, spec.AmbientCaps = l.Cloneflags, l.UidMappings, l.GidMappings, l.AmbientCaps
+	}
+	return c, nil
+}
+
+// greet takes a freshly spawned agent through initialize (and
+// authenticate when the step names a method), then checks its MCP
+// servers. The preset's auth aliases keep an old workflow's method name
+// working, with a warning.
+func (a *attempt) greet(startCtx context.Context) error {
 	var aliases map[string]string
 	if p, ok := acpagent.LookupPreset(a.agent.Preset); ok {
 		aliases = p.AuthAliases
