@@ -246,38 +246,7 @@ func checkKeyword(kind keyword, v any, d draft, at []string) *schemaFault {
 		}
 		return checkKeywords(v, d, at)
 	case kwSchemaMap, kwPatternMap, kwDependencies, kwNamesMap, kwBoolMap:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return wrongType(v, at, "object")
-		}
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			at := child(at, k)
-			var f *schemaFault
-			switch kind {
-			case kwPatternMap:
-				if _, err := regexp.Compile(k); err != nil {
-					return faultf(at, "%s is not a regular expression: %v", quoted(k), err)
-				}
-				f = checkKeywords(m[k], d, at)
-			case kwDependencies:
-				if _, names := m[k].([]any); names {
-					f = checkNames(m[k], at)
-				} else {
-					f = checkKeywords(m[k], d, at)
-				}
-			case kwNamesMap:
-				f = checkNames(m[k], at)
-			case kwBoolMap:
-				if _, ok := m[k].(bool); !ok {
-					f = wrongType(m[k], at, "boolean")
-				}
-			default:
-				f = checkKeywords(m[k], d, at)
-			}
-			if f != nil {
-				return f
-			}
-		}
+		return checkKeywordMap(kind, v, d, at)
 	case kwType:
 		return checkType(v, at)
 	case kwDraft:
@@ -293,24 +262,7 @@ func checkKeyword(kind keyword, v any, d draft, at []string) *schemaFault {
 			return faultf(at, "$schema names %s here and %s at the root: a schema is checked by one draft", named, d)
 		}
 	case kwString, kwURIRef, kwAnchor, kwPattern:
-		s, ok := v.(string)
-		if !ok {
-			return wrongType(v, at, "string")
-		}
-		switch kind {
-		case kwURIRef:
-			if _, err := url.Parse(s); err != nil {
-				return faultf(at, "%s is not a URI reference: %v", quoted(s), errors.Unwrap(err))
-			}
-		case kwAnchor:
-			if !anchorName.MatchString(s) {
-				return faultf(at, "%s is not an anchor name: a letter or _, then letters, digits, -, _ and .", quoted(s))
-			}
-		case kwPattern:
-			if _, err := regexp.Compile(s); err != nil {
-				return faultf(at, "%s is not a regular expression: %v", quoted(s), err)
-			}
-		}
+		return checkKeywordString(kind, v, at)
 	case kwCount:
 		if !isCount(v) {
 			return faultf(at, "got %s, want a whole number from 0 to %d", describeJSON(v), math.MaxInt32)
@@ -340,6 +292,69 @@ func checkKeyword(kind keyword, v any, d draft, at []string) *schemaFault {
 		return checkNumbers(v, at)
 	case kwValue:
 		return checkNumbers(v, at)
+	}
+	return nil
+}
+
+// checkKeywordMap checks a keyword whose value is an object of schemas,
+// regular expressions to schemas, dependencies, name lists or booleans, key by
+// key in sorted order so the first fault reported is always the same one.
+func checkKeywordMap(kind keyword, v any, d draft, at []string) *schemaFault {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return wrongType(v, at, "object")
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		at := child(at, k)
+		var f *schemaFault
+		switch kind {
+		case kwPatternMap:
+			if _, err := regexp.Compile(k); err != nil {
+				return faultf(at, "%s is not a regular expression: %v", quoted(k), err)
+			}
+			f = checkKeywords(m[k], d, at)
+		case kwDependencies:
+			if _, names := m[k].([]any); names {
+				f = checkNames(m[k], at)
+			} else {
+				f = checkKeywords(m[k], d, at)
+			}
+		case kwNamesMap:
+			f = checkNames(m[k], at)
+		case kwBoolMap:
+			if _, ok := m[k].(bool); !ok {
+				f = wrongType(m[k], at, "boolean")
+			}
+		default:
+			f = checkKeywords(m[k], d, at)
+		}
+		if f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// checkKeywordString checks a keyword whose value is a string and, for a URI
+// reference, an anchor or a pattern, that the string is one.
+func checkKeywordString(kind keyword, v any, at []string) *schemaFault {
+	s, ok := v.(string)
+	if !ok {
+		return wrongType(v, at, "string")
+	}
+	switch kind {
+	case kwURIRef:
+		if _, err := url.Parse(s); err != nil {
+			return faultf(at, "%s is not a URI reference: %v", quoted(s), errors.Unwrap(err))
+		}
+	case kwAnchor:
+		if !anchorName.MatchString(s) {
+			return faultf(at, "%s is not an anchor name: a letter or _, then letters, digits, -, _ and .", quoted(s))
+		}
+	case kwPattern:
+		if _, err := regexp.Compile(s); err != nil {
+			return faultf(at, "%s is not a regular expression: %v", quoted(s), err)
+		}
 	}
 	return nil
 }
