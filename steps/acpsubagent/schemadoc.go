@@ -675,43 +675,9 @@ func (d *schemaDoc) index(s, base *jsonschema.Schema, path []string) *schemaFaul
 		// checkKeywords made it name d.draft; the library knows one spelling.
 		s.Schema = map[draft]string{draft2020: schemaURI2020, draft7: schemaURI07}[d.draft]
 	}
-	setAnchor := func(name string, dynamic bool, keyword string) *schemaFault {
-		b := d.at[base]
-		if _, dup := b.anchors[name]; dup {
-			return faultf(child(path, keyword), "anchor %s is defined twice in %s", quoted(name), d.describe(base))
-		}
-		if b.anchors == nil {
-			b.anchors = map[string]anchor{}
-		}
-		b.anchors[name] = anchor{s, dynamic}
-		if dynamic {
-			d.dynamic[name] = append(d.dynamic[name], s)
-		}
-		return nil
-	}
-	if s.ID != "" && !(d.draft == draft7 && s.Ref != "") {
-		id, err := url.Parse(s.ID)
-		if err != nil {
-			return faultf(child(path, "$id"), "%s is not a URI reference", quoted(s.ID))
-		}
-		switch {
-		case id.Fragment != "" && d.draft == draft7:
-			if f := setAnchor(strings.TrimPrefix(s.ID, "#"), false, "$id"); f != nil {
-				return f
-			}
-		case id.Fragment != "":
-			return faultf(child(path, "$id"), "$id %s has a fragment: name a schema with $anchor", quoted(s.ID))
-		default:
-			uri := d.at[base].uri.ResolveReference(id)
-			if !uri.IsAbs() {
-				return faultf(child(path, "$id"), "$id %s is not an absolute URI", quoted(s.ID))
-			}
-			if other, dup := d.ids[uri.String()]; dup && other != s && other != d.root {
-				return faultf(child(path, "$id"), "$id %s is also %s", quoted(s.ID), d.describe(other))
-			}
-			d.ids[uri.String()] = s
-			n.uri, base = uri, s
-		}
+	base, fault := d.indexID(s, base, path)
+	if fault != nil {
+		return fault
 	}
 	n.base = base
 	if d.draft == draft2020 {
@@ -720,7 +686,7 @@ func (d *schemaDoc) index(s, base *jsonschema.Schema, path []string) *schemaFaul
 			dynamic       bool
 		}{{s.Anchor, "$anchor", false}, {s.DynamicAnchor, "$dynamicAnchor", true}} {
 			if a.name != "" {
-				if f := setAnchor(a.name, a.dynamic, a.keyword); f != nil {
+				if f := d.setAnchor(s, base, path, a.name, a.dynamic, a.keyword); f != nil {
 					return f
 				}
 			}
@@ -739,13 +705,60 @@ func (d *schemaDoc) index(s, base *jsonschema.Schema, path []string) *schemaFaul
 		}
 		n.patterns = append(n.patterns, namedPattern{re, s.PatternProperties[k]})
 	}
-	var fault *schemaFault
 	eachSubschema(s, func(tokens []string, c *jsonschema.Schema) {
 		if fault == nil {
 			fault = d.index(c, base, child(path, tokens...))
 		}
 	})
 	return fault
+}
+
+// indexID handles a schema's $id: under draft-07 a #name is an anchor;
+// otherwise it must resolve to an absolute URI no other schema has, and the
+// schema starts a resource, the base its subschemas are indexed against.
+func (d *schemaDoc) indexID(s, base *jsonschema.Schema, path []string) (*jsonschema.Schema, *schemaFault) {
+	if s.ID != "" && !(d.draft == draft7 && s.Ref != "") {
+		id, err := url.Parse(s.ID)
+		if err != nil {
+			return base, faultf(child(path, "$id"), "%s is not a URI reference", quoted(s.ID))
+		}
+		switch {
+		case id.Fragment != "" && d.draft == draft7:
+			if f := d.setAnchor(s, base, path, strings.TrimPrefix(s.ID, "#"), false, "$id"); f != nil {
+				return base, f
+			}
+		case id.Fragment != "":
+			return base, faultf(child(path, "$id"), "$id %s has a fragment: name a schema with $anchor", quoted(s.ID))
+		default:
+			uri := d.at[base].uri.ResolveReference(id)
+			if !uri.IsAbs() {
+				return base, faultf(child(path, "$id"), "$id %s is not an absolute URI", quoted(s.ID))
+			}
+			if other, dup := d.ids[uri.String()]; dup && other != s && other != d.root {
+				return base, faultf(child(path, "$id"), "$id %s is also %s", quoted(s.ID), d.describe(other))
+			}
+			d.ids[uri.String()] = s
+			d.at[s].uri, base = uri, s
+		}
+	}
+	return base, nil
+}
+
+// setAnchor names schema s in base's resource, once per resource; a dynamic
+// anchor is also one $dynamicRef may land on.
+func (d *schemaDoc) setAnchor(s, base *jsonschema.Schema, path []string, name string, dynamic bool, keyword string) *schemaFault {
+	b := d.at[base]
+	if _, dup := b.anchors[name]; dup {
+		return faultf(child(path, keyword), "anchor %s is defined twice in %s", quoted(name), d.describe(base))
+	}
+	if b.anchors == nil {
+		b.anchors = map[string]anchor{}
+	}
+	b.anchors[name] = anchor{s, dynamic}
+	if dynamic {
+		d.dynamic[name] = append(d.dynamic[name], s)
+	}
+	return nil
 }
 
 // describe names a schema in a message: its JSON Pointer from the root.
