@@ -145,6 +145,20 @@ func (w *answerWalk) apply(s *jsonschema.Schema, v any, at []string) (ok bool, e
 			return !w.failedSince(start), evaluated{}
 		}
 	}
+	w.checkValue(s, n, v, at)
+	w.applyCombinators(s, n, v, at, inPlace)
+	switch x := v.(type) {
+	case []any:
+		w.checkArray(s, x, at, &ev)
+	case map[string]any:
+		w.checkObject(s, n, x, at, &ev)
+	}
+	return !w.failedSince(start), ev
+}
+
+// checkValue checks v against the keywords that look at the value itself:
+// type, enum, const, and the number and string keywords.
+func (w *answerWalk) checkValue(s *jsonschema.Schema, n *schemaNode, v any, at []string) {
 	if s.Type != "" || s.Types != nil {
 		want := s.Types
 		if s.Type != "" {
@@ -169,6 +183,12 @@ func (w *answerWalk) apply(s *jsonschema.Schema, v any, at []string) (ok bool, e
 	if str, isStr := v.(string); isStr {
 		w.checkString(s, n, str, at)
 	}
+}
+
+// applyCombinators applies the keywords that apply other schemas to v itself
+// ($dynamicRef, allOf, anyOf, oneOf, not, if/then/else) through inPlace,
+// keeping what failed only where the keyword says it counts.
+func (w *answerWalk) applyCombinators(s *jsonschema.Schema, n *schemaNode, v any, at []string, inPlace func(*jsonschema.Schema) bool) {
 	if s.DynamicRef != "" {
 		target := n.dynRef
 		if target == nil {
@@ -227,13 +247,6 @@ func (w *answerWalk) apply(s *jsonschema.Schema, v any, at []string) (ok bool, e
 			inPlace(branch)
 		}
 	}
-	switch x := v.(type) {
-	case []any:
-		w.checkArray(s, x, at, &ev)
-	case map[string]any:
-		w.checkObject(s, n, x, at, &ev)
-	}
-	return !w.failedSince(start), ev
 }
 
 // dynamicTarget finds a $dynamicRef's schema as the library does: in the
