@@ -328,6 +328,52 @@ func (w *answerWalk) checkArray(s *jsonschema.Schema, items []any, at []string, 
 		each(rest, len(prefix))
 		ev.allItems = true
 	}
+	w.checkContains(s, items, at, ev)
+	if m := s.MinItems; m != nil && len(items) < *m {
+		w.report(at, "minItems: got %d, want %d", len(items), *m)
+	}
+	if m := s.MaxItems; m != nil && len(items) > *m {
+		w.report(at, "maxItems: got %d, want %d", len(items), *m)
+	}
+	if s.UniqueItems && len(items) > 1 {
+		w.spend(len(items))
+		first := map[string]int{}
+		for i, item := range items {
+			key := canonicalJSON(item)
+			if j, dup := first[key]; dup {
+				w.report(at, "items at %d and %d are equal", j, i)
+				break
+			}
+			first[key] = i
+		}
+	}
+	w.checkUnevaluatedItems(s, items, at, ev)
+}
+
+// checkUnevaluatedItems applies unevaluatedItems to the items no other
+// keyword evaluated; after it, every item counts as evaluated.
+func (w *answerWalk) checkUnevaluatedItems(s *jsonschema.Schema, items []any, at []string, ev *evaluated) {
+	if s.UnevaluatedItems != nil && !ev.allItems {
+		var left []int
+		for i := ev.endIndex; i < len(items); i++ {
+			if !ev.indexes[i] {
+				left = append(left, i)
+			}
+		}
+		if w.doc.at[s.UnevaluatedItems].never && len(left) > 0 {
+			w.report(at, "unevaluated items at %s not allowed", strings.Trim(fmt.Sprint(left), "[]"))
+		} else {
+			for _, i := range left {
+				w.apply(s.UnevaluatedItems, items[i], child(at, strconv.Itoa(i)))
+			}
+		}
+		ev.allItems = true
+	}
+}
+
+// checkContains counts the items that match contains (each one evaluated)
+// and checks the count against minContains and maxContains.
+func (w *answerWalk) checkContains(s *jsonschema.Schema, items []any, at []string, ev *evaluated) {
 	contained := 0
 	if s.Contains != nil {
 		for i, item := range items {
@@ -347,40 +393,6 @@ func (w *answerWalk) checkArray(s *jsonschema.Schema, items []any, at []string, 
 		if m := s.MaxContains; m != nil && contained > *m {
 			w.report(at, "maxContains: got %d items that match contains, want %d", contained, *m)
 		}
-	}
-	if m := s.MinItems; m != nil && len(items) < *m {
-		w.report(at, "minItems: got %d, want %d", len(items), *m)
-	}
-	if m := s.MaxItems; m != nil && len(items) > *m {
-		w.report(at, "maxItems: got %d, want %d", len(items), *m)
-	}
-	if s.UniqueItems && len(items) > 1 {
-		w.spend(len(items))
-		first := map[string]int{}
-		for i, item := range items {
-			key := canonicalJSON(item)
-			if j, dup := first[key]; dup {
-				w.report(at, "items at %d and %d are equal", j, i)
-				break
-			}
-			first[key] = i
-		}
-	}
-	if s.UnevaluatedItems != nil && !ev.allItems {
-		var left []int
-		for i := ev.endIndex; i < len(items); i++ {
-			if !ev.indexes[i] {
-				left = append(left, i)
-			}
-		}
-		if w.doc.at[s.UnevaluatedItems].never && len(left) > 0 {
-			w.report(at, "unevaluated items at %s not allowed", strings.Trim(fmt.Sprint(left), "[]"))
-		} else {
-			for _, i := range left {
-				w.apply(s.UnevaluatedItems, items[i], child(at, strconv.Itoa(i)))
-			}
-		}
-		ev.allItems = true
 	}
 }
 
@@ -451,6 +463,34 @@ func (w *answerWalk) checkObject(s *jsonschema.Schema, n *schemaNode, obj map[st
 	} else if len(missing) > 1 {
 		w.report(at, "missing properties %s", quotedList(missing))
 	}
+	w.checkDependencies(s, obj, at, ev)
+	w.checkUnevaluatedProps(s, names, obj, at, ev)
+}
+
+// checkUnevaluatedProps applies unevaluatedProperties to the properties
+// (names, sorted) no other keyword evaluated; after it, all count as evaluated.
+func (w *answerWalk) checkUnevaluatedProps(s *jsonschema.Schema, names []string, obj map[string]any, at []string, ev *evaluated) {
+	if up := s.UnevaluatedProperties; up != nil && !ev.allProps {
+		var left []string
+		for _, name := range names {
+			if !ev.props[name] {
+				left = append(left, name)
+			}
+		}
+		if w.doc.at[up].never && len(left) > 0 {
+			w.report(at, "unevaluated properties %s not allowed", quotedList(left))
+		} else {
+			for _, name := range left {
+				w.apply(up, obj[name], child(at, name))
+			}
+		}
+		ev.allProps = true
+	}
+}
+
+// checkDependencies checks the names and schemas a present property requires
+// (dependentRequired and dependentSchemas; under draft-07, dependencies).
+func (w *answerWalk) checkDependencies(s *jsonschema.Schema, obj map[string]any, at []string, ev *evaluated) {
 	requiredBy, schemaBy := s.DependentRequired, s.DependentSchemas
 	if w.doc.draft == draft7 {
 		requiredBy, schemaBy = s.DependencyStrings, s.DependencySchemas
@@ -468,22 +508,6 @@ func (w *answerWalk) checkObject(s *jsonschema.Schema, n *schemaNode, obj map[st
 				ev.merge(e)
 			}
 		}
-	}
-	if up := s.UnevaluatedProperties; up != nil && !ev.allProps {
-		var left []string
-		for _, name := range names {
-			if !ev.props[name] {
-				left = append(left, name)
-			}
-		}
-		if w.doc.at[up].never && len(left) > 0 {
-			w.report(at, "unevaluated properties %s not allowed", quotedList(left))
-		} else {
-			for _, name := range left {
-				w.apply(up, obj[name], child(at, name))
-			}
-		}
-		ev.allProps = true
 	}
 }
 
