@@ -246,38 +246,7 @@ func checkKeyword(kind keyword, v any, d draft, at []string) *schemaFault {
 		}
 		return checkKeywords(v, d, at)
 	case kwSchemaMap, kwPatternMap, kwDependencies, kwNamesMap, kwBoolMap:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return wrongType(v, at, "object")
-		}
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			at := child(at, k)
-			var f *schemaFault
-			switch kind {
-			case kwPatternMap:
-				if _, err := regexp.Compile(k); err != nil {
-					return faultf(at, "%s is not a regular expression: %v", quoted(k), err)
-				}
-				f = checkKeywords(m[k], d, at)
-			case kwDependencies:
-				if _, names := m[k].([]any); names {
-					f = checkNames(m[k], at)
-				} else {
-					f = checkKeywords(m[k], d, at)
-				}
-			case kwNamesMap:
-				f = checkNames(m[k], at)
-			case kwBoolMap:
-				if _, ok := m[k].(bool); !ok {
-					f = wrongType(m[k], at, "boolean")
-				}
-			default:
-				f = checkKeywords(m[k], d, at)
-			}
-			if f != nil {
-				return f
-			}
-		}
+		return checkKeywordMap(kind, v, d, at)
 	case kwType:
 		return checkType(v, at)
 	case kwDraft:
@@ -293,24 +262,7 @@ func checkKeyword(kind keyword, v any, d draft, at []string) *schemaFault {
 			return faultf(at, "$schema names %s here and %s at the root: a schema is checked by one draft", named, d)
 		}
 	case kwString, kwURIRef, kwAnchor, kwPattern:
-		s, ok := v.(string)
-		if !ok {
-			return wrongType(v, at, "string")
-		}
-		switch kind {
-		case kwURIRef:
-			if _, err := url.Parse(s); err != nil {
-				return faultf(at, "%s is not a URI reference: %v", quoted(s), errors.Unwrap(err))
-			}
-		case kwAnchor:
-			if !anchorName.MatchString(s) {
-				return faultf(at, "%s is not an anchor name: a letter or _, then letters, digits, -, _ and .", quoted(s))
-			}
-		case kwPattern:
-			if _, err := regexp.Compile(s); err != nil {
-				return faultf(at, "%s is not a regular expression: %v", quoted(s), err)
-			}
-		}
+		return checkKeywordString(kind, v, at)
 	case kwCount:
 		if !isCount(v) {
 			return faultf(at, "got %s, want a whole number from 0 to %d", describeJSON(v), math.MaxInt32)
@@ -340,6 +292,69 @@ func checkKeyword(kind keyword, v any, d draft, at []string) *schemaFault {
 		return checkNumbers(v, at)
 	case kwValue:
 		return checkNumbers(v, at)
+	}
+	return nil
+}
+
+// checkKeywordMap checks a keyword whose value is an object of schemas,
+// regular expressions to schemas, dependencies, name lists or booleans, key by
+// key in sorted order so the first fault reported is always the same one.
+func checkKeywordMap(kind keyword, v any, d draft, at []string) *schemaFault {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return wrongType(v, at, "object")
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		at := child(at, k)
+		var f *schemaFault
+		switch kind {
+		case kwPatternMap:
+			if _, err := regexp.Compile(k); err != nil {
+				return faultf(at, "%s is not a regular expression: %v", quoted(k), err)
+			}
+			f = checkKeywords(m[k], d, at)
+		case kwDependencies:
+			if _, names := m[k].([]any); names {
+				f = checkNames(m[k], at)
+			} else {
+				f = checkKeywords(m[k], d, at)
+			}
+		case kwNamesMap:
+			f = checkNames(m[k], at)
+		case kwBoolMap:
+			if _, ok := m[k].(bool); !ok {
+				f = wrongType(m[k], at, "boolean")
+			}
+		default:
+			f = checkKeywords(m[k], d, at)
+		}
+		if f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// checkKeywordString checks a keyword whose value is a string and, for a URI
+// reference, an anchor or a pattern, that the string is one.
+func checkKeywordString(kind keyword, v any, at []string) *schemaFault {
+	s, ok := v.(string)
+	if !ok {
+		return wrongType(v, at, "string")
+	}
+	switch kind {
+	case kwURIRef:
+		if _, err := url.Parse(s); err != nil {
+			return faultf(at, "%s is not a URI reference: %v", quoted(s), errors.Unwrap(err))
+		}
+	case kwAnchor:
+		if !anchorName.MatchString(s) {
+			return faultf(at, "%s is not an anchor name: a letter or _, then letters, digits, -, _ and .", quoted(s))
+		}
+	case kwPattern:
+		if _, err := regexp.Compile(s); err != nil {
+			return faultf(at, "%s is not a regular expression: %v", quoted(s), err)
+		}
 	}
 	return nil
 }
@@ -660,43 +675,9 @@ func (d *schemaDoc) index(s, base *jsonschema.Schema, path []string) *schemaFaul
 		// checkKeywords made it name d.draft; the library knows one spelling.
 		s.Schema = map[draft]string{draft2020: schemaURI2020, draft7: schemaURI07}[d.draft]
 	}
-	setAnchor := func(name string, dynamic bool, keyword string) *schemaFault {
-		b := d.at[base]
-		if _, dup := b.anchors[name]; dup {
-			return faultf(child(path, keyword), "anchor %s is defined twice in %s", quoted(name), d.describe(base))
-		}
-		if b.anchors == nil {
-			b.anchors = map[string]anchor{}
-		}
-		b.anchors[name] = anchor{s, dynamic}
-		if dynamic {
-			d.dynamic[name] = append(d.dynamic[name], s)
-		}
-		return nil
-	}
-	if s.ID != "" && !(d.draft == draft7 && s.Ref != "") {
-		id, err := url.Parse(s.ID)
-		if err != nil {
-			return faultf(child(path, "$id"), "%s is not a URI reference", quoted(s.ID))
-		}
-		switch {
-		case id.Fragment != "" && d.draft == draft7:
-			if f := setAnchor(strings.TrimPrefix(s.ID, "#"), false, "$id"); f != nil {
-				return f
-			}
-		case id.Fragment != "":
-			return faultf(child(path, "$id"), "$id %s has a fragment: name a schema with $anchor", quoted(s.ID))
-		default:
-			uri := d.at[base].uri.ResolveReference(id)
-			if !uri.IsAbs() {
-				return faultf(child(path, "$id"), "$id %s is not an absolute URI", quoted(s.ID))
-			}
-			if other, dup := d.ids[uri.String()]; dup && other != s && other != d.root {
-				return faultf(child(path, "$id"), "$id %s is also %s", quoted(s.ID), d.describe(other))
-			}
-			d.ids[uri.String()] = s
-			n.uri, base = uri, s
-		}
+	base, fault := d.indexID(s, base, path)
+	if fault != nil {
+		return fault
 	}
 	n.base = base
 	if d.draft == draft2020 {
@@ -705,7 +686,7 @@ func (d *schemaDoc) index(s, base *jsonschema.Schema, path []string) *schemaFaul
 			dynamic       bool
 		}{{s.Anchor, "$anchor", false}, {s.DynamicAnchor, "$dynamicAnchor", true}} {
 			if a.name != "" {
-				if f := setAnchor(a.name, a.dynamic, a.keyword); f != nil {
+				if f := d.setAnchor(s, base, path, a.name, a.dynamic, a.keyword); f != nil {
 					return f
 				}
 			}
@@ -724,13 +705,60 @@ func (d *schemaDoc) index(s, base *jsonschema.Schema, path []string) *schemaFaul
 		}
 		n.patterns = append(n.patterns, namedPattern{re, s.PatternProperties[k]})
 	}
-	var fault *schemaFault
 	eachSubschema(s, func(tokens []string, c *jsonschema.Schema) {
 		if fault == nil {
 			fault = d.index(c, base, child(path, tokens...))
 		}
 	})
 	return fault
+}
+
+// indexID handles a schema's $id: under draft-07 a #name is an anchor;
+// otherwise it must resolve to an absolute URI no other schema has, and the
+// schema starts a resource, the base its subschemas are indexed against.
+func (d *schemaDoc) indexID(s, base *jsonschema.Schema, path []string) (*jsonschema.Schema, *schemaFault) {
+	if s.ID != "" && !(d.draft == draft7 && s.Ref != "") {
+		id, err := url.Parse(s.ID)
+		if err != nil {
+			return base, faultf(child(path, "$id"), "%s is not a URI reference", quoted(s.ID))
+		}
+		switch {
+		case id.Fragment != "" && d.draft == draft7:
+			if f := d.setAnchor(s, base, path, strings.TrimPrefix(s.ID, "#"), false, "$id"); f != nil {
+				return base, f
+			}
+		case id.Fragment != "":
+			return base, faultf(child(path, "$id"), "$id %s has a fragment: name a schema with $anchor", quoted(s.ID))
+		default:
+			uri := d.at[base].uri.ResolveReference(id)
+			if !uri.IsAbs() {
+				return base, faultf(child(path, "$id"), "$id %s is not an absolute URI", quoted(s.ID))
+			}
+			if other, dup := d.ids[uri.String()]; dup && other != s && other != d.root {
+				return base, faultf(child(path, "$id"), "$id %s is also %s", quoted(s.ID), d.describe(other))
+			}
+			d.ids[uri.String()] = s
+			d.at[s].uri, base = uri, s
+		}
+	}
+	return base, nil
+}
+
+// setAnchor names schema s in base's resource, once per resource; a dynamic
+// anchor is also one $dynamicRef may land on.
+func (d *schemaDoc) setAnchor(s, base *jsonschema.Schema, path []string, name string, dynamic bool, keyword string) *schemaFault {
+	b := d.at[base]
+	if _, dup := b.anchors[name]; dup {
+		return faultf(child(path, keyword), "anchor %s is defined twice in %s", quoted(name), d.describe(base))
+	}
+	if b.anchors == nil {
+		b.anchors = map[string]anchor{}
+	}
+	b.anchors[name] = anchor{s, dynamic}
+	if dynamic {
+		d.dynamic[name] = append(d.dynamic[name], s)
+	}
+	return nil
 }
 
 // describe names a schema in a message: its JSON Pointer from the root.

@@ -145,6 +145,20 @@ func (w *answerWalk) apply(s *jsonschema.Schema, v any, at []string) (ok bool, e
 			return !w.failedSince(start), evaluated{}
 		}
 	}
+	w.checkValue(s, n, v, at)
+	w.applyCombinators(s, n, v, at, inPlace)
+	switch x := v.(type) {
+	case []any:
+		w.checkArray(s, x, at, &ev)
+	case map[string]any:
+		w.checkObject(s, n, x, at, &ev)
+	}
+	return !w.failedSince(start), ev
+}
+
+// checkValue checks v against the keywords that look at the value itself:
+// type, enum, const, and the number and string keywords.
+func (w *answerWalk) checkValue(s *jsonschema.Schema, n *schemaNode, v any, at []string) {
 	if s.Type != "" || s.Types != nil {
 		want := s.Types
 		if s.Type != "" {
@@ -169,6 +183,12 @@ func (w *answerWalk) apply(s *jsonschema.Schema, v any, at []string) (ok bool, e
 	if str, isStr := v.(string); isStr {
 		w.checkString(s, n, str, at)
 	}
+}
+
+// applyCombinators applies the keywords that apply other schemas to v itself
+// ($dynamicRef, allOf, anyOf, oneOf, not, if/then/else) through inPlace,
+// keeping what failed only where the keyword says it counts.
+func (w *answerWalk) applyCombinators(s *jsonschema.Schema, n *schemaNode, v any, at []string, inPlace func(*jsonschema.Schema) bool) {
 	if s.DynamicRef != "" {
 		target := n.dynRef
 		if target == nil {
@@ -227,13 +247,6 @@ func (w *answerWalk) apply(s *jsonschema.Schema, v any, at []string) (ok bool, e
 			inPlace(branch)
 		}
 	}
-	switch x := v.(type) {
-	case []any:
-		w.checkArray(s, x, at, &ev)
-	case map[string]any:
-		w.checkObject(s, n, x, at, &ev)
-	}
-	return !w.failedSince(start), ev
 }
 
 // dynamicTarget finds a $dynamicRef's schema as the library does: in the
@@ -315,6 +328,52 @@ func (w *answerWalk) checkArray(s *jsonschema.Schema, items []any, at []string, 
 		each(rest, len(prefix))
 		ev.allItems = true
 	}
+	w.checkContains(s, items, at, ev)
+	if m := s.MinItems; m != nil && len(items) < *m {
+		w.report(at, "minItems: got %d, want %d", len(items), *m)
+	}
+	if m := s.MaxItems; m != nil && len(items) > *m {
+		w.report(at, "maxItems: got %d, want %d", len(items), *m)
+	}
+	if s.UniqueItems && len(items) > 1 {
+		w.spend(len(items))
+		first := map[string]int{}
+		for i, item := range items {
+			key := canonicalJSON(item)
+			if j, dup := first[key]; dup {
+				w.report(at, "items at %d and %d are equal", j, i)
+				break
+			}
+			first[key] = i
+		}
+	}
+	w.checkUnevaluatedItems(s, items, at, ev)
+}
+
+// checkUnevaluatedItems applies unevaluatedItems to the items no other
+// keyword evaluated; after it, every item counts as evaluated.
+func (w *answerWalk) checkUnevaluatedItems(s *jsonschema.Schema, items []any, at []string, ev *evaluated) {
+	if s.UnevaluatedItems != nil && !ev.allItems {
+		var left []int
+		for i := ev.endIndex; i < len(items); i++ {
+			if !ev.indexes[i] {
+				left = append(left, i)
+			}
+		}
+		if w.doc.at[s.UnevaluatedItems].never && len(left) > 0 {
+			w.report(at, "unevaluated items at %s not allowed", strings.Trim(fmt.Sprint(left), "[]"))
+		} else {
+			for _, i := range left {
+				w.apply(s.UnevaluatedItems, items[i], child(at, strconv.Itoa(i)))
+			}
+		}
+		ev.allItems = true
+	}
+}
+
+// checkContains counts the items that match contains (each one evaluated)
+// and checks the count against minContains and maxContains.
+func (w *answerWalk) checkContains(s *jsonschema.Schema, items []any, at []string, ev *evaluated) {
 	contained := 0
 	if s.Contains != nil {
 		for i, item := range items {
@@ -334,40 +393,6 @@ func (w *answerWalk) checkArray(s *jsonschema.Schema, items []any, at []string, 
 		if m := s.MaxContains; m != nil && contained > *m {
 			w.report(at, "maxContains: got %d items that match contains, want %d", contained, *m)
 		}
-	}
-	if m := s.MinItems; m != nil && len(items) < *m {
-		w.report(at, "minItems: got %d, want %d", len(items), *m)
-	}
-	if m := s.MaxItems; m != nil && len(items) > *m {
-		w.report(at, "maxItems: got %d, want %d", len(items), *m)
-	}
-	if s.UniqueItems && len(items) > 1 {
-		w.spend(len(items))
-		first := map[string]int{}
-		for i, item := range items {
-			key := canonicalJSON(item)
-			if j, dup := first[key]; dup {
-				w.report(at, "items at %d and %d are equal", j, i)
-				break
-			}
-			first[key] = i
-		}
-	}
-	if s.UnevaluatedItems != nil && !ev.allItems {
-		var left []int
-		for i := ev.endIndex; i < len(items); i++ {
-			if !ev.indexes[i] {
-				left = append(left, i)
-			}
-		}
-		if w.doc.at[s.UnevaluatedItems].never && len(left) > 0 {
-			w.report(at, "unevaluated items at %s not allowed", strings.Trim(fmt.Sprint(left), "[]"))
-		} else {
-			for _, i := range left {
-				w.apply(s.UnevaluatedItems, items[i], child(at, strconv.Itoa(i)))
-			}
-		}
-		ev.allItems = true
 	}
 }
 
@@ -438,6 +463,34 @@ func (w *answerWalk) checkObject(s *jsonschema.Schema, n *schemaNode, obj map[st
 	} else if len(missing) > 1 {
 		w.report(at, "missing properties %s", quotedList(missing))
 	}
+	w.checkDependencies(s, obj, at, ev)
+	w.checkUnevaluatedProps(s, names, obj, at, ev)
+}
+
+// checkUnevaluatedProps applies unevaluatedProperties to the properties
+// (names, sorted) no other keyword evaluated; after it, all count as evaluated.
+func (w *answerWalk) checkUnevaluatedProps(s *jsonschema.Schema, names []string, obj map[string]any, at []string, ev *evaluated) {
+	if up := s.UnevaluatedProperties; up != nil && !ev.allProps {
+		var left []string
+		for _, name := range names {
+			if !ev.props[name] {
+				left = append(left, name)
+			}
+		}
+		if w.doc.at[up].never && len(left) > 0 {
+			w.report(at, "unevaluated properties %s not allowed", quotedList(left))
+		} else {
+			for _, name := range left {
+				w.apply(up, obj[name], child(at, name))
+			}
+		}
+		ev.allProps = true
+	}
+}
+
+// checkDependencies checks the names and schemas a present property requires
+// (dependentRequired and dependentSchemas; under draft-07, dependencies).
+func (w *answerWalk) checkDependencies(s *jsonschema.Schema, obj map[string]any, at []string, ev *evaluated) {
 	requiredBy, schemaBy := s.DependentRequired, s.DependentSchemas
 	if w.doc.draft == draft7 {
 		requiredBy, schemaBy = s.DependencyStrings, s.DependencySchemas
@@ -455,22 +508,6 @@ func (w *answerWalk) checkObject(s *jsonschema.Schema, n *schemaNode, obj map[st
 				ev.merge(e)
 			}
 		}
-	}
-	if up := s.UnevaluatedProperties; up != nil && !ev.allProps {
-		var left []string
-		for _, name := range names {
-			if !ev.props[name] {
-				left = append(left, name)
-			}
-		}
-		if w.doc.at[up].never && len(left) > 0 {
-			w.report(at, "unevaluated properties %s not allowed", quotedList(left))
-		} else {
-			for _, name := range left {
-				w.apply(up, obj[name], child(at, name))
-			}
-		}
-		ev.allProps = true
 	}
 }
 

@@ -40,25 +40,10 @@ func main() {
 }
 
 func run(ip string, port int, db, namespace string) error {
-	sql := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{"mode": "memory", "cache": "shared"}}
-	sql.DatabaseName = "acpflow" + strconv.Itoa(os.Getpid())
-	if db != "" {
-		sql.ConnectAttributes = map[string]string{"mode": "rwc", "_journal_mode": "wal"}
-		sql.DatabaseName = db
-		if _, err := os.Stat(db); os.IsNotExist(err) {
-			if err := sqliteschema.SetupSchema(sql); err != nil {
-				return fmt.Errorf("schema: %w", err)
-			}
-		}
-	}
-	ns, err := sqliteschema.NewNamespaceConfig("active", namespace, false, nil)
+	sql, err := prepareStore(db, namespace)
 	if err != nil {
 		return err
 	}
-	if err := sqliteschema.CreateNamespaces(sql, ns); err != nil {
-		return fmt.Errorf("namespace: %w", err)
-	}
-
 	ports := map[string]int{"frontend": port}
 	for _, svc := range []string{"history", "matching", "worker", "http"} {
 		p, err := freePort(ip)
@@ -67,6 +52,63 @@ func run(ip string, port int, db, namespace string) error {
 		}
 		ports[svc] = p
 	}
+	conf, hosts := serverConfig(ip, ports, sql)
+	frontend := conf.PublicClient.HostPort
+
+	dyn := dynamicconfig.StaticClient{
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 8096,
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+	}
+	logger := tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: "error", Format: "console"}))
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(hosts),
+		temporal.WithLogger(logger),
+		temporal.WithDynamicConfigClient(dyn),
+	)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "acpflow-temporal-devserver: listening on %s, namespace %s\n", frontend, namespace)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	return srv.Stop()
+}
+
+// prepareStore describes the SQLite store (in memory unless db names a file),
+// creates its schema when the file is new, and creates the namespace, so the
+// server finds everything it needs when it starts.
+func prepareStore(db, namespace string) (*config.SQL, error) {
+	sql := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{"mode": "memory", "cache": "shared"}}
+	sql.DatabaseName = "acpflow" + strconv.Itoa(os.Getpid())
+	if db != "" {
+		sql.ConnectAttributes = map[string]string{"mode": "rwc", "_journal_mode": "wal"}
+		sql.DatabaseName = db
+		if _, err := os.Stat(db); os.IsNotExist(err) {
+			if err := sqliteschema.SetupSchema(sql); err != nil {
+				return nil, fmt.Errorf("schema: %w", err)
+			}
+		}
+	}
+	ns, err := sqliteschema.NewNamespaceConfig("active", namespace, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := sqliteschema.CreateNamespaces(sql, ns); err != nil {
+		return nil, fmt.Errorf("namespace: %w", err)
+	}
+	return sql, nil
+}
+
+// serverConfig is a single-cluster, single-shard configuration: every service
+// on ip at its port from ports (frontend on the one the user asked for),
+// persistence and visibility in sql, archival off.
+func serverConfig(ip string, ports map[string]int, sql *config.SQL) (*config.Config, map[primitives.ServiceName]static.Hosts) {
 	var conf config.Config
 	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
 	conf.Global.Membership.BroadcastAddress = ip
@@ -74,7 +116,7 @@ func run(ip string, port int, db, namespace string) error {
 	conf.Persistence.VisibilityStore = "sqlite"
 	conf.Persistence.NumHistoryShards = 1
 	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite": {SQL: sql}}
-	frontend := net.JoinHostPort(ip, strconv.Itoa(port))
+	frontend := net.JoinHostPort(ip, strconv.Itoa(ports["frontend"]))
 	conf.ClusterMetadata = &cluster.Config{
 		FailoverVersionIncrement: 10, MasterClusterName: "active", CurrentClusterName: "active",
 		ClusterInformation: map[string]cluster.ClusterInformation{"active": {
@@ -99,30 +141,7 @@ func run(ip string, port int, db, namespace string) error {
 	conf.NamespaceDefaults.Archival.History.State = "disabled"
 	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
 	conf.PublicClient.HostPort = frontend
-
-	dyn := dynamicconfig.StaticClient{
-		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 8096,
-		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
-	}
-	logger := tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: "error", Format: "console"}))
-	srv, err := temporal.NewServer(
-		temporal.WithConfig(&conf),
-		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithStaticHosts(hosts),
-		temporal.WithLogger(logger),
-		temporal.WithDynamicConfigClient(dyn),
-	)
-	if err != nil {
-		return err
-	}
-	if err := srv.Start(); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "acpflow-temporal-devserver: listening on %s, namespace %s\n", frontend, namespace)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	<-sig
-	return srv.Stop()
+	return &conf, hosts
 }
 
 func freePort(ip string) (int, error) {

@@ -268,79 +268,92 @@ func (s *scheduler) run(ctx workflow.Context) {
 	})
 	turns := map[turnKey]*turn{}
 	if s.turnEnd {
-		signals := workflow.GetSignalChannel(recv, TurnEndSignal)
-		workflow.Go(recv, func(c workflow.Context) {
-			for {
-				var te TurnEnd
-				signals.Receive(c, &te)
-				ch.Send(c, happened(func(now time.Time) []engine.Action {
-					// A signal of an attempt whose end was fed already (a
-					// worker ran it again after signalling) changes nothing;
-					// one whose result cannot be read is left to the
-					// activity's completion.
-					t := turns[keyOf(te.Step, te.Index, te.Attempt)]
-					if t == nil || t.ended {
-						return nil
-					}
-					res, err := s.load(te.Result)
-					if err != nil {
-						return nil
-					}
-					t.ended = true
-					return s.sched.Ended(t.a, res, now)
-				}))
-			}
-		})
+		s.listenTurnEnds(recv, ch, turns)
 	}
 	acts := s.sched.Start(workflow.Now(ctx))
 	for {
-		for _, a := range acts {
-			switch a := a.(type) {
-			case *engine.StartAttempt:
-				s.emitAt(a.Step.ID, a.Element, a.StepStart())
-				key := keyOf(a.Step.ID, indexOf(a.Element), a.N)
-				t := &turn{a: a}
-				turns[key] = t
-				workflow.Go(runCtx, func(c workflow.Context) {
-					res, err := s.attempt(c, a.Step, a.Element, a.N)
-					if err != nil {
-						res = engine.Errored(err.Error())
-					}
-					// The activity returns once the agents are gone: the
-					// slot is free, and the turn ended if no signal said so.
-					ch.Send(c, happened(func(now time.Time) []engine.Action {
-						var acts []engine.Action
-						if !t.ended {
-							t.ended = true
-							acts = s.sched.Ended(a, res, now)
-						}
-						delete(turns, key)
-						return append(acts, s.sched.Released(a, now)...)
-					}))
-				})
-			case *engine.Wait:
-				s.emitAt(a.Step.ID, a.Element, steps.Retry{AfterMS: a.After.Milliseconds(), Error: a.Error})
-				workflow.Go(runCtx, func(c workflow.Context) {
-					workflow.Sleep(c, a.After) // cancelled: the schedule has ended the wait already
-					ch.Send(c, happened(func(now time.Time) []engine.Action { return s.sched.Woke(a, now) }))
-				})
-			case *engine.ElementDone:
-				s.emitAt(a.Step.ID, a.Element, a.ElementEnd())
-			case *engine.Settle:
-				s.settle(a.Step, a.Result)
-			case *engine.Cancel:
-				if s.cause == "" {
-					s.cause = a.Cause
-				}
-				cancel()
-			}
-		}
+		s.perform(runCtx, ch, turns, acts, cancel)
 		if s.sched.Done() && len(turns) == 0 {
 			return
 		}
 		var f happened
 		ch.Receive(recv, &f)
 		acts = f(workflow.Now(ctx))
+	}
+}
+
+// listenTurnEnds feeds each TurnEnd signal to the loop: the turn it names
+// ends with the result it carries, unless its end was fed already.
+func (s *scheduler) listenTurnEnds(recv workflow.Context, ch workflow.Channel, turns map[turnKey]*turn) {
+	signals := workflow.GetSignalChannel(recv, TurnEndSignal)
+	workflow.Go(recv, func(c workflow.Context) {
+		for {
+			var te TurnEnd
+			signals.Receive(c, &te)
+			ch.Send(c, happened(func(now time.Time) []engine.Action {
+				// A signal of an attempt whose end was fed already (a
+				// worker ran it again after signalling) changes nothing;
+				// one whose result cannot be read is left to the
+				// activity's completion.
+				t := turns[keyOf(te.Step, te.Index, te.Attempt)]
+				if t == nil || t.ended {
+					return nil
+				}
+				res, err := s.load(te.Result)
+				if err != nil {
+					return nil
+				}
+				t.ended = true
+				return s.sched.Ended(t.a, res, now)
+			}))
+		}
+	})
+}
+
+// perform carries out the schedule's actions in order: an attempt becomes an
+// activity in a coroutine, a wait a timer, and a settled step or element is
+// recorded; what they report comes back to the loop through ch.
+func (s *scheduler) perform(runCtx workflow.Context, ch workflow.Channel, turns map[turnKey]*turn, acts []engine.Action, cancel workflow.CancelFunc) {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case *engine.StartAttempt:
+			s.emitAt(a.Step.ID, a.Element, a.StepStart())
+			key := keyOf(a.Step.ID, indexOf(a.Element), a.N)
+			t := &turn{a: a}
+			turns[key] = t
+			workflow.Go(runCtx, func(c workflow.Context) {
+				res, err := s.attempt(c, a.Step, a.Element, a.N)
+				if err != nil {
+					res = engine.Errored(err.Error())
+				}
+				// The activity returns once the agents are gone: the
+				// slot is free, and the turn ended if no signal said so.
+				ch.Send(c, happened(func(now time.Time) []engine.Action {
+					var acts []engine.Action
+					if !t.ended {
+						t.ended = true
+						acts = s.sched.Ended(a, res, now)
+					}
+					delete(turns, key)
+					return append(acts, s.sched.Released(a, now)...)
+				}))
+			})
+		case *engine.Wait:
+			s.emitAt(a.Step.ID, a.Element, steps.Retry{AfterMS: a.After.Milliseconds(), Error: a.Error})
+			workflow.Go(runCtx, func(c workflow.Context) {
+				workflow.Sleep(c, a.After) // cancelled: the schedule has ended the wait already
+				ch.Send(c, happened(func(now time.Time) []engine.Action { return s.sched.Woke(a, now) }))
+			})
+		case *engine.ElementDone:
+			s.emitAt(a.Step.ID, a.Element, a.ElementEnd())
+		case *engine.Settle:
+			s.settle(a.Step, a.Result)
+		case *engine.Cancel:
+			if s.cause == "" {
+				s.cause = a.Cause
+			}
+			cancel()
+		}
 	}
 }
 

@@ -177,21 +177,8 @@ func place(d *prepared, plain []byte) (drawing, error) {
 			if len(f) < 4 {
 				return bad(line)
 			}
-			i, ok := nodeIndex(f[1], len(d.nodes))
-			x, err1 := strconv.ParseFloat(f[2], 64)
-			y, err2 := strconv.ParseFloat(f[3], 64)
-			if !ok || err1 != nil || err2 != nil {
+			if !placeNode(d, f, height) {
 				return bad(line)
-			}
-			n := &d.nodes[i]
-			n.CX = marginPx + x*72
-			cy := marginPx + height - y*72
-			n.X, n.Y = n.CX-n.W/2, cy-n.H/2
-			if n.ShownDetail == "" {
-				n.LabelY = cy + labelFont*0.35
-			} else {
-				n.LabelY = cy - 3
-				n.DetailY = cy + detailFont + 1
 			}
 			placed++
 		case "edge":
@@ -208,26 +195,11 @@ func place(d *prepared, plain []byte) (drawing, error) {
 			if !ok {
 				return bad(line)
 			}
-			var p strings.Builder
-			for j := 0; j < k; j++ {
-				x, err1 := strconv.ParseFloat(f[4+2*j], 64)
-				y, err2 := strconv.ParseFloat(f[5+2*j], 64)
-				if err1 != nil || err2 != nil {
-					return bad(line)
-				}
-				switch {
-				case j == 0:
-					p.WriteString("M")
-				case j == 1:
-					p.WriteString(" C")
-				default:
-					p.WriteString(" ")
-				}
-				p.WriteString(num(marginPx + x*72))
-				p.WriteString(",")
-				p.WriteString(num(marginPx + height - y*72))
+			path, ok := edgePath(f[4:4+2*k], height)
+			if !ok {
+				return bad(line)
 			}
-			dr.Edges[at] = drawnEdge{From: d.nodes[from].ID, To: d.nodes[to].ID, D: p.String()}
+			dr.Edges[at] = drawnEdge{From: d.nodes[from].ID, To: d.nodes[to].ID, D: path}
 		}
 	}
 	if placed != len(d.nodes) {
@@ -240,6 +212,55 @@ func place(d *prepared, plain []byte) (drawing, error) {
 	}
 	dr.Nodes = d.nodes
 	return dr, nil
+}
+
+// placeNode sets the box and label positions of the step a "node" line names
+// (f[1]) from its centre (f[2], f[3]: inches, y up from the bottom of a graph
+// height pixels tall); false when the line does not name a step or a number.
+func placeNode(d *prepared, f []string, height float64) bool {
+	i, ok := nodeIndex(f[1], len(d.nodes))
+	x, err1 := strconv.ParseFloat(f[2], 64)
+	y, err2 := strconv.ParseFloat(f[3], 64)
+	if !ok || err1 != nil || err2 != nil {
+		return false
+	}
+	n := &d.nodes[i]
+	n.CX = marginPx + x*72
+	cy := marginPx + height - y*72
+	n.X, n.Y = n.CX-n.W/2, cy-n.H/2
+	if n.ShownDetail == "" {
+		n.LabelY = cy + labelFont*0.35
+	} else {
+		n.LabelY = cy - 3
+		n.DetailY = cy + detailFont + 1
+	}
+	return true
+}
+
+// edgePath turns an edge's B-spline control points (x y pairs in inches, y up)
+// into an SVG path: move to the first, then one cubic curve through the rest;
+// false when a coordinate is not a number.
+func edgePath(points []string, height float64) (string, bool) {
+	var p strings.Builder
+	for j := 0; j < len(points)/2; j++ {
+		x, err1 := strconv.ParseFloat(points[2*j], 64)
+		y, err2 := strconv.ParseFloat(points[2*j+1], 64)
+		if err1 != nil || err2 != nil {
+			return "", false
+		}
+		switch {
+		case j == 0:
+			p.WriteString("M")
+		case j == 1:
+			p.WriteString(" C")
+		default:
+			p.WriteString(" ")
+		}
+		p.WriteString(num(marginPx + x*72))
+		p.WriteString(",")
+		p.WriteString(num(marginPx + height - y*72))
+	}
+	return p.String(), true
 }
 
 func nodeIndex(name string, n int) (int, bool) {
