@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
-	"strconv"
 	"strings"
 )
 
@@ -125,14 +124,7 @@ func dropHopHeaders(h http.Header) {
 func (p *Proxy) reserveForward() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return "the proxy is closing"
-	}
-	if p.sending >= p.lim.forwards {
-		return "too many requests in flight (" + strconv.Itoa(p.lim.forwards) + ")"
-	}
-	p.sending++
-	return ""
+	return p.take(&p.sending, p.lim.forwards, "requests in flight")
 }
 
 func (p *Proxy) releaseForward() {

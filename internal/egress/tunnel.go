@@ -96,15 +96,25 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 func (p *Proxy) reserve() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if why := p.take(&p.slots, p.lim.tunnels, "tunnels open"); why != "" {
+		return why
+	}
+	// Added under mu while not closed, so never after Close's Wait began.
+	p.tunneling.Add(1)
+	return ""
+}
+
+// take counts one more of what held counts (tunnels, plain requests),
+// unless the proxy is closing or limit of them are held: it returns why
+// not, or "". The caller holds mu.
+func (p *Proxy) take(held *int, limit int, what string) string {
 	if p.closed {
 		return "the proxy is closing"
 	}
-	if p.slots >= p.lim.tunnels {
-		return "too many tunnels open (" + strconv.Itoa(p.lim.tunnels) + ")"
+	if *held >= limit {
+		return "too many " + what + " (" + strconv.Itoa(limit) + ")"
 	}
-	p.slots++
-	// Added under mu while not closed, so never after Close's Wait began.
-	p.tunneling.Add(1)
+	*held++
 	return ""
 }
 
