@@ -287,24 +287,7 @@ steps:
 func TestTheUIsWhatIfPageShowsTheDecisionsAPolicyWouldChange(t *testing.T) {
 	browserPath(t)
 	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state.db")
-	wf := filepath.Join(dir, "asks.yaml")
-	os.WriteFile(wf, []byte(fmt.Sprintf(`name: asks
-agents:
-  a: {command: %s, args: %s}
-policies:
-  permission: allow
-steps:
-  - id: s
-    uses: acp-subagent
-    with: {agent: a, prompt: go}
-`, testAgent, agentArgs("-permission", "execute:make deploy", "-permission", "read:README.md"))), 0o644)
-	cmd := exec.Command(acpflowBin, "run", wf, "--state", state)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("run: %v\n%s", err, out)
-	}
+	state := recordAskingRun(t, t.TempDir())
 	strict := "permission:\n  rules:\n    - if: tool.kind == \"execute\"\n      then: reject\n      reason: no commands\n  default: allow\n"
 
 	ui := startUI(t, state)

@@ -336,21 +336,7 @@ func TestCancelNeedsTheTokenAndTheUIsOwnOrigin(t *testing.T) {
 func TestTheWhatIfPageReadsNoFileItIsNamed(t *testing.T) {
 	t.Cleanup(func() { assertNoProcessFrom(t, binDir) })
 	dir := t.TempDir()
-	state := filepath.Join(dir, "state.db")
-	wf := filepath.Join(dir, "asks.yaml")
-	os.WriteFile(wf, []byte(fmt.Sprintf(`name: asks
-agents:
-  a: {command: %s, args: %s}
-policies:
-  permission: allow
-steps:
-  - id: s
-    uses: acp-subagent
-    with: {agent: a, prompt: go}
-`, testAgent, agentArgs("-permission", "execute:make deploy", "-permission", "read:README.md"))), 0o644)
-	if r := acpflow(t, dir, "run", wf, "--state", state); r.code != 0 {
-		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
-	}
+	state := recordAskingRun(t, dir)
 	const secret = "what-if-e2e-secret-0123456789"
 	creds := filepath.Join(dir, "credentials")
 	os.WriteFile(creds, []byte("[default]\naws_secret_access_key = "+secret+"\n"), 0o600)
@@ -484,4 +470,27 @@ cat "$1" > `+rec+`/page.tmp && mv `+rec+`/page.tmp `+rec+`/page
 	if _, err := os.Stat(strings.TrimSpace(string(args))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the page outlives acpflow ui: %v", err)
 	}
+}
+
+// recordAskingRun runs, with a new store in dir, one step whose agent asks
+// to run a command and to read a file, both allowed: the run the what-if
+// tests judge again under other policies. It returns the store's path.
+func recordAskingRun(t *testing.T, dir string) string {
+	t.Helper()
+	state := filepath.Join(dir, "state.db")
+	wf := filepath.Join(dir, "asks.yaml")
+	os.WriteFile(wf, []byte(fmt.Sprintf(`name: asks
+agents:
+  a: {command: %s, args: %s}
+policies:
+  permission: allow
+steps:
+  - id: s
+    uses: acp-subagent
+    with: {agent: a, prompt: go}
+`, testAgent, agentArgs("-permission", "execute:make deploy", "-permission", "read:README.md"))), 0o644)
+	if r := acpflow(t, dir, "run", wf, "--state", state); r.code != 0 {
+		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	}
+	return state
 }
