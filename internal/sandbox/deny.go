@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,22 +58,57 @@ func (d denyList) all() []string {
 // that lie inside one of the agent's own StateDirs, and adds Deny.
 func (s Spec) denyList() denyList {
 	var d denyList
-	for _, e := range DefaultDeny {
-		p := filepath.Join(s.Home, e)
-		own := false
-		for _, sd := range s.StateDirs {
-			if within(p, filepath.Clean(sd)) {
-				own = true
+	for _, home := range s.homes() {
+		for _, e := range DefaultDeny {
+			p := filepath.Join(home, e)
+			own := false
+			for _, sd := range s.StateDirs {
+				if within(p, filepath.Clean(sd)) {
+					own = true
+				}
 			}
-		}
-		if !own {
-			d.add(p)
+			if !own {
+				d.add(p)
+			}
 		}
 	}
 	for _, e := range s.Deny {
 		d.add(filepath.Clean(e))
 	}
 	return d
+}
+
+// homes are the directories DefaultDeny is resolved against: the agent's
+// HOME and, when another, the home of the user acpflow runs as.
+func (s Spec) homes() []string {
+	if s.UserHome == "" || filepath.Clean(s.UserHome) == filepath.Clean(s.Home) {
+		return []string{s.Home}
+	}
+	return []string{s.Home, filepath.Clean(s.UserHome)}
+}
+
+// CheckPaths refuses a writable path (Cwd when set, Write) that is, or
+// resolves through symlinks into, a denied one: Landlock follows links,
+// so a write: entry or cwd linking to ~/.ssh would open it. Callers check
+// a workflow's paths with it before anything runs; the launcher checks
+// again at the spawn.
+func (s Spec) CheckPaths() error {
+	d := s.denyList().resolved()
+	for _, w := range append([]string{s.Cwd, s.TmpDir}, s.Write...) {
+		if w == "" {
+			continue
+		}
+		p := filepath.Clean(w)
+		if e := d.covering(p); e != "" {
+			return fmt.Errorf("sandbox: writable path %s is inside the denied %s", w, e)
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			if e := d.covering(r); e != "" {
+				return fmt.Errorf("sandbox: writable path %s resolves to %s, inside the denied %s", w, r, e)
+			}
+		}
+	}
+	return nil
 }
 
 // Denied is what spec keeps unreadable, as its result records it: DefaultDeny

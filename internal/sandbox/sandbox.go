@@ -101,9 +101,17 @@ type Spec struct {
 	Network Network `json:"network,omitempty"`
 	// ProxyPort is the one TCP port a NetworkProxy agent may connect to.
 	ProxyPort int `json:"proxy_port,omitempty"`
-	// Home is the user's home directory, against which DefaultDeny's
-	// relative entries are resolved. Required.
+	// Home is the agent's home directory (its HOME), against which
+	// DefaultDeny's relative entries are resolved. Required.
 	Home string `json:"home"`
+	// UserHome is the home of the user acpflow runs as: DefaultDeny
+	// applies to it too, so an agent given another HOME still cannot
+	// read the user's keys. Empty or equal to Home: Home only.
+	UserHome string `json:"user_home,omitempty"`
+	// Protect are paths that stay read-only even beneath a writable path
+	// (an agent's settings files, which can hold hooks or commands),
+	// unless Write names one exactly. Missing ones cannot be created.
+	Protect []string `json:"protect,omitempty"`
 	// Version is specVersion; Command sets it.
 	Version int `json:"version"`
 }
@@ -119,7 +127,7 @@ const LauncherName = "acpflow-sandbox"
 // launcher refuses a spec of another version, and any field it does not
 // know, so a launcher installed from another release never quietly
 // enforces less than acpflow asked for. Bump it with any change to Spec.
-const specVersion = 1
+const specVersion = 2
 
 // Launcher returns what starts the launcher for a process whose executable
 // is self: LauncherName beside self when one is installed there (a regular,
@@ -231,13 +239,7 @@ func (s Spec) validate() error {
 	default:
 		return fmt.Errorf("sandbox: network %q is not on, off or proxy", s.Network)
 	}
-	d := s.denyList()
-	for _, w := range append([]string{s.Cwd, s.TmpDir}, s.Write...) {
-		if p := d.covering(filepath.Clean(w)); p != "" {
-			return fmt.Errorf("sandbox: writable path %s is inside the denied %s", w, p)
-		}
-	}
-	return nil
+	return s.CheckPaths()
 }
 
 // errNotEnforceable wraps what the kernel lacks.
