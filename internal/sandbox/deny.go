@@ -102,13 +102,29 @@ func (s Spec) CheckPaths() error {
 		if e := d.covering(p); e != "" {
 			return fmt.Errorf("sandbox: writable path %s is inside the denied %s", w, e)
 		}
-		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+		if r := resolve(p); r != p {
 			if e := d.covering(r); e != "" {
 				return fmt.Errorf("sandbox: writable path %s resolves to %s, inside the denied %s", w, r, e)
 			}
 		}
 	}
 	return nil
+}
+
+// resolve is p with the symlinks of its longest existing prefix
+// resolved: a path yet to be made below a link lands where the link
+// points.
+func resolve(p string) string {
+	rest := ""
+	for q := p; ; q = filepath.Dir(q) {
+		if r, err := filepath.EvalSymlinks(q); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if q == "/" || q == "." {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(q), rest)
+	}
 }
 
 // Denied is what spec keeps unreadable, as its result records it: DefaultDeny
@@ -150,6 +166,29 @@ func (d denyList) resolved() denyList {
 		}
 		if r, err := filepath.EvalSymlinks(real); err == nil && r != p && r != real {
 			out.add(r)
+		}
+	}
+	return out
+}
+
+// existing are the paths on the list that name something now, glob
+// patterns expanded, each once.
+func (d denyList) existing() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] && exists(p) {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range d.exact {
+		add(p)
+	}
+	for _, pat := range d.patterns {
+		ms, _ := filepath.Glob(pat)
+		for _, m := range ms {
+			add(m)
 		}
 	}
 	return out

@@ -93,6 +93,10 @@ func launch(args []string) (int, error) {
 	if err := mountNamespace(); err != nil {
 		return 0, err
 	}
+	pr := spec.protection()
+	if err := applyMounts(spec, pr); err != nil {
+		return 0, err
+	}
 	if spec.network() == NetworkOff {
 		if err := loopbackUp(); err != nil {
 			return 0, fmt.Errorf("bringing up loopback in the new network namespace: %w", err)
@@ -114,7 +118,7 @@ func launch(args []string) (int, error) {
 	if err := dropCapabilities(); err != nil {
 		return 0, fmt.Errorf("dropping capabilities: %w", err)
 	}
-	if err := restrict(spec); err != nil {
+	if err := restrict(spec, pr); err != nil {
 		return 0, fmt.Errorf("applying Landlock: %w", err)
 	}
 	path := args[1]
@@ -208,18 +212,18 @@ func loopbackUp() error {
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
-// restrict applies Landlock (and for network "proxy" the socket filter,
-// seccomp.go) to the calling thread, which the caller has locked and forks
-// the agent from. It handles every right go-landlock knows, down to what
-// the kernel offers (landlockReport has checked that this covers the
-// spec): rights a newer kernel adds (pathname unix sockets at ABI 9, UDP
-// at ABI 10) are then denied too, unless granted.
-func restrict(spec Spec) error {
+// restrict applies Landlock and, for network "off" and "proxy", the socket
+// filter (seccomp.go) to the calling thread, which the caller has locked
+// and forks the agent from. It handles every right go-landlock knows,
+// down to what the kernel offers (landlockReport has checked that this
+// covers the spec): rights a newer kernel adds (pathname unix sockets at
+// ABI 9, UDP at ABI 10) are then denied too, unless granted.
+func restrict(spec Spec, pr protection) error {
 	cfg := landlock.Config{
 		HandledAccessFS: landlock.V11.HandledAccessFS,
 		Scoped:          landlock.V11.Scoped,
 	}
-	rules := fsGrants(spec).landlockRules()
+	rules := fsGrants(spec, pr).landlockRules()
 	if spec.network() == NetworkProxy {
 		cfg.HandledAccessNet = landlock.V11.HandledAccessNet
 		rules = append(rules, landlock.ConnectTCP(uint16(spec.ProxyPort)))
@@ -238,8 +242,11 @@ func restrict(spec Spec) error {
 	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
 		return err
 	}
-	if spec.network() == NetworkProxy {
-		return proxyFilter()
+	switch spec.network() {
+	case NetworkProxy:
+		return socketFilter(filterRules{tcpOnly: true, noUnix: true})
+	case NetworkOff:
+		return socketFilter(filterRules{noUnix: true})
 	}
 	return nil
 }

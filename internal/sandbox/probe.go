@@ -27,8 +27,9 @@ type Report struct {
 	PIDNS  bool `json:"pid_ns"`
 	NetNS  bool `json:"net_ns"`
 	// SocketFilter: a seccomp filter for this architecture that keeps a
-	// network "proxy" agent to plain TCP, which Landlock's rules cover
-	// (seccomp.go).
+	// network "proxy" agent to plain TCP, which Landlock's rules cover,
+	// and a network "off" or "proxy" agent from unix sockets
+	// (seccomp_linux.go).
 	SocketFilter bool `json:"socket_filter"`
 	// Problems say, one sentence each, why something above is false.
 	Problems []string `json:"problems,omitempty"`
@@ -65,6 +66,9 @@ func (r Report) enforces(s Spec) error {
 	case NetworkOff:
 		if !r.NetNS {
 			miss = append(miss, "network off (no network namespace)")
+		}
+		if !r.SocketFilter {
+			miss = append(miss, "network off (no socket filter for this architecture: unix sockets outside the sandbox would pass)")
 		}
 	case NetworkProxy:
 		if !r.Net {

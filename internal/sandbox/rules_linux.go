@@ -35,38 +35,40 @@ const (
 // private devpts the launcher mounts), and POSIX shared memory.
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/ptmx", "/dev/pts", "/dev/shm"}
 
-// grants is the filesystem half of a sandbox: path → rights, built from
-// a Spec by walking the real tree.
+// grants is the filesystem half of a sandbox: path → rights.
 type grants struct {
-	deny  denyList
-	rules map[string]landlock.AccessFSSet
+	// splits are directories whose top gains no new entry (protection's
+	// splits), frozen seals those and the protected and denied paths,
+	// which a split's enumeration skips.
+	splits []string
+	frozen func(string) bool
+	rules  map[string]landlock.AccessFSSet
 }
 
-// fsGrants returns the rules for spec. It reads the directories that
-// hold a denied entry (/, HOME, …), so it runs in the launcher, after its
-// own /proc and /dev/pts are mounted and before Landlock is applied.
-//
-// Landlock grants a right to a whole file hierarchy and cannot take one
-// away below it, so "read everything except the deny list" is built by
-// enumeration: each directory that holds a denied entry is itself granted
-// only listing (ReadDir, which then reaches below it: the names in ~/.ssh
-// can be listed, never read), and each of its entries is granted whole or
-// enumerated in turn, the denied ones skipped. An entry created later
-// directly in such a directory (a new ~/.netrc) is covered by no rule and
-// so stays unreadable. The same walk splits a writable directory that
-// holds a denied entry (cwd = HOME): the agent can then write below its
-// entries, but not create new ones at its top.
-func fsGrants(s Spec) grants {
-	g := grants{deny: s.denyList().resolved(), rules: map[string]landlock.AccessFSSet{}}
-	g.grant("/", readRights)
-	writable := append([]string{s.Cwd, s.TmpDir}, s.Write...)
-	for _, p := range s.StateDirs {
-		if exists(p) {
-			writable = append(writable, p)
-		}
+// fsGrants returns the rules for spec: everything readable, the writable
+// paths writable. What stays unreadable or read-only inside them is the
+// mounts' work (applyMounts), except where a protected path is missing:
+// a mount needs something to cover, so the directory that would hold it
+// is split instead. Landlock grants a right to a whole hierarchy and
+// cannot take one away below it, so a split directory keeps only the read
+// that / gives, and each of its entries is granted whole, or split in
+// turn, the protected and denied ones skipped: the agent can write below
+// its entries, but not create new ones at its top (no ~/.bashrc in a
+// writable HOME that had none). It runs in the launcher, after the mounts.
+func fsGrants(s Spec, pr protection) grants {
+	deny := s.denyList()
+	ro := map[string]bool{}
+	for _, p := range pr.readOnly {
+		ro[p] = true
 	}
-	for _, p := range writable {
-		g.grant(filepath.Clean(p), writeRights)
+	g := grants{
+		splits: pr.splits,
+		frozen: func(p string) bool { return ro[p] || deny.covering(p) != "" },
+		rules:  map[string]landlock.AccessFSSet{},
+	}
+	g.add("/", readRights)
+	for _, p := range s.writable() {
+		g.grant(p, writeRights)
 	}
 	for _, p := range devices {
 		if exists(p) {
@@ -76,30 +78,36 @@ func fsGrants(s Spec) grants {
 	return g
 }
 
-// grant gives rights to p's hierarchy, splitting it where it holds a
-// denied entry.
+// grant gives rights to p's hierarchy, splitting it where it is or holds a
+// split directory.
 func (g grants) grant(p string, rights landlock.AccessFSSet) {
-	if g.deny.covering(p) != "" {
-		return
-	}
-	if !g.deny.holds(p) {
+	if !g.splitAt(p) {
 		g.add(p, rights)
 		return
 	}
-	g.add(p, ll.AccessFSReadDir)
 	entries, err := os.ReadDir(p)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		// A symlink needs no rule: access is checked on what it
-		// resolves to, which has its own. A rule on it would instead
-		// grant its target whole, denied entries and all.
-		if e.Type()&os.ModeSymlink != 0 {
+		// resolves to, which has its own.
+		q := filepath.Join(p, e.Name())
+		if e.Type()&os.ModeSymlink != 0 || g.frozen(q) {
 			continue
 		}
-		g.grant(filepath.Join(p, e.Name()), rights)
+		g.grant(q, rights)
 	}
+}
+
+// splitAt says whether p is a split directory or holds one below.
+func (g grants) splitAt(p string) bool {
+	for _, s := range g.splits {
+		if within(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (g grants) add(p string, rights landlock.AccessFSSet) {

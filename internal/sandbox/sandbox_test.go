@@ -64,6 +64,25 @@ func agent(args []string) int {
 	case "read":
 		_, err := os.ReadFile(args[1])
 		return say(err)
+	case "append":
+		f, err := os.OpenFile(args[1], os.O_WRONLY|os.O_APPEND, 0)
+		if err == nil {
+			_, err = f.WriteString("x")
+			f.Close()
+		}
+		return say(err)
+	case "mkdir":
+		return say(os.Mkdir(args[1], 0o700))
+	case "rename":
+		return say(os.Rename(args[1], args[2]))
+	case "remove":
+		return say(os.Remove(args[1]))
+	case "unix":
+		c, err := net.DialTimeout("unix", args[1], 2*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return say(err)
 	case "kill":
 		pid, _ := strconv.Atoi(args[1])
 		return say(syscall.Kill(pid, syscall.SIGTERM))
@@ -165,6 +184,8 @@ func unixName(e syscall.Errno) string {
 		return "ECONNREFUSED"
 	case syscall.ENETUNREACH:
 		return "ENETUNREACH"
+	case syscall.EBUSY:
+		return "EBUSY"
 	}
 	return fmt.Sprintf("errno %d (%v)", int(e), e)
 }

@@ -52,10 +52,23 @@ const (
 	offArg2 = 32
 )
 
-// proxyFilter installs the filter on the calling thread, which the agent
+// filterRules say what the socket filter refuses besides io_uring, which
+// can create sockets the filter would not see.
+type filterRules struct {
+	// tcpOnly: in the inet families, only plain TCP sockets (network
+	// "proxy", whose Landlock TCP rules cover nothing else).
+	tcpOnly bool
+	// noUnix: no unix socket (network "off" and "proxy"): a path socket
+	// outside the sandbox (docker.sock, an ssh agent, D-Bus) would be a
+	// way out that Landlock before ABI 9 does not see. socketpair, which
+	// reaches nothing outside, stays allowed.
+	noUnix bool
+}
+
+// socketFilter installs the filter on the calling thread, which the agent
 // is forked from. no_new_privs, which an unprivileged filter needs, is
 // already set.
-func proxyFilter() error {
+func socketFilter(f filterRules) error {
 	a, ok := arches[runtime.GOARCH]
 	if !ok {
 		return fmt.Errorf("no socket filter for %s", runtime.GOARCH)
@@ -83,15 +96,20 @@ func proxyFilter() error {
 
 	p.label("socket")
 	p.ld(offArg0)
-	p.jeq(unix.AF_INET, "inet", "")
-	p.jeq(unix.AF_INET6, "inet", "allow")
-	p.label("inet")
-	p.ld(offArg1)
-	p.and(0xf) // SOCK_TYPE_MASK: without SOCK_NONBLOCK and SOCK_CLOEXEC
-	p.jeq(unix.SOCK_STREAM, "", "eacces")
-	p.ld(offArg2)
-	p.jeq(0, "allow", "")
-	p.jeq(unix.IPPROTO_TCP, "allow", "eacces")
+	if f.noUnix {
+		p.jeq(unix.AF_UNIX, "eacces", "")
+	}
+	if f.tcpOnly {
+		p.jeq(unix.AF_INET, "inet", "")
+		p.jeq(unix.AF_INET6, "inet", "allow")
+		p.label("inet")
+		p.ld(offArg1)
+		p.and(0xf) // SOCK_TYPE_MASK: without SOCK_NONBLOCK and SOCK_CLOEXEC
+		p.jeq(unix.SOCK_STREAM, "", "eacces")
+		p.ld(offArg2)
+		p.jeq(0, "allow", "")
+		p.jeq(unix.IPPROTO_TCP, "allow", "eacces")
+	}
 
 	p.label("allow")
 	p.ret(unix.SECCOMP_RET_ALLOW)
