@@ -35,12 +35,14 @@ var gitProtect = []string{"config", "hooks", "info", "commondir", "gitdir", "con
 // make them with a hook inside.
 var gitMake = []string{"hooks", "info"}
 
-// maxGitDepth is how deep below each writable path the launcher looks for
-// repositories (a workspace's own .git, its submodules' and vendored
-// clones' near the top); maxGitDirs bounds the directories it reads.
+// maxGitDepth is how deep below the cwd and each write: path the launcher
+// looks for repositories (the workspace's own .git, a clone in it or in
+// a directory of clones); submodules are found wherever they are, through
+// .gitmodules. maxGitDirs bounds the directories it reads: the walk is
+// part of every sandboxed spawn.
 const (
-	maxGitDepth = 3
-	maxGitDirs  = 2000
+	maxGitDepth = 2
+	maxGitDirs  = 500
 )
 
 // protection is what the launcher keeps read-only beneath the writable
@@ -74,7 +76,7 @@ func (s Spec) protection() protection {
 		cands = append(cands, filepath.Clean(p))
 	}
 	var pr protection
-	gitDirs, gitFiles := findGitDirs(roots)
+	gitDirs, gitFiles := findGitDirs(s.searched())
 	cands = append(cands, gitFiles...)
 	for _, g := range gitDirs {
 		if !slices.Contains(roots, g) {
@@ -117,6 +119,17 @@ func (s Spec) writable() []string {
 		if exists(p) {
 			w = append(w, filepath.Clean(p))
 		}
+	}
+	return w
+}
+
+// searched are the writable paths searched for repositories: the cwd and
+// Write. The private temp dir is new and empty, and the state dirs are
+// the agent's (an npm cache holds thousands of directories).
+func (s Spec) searched() []string {
+	w := []string{filepath.Clean(s.Cwd)}
+	for _, p := range s.Write {
+		w = append(w, filepath.Clean(p))
 	}
 	return w
 }
@@ -224,7 +237,8 @@ func (w *gitWalk) gitFile(p string) {
 }
 
 // gitDir records g and the git dirs inside it: its submodules' (modules/)
-// and its linked worktrees' admin dirs (worktrees/).
+// and its linked worktrees' admin dirs (worktrees/); and, for a ".git"
+// directory, the ".git" files of the submodules its .gitmodules names.
 func (w *gitWalk) gitDir(g string) {
 	if w.seen[g] {
 		return
@@ -233,6 +247,28 @@ func (w *gitWalk) gitDir(g string) {
 	w.found = append(w.found, g)
 	for _, sub := range []string{"modules", "worktrees"} {
 		w.nested(filepath.Join(g, sub), 0)
+	}
+	if filepath.Base(g) == ".git" {
+		w.submodules(filepath.Dir(g))
+	}
+}
+
+// submodules follows the ".git" file of each submodule path the work
+// tree's .gitmodules names (a "path = sub/dir" line), however deep.
+func (w *gitWalk) submodules(tree string) {
+	b, err := os.ReadFile(filepath.Join(tree, ".gitmodules"))
+	if err != nil || len(b) > 1<<20 {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || strings.TrimSpace(k) != "path" {
+			continue
+		}
+		p := filepath.Join(tree, filepath.Clean("/"+strings.TrimSpace(v)), ".git")
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && !slices.Contains(w.files, p) {
+			w.gitFile(p)
+		}
 	}
 }
 

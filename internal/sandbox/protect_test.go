@@ -57,7 +57,17 @@ func TestARepositorysConfigurationStaysReadOnly(t *testing.T) {
 	os.WriteFile(filepath.Join(git, "worktrees", "wt", "commondir"), []byte("../..\n"), 0o600)
 	os.WriteFile(filepath.Join(git, "worktrees", "wt", "HEAD"), []byte("ref: refs/heads/wt\n"), 0o600)
 
+	sub := filepath.Join(f.cwd, "a", "b", "c", "sub")
+	os.MkdirAll(sub, 0o700)
+	os.WriteFile(filepath.Join(f.cwd, ".gitmodules"), []byte("[submodule \"s\"]\n\tpath = a/b/c/sub\n\turl = ../s\n"), 0o600)
+	os.WriteFile(filepath.Join(sub, ".git"), []byte("gitdir: ../../../../.git/modules/s\n"), 0o600)
+	os.MkdirAll(filepath.Join(git, "modules", "s", "hooks"), 0o700)
+	os.WriteFile(filepath.Join(git, "modules", "s", "HEAD"), []byte("ref: refs/heads/main\n"), 0o600)
+	os.WriteFile(filepath.Join(git, "modules", "s", "config"), []byte("[core]\n"), 0o600)
+
 	f.check(t, f.spec(), []want{
+		{"a deep submodule's .git file is read-only", []string{"write", filepath.Join(sub, ".git")}, "EROFS"},
+		{"a submodule's config is read-only", []string{"append", filepath.Join(git, "modules", "s", "config")}, "EROFS"},
 		{"appending to .git/config fails", []string{"append", filepath.Join(git, "config")}, "EROFS"},
 		{"adding a hook fails", []string{"write", filepath.Join(git, "hooks", "pre-commit")}, "EROFS"},
 		{"writing .git/info/attributes fails", []string{"write", filepath.Join(git, "info", "attributes")}, "EROFS"},
