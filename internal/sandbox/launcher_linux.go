@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -110,8 +108,8 @@ func launch(args []string) (int, error) {
 	// Capabilities, no_new_privs and Landlock are set on this thread
 	// only, and the agent is forked from it: a process inherits its
 	// forking thread's credentials. Doing it on every thread instead
-	// (go-landlock's Restrict, through libpsx on kernels before ABI 8)
-	// costs a signal round trip per thread and call, and the launcher's
+	// (Landlock's TSYNC from ABI 8, or libpsx's signal round trips before
+	// it) costs a round trip per thread and call, and the launcher's
 	// other threads only wait and forward signals. The thread stays
 	// locked: Go must never hand it to other work.
 	runtime.LockOSThread()
@@ -213,33 +211,27 @@ func loopbackUp() error {
 }
 
 // restrict applies Landlock and, for network "off" and "proxy", the socket
-// filter (seccomp.go) to the calling thread, which the caller has locked
-// and forks the agent from. It handles every right go-landlock knows,
-// down to what the kernel offers (landlockReport has checked that this
-// covers the spec): rights a newer kernel adds (pathname unix sockets at
-// ABI 9, UDP at ABI 10) are then denied too, unless granted.
+// filter (seccomp_linux.go) to the calling thread, which the caller has
+// locked and forks the agent from. It handles every right and scope the
+// kernel knows (landlockReport has checked that this covers the spec):
+// rights a newer kernel adds (pathname unix sockets at ABI 9, UDP at ABI
+// 10) are then denied too, unless granted.
 func restrict(spec Spec, pr protection) error {
-	cfg := landlock.Config{
-		HandledAccessFS: landlock.V11.HandledAccessFS,
-		Scoped:          landlock.V11.Scoped,
-	}
-	rules := fsGrants(spec, pr).landlockRules()
-	if spec.network() == NetworkProxy {
-		cfg.HandledAccessNet = landlock.V11.HandledAccessNet
-		rules = append(rules, landlock.ConnectTCP(uint16(spec.ProxyPort)))
-	}
-	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
+	rs, err := newRuleset(spec.network() == NetworkProxy)
 	if err != nil {
 		return err
 	}
-	if fd < 0 {
-		return errors.New("Landlock enforces nothing here")
-	}
-	defer unix.Close(fd)
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	if err := fsGrants(spec, pr).addTo(rs); err != nil {
+		unix.Close(rs.fd)
 		return err
 	}
-	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
+	if spec.network() == NetworkProxy {
+		if err := rs.allowConnectTCP(spec.ProxyPort); err != nil {
+			unix.Close(rs.fd)
+			return err
+		}
+	}
+	if err := rs.restrictSelf(); err != nil {
 		return err
 	}
 	switch spec.network() {

@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 	"syscall"
-
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 func probe() Report {
@@ -29,7 +27,7 @@ func probe() Report {
 // landlockReport fills in the Landlock half of a Report.
 func landlockReport() Report {
 	var r Report
-	abi, err := ll.LandlockGetABIVersion()
+	abi, err := landlockABI()
 	if err != nil {
 		r.Problems = append(r.Problems, fmt.Sprintf("Landlock is not available (%v): it must be built in and enabled at boot (lsm=...,landlock)", err))
 	} else {

@@ -4,30 +4,25 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-
-	"github.com/landlock-lsm/go-landlock/landlock"
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // Rights granted by the rules. Landlock can only add rights to what a
 // ruleset handles; everything else it handles is denied.
 const (
-	readRights landlock.AccessFSSet = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
+	readRights = fsExecute | fsReadFile | fsReadDir
 	// writeRights include Refer, without which a rename or link across two
 	// directories fails with EXDEV (git moves objects so), and ResolveUnix
 	// (ABI 9), so the agent's own directories may hold sockets it connects
 	// to.
-	writeRights = readRights | ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
-		ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock |
-		ll.AccessFSMakeFifo | ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSRefer |
-		ll.AccessFSTruncate | ll.AccessFSResolveUnix
+	writeRights = readRights | fsWriteFile | fsRemoveDir | fsRemoveFile |
+		fsMakeChar | fsMakeDir | fsMakeReg | fsMakeSock | fsMakeFifo | fsMakeBlock | fsMakeSym |
+		fsRefer | fsTruncate | fsResolveUnix
 	// fileRights are those the kernel accepts on a rule for a non-directory.
-	fileRights landlock.AccessFSSet = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile |
-		ll.AccessFSTruncate | ll.AccessFSIoctlDev
+	fileRights = fsExecute | fsWriteFile | fsReadFile | fsTruncate | fsIoctlDev
 	// ttyRights add terminal ioctls (TCGETS, TIOCGWINSZ) for the ptys an
 	// agent opens itself; Landlock (ABI 5) refuses ioctls on devices opened
 	// in the sandbox unless granted.
-	ttyRights = writeRights | ll.AccessFSIoctlDev
+	ttyRights = writeRights | fsIoctlDev
 )
 
 // devices are the character devices and directories under /dev an agent
@@ -42,7 +37,7 @@ type grants struct {
 	// which a split's enumeration skips.
 	splits []string
 	frozen func(string) bool
-	rules  map[string]landlock.AccessFSSet
+	rules  map[string]access
 }
 
 // fsGrants returns the rules for spec: everything readable, the writable
@@ -64,7 +59,7 @@ func fsGrants(s Spec, pr protection) grants {
 	g := grants{
 		splits: pr.splits,
 		frozen: func(p string) bool { return ro[p] || deny.covering(p) != "" },
-		rules:  map[string]landlock.AccessFSSet{},
+		rules:  map[string]access{},
 	}
 	g.add("/", readRights)
 	for _, p := range s.writable() {
@@ -80,7 +75,7 @@ func fsGrants(s Spec, pr protection) grants {
 
 // grant gives rights to p's hierarchy, splitting it where it is or holds a
 // split directory.
-func (g grants) grant(p string, rights landlock.AccessFSSet) {
+func (g grants) grant(p string, rights access) {
 	if !g.splitAt(p) {
 		g.add(p, rights)
 		return
@@ -110,20 +105,18 @@ func (g grants) splitAt(p string) bool {
 	return false
 }
 
-func (g grants) add(p string, rights landlock.AccessFSSet) {
+func (g grants) add(p string, rights access) {
 	g.rules[p] |= rights
 }
 
-// landlockRules turns the grants into go-landlock rules, masking a
-// non-directory's rights to those a file can carry. A path that vanished
-// since the walk is skipped.
-func (g grants) landlockRules() []landlock.Rule {
+// addTo adds the grants to rs, masking a non-directory's rights to those
+// a file can carry. A path that vanished since the walk is skipped.
+func (g grants) addTo(rs *ruleset) error {
 	paths := make([]string, 0, len(g.rules))
 	for p := range g.rules {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	rules := make([]landlock.Rule, 0, len(paths))
 	for _, p := range paths {
 		rights := g.rules[p]
 		fi, err := os.Stat(p)
@@ -133,7 +126,9 @@ func (g grants) landlockRules() []landlock.Rule {
 		if !fi.IsDir() {
 			rights &= fileRights
 		}
-		rules = append(rules, landlock.PathAccess(rights, p).IgnoreIfMissing())
+		if err := rs.allowPath(p, rights); err != nil {
+			return err
+		}
 	}
-	return rules
+	return nil
 }
