@@ -92,7 +92,9 @@ func checkDenied(t *testing.T, where string, rec steps.SandboxRecord, wantProxy 
 	case k != steps.KernelDenialsAudit && landlock:
 		t.Errorf("%s: kernel_denials = %q, yet a Landlock refusal is listed", where, k)
 	}
-	if _, err := sandbox.WatchDenials(); err != nil && rec.KernelDenials != err.Error() {
+	w, err := sandbox.WatchDenials()
+	if err != nil && rec.KernelDenials != err.Error() {
 		t.Errorf("%s: kernel_denials = %q; the watch here says %q", where, rec.KernelDenials, err)
 	}
+	w.Close()
 }
