@@ -57,6 +57,9 @@ func DetailJSON(d *RunDetail, els map[string][]Element) map[string]any {
 		if res.ExitCode != nil {
 			step["exit_code"] = *res.ExitCode // as in the result: only a shell step's
 		}
+		if res.Sandbox != nil {
+			step["sandbox"] = res.Sandbox // as in the result: only a sandboxed step's
+		}
 		if done := els[st.StepID]; len(done) > 0 {
 			step["elements"] = elementsJSON(done)
 		}

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -63,5 +64,111 @@ type SandboxRecord struct {
 	Allow   []string `json:"allow,omitempty"`
 	// Refused are the hosts the proxy refused, in order (at most 100).
 	Refused []string `json:"refused,omitempty"`
-	Warning string   `json:"warning,omitempty"`
+	// Denied is what the sandbox refused, one entry per kind (who
+	// refused, the operation and its target) with how often, in the order
+	// first seen: the proxy's refusals always, the kernel's where it
+	// reports them (KernelDenials says whether it did). At most MaxDenied
+	// entries; DeniedMore counts the refusals of the kinds beyond them.
+	Denied     []Denial `json:"denied,omitempty"`
+	DeniedMore int      `json:"denied_more,omitempty"`
+	// KernelDenials says whether Denied holds the kernel's refusals:
+	// "audit" when they were read from the audit log, else why not.
+	KernelDenials string `json:"kernel_denials,omitempty"`
+	Warning       string `json:"warning,omitempty"`
+}
+
+// Denial is one kind of access a sandbox refused, and how often.
+//
+// # Notes
+//
+// It names where the agent wanted to go (a host, a path, an address, a
+// process), never what it sent or read.
+type Denial struct {
+	// By is who refused: DeniedByProxy or DeniedByLandlock.
+	By string `json:"by"`
+	// Op is the operation: connect, bind, read, write, create, remove,
+	// rename, execute, truncate, ioctl, kill, or the kernel's own name
+	// for one acpflow does not know.
+	Op string `json:"op"`
+	// Host is the host:port the proxy was asked for.
+	Host string `json:"host,omitempty"`
+	// Path is the file or directory refused (for create and remove, the
+	// directory the entry was to be made in or removed from).
+	Path string `json:"path,omitempty"`
+	// Address is a network address (ip:port) or an abstract Unix socket.
+	Address string `json:"address,omitempty"`
+	// Process is the process outside the sandbox a signal was refused to
+	// ("NAME (pid N)", N as acpflow sees it).
+	Process string `json:"process,omitempty"`
+	Count   int    `json:"count"`
+}
+
+// KernelDenialsAudit is SandboxRecord.KernelDenials when the kernel's
+// refusals were read from the audit log.
+const KernelDenialsAudit = "audit"
+
+// Who refused a Denial.
+const (
+	DeniedByProxy    = "proxy"
+	DeniedByLandlock = "landlock"
+)
+
+// MaxDenied bounds the kinds of refusal a SandboxRecord lists, and
+// maxRefused the hosts it keeps in Refused: an agent in a loop must not
+// grow the result without end.
+const (
+	MaxDenied  = 100
+	maxRefused = 100
+)
+
+// ProxyRefused records one request the step's proxy refused, for host
+// (host:port): in Refused (once, in order) and counted in Denied.
+func (r *SandboxRecord) ProxyRefused(host string) {
+	if len(r.Refused) < maxRefused && !slices.Contains(r.Refused, host) {
+		r.Refused = append(r.Refused, host)
+	}
+	r.CountDenial(Denial{By: DeniedByProxy, Op: "connect", Host: host, Count: 1})
+}
+
+// CountDenial adds d.Count refusals of d's kind: to its entry in Denied,
+// a new entry while there are fewer than MaxDenied, else to DeniedMore.
+func (r *SandboxRecord) CountDenial(d Denial) {
+	if d.Count < 1 {
+		d.Count = 1
+	}
+	for i := range r.Denied {
+		if r.Denied[i].sameKind(d) {
+			r.Denied[i].Count += d.Count
+			return
+		}
+	}
+	if len(r.Denied) >= MaxDenied {
+		r.DeniedMore += d.Count
+		return
+	}
+	r.Denied = append(r.Denied, d)
+}
+
+func (d Denial) sameKind(o Denial) bool {
+	d.Count, o.Count = 0, 0
+	return d == o
+}
+
+// Clone is a copy of r that shares no list with it: r may still grow
+// while the copy is recorded.
+func (r *SandboxRecord) Clone() *SandboxRecord {
+	c := *r
+	c.Write, c.Deny, c.Allow = slices.Clone(r.Write), slices.Clone(r.Deny), slices.Clone(r.Allow)
+	c.Refused, c.Denied = slices.Clone(r.Refused), slices.Clone(r.Denied)
+	return &c
+}
+
+// Target is what d was refused on: its host, path, address or process.
+func (d Denial) Target() string {
+	for _, t := range []string{d.Host, d.Path, d.Address, d.Process} {
+		if t != "" {
+			return t
+		}
+	}
+	return ""
 }

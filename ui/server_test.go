@@ -14,6 +14,7 @@ import (
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/runs/store"
+	"github.com/acpflow/acpflow/steps"
 )
 
 func TestEveryAnswerCarriesTheSafetyHeaders(t *testing.T) {
@@ -240,6 +241,35 @@ func TestTheRunPageShowsForEachElementsAndRetries(t *testing.T) {
 	for _, want := range []string{`id="node-each"`, `data-state="running"`, "1/3 done · 1 failed · attempt 2", "each[1] #2", "each[1] #1"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the run page lacks %q", want)
+		}
+	}
+}
+
+func TestTheStepPageListsWhatTheSandboxRefused(t *testing.T) {
+	f := newFixture(t, Config{})
+	ctx := context.Background()
+	now := time.Now()
+	if err := f.w.CreateRun(ctx, store.Run{ID: "r", Workflow: "wf", StartedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	sb := &steps.SandboxRecord{Enforced: true, Network: steps.NetworkList, Allow: []string{"ok.example"}, DeniedMore: 3,
+		Denied: []steps.Denial{
+			{By: steps.DeniedByProxy, Op: "connect", Host: "evil.example:443", Count: 2},
+			{By: steps.DeniedByLandlock, Op: "read", Path: "/home/u/.ssh/<id>", Count: 1},
+		},
+		KernelDenials: "the kernel's audit is off"}
+	if err := f.w.SaveStep(ctx, store.Step{RunID: "r", StepID: "s", Status: engine.StatusSucceeded, Attempts: 1, StartedAt: now, Sandbox: sb}); err != nil {
+		t.Fatal(err)
+	}
+	body := f.get("/runs/r/steps/s").Body.String()
+	for _, want := range []string{
+		`<td>proxy</td><td>connect</td><td><code>evil.example:443</code></td><td>2</td>`,
+		`<td>landlock</td><td>read</td><td><code>/home/u/.ssh/&lt;id&gt;</code></td><td>1</td>`,
+		"… and 3 more refusals, of other kinds.",
+		"The kernel's refusals are not listed: the kernel&#39;s audit is off",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the step page lacks %q", want)
 		}
 	}
 }

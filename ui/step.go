@@ -11,6 +11,7 @@ import (
 	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/runs/store"
+	"github.com/acpflow/acpflow/steps"
 )
 
 // stderrLines is how many of a step's last stderr lines its page shows.
@@ -67,9 +68,12 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 		"Perms":   permViews(rec.Permissions), "Stderr": tail(rec.Stderr, stderrLines),
 		"Duration": runcmd.DurationText(rec.DurationMS), "Elements": els[stepID],
 	}
-	if rec.Sandbox != nil {
-		b, _ := json.MarshalIndent(rec.Sandbox, "", "  ")
-		v["Sandbox"] = string(b)
+	if sb := rec.Sandbox; sb != nil {
+		b, _ := json.MarshalIndent(sb, "", "  ")
+		v["Sandbox"], v["Denied"], v["DeniedMore"] = string(b), sb.Denied, sb.DeniedMore
+		if sb.KernelDenials != steps.KernelDenialsAudit {
+			v["KernelNotListed"] = sb.KernelDenials
+		}
 	}
 	s.render(w, "step.html", v)
 }

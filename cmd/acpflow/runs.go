@@ -509,5 +509,28 @@ func sandboxText(sb *steps.SandboxRecord) string {
 	if len(sb.Refused) > 0 {
 		s += "; refused: " + strings.Join(sb.Refused, ", ")
 	}
-	return s
+	return s + deniedText(sb)
+}
+
+// deniedText lists what the sandbox refused, a line per kind with its
+// count, and says when the kernel's refusals are not among them.
+func deniedText(sb *steps.SandboxRecord) string {
+	var b strings.Builder
+	for _, d := range sb.Denied {
+		fmt.Fprintf(&b, "\ndenied: %s %s (by %s), %s", d.Op, d.Target(), d.By, times(d.Count))
+	}
+	if sb.DeniedMore > 0 {
+		fmt.Fprintf(&b, "\ndenied: %s more, of other kinds", times(sb.DeniedMore))
+	}
+	if k := sb.KernelDenials; k != "" && k != steps.KernelDenialsAudit {
+		b.WriteString("\nthe kernel's refusals are not listed: " + k)
+	}
+	return b.String()
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }

@@ -123,7 +123,9 @@ func procState(stat []byte) byte {
 // sandboxRun is one acpflow run of a one-step workflow on the test agent.
 type sandboxRun struct {
 	r       result
-	pid     int // acpflow's
+	pid     int    // acpflow's
+	state   string // the run store, for show
+	out     string // the result file
 	step    map[string]any
 	record  string
 	outcome map[string]string // -try ACTION → what followed "try ACTION: "
@@ -182,7 +184,8 @@ func (w *sandboxWorld) run(t *testing.T, agentKeys string, runArgs []string, tri
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	res := sandboxRun{r: result{code, stdout.String(), stderr.String()}, pid: cmd.Process.Pid, record: record, outcome: map[string]string{}}
+	res := sandboxRun{r: result{code, stdout.String(), stderr.String()}, pid: cmd.Process.Pid, record: record, outcome: map[string]string{},
+		state: filepath.Join(dir, "state.db"), out: out}
 	if b, err := os.ReadFile(out); err == nil {
 		var run struct {
 			Steps map[string]map[string]any `json:"steps"`

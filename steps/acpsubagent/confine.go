@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 
@@ -19,9 +18,6 @@ import (
 // runs sandbox.Main: the launcher a sandboxed agent is started through.
 const SandboxSubcommand = "sandbox-exec"
 
-// maxRefused bounds the refused hosts a sandbox record keeps.
-const maxRefused = 100
-
 // confinement is one spawn's sandbox (docs/sandbox.md): the launcher that
 // applies it, the private temp dir and the network proxy it owns, and the
 // record of what was enforced. The process's teardown releases it.
@@ -29,6 +25,7 @@ type confinement struct {
 	launch sandbox.Launch
 	tmp    string
 	proxy  *egress.Proxy
+	kernel *sandbox.DenialWatch // nil where the kernel's refusals cannot be read (denials.go)
 
 	mu     sync.Mutex
 	record steps.SandboxRecord
@@ -134,6 +131,7 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 	c.record.LandlockABI = sandbox.Probe().LandlockABI
 	c.record.Write = append(append([]string{a.cwd, tmp}, spec.StateDirs...), spec.Write...)
 	c.record.Deny = spec.Denied()
+	c.watchKernel()
 	return c, nil
 }
 
@@ -164,26 +162,21 @@ func (c *confinement) refused(at egress.Attempt) {
 	if at.Allowed {
 		return
 	}
+	host := at.Host
+	if at.Port > 0 {
+		host = fmt.Sprintf("%s:%d", at.Host, at.Port)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.record.Refused) < maxRefused {
-		host := at.Host
-		if at.Port > 0 {
-			host = fmt.Sprintf("%s:%d", at.Host, at.Port)
-		}
-		if !slices.Contains(c.record.Refused, host) {
-			c.record.Refused = append(c.record.Refused, host)
-		}
-	}
+	c.record.ProxyRefused(host)
 }
 
 // recorded is what the sandbox enforced so far.
 func (c *confinement) recorded() *steps.SandboxRecord {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	r := c.record
-	r.Refused = slices.Clone(r.Refused)
-	return &r
+	r := c.record.Clone()
+	c.mu.Unlock()
+	return c.withKernelDenials(r) // it waits for late records: not under the lock
 }
 
 // release stops the proxy and removes the temp dir; after the agent is
@@ -192,6 +185,7 @@ func (c *confinement) release() {
 	if c.proxy != nil {
 		c.proxy.Close()
 	}
+	c.kernel.Close()
 	if c.tmp != "" {
 		os.RemoveAll(c.tmp)
 	}

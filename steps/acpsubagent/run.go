@@ -435,6 +435,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 		}
 		return fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)
 	}
+	c.attach(ac.child.Pid())
 	a.p = newProc(ac, a.agent, a.inv)
 	a.p.book.use(a.inv, a.cwd)
 	a.p.presetDir, a.p.confinement = dir, c
