@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// Sandbox is what `sandbox:` asks of an agent's confinement
-// (docs/sandbox.md; acpagent.ParseSandbox reads it): the kernel (Landlock and namespaces) holds the
-// agent's whole process group to it, whatever the agent asks or runs
-// unasked.
+// Sandbox is what `sandbox:` asks of the confinement of an agent or a
+// shell step's command (docs/sandbox.md; confine.Parse reads it): the
+// kernel (Landlock and namespaces) holds the process's whole group to it,
+// whatever the agent asks or runs unasked.
 type Sandbox struct {
 	// Write are paths writable besides the step's cwd, a private temp
 	// dir and the preset's state dirs; relative ones are the workspace's.

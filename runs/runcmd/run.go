@@ -113,7 +113,7 @@ func New(c Config) *cobra.Command {
 	fl.IntVarP(&f.Concurrency, "concurrency", "c", max(c.Concurrency, 1), "runs in flight at once in a batch")
 	fl.StringVarP(&f.Workspace, "workspace", "w", "", "the run's workspace (default: the current directory)")
 	fl.StringVar(&f.Budget, "budget", "", "batch: what all its runs may spend together, tokens=N and/or cost=AMOUNTCUR (e.g. tokens=100000,cost=5USD)")
-	fl.BoolVar(&f.Sandbox, "sandbox", false, "confine every agent that sets no sandbox: as with sandbox: true (docs/sandbox.md)")
+	fl.BoolVar(&f.Sandbox, "sandbox", false, "confine every agent and shell step that sets no sandbox: as with sandbox: true (docs/sandbox.md)")
 	AddOutputFlags(cmd, &f)
 	DurationFlag(fl, &f.Timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
 	if c.Flags != nil {
@@ -248,12 +248,16 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 }
 
 // sandboxAgents is --sandbox: every agent the file leaves without a
-// sandbox: key runs sandboxed, with the network on.
+// sandbox: key, and every step that names no agent and sets no
+// with.sandbox (a shell step), runs sandboxed, with the network on.
 func sandboxAgents(wf *engine.Workflow) {
 	for _, a := range wf.Agents {
 		if a.Sandbox == nil && !a.SandboxSet {
 			a.Sandbox = &steps.Sandbox{Network: steps.NetworkOn}
 		}
+	}
+	if wf.Sandbox == nil {
+		wf.Sandbox = &steps.Sandbox{Network: steps.NetworkOn}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
+	"github.com/acpflow/acpflow/steps/confine"
 )
 
 // Name is the `uses:` value of this kind.
@@ -108,7 +109,7 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	}
 	s.ownEnv, _ = cfg.With["env"].(map[string]any)
 	if v, ok := cfg.With["sandbox"]; ok {
-		sb, err := acpagent.ParseSandbox(v)
+		sb, err := confine.Parse(v)
 		if err != nil {
 			var fe *steps.FieldError
 			if errors.As(err, &fe) {

@@ -23,6 +23,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
+	"github.com/acpflow/acpflow/steps/confine"
 	"github.com/acpflow/acpflow/steps/redact"
 )
 
@@ -173,7 +174,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		}
 		res.Stderr = a.p.child.Stderr().String()
 		if a.p.confinement != nil {
-			res.Sandbox = a.p.confinement.recorded()
+			res.Sandbox = a.p.confinement.Record()
 		}
 		a.finish(res.StopReason == steps.Completed)
 	} else if a.scribe.hasSpawn() {
@@ -392,7 +393,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	if ctx.Err() != nil {
 		return ErrAbortedBeforeStart
 	}
-	sb := a.sandboxOf()
+	sb := a.sandboxOf(a.inv.Outer)
 	var pl *pool
 	var key string
 	if a.agent.Reuse {
@@ -415,7 +416,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 		return err
 	}
 	spec := procgroup.Spec{Path: path, Args: args, Dir: a.cwd, OnDescendant: a.descendantSeen}
-	var c *confinement
+	var c *confine.Confinement
 	if sb != nil {
 		if c, err = a.confineSpec(sb, env, &spec); err != nil {
 			if dir != "" {
@@ -431,7 +432,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 			os.RemoveAll(dir)
 		}
 		if c != nil {
-			c.release()
+			c.Release()
 		}
 		return fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)
 	}
@@ -449,28 +450,6 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	}
 	a.inv.Emit(acpagent.Spawned{PID: ac.child.Pid(), StartTicks: ac.child.StartTicks(), Cwd: a.cwd})
 	return a.greet(startCtx)
-}
-
-// confineSpec wraps the agent's command in the step's sandbox, setting
-// how spec starts it. A sandbox the host cannot enforce, when the step
-// does not require it, is a warning and a record, not an error: the agent
-// then runs as spec already says, unconfined.
-func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *procgroup.Spec) (*confinement, error) {
-	c, err := a.confine(sb, env, spec.Path, spec.Args)
-	var skipped *unenforced
-	switch {
-	case errors.As(err, &skipped):
-		a.sandboxRecord = &steps.SandboxRecord{Network: sb.Network, Allow: sb.Allow,
-			Warning: "ran unsandboxed (required: false): " + skipped.Error()}
-		a.inv.Emit(steps.Warning{Message: "agent " + a.agent.Name + " " + a.sandboxRecord.Warning})
-	case err != nil:
-		return c, err
-	default:
-		l := c.launch
-		spec.Path, spec.Args = l.Path, l.Args
-		spec.Cloneflags, spec.UidMappings, spec.GidMappings, spec.AmbientCaps = l.Cloneflags, l.UidMappings, l.GidMappings, l.AmbientCaps
-	}
-	return c, nil
 }
 
 // greet takes a freshly spawned agent through initialize (and
