@@ -3,6 +3,8 @@ package steps
 import (
 	"fmt"
 	"strings"
+
+	"github.com/acpflow/acpflow/policies"
 )
 
 // Sandbox is what `sandbox:` asks of the confinement of an agent or a
@@ -64,4 +66,27 @@ type SandboxRecord struct {
 	// Refused are the hosts the proxy refused, in order (at most 100).
 	Refused []string `json:"refused,omitempty"`
 	Warning string   `json:"warning,omitempty"`
+}
+
+// SandboxChecker is a prepared step that may run sandboxed: before
+// anything runs (`validate`, `run`), it checks the paths its sandbox would
+// make writable that the file fixes (a write: entry, a cwd written
+// without ${{ }}) against what the sandbox denies, on the filesystem as it
+// is: a symlink into ~/.ssh is refused there, not at the spawn.
+type SandboxChecker interface {
+	// CheckSandbox returns nil when the step would run unsandboxed or its
+	// paths pass; else a *FieldError at the step's value at fault.
+	CheckSandbox(c SandboxCheck) error
+}
+
+// SandboxCheck is where a workflow's sandboxes are checked.
+type SandboxCheck struct {
+	// Workspace is what relative paths are relative to (absolute).
+	Workspace string
+	// Outer is the outer policy (a `sandbox: required` sandboxes every
+	// step); Sandbox the workflow's default (Invocation.Sandbox) and
+	// StateFiles acpflow's own files (Invocation.StateFiles).
+	Outer      policies.Outer
+	Sandbox    *Sandbox
+	StateFiles []string
 }

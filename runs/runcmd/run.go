@@ -133,9 +133,9 @@ func AddOutputFlags(cmd *cobra.Command, f *Flags) {
 
 // warn prints on w what validate warns of (workflows.LoadJudged), judged
 // in acpflow's environment under the Runner's outer policy.
-func warn(w io.Writer, warnings func(workflows.Environment) workflows.Errors, outer policies.Outer) {
+func warn(w io.Writer, j *workflows.Judge, outer policies.Outer) {
 	where := workflows.Environment{Ambient: policies.EnvMap(os.Environ()), Outer: outer, Root: os.Geteuid() == 0}
-	for _, e := range warnings(where) {
+	for _, e := range j.Warnings(where) {
 		fmt.Fprintln(w, termtext.Sanitize(e.Error()))
 	}
 }
@@ -173,7 +173,7 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	if err != nil {
 		return err
 	}
-	wf, warnings, err := workflows.LoadJudged(file)
+	wf, judge, err := workflows.LoadJudged(file)
 	if err != nil {
 		return UsageError(err)
 	}
@@ -211,8 +211,14 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	if end != nil {
 		defer end()
 	}
+	// Before anything starts: no sandbox's writable path leads into a
+	// denied one (docs/sandbox.md).
+	check := steps.SandboxCheck{Workspace: workspace, Outer: r.Outer, Sandbox: wf.Sandbox, StateFiles: r.StateFiles()}
+	if err := judge.CheckSandboxes(check); err != nil {
+		return UsageError(err)
+	}
 	if c.Warnings {
-		warn(cmd.ErrOrStderr(), warnings, r.Outer)
+		warn(cmd.ErrOrStderr(), judge, r.Outer)
 	}
 	x := NewExecutor(c.Name, r, out, f.Timeout)
 	x.ResumeHint = c.ResumeRun

@@ -33,8 +33,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"runtime"
+	"slices"
 	"sync"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go

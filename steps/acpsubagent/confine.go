@@ -80,3 +80,45 @@ func makeStateDir(d string) {
 		os.MkdirAll(d, 0o700)
 	}
 }
+
+var _ steps.SandboxChecker = (*subagent)(nil)
+
+// CheckSandbox implements steps.SandboxChecker: the agent's sandbox (the
+// step's, the agent's, the outer policy's) against its cwd as the file
+// fixes it (with.cwd without ${{ }}, else the agent's, else the
+// workspace) and its write: entries, with the agent's HOME where its env:
+// fixes one. An error is placed on with.cwd or with.sandbox when the
+// step sets them, else on with.agent (the agent's own sandbox: or cwd:).
+func (s *subagent) CheckSandbox(c steps.SandboxCheck) error {
+	sb := s.sandboxOf(c.Outer)
+	if sb == nil {
+		return nil
+	}
+	cwd := c.Workspace
+	if s.agent.Cwd != "" {
+		cwd = s.agent.Cwd
+	}
+	if s.withCwdSet {
+		cwd = s.withCwd // "" when rendered at run time: checked at the spawn
+	}
+	if cwd != "" && !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(c.Workspace, cwd)
+	}
+	home := s.agent.Env["HOME"]
+	if strings.Contains(home, "${{") {
+		home = ""
+	}
+	err := s.confinement(sb, cwd, home, c.Workspace, c.StateFiles).Check()
+	var pe *confine.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	at := withPath("agent")
+	switch {
+	case pe.Key == "cwd" && s.withCwdSet:
+		at = withPath("cwd")
+	case pe.Key == "write" && s.sandboxSet:
+		at = withPath("sandbox", "write")
+	}
+	return &steps.FieldError{Path: at, Err: err}
+}

@@ -108,6 +108,12 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		s.ownMCP, _ = acpagent.MCPServersOf(v, withPath("mcp-servers")) // checked above
 	}
 	s.ownEnv, _ = cfg.With["env"].(map[string]any)
+	if v, ok := cfg.With["cwd"].(string); ok {
+		s.withCwdSet = true
+		if !strings.Contains(v, "${{") {
+			s.withCwd = v
+		}
+	}
 	if v, ok := cfg.With["sandbox"]; ok {
 		sb, err := confine.Parse(v)
 		if err != nil {

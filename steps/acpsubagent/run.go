@@ -55,6 +55,10 @@ type subagent struct {
 	// whatever the agent's).
 	sandbox    *steps.Sandbox
 	sandboxSet bool
+	// withCwd is with.cwd as the file fixes it, when withCwdSet ("": it has a
+	// ${{ }}, rendered at run time).
+	withCwd    string
+	withCwdSet bool
 	// ownMCP and ownEnv are the step's with.mcp-servers and with.env as
 	// the file wrote them, templates and all: what each ${{ }} produced
 	// is a secret (redact.go).

@@ -128,19 +128,35 @@ func (r Request) Spec() (sandbox.Spec, error) {
 	return spec, nil
 }
 
-// Check refuses, before anything runs, a writable path of the request (its
-// cwd, a write: entry) that is or resolves through symlinks into a denied
-// one; the error names both.
+// Check refuses, before anything runs, a writable path of the request
+// that is or resolves through symlinks into a denied one: a *PathError
+// naming both, and whether the cwd or a write: entry is at fault.
 func (r Request) Check() error {
 	spec, err := r.Spec()
 	if err != nil {
 		return err
 	}
+	write := spec.Write
+	spec.Write = nil
 	if err := spec.CheckPaths(); err != nil {
-		return fmt.Errorf("%s: %w", r.Who, err)
+		return &PathError{Key: "cwd", Err: fmt.Errorf("%s: %w", r.Who, err)}
+	}
+	spec.Write, spec.Cwd = write, ""
+	if err := spec.CheckPaths(); err != nil {
+		return &PathError{Key: "write", Err: fmt.Errorf("%s: %w", r.Who, err)}
 	}
 	return nil
 }
+
+// PathError is a writable path of a sandbox that leads into a denied one:
+// Key is "cwd" or "write", the key of the file that set it.
+type PathError struct {
+	Key string
+	Err error
+}
+
+func (e *PathError) Error() string { return e.Err.Error() }
+func (e *PathError) Unwrap() error { return e.Err }
 
 // Confinement is one spawn's sandbox: how to start the launcher that
 // applies it, the private temp dir and the network proxy it owns, and the

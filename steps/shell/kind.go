@@ -106,6 +106,10 @@ func (Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		if text, _ := v.(string); text == "" {
 			return nil, steps.FieldErrorf(withPath("cwd"), "cwd: want a directory (relative to the workspace), got %s; omit the key to run in the workspace", describe(v))
 		}
+		s.cwdSet = true
+		if text := v.(string); !strings.Contains(text, "${{") {
+			s.cwd = text
+		}
 	}
 	if v, ok := cfg.With["sandbox"]; ok {
 		sb, err := confine.Parse(v)

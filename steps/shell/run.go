@@ -47,6 +47,10 @@ type step struct {
 	// workflow's default).
 	sandbox    *steps.Sandbox
 	sandboxSet bool
+	// cwd is with.cwd as the file fixes it, when cwdSet ("": it has a
+	// ${{ }}, rendered at run time).
+	cwd    string
+	cwdSet bool
 }
 
 // Run implements steps.Step: resolve the cwd, ask the env policy, start
@@ -455,4 +459,45 @@ func (o *output) wait() (string, bool) {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+var _ steps.SandboxChecker = (*step)(nil)
+
+// CheckSandbox implements steps.SandboxChecker: the command's sandbox
+// (with.sandbox, else the workflow's, under the outer policy) against its
+// cwd as the file fixes it (with.cwd without ${{ }}, else the workspace)
+// and its write: entries, with the HOME its env: fixes, else acpflow's.
+func (s *step) CheckSandbox(c steps.SandboxCheck) error {
+	sb := c.Sandbox
+	if s.sandboxSet {
+		sb = s.sandbox
+	}
+	if sb = confine.Effective(sb, c.Outer); sb == nil {
+		return nil
+	}
+	cwd := c.Workspace
+	if s.cwdSet {
+		cwd = s.cwd // "" when rendered at run time: checked at the spawn
+	}
+	if cwd != "" && !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(c.Workspace, cwd)
+	}
+	home, _ := s.env["HOME"].(string)
+	if strings.Contains(home, "${{") {
+		home = ""
+	}
+	r := confine.Request{Who: "the command", Sandbox: sb, Cwd: cwd, Workspace: c.Workspace, Home: home, StateFiles: c.StateFiles}
+	err := r.Check()
+	var pe *confine.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	var at []string // the step: the workflow's sandbox, or its workspace
+	switch {
+	case pe.Key == "cwd" && s.cwdSet:
+		at = withPath("cwd")
+	case pe.Key == "write" && s.sandboxSet:
+		at = withPath("sandbox", "write")
+	}
+	return &steps.FieldError{Path: at, Err: err}
 }
