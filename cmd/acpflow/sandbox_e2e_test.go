@@ -543,7 +543,10 @@ steps:
   - {id: three, needs: [two], uses: acp-subagent, with: {agent: open, prompt: c}}
 `, testAgent, args, testAgent, args))
 	out := filepath.Join(dir, "out.jsonl")
-	r := acpflow(t, dir, "run", wf, "--json", "--output", out, "--state", filepath.Join(dir, "state.db"))
+	// The store outside the workspace: every sandbox denies it, and a
+	// denied file in the agents' cwd would keep them from making new
+	// files beside it (docs/sandbox.md).
+	r := acpflow(t, dir, "run", wf, "--json", "--output", out, "--state", filepath.Join(t.TempDir(), "state.db"))
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
