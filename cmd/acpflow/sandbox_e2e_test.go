@@ -48,8 +48,9 @@ type sandboxWorld struct {
 	listener          net.Listener
 	listed, unlisted  *httptest.Server // both loopback; only listed goes in a network list
 	sleeper           *exec.Cmd
-	mark              string // E2E_SANDBOX_MARK, in the agent's environment
-	acpflow           string // the binary run runs: acpflowBin unless a test installs another
+	mark              string   // E2E_SANDBOX_MARK, in the agent's environment
+	acpflow           string   // the binary run runs: acpflowBin unless a test installs another
+	env               []string // acpflow's environment over the test's (NAME=VALUE)
 }
 
 const plantedKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nE2E-PLANTED-KEY\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -162,7 +163,7 @@ func (w *sandboxWorld) run(t *testing.T, agentKeys string, runArgs []string, tri
 	t.Cleanup(func() { assertNoProcessFrom(t, binDir); assertNoProcessFrom(t, filepath.Dir(w.acpflow)) })
 	cmd := exec.Command(w.acpflow, append([]string{"run", wf, "--workspace", w.ws, "--output", out, "--state", filepath.Join(dir, "state.db")}, runArgs...)...)
 	cmd.Dir = w.ws
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "E2E_ACPFLOW_SECRET="+randomMark())
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", "E2E_ACPFLOW_SECRET="+randomMark()), w.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
