@@ -25,7 +25,10 @@ func newValidateCmd() *cobra.Command {
 neither steps: nor name: but a top-level permission:, env: or sandbox: is a
 bare policy file (as --policy and policy test take) and is checked as one. The outer
 policy (--policy, $ACPFLOW_POLICY, /etc/acpflow/policy.yaml and the user's
-file) is loaded and checked too, and each of its files is listed.
+file) is loaded and checked too, and each of its files is listed. Each
+sandboxed step's write: entries and cwd: are resolved through symlinks, as
+run would in this directory: one that leads into a denied path (~/.ssh) is
+an error (docs/sandbox.md).
 
 A valid file may still get warnings (on stderr; the exit stays 0): an agent
 whose preset needs a key that would not reach it from this environment,
