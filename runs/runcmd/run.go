@@ -131,6 +131,21 @@ func AddOutputFlags(cmd *cobra.Command, f *Flags) {
 	fl.BoolVar(&f.JSON, "json", false, "print the event stream as JSON lines instead of the human view")
 }
 
+// preflight judges wf where it is about to run, under the Runner's outer
+// policy, before anything starts: a sandbox whose writable path leads into
+// a denied one is bad usage (docs/sandbox.md); with warnings, what validate
+// warns of is printed on w.
+func preflight(w io.Writer, warnings bool, j *workflows.Judge, wf *engine.Workflow, workspace string, r *runs.Runner) error {
+	check := steps.SandboxCheck{Workspace: workspace, Outer: r.Outer, Sandbox: wf.Sandbox, StateFiles: r.StateFiles()}
+	if err := j.CheckSandboxes(check); err != nil {
+		return UsageError(err)
+	}
+	if warnings {
+		warn(w, j, r.Outer)
+	}
+	return nil
+}
+
 // warn prints on w what validate warns of (workflows.LoadJudged), judged
 // in acpflow's environment under the Runner's outer policy.
 func warn(w io.Writer, j *workflows.Judge, outer policies.Outer) {
@@ -211,14 +226,8 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	if end != nil {
 		defer end()
 	}
-	// Before anything starts: no sandbox's writable path leads into a
-	// denied one (docs/sandbox.md).
-	check := steps.SandboxCheck{Workspace: workspace, Outer: r.Outer, Sandbox: wf.Sandbox, StateFiles: r.StateFiles()}
-	if err := judge.CheckSandboxes(check); err != nil {
-		return UsageError(err)
-	}
-	if c.Warnings {
-		warn(cmd.ErrOrStderr(), judge, r.Outer)
+	if err := preflight(cmd.ErrOrStderr(), c.Warnings, judge, wf, workspace, r); err != nil {
+		return err
 	}
 	x := NewExecutor(c.Name, r, out, f.Timeout)
 	x.ResumeHint = c.ResumeRun
