@@ -83,6 +83,9 @@ type AttemptOptions struct {
 	// agents are gone, with the same result (cancelled instead if ctx ends
 	// meanwhile and the turn had not completed).
 	TurnEnded func(*StepResult)
+	// StateFiles are the worker's own files every sandbox denies
+	// (Options.StateFiles).
+	StateFiles []string
 }
 
 // RunAttempt runs one attempt of one step (or of one for-each element) of
@@ -108,7 +111,7 @@ func RunAttempt(ctx context.Context, wf *Workflow, stepID string, opt AttemptOpt
 		wf: wf, sink: opt.Events, index: make(map[string]int, len(wf.Steps)),
 		opt: Options{
 			RunID: opt.RunID, Workspace: opt.Workspace, Inputs: opt.Inputs, Ambient: opt.Ambient,
-			Outer: opt.Outer, Events: opt.Events,
+			Outer: opt.Outer, Events: opt.Events, StateFiles: opt.StateFiles,
 		},
 		results: make(map[string]*StepResult, len(opt.Results)),
 	}

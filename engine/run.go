@@ -57,6 +57,9 @@ type Options struct {
 	// steps work in Workspace.
 	Worktree  *Worktree
 	Worktrees Worktrees
+	// StateFiles are acpflow's own files that every sandbox denies
+	// (steps.Invocation.StateFiles): the run store, the state directory.
+	StateFiles []string
 }
 
 // NewRunID mints a run id: sortable by time, unique by its random tail.

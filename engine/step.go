@@ -50,7 +50,8 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *Element, linger 
 		Workflow: r.wf.Name, RunID: r.opt.RunID, StepID: st.ID, Attempt: n,
 		Workspace: workspace, With: with, Ambient: r.opt.Ambient,
 		Permission: pol.Permission, PermissionSource: pol.PermissionSource, Env: pol.Env, EnvSource: pol.EnvSource, Outer: r.opt.Outer,
-		Asker: r.opt.Asker,
+		Asker:   r.opt.Asker,
+		Sandbox: r.wf.Sandbox, StateFiles: r.opt.StateFiles,
 		Render: func(s string) (string, error) {
 			t, err := ParseTemplate(s)
 			if err != nil {

@@ -35,6 +35,10 @@ type Workflow struct {
 	// Isolation is the workflow's `isolation: worktree` (nil: none): each
 	// run works in a git worktree of its own (docs/worktrees.md).
 	Isolation *Isolation
+	// Sandbox is the workflow's `sandbox:`, the default of every agent
+	// that sets none (the loader copies it there) and of every step that
+	// names no agent (steps.Invocation.Sandbox); nil: none.
+	Sandbox *steps.Sandbox
 	// Modules are the WASM modules the policies load, as the file names
 	// them (relative to its directory, or absolute), in file order: what
 	// a worker on another machine needs beside the file.

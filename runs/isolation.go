@@ -25,7 +25,7 @@ func WorktreeDir(statePath string) string {
 	if statePath == "" {
 		return filepath.Join(os.TempDir(), "acpflow-worktrees")
 	}
-	return filepath.Join(filepath.Dir(statePath), "worktrees")
+	return filepath.Join(filepath.Dir(statePath), store.WorktreesDir)
 }
 
 // NeedsWorktrees says whether a run of wf works in worktrees: the

@@ -89,6 +89,17 @@ type Spec struct {
 	Meter *engine.BatchMeter
 }
 
+// StateFiles are acpflow's own files that every sandbox of the Runner's
+// runs denies (engine.Options.StateFiles): its store's and the state
+// directory's (store.Files).
+func (r *Runner) StateFiles() []string {
+	path := ""
+	if r.Store != nil {
+		path = r.Store.Path()
+	}
+	return store.Files(path)
+}
+
 // InvalidError is a request that cannot be done as given (an invalid or
 // changed workflow, inputs that do not fit it, a run another process
 // owns): nothing was started for it.
@@ -110,17 +121,18 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 		events = r.Events
 	}
 	req := Request{Line: spec.BatchLine, Options: engine.Options{
-		RunID:     spec.RunID,
-		Workspace: spec.Workspace,
-		Inputs:    spec.Inputs,
-		Ambient:   r.Ambient,
-		Outer:     r.Outer,
-		Events:    events,
-		Timeout:   r.Timeout,
-		Done:      spec.Done,
-		Batch:     spec.Shared,
-		Asker:     r.Asker,
-		OnUsage:   onUsage(spec.Meter),
+		RunID:      spec.RunID,
+		Workspace:  spec.Workspace,
+		Inputs:     spec.Inputs,
+		Ambient:    r.Ambient,
+		Outer:      r.Outer,
+		Events:     events,
+		Timeout:    r.Timeout,
+		Done:       spec.Done,
+		Batch:      spec.Shared,
+		Asker:      r.Asker,
+		OnUsage:    onUsage(spec.Meter),
+		StateFiles: r.StateFiles(),
 	}}
 	if NeedsWorktrees(wf) {
 		if req.RunID == "" {

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/acpflow/acpflow/policies"
 )
 
-// Sandbox is what `sandbox:` asks of an agent's confinement
-// (docs/sandbox.md; acpagent.ParseSandbox reads it): the kernel (Landlock and namespaces) holds the
-// agent's whole process group to it, whatever the agent asks or runs
-// unasked.
+// Sandbox is what `sandbox:` asks of the confinement of an agent or a
+// shell step's command (docs/sandbox.md; confine.Parse reads it): the
+// kernel (Landlock and namespaces) holds the process's whole group to it,
+// whatever the agent asks or runs unasked.
 type Sandbox struct {
 	// Write are paths writable besides the step's cwd, a private temp
 	// dir and the preset's state dirs; relative ones are the workspace's.
@@ -171,4 +173,27 @@ func (d Denial) Target() string {
 		}
 	}
 	return ""
+}
+
+// SandboxChecker is a prepared step that may run sandboxed: before
+// anything runs (`validate`, `run`), it checks the paths its sandbox would
+// make writable that the file fixes (a write: entry, a cwd written
+// without ${{ }}) against what the sandbox denies, on the filesystem as it
+// is: a symlink into ~/.ssh is refused there, not at the spawn.
+type SandboxChecker interface {
+	// CheckSandbox returns nil when the step would run unsandboxed or its
+	// paths pass; else a *FieldError at the step's value at fault.
+	CheckSandbox(c SandboxCheck) error
+}
+
+// SandboxCheck is where a workflow's sandboxes are checked.
+type SandboxCheck struct {
+	// Workspace is what relative paths are relative to (absolute).
+	Workspace string
+	// Outer is the outer policy (a `sandbox: required` sandboxes every
+	// step); Sandbox the workflow's default (Invocation.Sandbox) and
+	// StateFiles acpflow's own files (Invocation.StateFiles).
+	Outer      policies.Outer
+	Sandbox    *Sandbox
+	StateFiles []string
 }

@@ -87,6 +87,14 @@ type Invocation struct {
 	// Outer is the outer policy, which the step's policies decide within
 	// (docs/policies.md#the-outer-policy); nil: none.
 	Outer policies.Outer
+	// Sandbox is the workflow's `sandbox:` (`run --sandbox` included): the
+	// default of a step that names no agent and sets no with.sandbox
+	// (an agent's already holds it); nil: none.
+	Sandbox *Sandbox
+	// StateFiles are acpflow's own files and directories that every
+	// sandbox denies: the run store in use (with its -wal and -shm) and
+	// acpflow's state directory. Nil: none known (a step run alone).
+	StateFiles []string
 
 	// Render expands the ${{ }} templates of a string in the step's scope,
 	// for values a kind reads from outside `with:` (an agent's env).

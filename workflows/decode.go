@@ -95,8 +95,10 @@ func (d *decoder) workflow(root *node) {
 		d.wf.Policies = d.decodePolicies(n, "policies")
 	}
 	if n := f["sandbox"]; n != nil {
-		// The default of every agent that sets none.
+		// The default of every agent that sets none, and of every step
+		// that names no agent (engine.Workflow.Sandbox).
 		if sb := d.sandbox(n, ""); sb != nil {
+			d.wf.Sandbox = sb
 			for _, a := range d.agents {
 				if !a.SandboxSet {
 					a.Sandbox = sb

@@ -41,18 +41,18 @@ type Environment struct {
 // policy pass it. A WASM env policy is not run here: with one, a key set
 // in env.Ambient counts as passed.
 func LoadWarnings(path string, env Environment) (*engine.Workflow, Errors, error) {
-	wf, warnings, err := LoadJudged(path)
+	wf, j, err := LoadJudged(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	return wf, warnings(env), nil
+	return wf, j.Warnings(env), nil
 }
 
-// LoadJudged loads path as Load does and returns besides what gives its
-// warnings in an environment (as LoadWarnings), for a caller that knows
-// the environment only later: run, once its backend has loaded the outer
-// policy.
-func LoadJudged(path string) (*engine.Workflow, func(Environment) Errors, error) {
+// LoadJudged loads path as Load does and returns besides what judges it
+// once where it runs is known (its warnings, as LoadWarnings; its
+// sandboxes' paths): run knows that only once its backend has loaded the
+// outer policy.
+func LoadJudged(path string) (*engine.Workflow, *Judge, error) {
 	src, err := ReadFile(path, "workflow")
 	if err != nil {
 		return nil, nil, err
@@ -64,12 +64,39 @@ func LoadJudged(path string) (*engine.Workflow, func(Environment) Errors, error)
 	if abs, err := filepath.Abs(path); err == nil {
 		wf.File = abs
 	}
-	return wf, func(env Environment) Errors {
-		warnings, covered := d.needWarnings(env)
-		warnings = append(warnings, d.envWarnings(env, covered)...)
-		warnings.sortByPosition()
-		return warnings
-	}, nil
+	return wf, &Judge{d: d}, nil
+}
+
+// Judge judges a loaded workflow where it is about to run, each finding
+// placed in the file as the loader's errors are.
+type Judge struct{ d *decoder }
+
+// Warnings are what a run in env would likely fail on (LoadWarnings).
+func (j *Judge) Warnings(env Environment) Errors {
+	warnings, covered := j.d.needWarnings(env)
+	warnings = append(warnings, j.d.envWarnings(env, covered)...)
+	warnings.sortByPosition()
+	return warnings
+}
+
+// CheckSandboxes checks each step's sandbox paths (steps.SandboxChecker)
+// with the filesystem as it is: a write: entry or a cwd that is, or
+// resolves through symlinks into, a denied path is an error (Errors),
+// placed on the value that set it, before anything runs (docs/sandbox.md).
+// It reads the workflow as it is now: after run --sandbox.
+func (j *Judge) CheckSandboxes(c steps.SandboxCheck) error {
+	d := *j.d
+	d.errorList = &errorList{file: j.d.file, lines: j.d.lines}
+	for _, s := range d.steps {
+		sc, ok := s.step.Run.(steps.SandboxChecker)
+		if !ok {
+			continue
+		}
+		if err := sc.CheckSandbox(c); err != nil {
+			d.at(d.prepareErrorAt(s, err), "%s: %s", s.label, err)
+		}
+	}
+	return d.result()
 }
 
 // needWarnings checks the needs of each agent with a preset, for each step

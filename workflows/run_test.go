@@ -60,7 +60,7 @@ func TestRunErrorsSayWhereAndWhat(t *testing.T) {
 	}{
 		{"run and uses", "    run: make\n    uses: acp-subagent\n", []string{`t.yaml:6:5: step "a": run: and uses: together: a step either runs a command line`}},
 		{"run and uses shell", "    run: make\n    uses: shell\n", []string{`t.yaml:6:5: step "a": run: and uses: together: run: is the shorthand of uses: shell`}},
-		{"run and with", "    run: make\n    with: {run: make}\n", []string{`t.yaml:6:5: step "a": with: goes with uses:; beside run:, write shell, env, cwd on the step itself`}},
+		{"run and with", "    run: make\n    with: {run: make}\n", []string{`t.yaml:6:5: step "a": with: goes with uses:; beside run:, write shell, env, cwd, sandbox on the step itself`}},
 		{"shell without run", "    uses: shell\n    with: {run: make}\n    shell: sh\n", []string{`t.yaml:7:5: step "a": shell: goes with run:`}},
 		{"env without run", "    uses: shell\n    with: {run: make}\n    env: {A: b}\n", []string{`t.yaml:7:5: step "a": env: goes with run:`}},
 		{"run not a string", "    run: [make]\n", []string{`t.yaml:5:10: step "a": run: want a command line (a string), got a list`}},
@@ -72,6 +72,10 @@ func TestRunErrorsSayWhereAndWhat(t *testing.T) {
 		{"cwd empty", "    run: make\n    cwd: \"\"\n", []string{`t.yaml:6:10: step "a": cwd: want a directory`}},
 		{"with key unknown", "    uses: shell\n    with: {run: make, working-directory: x}\n", []string{`t.yaml:6:23: step "a": with: unknown key "working-directory" for shell`}},
 		{"with without run", "    uses: shell\n    with: {shell: sh}\n", []string{`step "a": with: missing run (shell needs run)`}},
+		{"sandbox without run", "    uses: acp-subagent\n    with: {agent: x, prompt: p}\n    sandbox: true\n", []string{`t.yaml:7:5: step "a": sandbox: goes with run:`}},
+		{"sandbox key unknown", "    run: make\n    sandbox: {netwrk: off}\n", []string{`t.yaml:6:23: step "a": sandbox: unknown key "netwrk" (known: write, deny, network, required)`}},
+		{"sandbox network under with", "    uses: shell\n    with: {run: make, sandbox: {network: sometimes}}\n", []string{`t.yaml:6:42: step "a": sandbox.network: want on, off or a list of hosts`}},
+		{"sandbox a string", "    run: make\n    sandbox: yes please\n", []string{`t.yaml:6:14: step "a": sandbox: want true, false or a mapping`}},
 		{"unknown step in run", "    run: echo ${{ steps.nope.output }}\n", []string{`t.yaml:5:`, `nope`}},
 		{"unknown step in env", "    run: echo\n    env: {A: \"${{ steps.nope.output }}\"}\n", []string{`t.yaml:6:`, `nope`}},
 	} {

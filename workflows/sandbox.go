@@ -4,13 +4,13 @@ import (
 	"errors"
 
 	"github.com/acpflow/acpflow/steps"
-	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
+	"github.com/acpflow/acpflow/steps/confine"
 )
 
 // sandbox reads a `sandbox:` value (an agent's, whose context is what, or
-// the workflow's, what ""): true, false or a mapping (acpagent.ParseSandbox).
+// the workflow's, what ""): true, false or a mapping (confine.Parse).
 func (d *decoder) sandbox(n *node, what string) *steps.Sandbox {
-	sb, err := acpagent.ParseSandbox(n.plain())
+	sb, err := confine.Parse(n.plain())
 	if err != nil {
 		at := n
 		var fe *steps.FieldError

@@ -18,14 +18,14 @@ import (
 	"github.com/acpflow/acpflow/internal/version"
 	"github.com/acpflow/acpflow/runs/runcmd"
 	_ "github.com/acpflow/acpflow/standard" // every step kind and policy form
-	"github.com/acpflow/acpflow/steps/acpsubagent"
+	"github.com/acpflow/acpflow/steps/confine"
 )
 
 func main() {
 	// A sandboxed agent is started through this executable, as the
 	// launcher that confines it (docs/sandbox.md): before anything else,
 	// so that the spawn pays for nothing of the CLI's.
-	if len(os.Args) > 1 && os.Args[1] == acpsubagent.SandboxSubcommand {
+	if len(os.Args) > 1 && os.Args[1] == confine.Subcommand {
 		os.Exit(sandbox.Main(os.Args[2:]))
 	}
 	os.Exit(runcmd.Main(newRootCmd(), "acpflow", os.Args[1:]))

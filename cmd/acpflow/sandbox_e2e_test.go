@@ -48,8 +48,9 @@ type sandboxWorld struct {
 	listener          net.Listener
 	listed, unlisted  *httptest.Server // both loopback; only listed goes in a network list
 	sleeper           *exec.Cmd
-	mark              string // E2E_SANDBOX_MARK, in the agent's environment
-	acpflow           string // the binary run runs: acpflowBin unless a test installs another
+	mark              string   // E2E_SANDBOX_MARK, in the agent's environment
+	acpflow           string   // the binary run runs: acpflowBin unless a test installs another
+	env               []string // acpflow's environment over the test's (NAME=VALUE)
 }
 
 const plantedKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nE2E-PLANTED-KEY\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -164,7 +165,7 @@ func (w *sandboxWorld) run(t *testing.T, agentKeys string, runArgs []string, tri
 	t.Cleanup(func() { assertNoProcessFrom(t, binDir); assertNoProcessFrom(t, filepath.Dir(w.acpflow)) })
 	cmd := exec.Command(w.acpflow, append([]string{"run", wf, "--workspace", w.ws, "--output", out, "--state", filepath.Join(dir, "state.db")}, runArgs...)...)
 	cmd.Dir = w.ws
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "E2E_ACPFLOW_SECRET="+randomMark())
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", "E2E_ACPFLOW_SECRET="+randomMark()), w.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -546,7 +547,10 @@ steps:
   - {id: three, needs: [two], uses: acp-subagent, with: {agent: open, prompt: c}}
 `, testAgent, args, testAgent, args))
 	out := filepath.Join(dir, "out.jsonl")
-	r := acpflow(t, dir, "run", wf, "--json", "--output", out, "--state", filepath.Join(dir, "state.db"))
+	// The store outside the workspace: every sandbox denies it, and a
+	// denied file in the agents' cwd would keep them from making new
+	// files beside it (docs/sandbox.md).
+	r := acpflow(t, dir, "run", wf, "--json", "--output", out, "--state", filepath.Join(t.TempDir(), "state.db"))
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}

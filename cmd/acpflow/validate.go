@@ -11,6 +11,8 @@ import (
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/runs/store"
+	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -23,7 +25,10 @@ func newValidateCmd() *cobra.Command {
 neither steps: nor name: but a top-level permission:, env: or sandbox: is a
 bare policy file (as --policy and policy test take) and is checked as one. The outer
 policy (--policy, $ACPFLOW_POLICY, /etc/acpflow/policy.yaml and the user's
-file) is loaded and checked too, and each of its files is listed.
+file) is loaded and checked too, and each of its files is listed. Each
+sandboxed step's write: entries and cwd: are resolved through symlinks, as
+run would in this directory: one that leads into a denied path (~/.ssh) is
+an error (docs/sandbox.md).
 
 A valid file may still get warnings (on stderr; the exit stays 0): an agent
 whose preset needs a key that would not reach it from this environment,
@@ -47,6 +52,12 @@ NAME is not set (it renders as ""). run prints the same warnings.`,
 			// Warnings (what this machine's environment would fail on
 			// though the file is valid) go to stderr and keep exit 0.
 			where := workflows.Environment{Ambient: policies.EnvMap(os.Environ()), Outer: outer, Root: os.Geteuid() == 0}
+			// Relative sandbox paths are the workspace's: run's default,
+			// this directory.
+			workspace, err := os.Getwd()
+			if err != nil {
+				return runcmd.UsageError(err)
+			}
 			for _, file := range args {
 				if handled, err := validatePolicyFile(cmd.OutOrStdout(), file); handled {
 					if err != nil {
@@ -54,12 +65,19 @@ NAME is not set (it renders as ""). run prints the same warnings.`,
 					}
 					continue
 				}
-				wf, warnings, err := workflows.LoadWarnings(file, where)
+				wf, judge, err := workflows.LoadJudged(file)
 				if err != nil {
 					errs = append(errs, err)
 					continue
 				}
-				for _, w := range warnings {
+				// Its sandboxes' paths, as run would check them in this
+				// directory, under this outer policy.
+				check := steps.SandboxCheck{Workspace: workspace, Outer: outer, Sandbox: wf.Sandbox, StateFiles: store.Files("")}
+				if err := judge.CheckSandboxes(check); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				for _, w := range judge.Warnings(where) {
 					fmt.Fprintln(cmd.ErrOrStderr(), termtext.Sanitize(w.Error()))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s, %d steps)\n", file, wf.Name, len(wf.Steps))

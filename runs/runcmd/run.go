@@ -113,7 +113,7 @@ func New(c Config) *cobra.Command {
 	fl.IntVarP(&f.Concurrency, "concurrency", "c", max(c.Concurrency, 1), "runs in flight at once in a batch")
 	fl.StringVarP(&f.Workspace, "workspace", "w", "", "the run's workspace (default: the current directory)")
 	fl.StringVar(&f.Budget, "budget", "", "batch: what all its runs may spend together, tokens=N and/or cost=AMOUNTCUR (e.g. tokens=100000,cost=5USD)")
-	fl.BoolVar(&f.Sandbox, "sandbox", false, "confine every agent that sets no sandbox: as with sandbox: true (docs/sandbox.md)")
+	fl.BoolVar(&f.Sandbox, "sandbox", false, "confine every agent and shell step that sets no sandbox: as with sandbox: true (docs/sandbox.md)")
 	AddOutputFlags(cmd, &f)
 	DurationFlag(fl, &f.Timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
 	if c.Flags != nil {
@@ -131,11 +131,26 @@ func AddOutputFlags(cmd *cobra.Command, f *Flags) {
 	fl.BoolVar(&f.JSON, "json", false, "print the event stream as JSON lines instead of the human view")
 }
 
+// preflight judges wf where it is about to run, under the Runner's outer
+// policy, before anything starts: a sandbox whose writable path leads into
+// a denied one is bad usage (docs/sandbox.md); with warnings, what validate
+// warns of is printed on w.
+func preflight(w io.Writer, warnings bool, j *workflows.Judge, wf *engine.Workflow, workspace string, r *runs.Runner) error {
+	check := steps.SandboxCheck{Workspace: workspace, Outer: r.Outer, Sandbox: wf.Sandbox, StateFiles: r.StateFiles()}
+	if err := j.CheckSandboxes(check); err != nil {
+		return UsageError(err)
+	}
+	if warnings {
+		warn(w, j, r.Outer)
+	}
+	return nil
+}
+
 // warn prints on w what validate warns of (workflows.LoadJudged), judged
 // in acpflow's environment under the Runner's outer policy.
-func warn(w io.Writer, warnings func(workflows.Environment) workflows.Errors, outer policies.Outer) {
+func warn(w io.Writer, j *workflows.Judge, outer policies.Outer) {
 	where := workflows.Environment{Ambient: policies.EnvMap(os.Environ()), Outer: outer, Root: os.Geteuid() == 0}
-	for _, e := range warnings(where) {
+	for _, e := range j.Warnings(where) {
 		fmt.Fprintln(w, termtext.Sanitize(e.Error()))
 	}
 }
@@ -173,7 +188,7 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	if err != nil {
 		return err
 	}
-	wf, warnings, err := workflows.LoadJudged(file)
+	wf, judge, err := workflows.LoadJudged(file)
 	if err != nil {
 		return UsageError(err)
 	}
@@ -211,8 +226,8 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	if end != nil {
 		defer end()
 	}
-	if c.Warnings {
-		warn(cmd.ErrOrStderr(), warnings, r.Outer)
+	if err := preflight(cmd.ErrOrStderr(), c.Warnings, judge, wf, workspace, r); err != nil {
+		return err
 	}
 	x := NewExecutor(c.Name, r, out, f.Timeout)
 	x.ResumeHint = c.ResumeRun
@@ -248,12 +263,16 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 }
 
 // sandboxAgents is --sandbox: every agent the file leaves without a
-// sandbox: key runs sandboxed, with the network on.
+// sandbox: key, and every step that names no agent and sets no
+// with.sandbox (a shell step), runs sandboxed, with the network on.
 func sandboxAgents(wf *engine.Workflow) {
 	for _, a := range wf.Agents {
 		if a.Sandbox == nil && !a.SandboxSet {
 			a.Sandbox = &steps.Sandbox{Network: steps.NetworkOn}
 		}
+	}
+	if wf.Sandbox == nil {
+		wf.Sandbox = &steps.Sandbox{Network: steps.NetworkOn}
 	}
 }
 

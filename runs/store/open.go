@@ -34,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
@@ -93,14 +94,68 @@ func DefaultPath() (string, error) {
 	if p := os.Getenv("ACPFLOW_STATE"); p != "" {
 		return p, nil
 	}
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "acpflow", "state.db"), nil
-	}
-	home, err := os.UserHomeDir()
+	dir, err := StateDir()
 	if err != nil {
 		return "", fmt.Errorf("find the state store: %w; set ACPFLOW_STATE or pass --state", err)
 	}
-	return filepath.Join(home, ".local", "state", "acpflow", "state.db"), nil
+	return filepath.Join(dir, "state.db"), nil
+}
+
+// StateDir is acpflow's state directory, where the store is by default:
+// $XDG_STATE_HOME/acpflow, else ~/.local/state/acpflow.
+func StateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "acpflow"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".local", "state", "acpflow"), nil
+}
+
+// Files are acpflow's own files that no sandbox may read
+// (docs/sandbox.md): the store at path and the default store, each with
+// SQLite's -wal and -shm beside it, and what acpflow's state directory
+// holds besides the worktrees it makes there (runs.WorktreeDir: a step's
+// cwd); absolute, each once.
+//
+// # Notes
+//
+// The state directory's entries are named one by one, not the directory
+// whole, since a worktree below it is where an isolated step works.
+func Files(path string) []string {
+	var out []string
+	add := func(p string) {
+		if abs, err := filepath.Abs(p); err == nil && !slices.Contains(out, abs) {
+			out = append(out, abs)
+		}
+	}
+	for _, db := range []string{path, defaultPathOrEmpty()} {
+		if db != "" {
+			add(db)
+			add(db + "-wal")
+			add(db + "-shm")
+		}
+	}
+	if dir, err := StateDir(); err == nil {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if e.Name() != WorktreesDir {
+				add(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	return out
+}
+
+// WorktreesDir is the directory beside a store where acpflow makes the
+// worktrees of its runs (runs.WorktreeDir).
+const WorktreesDir = "worktrees"
+
+func defaultPathOrEmpty() string {
+	p, _ := DefaultPath()
+	return p
 }
 
 // Open opens the store at path, creating it (mode 0600, in a directory

@@ -66,6 +66,26 @@ func TestDefaultPath(t *testing.T) {
 	}
 }
 
+// Files names the store in use and the default one with their -wal and
+// -shm, and what the state directory holds, but not the worktrees made
+// there: an isolated step works in one.
+func TestFilesAreTheStoresAndTheStateDirectoryButItsWorktrees(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("ACPFLOW_STATE", "")
+	t.Setenv("XDG_STATE_HOME", xdg)
+	dir := filepath.Join(xdg, "acpflow")
+	for _, p := range []string{"state.db", "ui-token", WorktreesDir + "/run-1/README"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o700)
+		os.WriteFile(filepath.Join(dir, p), nil, 0o600)
+	}
+	got := Files("/srv/runs.db")
+	want := []string{"/srv/runs.db", "/srv/runs.db-wal", "/srv/runs.db-shm",
+		filepath.Join(dir, "state.db"), filepath.Join(dir, "state.db-wal"), filepath.Join(dir, "state.db-shm"), filepath.Join(dir, "ui-token")}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Files = %q\nwant %q", got, want)
+	}
+}
+
 func TestOpenCreatesAPrivateWALStore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a", "b")
 	path := filepath.Join(dir, "state.db")

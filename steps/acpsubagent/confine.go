@@ -2,136 +2,66 @@ package acpsubagent
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
-	"github.com/acpflow/acpflow/internal/egress"
-	"github.com/acpflow/acpflow/internal/sandbox"
+	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
+	"github.com/acpflow/acpflow/steps/confine"
 )
 
-// SandboxSubcommand is the hidden subcommand of acpflow's binaries that
-// runs sandbox.Main: the launcher a sandboxed agent is started through.
-const SandboxSubcommand = "sandbox-exec"
-
-// confinement is one spawn's sandbox (docs/sandbox.md): the launcher that
-// applies it, the private temp dir and the network proxy it owns, and the
-// record of what was enforced. The process's teardown releases it.
-type confinement struct {
-	launch sandbox.Launch
-	tmp    string
-	proxy  *egress.Proxy
-	kernel *sandbox.DenialWatch // nil where the kernel's refusals cannot be read (denials.go)
-
-	mu     sync.Mutex
-	record steps.SandboxRecord
-}
-
 // sandboxOf is the sandbox the attempt's agent runs in: the step's
-// with.sandbox, else the agent's (the workflow's default included), made
-// required (and at least the default) when an outer policy file requires
-// one; nil for none.
-func (a *attempt) sandboxOf() *steps.Sandbox {
-	sb := a.agent.Sandbox
-	if a.sandboxSet {
-		sb = a.sandbox
+// with.sandbox, else the agent's (the workflow's default included), under
+// the outer policy (confine.Effective); nil for none.
+func (s *subagent) sandboxOf(outer policies.Outer) *steps.Sandbox {
+	sb := s.agent.Sandbox
+	if s.sandboxSet {
+		sb = s.sandbox
 	}
-	if a.inv.Outer.SandboxRequiredBy() != "" {
-		if sb == nil {
-			sb = &steps.Sandbox{Network: steps.NetworkOn}
-		}
-		if sb.Optional {
-			required := *sb
-			required.Optional = false
-			sb = &required
-		}
-	}
-	return sb
+	return confine.Effective(sb, outer)
 }
 
-// confine prepares the agent's sandbox: a private temp dir (TMPDIR in env),
-// the network proxy of a host list (its variables in env), and the
-// launcher's command, checked against what this kernel enforces. The
-// builtin agents (acpflow itself) are sandboxed like any other. It returns
-// nil with no error when sb is optional and the kernel cannot enforce it:
-// the agent then runs unsandboxed, and the warning is the step's record.
-func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string, args []string) (*confinement, error) {
-	home := env["HOME"]
+// confinement is what the agent's sandbox asks of package confine, for an
+// agent in cwd whose HOME is home ("": acpflow's user's): the agent's part
+// of it is its preset's state dirs, writable.
+func (s *subagent) confinement(sb *steps.Sandbox, cwd, home, workspace string, stateFiles []string) confine.Request {
+	r := confine.Request{Who: "agent " + s.agent.Name, Sandbox: sb, Cwd: cwd, Workspace: workspace,
+		Home: home, StateFiles: stateFiles, Self: s.kind.Self}
 	if home == "" {
-		home, _ = os.UserHomeDir()
+		home = confine.UserHome()
 	}
-	if !filepath.IsAbs(home) {
-		return nil, fmt.Errorf("agent %s: sandbox: the agent's HOME %q is not an absolute path", a.agent.Name, home)
-	}
-	c := &confinement{record: steps.SandboxRecord{Enforced: true, Network: sb.Network, Allow: sb.Allow}}
-	spec := sandbox.Spec{Cwd: a.cwd, Home: home, Network: sandbox.NetworkOn}
-	abs := func(p string) string {
-		if strings.HasPrefix(p, "~/") {
-			return filepath.Join(home, p[2:])
-		}
-		if !filepath.IsAbs(p) {
-			return filepath.Join(a.inv.Workspace, p)
-		}
-		return filepath.Clean(p)
-	}
-	for _, p := range sb.Write {
-		spec.Write = append(spec.Write, abs(p))
-	}
-	for _, p := range sb.Deny {
-		spec.Deny = append(spec.Deny, abs(p))
-	}
-	if p, ok := acpagent.LookupPreset(a.agent.Preset); ok {
+	if p, ok := acpagent.LookupPreset(s.agent.Preset); ok && filepath.IsAbs(home) {
 		for _, d := range p.StateDirs {
-			d = abs(d)
-			makeStateDir(d)
-			spec.StateDirs = append(spec.StateDirs, d)
+			r.StateDirs = append(r.StateDirs, confine.Resolve(d, home, workspace))
 		}
 	}
-	tmp, err := os.MkdirTemp("", "acpflow-sandbox-tmp-")
-	if err != nil {
-		return nil, fmt.Errorf("agent %s: sandbox: cannot make its temp dir: %w", a.agent.Name, err)
+	return r
+}
+
+// confineSpec wraps the agent's command in the step's sandbox, setting
+// how spec starts it; the preset's state dirs are made first
+// (makeStateDir). A sandbox the host cannot enforce, when the step does
+// not require it, is a warning and a record, not an error: the agent then
+// runs as spec already says, unconfined.
+func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *procgroup.Spec) (*confine.Confinement, error) {
+	r := a.confinement(sb, a.cwd, env["HOME"], a.inv.Workspace, a.inv.StateFiles)
+	for _, d := range r.StateDirs {
+		makeStateDir(d)
 	}
-	c.tmp, spec.TmpDir = tmp, tmp
-	switch sb.Network {
-	case steps.NetworkOff:
-		spec.Network = sandbox.NetworkOff
-	case steps.NetworkList:
-		c.proxy, err = egress.Start(sb.Allow, c.refused)
-		if err != nil {
-			c.release()
-			return nil, fmt.Errorf("agent %s: sandbox: cannot start its network proxy: %w", a.agent.Name, err)
-		}
-		spec.ProxyPort = c.proxy.Port()
-		spec.Network = sandbox.NetworkProxy
+	c, err := confine.Start(r, env, spec.Path, spec.Args)
+	var skipped *confine.Unenforced
+	switch {
+	case errors.As(err, &skipped):
+		a.sandboxRecord = confine.Skipped(sb, skipped)
+		a.inv.Emit(steps.Warning{Message: "agent " + a.agent.Name + " " + a.sandboxRecord.Warning})
+		return nil, nil
+	case err != nil:
+		return nil, err
 	}
-	self := a.kind.Self
-	launcher, largs := sandbox.Launcher(self, []string{SandboxSubcommand})
-	c.launch, err = sandbox.Command(launcher, largs, spec, path, args)
-	if err != nil {
-		c.release()
-		if sb.Optional {
-			return nil, &unenforced{err}
-		}
-		if errors.Is(err, sandbox.ErrNeedsLinux) {
-			return nil, fmt.Errorf("agent %s: %w — set sandbox: {required: false} to run unconfined", a.agent.Name, err)
-		}
-		return nil, fmt.Errorf("agent %s: %w (sandbox: required; set required: false to run unsandboxed where the kernel cannot enforce it)", a.agent.Name, err)
-	}
-	env["TMPDIR"] = tmp
-	if c.proxy != nil {
-		for _, kv := range c.proxy.Env() {
-			k, v, _ := strings.Cut(kv, "=")
-			env[k] = v
-		}
-	}
-	c.record.LandlockABI = sandbox.Probe().LandlockABI
-	c.record.Write = append(append([]string{a.cwd, tmp}, spec.StateDirs...), spec.Write...)
-	c.record.Deny = spec.Denied()
-	c.watchKernel()
+	c.Apply(spec)
 	return c, nil
 }
 
@@ -151,42 +81,44 @@ func makeStateDir(d string) {
 	}
 }
 
-// unenforced is a sandbox the kernel cannot enforce, asked with
-// required: false: the agent runs unsandboxed.
-type unenforced struct{ err error }
+var _ steps.SandboxChecker = (*subagent)(nil)
 
-func (u *unenforced) Error() string { return u.err.Error() }
-
-// refused records a host the proxy refused.
-func (c *confinement) refused(at egress.Attempt) {
-	if at.Allowed {
-		return
+// CheckSandbox implements steps.SandboxChecker: the agent's sandbox (the
+// step's, the agent's, the outer policy's) against its cwd as the file
+// fixes it (with.cwd without ${{ }}, else the agent's, else the
+// workspace) and its write: entries, with the agent's HOME where its env:
+// fixes one. An error is placed on with.cwd or with.sandbox when the
+// step sets them, else on with.agent (the agent's own sandbox: or cwd:).
+func (s *subagent) CheckSandbox(c steps.SandboxCheck) error {
+	sb := s.sandboxOf(c.Outer)
+	if sb == nil {
+		return nil
 	}
-	host := at.Host
-	if at.Port > 0 {
-		host = fmt.Sprintf("%s:%d", at.Host, at.Port)
+	cwd := c.Workspace
+	if s.agent.Cwd != "" {
+		cwd = s.agent.Cwd
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.record.ProxyRefused(host)
-}
-
-// recorded is what the sandbox enforced so far.
-func (c *confinement) recorded() *steps.SandboxRecord {
-	c.mu.Lock()
-	r := c.record.Clone()
-	c.mu.Unlock()
-	return c.withKernelDenials(r) // it waits for late records: not under the lock
-}
-
-// release stops the proxy and removes the temp dir; after the agent is
-// gone.
-func (c *confinement) release() {
-	if c.proxy != nil {
-		c.proxy.Close()
+	if s.withCwdSet {
+		cwd = s.withCwd // "" when rendered at run time: checked at the spawn
 	}
-	c.kernel.Close()
-	if c.tmp != "" {
-		os.RemoveAll(c.tmp)
+	if cwd != "" && !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(c.Workspace, cwd)
 	}
+	home := s.agent.Env["HOME"]
+	if strings.Contains(home, "${{") {
+		home = ""
+	}
+	err := s.confinement(sb, cwd, home, c.Workspace, c.StateFiles).Check()
+	var pe *confine.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	at := withPath("agent")
+	switch {
+	case pe.Key == "cwd" && s.withCwdSet:
+		at = withPath("cwd")
+	case pe.Key == "write" && s.sandboxSet:
+		at = withPath("sandbox", "write")
+	}
+	return &steps.FieldError{Path: at, Err: err}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
+	"github.com/acpflow/acpflow/steps/confine"
 )
 
 // Name is the `uses:` value of this kind.
@@ -107,8 +108,14 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		s.ownMCP, _ = acpagent.MCPServersOf(v, withPath("mcp-servers")) // checked above
 	}
 	s.ownEnv, _ = cfg.With["env"].(map[string]any)
+	if v, ok := cfg.With["cwd"].(string); ok {
+		s.withCwdSet = true
+		if !strings.Contains(v, "${{") {
+			s.withCwd = v
+		}
+	}
 	if v, ok := cfg.With["sandbox"]; ok {
-		sb, err := acpagent.ParseSandbox(v)
+		sb, err := confine.Parse(v)
 		if err != nil {
 			var fe *steps.FieldError
 			if errors.As(err, &fe) {

@@ -13,6 +13,7 @@ import (
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
+	"github.com/acpflow/acpflow/steps/confine"
 )
 
 // proc is one live agent process and its ACP connection. Usually one
@@ -60,7 +61,7 @@ type proc struct {
 	book sessionBook
 	// confinement is the process's sandbox (confine.go), released once it
 	// is gone; nil for none.
-	confinement *confinement
+	confinement *confine.Confinement
 
 	// secrets are the values the process's env policy kept from it or the
 	// workflow gave it explicitly: what no transcript may hold.
@@ -306,7 +307,7 @@ func (p *proc) teardown() {
 		os.RemoveAll(p.presetDir)
 	}
 	if p.confinement != nil {
-		p.confinement.release()
+		p.confinement.Release()
 	}
 	p.spawner.ProcessEnded(p.child.Pid(), rep.Descendants)
 	td := acpagent.Teardown{

@@ -23,6 +23,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
+	"github.com/acpflow/acpflow/steps/confine"
 	"github.com/acpflow/acpflow/steps/redact"
 )
 
@@ -54,6 +55,10 @@ type subagent struct {
 	// whatever the agent's).
 	sandbox    *steps.Sandbox
 	sandboxSet bool
+	// withCwd is with.cwd as the file fixes it, when withCwdSet ("": it has a
+	// ${{ }}, rendered at run time).
+	withCwd    string
+	withCwdSet bool
 	// ownMCP and ownEnv are the step's with.mcp-servers and with.env as
 	// the file wrote them, templates and all: what each ${{ }} produced
 	// is a secret (redact.go).
@@ -173,7 +178,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		}
 		res.Stderr = a.p.child.Stderr().String()
 		if a.p.confinement != nil {
-			res.Sandbox = a.p.confinement.recorded()
+			res.Sandbox = a.p.confinement.Record()
 		}
 		a.finish(res.StopReason == steps.Completed)
 	} else if a.scribe.hasSpawn() {
@@ -392,7 +397,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	if ctx.Err() != nil {
 		return ErrAbortedBeforeStart
 	}
-	sb := a.sandboxOf()
+	sb := a.sandboxOf(a.inv.Outer)
 	var pl *pool
 	var key string
 	if a.agent.Reuse {
@@ -415,7 +420,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 		return err
 	}
 	spec := procgroup.Spec{Path: path, Args: args, Dir: a.cwd, OnDescendant: a.descendantSeen}
-	var c *confinement
+	var c *confine.Confinement
 	if sb != nil {
 		if c, err = a.confineSpec(sb, env, &spec); err != nil {
 			if dir != "" {
@@ -431,11 +436,11 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 			os.RemoveAll(dir)
 		}
 		if c != nil {
-			c.release()
+			c.Release()
 		}
 		return fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)
 	}
-	c.attach(ac.child.Pid())
+	c.Attach(ac.child.Pid())
 	a.p = newProc(ac, a.agent, a.inv)
 	a.p.book.use(a.inv, a.cwd)
 	a.p.presetDir, a.p.confinement = dir, c
@@ -450,28 +455,6 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	}
 	a.inv.Emit(acpagent.Spawned{PID: ac.child.Pid(), StartTicks: ac.child.StartTicks(), Cwd: a.cwd})
 	return a.greet(startCtx)
-}
-
-// confineSpec wraps the agent's command in the step's sandbox, setting
-// how spec starts it. A sandbox the host cannot enforce, when the step
-// does not require it, is a warning and a record, not an error: the agent
-// then runs as spec already says, unconfined.
-func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *procgroup.Spec) (*confinement, error) {
-	c, err := a.confine(sb, env, spec.Path, spec.Args)
-	var skipped *unenforced
-	switch {
-	case errors.As(err, &skipped):
-		a.sandboxRecord = &steps.SandboxRecord{Network: sb.Network, Allow: sb.Allow,
-			Warning: "ran unsandboxed (required: false): " + skipped.Error()}
-		a.inv.Emit(steps.Warning{Message: "agent " + a.agent.Name + " " + a.sandboxRecord.Warning})
-	case err != nil:
-		return c, err
-	default:
-		l := c.launch
-		spec.Path, spec.Args = l.Path, l.Args
-		spec.Cloneflags, spec.UidMappings, spec.GidMappings, spec.AmbientCaps = l.Cloneflags, l.UidMappings, l.GidMappings, l.AmbientCaps
-	}
-	return c, nil
 }
 
 // greet takes a freshly spawned agent through initialize (and

@@ -6,8 +6,9 @@
 // COMMAND}`, as in GitHub Actions.
 //
 // It is the second step kind, and imports no other kind: what it shares
-// with acp-subagent (the process group and its teardown, the env policy)
-// lives below both, in internal/procgroup and package policies.
+// with acp-subagent (the process group and its teardown, the env policy,
+// the sandbox) lives below both, in internal/procgroup, package policies
+// and package confine.
 package shell
 
 import (
@@ -19,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/confine"
 )
 
 // Name is the `uses:` value of this kind.
@@ -35,7 +37,7 @@ func init() { steps.Register(Kind{}) }
 func (Kind) Name() string { return Name }
 
 // Keys implements steps.Kind.
-func (Kind) Keys() []string { return []string{"run", "shell", "env", "cwd"} }
+func (Kind) Keys() []string { return []string{"run", "shell", "env", "cwd", "sandbox"} }
 
 // Required implements steps.Kind.
 func (Kind) Required() []string { return []string{"run"} }
@@ -104,6 +106,21 @@ func (Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		if text, _ := v.(string); text == "" {
 			return nil, steps.FieldErrorf(withPath("cwd"), "cwd: want a directory (relative to the workspace), got %s; omit the key to run in the workspace", describe(v))
 		}
+		s.cwdSet = true
+		if text := v.(string); !strings.Contains(text, "${{") {
+			s.cwd = text
+		}
+	}
+	if v, ok := cfg.With["sandbox"]; ok {
+		sb, err := confine.Parse(v)
+		if err != nil {
+			var fe *steps.FieldError
+			if errors.As(err, &fe) {
+				return nil, steps.FieldErrorf(withPath(append([]string{"sandbox"}, fe.Path...)...), "%w", fe.Err)
+			}
+			return nil, err
+		}
+		s.sandbox, s.sandboxSet = sb, true
 	}
 	return s, nil
 }

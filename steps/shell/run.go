@@ -21,6 +21,7 @@ import (
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
+	"github.com/acpflow/acpflow/steps/confine"
 	"github.com/acpflow/acpflow/steps/redact"
 )
 
@@ -42,6 +43,14 @@ var ladder = procgroup.Ladder{TermGrace: steps.DefaultTermGrace}
 type step struct {
 	run string
 	env map[string]any
+	// sandbox is with.sandbox, when sandboxSet (nil: none, whatever the
+	// workflow's default).
+	sandbox    *steps.Sandbox
+	sandboxSet bool
+	// cwd is with.cwd as the file fixes it, when cwdSet ("": it has a
+	// ${{ }}, rendered at run time).
+	cwd    string
+	cwdSet bool
 }
 
 // Run implements steps.Step: resolve the cwd, ask the env policy, start
@@ -64,9 +73,6 @@ func (s *step) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
 func (s *step) attempt(ctx context.Context, inv *steps.Invocation, scrub *redact.Scrubber) steps.Result {
 	if ctx.Err() != nil {
 		return aborted(fmt.Errorf("the command was not started: %w", context.Cause(ctx)))
-	}
-	if file := inv.Outer.SandboxRequiredBy(); file != "" {
-		return failed(fmt.Errorf("the outer policy (%s) requires a sandbox, and shell steps cannot be sandboxed yet (docs/shell.md#sandbox); nothing was started", file))
 	}
 	cwd, err := resolveCwd(inv)
 	if err != nil {
@@ -93,16 +99,28 @@ func (s *step) attempt(ctx context.Context, inv *steps.Invocation, scrub *redact
 	if ctx.Err() != nil {
 		return aborted(fmt.Errorf("the command was not started: %w", context.Cause(ctx)))
 	}
-	child, err := procgroup.Start(procgroup.Spec{
-		Path: cmd.path, Args: cmd.args, Env: policies.EnvList(env), Dir: cwd,
+	spec := procgroup.Spec{
+		Path: cmd.path, Args: cmd.args, Dir: cwd,
 		OnDescendant: func(leader int, p procgroup.Proc) {
 			inv.ProcessSeen(leader, p.PID, p.StartTicks)
 			inv.Emit(Descendant{AgentPID: leader, PID: p.PID, PGID: p.PGID, StartTicks: p.StartTicks})
 		},
-	})
-	if err != nil {
-		return failed(fmt.Errorf("cannot start %s: %w", cmd.path, err))
 	}
+	c, record, err := s.sandboxCommand(inv, cwd, env, &spec)
+	if err != nil {
+		return failed(err)
+	}
+	if c != nil {
+		defer c.Release()
+	}
+	spec.Env = policies.EnvList(env)
+	child, err := procgroup.Start(spec)
+	if err != nil {
+		res := failed(fmt.Errorf("cannot start %s: %w", cmd.path, err))
+		res.Sandbox = record
+		return res
+	}
+	c.Attach(child.Pid())
 	// On record before it is announced: if acpflow dies from here on,
 	// resume can find the group.
 	if err := inv.ProcessStarted(child.Pid(), child.StartTicks()); err != nil {
@@ -123,7 +141,42 @@ func (s *step) attempt(ctx context.Context, inv *steps.Invocation, scrub *redact
 		inv.ProcessEnded(child.Pid(), 0)
 		return failed(fmt.Errorf("cannot read the command's output: %w", err))
 	}
-	return settle(ctx, inv, child, out)
+	res := settle(ctx, inv, child, out)
+	if c != nil {
+		record = c.Record()
+	}
+	res.Sandbox = record
+	return res
+}
+
+// sandboxCommand wraps the command in its sandbox (docs/sandbox.md), setting how
+// spec starts it, and sets TMPDIR (and a host list's proxy) in env: the
+// step's with.sandbox, else the workflow's, under the outer policy. It
+// returns the confinement to release once the group is gone (nil for
+// none) and the record the result starts with: a sandbox the kernel
+// cannot enforce, under required: false, runs the command unconfined
+// with a warning.
+func (s *step) sandboxCommand(inv *steps.Invocation, cwd string, env map[string]string, spec *procgroup.Spec) (*confine.Confinement, *steps.SandboxRecord, error) {
+	sb := inv.Sandbox
+	if s.sandboxSet {
+		sb = s.sandbox
+	}
+	if sb = confine.Effective(sb, inv.Outer); sb == nil {
+		return nil, nil, nil
+	}
+	r := confine.Request{Who: "the command", Sandbox: sb, Cwd: cwd, Workspace: inv.Workspace, StateFiles: inv.StateFiles}
+	c, err := confine.Start(r, env, spec.Path, spec.Args)
+	var skipped *confine.Unenforced
+	switch {
+	case errors.As(err, &skipped):
+		rec := confine.Skipped(sb, skipped)
+		inv.Emit(steps.Warning{Message: "step " + inv.StepID + " " + rec.Warning})
+		return nil, rec, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	c.Apply(spec)
+	return c, c.Record(), nil
 }
 
 // settle waits for the shell to exit (or ctx to end, or its output to
@@ -407,4 +460,45 @@ func (o *output) wait() (string, bool) {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+var _ steps.SandboxChecker = (*step)(nil)
+
+// CheckSandbox implements steps.SandboxChecker: the command's sandbox
+// (with.sandbox, else the workflow's, under the outer policy) against its
+// cwd as the file fixes it (with.cwd without ${{ }}, else the workspace)
+// and its write: entries, with the HOME its env: fixes, else acpflow's.
+func (s *step) CheckSandbox(c steps.SandboxCheck) error {
+	sb := c.Sandbox
+	if s.sandboxSet {
+		sb = s.sandbox
+	}
+	if sb = confine.Effective(sb, c.Outer); sb == nil {
+		return nil
+	}
+	cwd := c.Workspace
+	if s.cwdSet {
+		cwd = s.cwd // "" when rendered at run time: checked at the spawn
+	}
+	if cwd != "" && !filepath.IsAbs(cwd) {
+		cwd = filepath.Join(c.Workspace, cwd)
+	}
+	home, _ := s.env["HOME"].(string)
+	if strings.Contains(home, "${{") {
+		home = ""
+	}
+	r := confine.Request{Who: "the command", Sandbox: sb, Cwd: cwd, Workspace: c.Workspace, Home: home, StateFiles: c.StateFiles}
+	err := r.Check()
+	var pe *confine.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	var at []string // the step: the workflow's sandbox, or its workspace
+	switch {
+	case pe.Key == "cwd" && s.cwdSet:
+		at = withPath("cwd")
+	case pe.Key == "write" && s.sandboxSet:
+		at = withPath("sandbox", "write")
+	}
+	return &steps.FieldError{Path: at, Err: err}
 }

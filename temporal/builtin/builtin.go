@@ -14,7 +14,7 @@ import (
 	"github.com/acpflow/acpflow/internal/demoagent"
 	"github.com/acpflow/acpflow/internal/replayagent"
 	"github.com/acpflow/acpflow/internal/sandbox"
-	"github.com/acpflow/acpflow/steps/acpsubagent"
+	"github.com/acpflow/acpflow/steps/confine"
 )
 
 // Serve runs the builtin agent args ask for ("agent demo", "agent replay
@@ -23,7 +23,7 @@ import (
 func Serve(args []string) (served bool, code int) {
 	// A sandboxed agent is started through this executable, as the
 	// launcher that confines it, as acpflow's (docs/sandbox.md).
-	if len(args) > 0 && args[0] == acpsubagent.SandboxSubcommand {
+	if len(args) > 0 && args[0] == confine.Subcommand {
 		return true, sandbox.Main(args[1:])
 	}
 	if len(args) < 2 || args[0] != "agent" {

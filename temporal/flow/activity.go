@@ -72,6 +72,9 @@ type Activities struct {
 	Ambient map[string]string
 	// Outer is the worker's outer policy (its --policy and config files).
 	Outer policies.Outer
+	// StateFiles are acpflow's own files on the worker's machine, which
+	// every sandbox denies (engine.Options.StateFiles); nil: none.
+	StateFiles []string
 	// Signal sends TurnEndSignal; nil: the worker's client
 	// (activity.GetClient).
 	Signal Signaller
@@ -102,7 +105,7 @@ func (a *Activities) Attempt(ctx context.Context, t Task) (Stored, error) {
 	}
 	opt := engine.AttemptOptions{
 		RunID: t.RunID, Workspace: t.Workspace, Inputs: t.Inputs, Ambient: a.Ambient, Outer: a.Outer,
-		Results: settled, Element: t.Element, Attempt: t.Attempt, Spent: t.Spent,
+		Results: settled, Element: t.Element, Attempt: t.Attempt, Spent: t.Spent, StateFiles: a.StateFiles,
 	}
 	if t.TurnEnd {
 		opt.TurnEnded = func(res *engine.StepResult) { a.turnEnded(ctx, t, res) }

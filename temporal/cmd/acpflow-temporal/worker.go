@@ -14,6 +14,7 @@ import (
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/temporal/flow"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -53,7 +54,8 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 			})
 			in := &flow.Interpreter{Blobs: blobs}
 			w.RegisterWorkflowWithOptions(in.Interpret, workflow.RegisterOptions{Name: flow.WorkflowName})
-			acts := &flow.Activities{Blobs: blobs, Cache: cache, Ambient: policies.EnvMap(os.Environ()), Outer: outer}
+			acts := &flow.Activities{Blobs: blobs, Cache: cache, Ambient: policies.EnvMap(os.Environ()), Outer: outer,
+				StateFiles: store.Files("")}
 			w.RegisterActivityWithOptions(acts.Attempt, activity.RegisterOptions{Name: flow.ActivityName})
 			fmt.Fprintf(os.Stderr, "acpflow-temporal: worker on %s, task queue %s, %d steps at once\n", conn.address, conn.taskQueue, concurrency)
 			if err := w.Run(stopOn(cmd.Context())); err != nil {

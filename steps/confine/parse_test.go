@@ -1,4 +1,4 @@
-package acpagent
+package confine
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 // A sandbox: value is read whole or refused naming the key at fault: the
 // class is "each shape the key takes (boolean, mapping; network as on,
 // off, a boolean or a host list) and each wrong one".
-func TestParseSandbox(t *testing.T) {
+func TestParse(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		v       any
@@ -27,7 +27,7 @@ func TestParseSandbox(t *testing.T) {
 		{"a string", "yes", "", "want true, false or a mapping"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sb, err := ParseSandbox(tt.v)
+			sb, err := Parse(tt.v)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -42,7 +42,7 @@ func TestParseSandbox(t *testing.T) {
 			}
 		})
 	}
-	if sb, _ := ParseSandbox(map[string]any{"required": false}); !sb.Optional {
+	if sb, _ := Parse(map[string]any{"required": false}); !sb.Optional {
 		t.Error("required: false should make the sandbox optional")
 	}
 }

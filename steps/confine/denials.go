@@ -1,4 +1,4 @@
-package acpsubagent
+package confine
 
 import (
 	"github.com/acpflow/acpflow/internal/sandbox"
@@ -13,7 +13,7 @@ import (
 
 // watchKernel starts reading the kernel's refusals for the spawn about to
 // start: before it, so that none is missed.
-func (c *confinement) watchKernel() {
+func (c *Confinement) watchKernel() {
 	w, err := sandbox.WatchDenials()
 	if err != nil {
 		c.record.KernelDenials = err.Error()
@@ -23,9 +23,9 @@ func (c *confinement) watchKernel() {
 	c.record.KernelDenials = steps.KernelDenialsAudit
 }
 
-// attach names the spawned launcher: the Landlock domain it makes is the
+// Attach names the spawned launcher: the Landlock domain it makes is the
 // spawn's.
-func (c *confinement) attach(pid int) {
+func (c *Confinement) Attach(pid int) {
 	if c != nil {
 		c.kernel.Attach(pid)
 	}
@@ -33,7 +33,7 @@ func (c *confinement) attach(pid int) {
 
 // withKernelDenials adds what the kernel refused so far to r, a copy of
 // the record (the watch's counts are totals since the spawn).
-func (c *confinement) withKernelDenials(r *steps.SandboxRecord) *steps.SandboxRecord {
+func (c *Confinement) withKernelDenials(r *steps.SandboxRecord) *steps.SandboxRecord {
 	if c.kernel == nil {
 		return r
 	}

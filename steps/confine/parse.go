@@ -1,4 +1,4 @@
-package acpagent
+package confine
 
 import (
 	"slices"
@@ -8,14 +8,14 @@ import (
 	"github.com/acpflow/acpflow/steps"
 )
 
-// SandboxKeys are the keys of a `sandbox:` mapping.
-var SandboxKeys = []string{"write", "deny", "network", "required"}
+// Keys are the keys of a `sandbox:` mapping.
+var Keys = []string{"write", "deny", "network", "required"}
 
-// ParseSandbox reads a decoded `sandbox:` value: true (the defaults),
-// false (none: nil), or a mapping of SandboxKeys, each network host
+// Parse reads a decoded `sandbox:` value: true (the defaults),
+// false (none: nil), or a mapping of Keys, each network host
 // checked as the step's proxy will read it. An error is a *FieldError at
 // the key at fault.
-func ParseSandbox(v any) (*steps.Sandbox, error) {
+func Parse(v any) (*steps.Sandbox, error) {
 	switch x := v.(type) {
 	case bool:
 		if !x {
@@ -25,8 +25,8 @@ func ParseSandbox(v any) (*steps.Sandbox, error) {
 	case map[string]any:
 		sb := &steps.Sandbox{Network: steps.NetworkOn}
 		for k := range x {
-			if !slices.Contains(SandboxKeys, k) {
-				return nil, steps.FieldErrorf([]string{k}, "sandbox: unknown key %q (known: %s)", k, strings.Join(SandboxKeys, ", "))
+			if !slices.Contains(Keys, k) {
+				return nil, steps.FieldErrorf([]string{k}, "sandbox: unknown key %q (known: %s)", k, strings.Join(Keys, ", "))
 			}
 		}
 		var err error

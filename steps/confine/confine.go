@@ -1,0 +1,302 @@
+// Package confine is the sandbox of the process a step starts
+// (docs/sandbox.md), one for every kind that starts one: acp-subagent's
+// agent and shell's command run through the same launcher under the same
+// rules. It reads a `sandbox:` value (Parse), decides which sandbox a step
+// runs in under the outer policy (Effective), turns it into what the
+// launcher enforces (a sandbox.Spec), owns what a spawn's sandbox needs
+// beside it (a private temp dir, the proxy of a host list) and keeps the
+// step's record of it.
+//
+// What only one kind knows comes in through Request: an agent preset's
+// state dirs (acp-subagent), who the messages name.
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/acpflow/acpflow/internal/egress"
+	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/sandbox"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/steps"
+)
+
+// Subcommand is the hidden subcommand of acpflow's binaries that runs
+// sandbox.Main: the launcher a sandboxed process is started through when
+// the dedicated one is not installed beside acpflow.
+const Subcommand = "sandbox-exec"
+
+// Effective is the sandbox a step runs in: sb (the step's own, else its
+// default), made required, and at least the defaults, when an outer
+// policy file requires one; nil for none.
+func Effective(sb *steps.Sandbox, outer policies.Outer) *steps.Sandbox {
+	if outer.SandboxRequiredBy() == "" {
+		return sb
+	}
+	if sb == nil {
+		return &steps.Sandbox{Network: steps.NetworkOn}
+	}
+	if sb.Optional {
+		required := *sb
+		required.Optional = false
+		return &required
+	}
+	return sb
+}
+
+// Request is one spawn's sandbox as a kind asks for it.
+type Request struct {
+	// Who names the process in messages: "agent claude", "step test".
+	Who     string
+	Sandbox *steps.Sandbox
+	// Cwd is the process's working directory (absolute), writable.
+	Cwd string
+	// Workspace is what a relative write: or deny: entry is relative to.
+	Workspace string
+	// Home is the process's HOME: what "~/" and the default deny list are
+	// resolved against. Empty: the home of the user acpflow runs as.
+	Home string
+	// StateDirs are writable besides the cwd (an agent preset's own,
+	// absolute).
+	StateDirs []string
+	// StateFiles are acpflow's own (its run store, its state directory),
+	// denied to every sandbox (steps.Invocation.StateFiles).
+	StateFiles []string
+	// Self is acpflow's executable, whose hidden Subcommand is the
+	// launcher when none is installed beside it; "": os.Executable.
+	Self string
+}
+
+// Resolve makes a sandbox path absolute: "~/" is home's, a relative path
+// the workspace's.
+func Resolve(p, home, workspace string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return filepath.Join(home, rest)
+	}
+	if !filepath.IsAbs(p) {
+		return filepath.Join(workspace, p)
+	}
+	return filepath.Clean(p)
+}
+
+// UserHome is the home of the user acpflow runs as: $HOME, else the
+// passwd entry's; "" when neither is known. The default deny list holds
+// for it whatever HOME the process is given.
+func UserHome() string {
+	if h, err := os.UserHomeDir(); err == nil && filepath.IsAbs(h) {
+		return h
+	}
+	if u, err := user.Current(); err == nil && filepath.IsAbs(u.HomeDir) {
+		return u.HomeDir
+	}
+	return ""
+}
+
+// Spec is the part of the launcher's spec that names paths: what a
+// workflow's preflight checks (sandbox.Spec.CheckPaths) before anything
+// runs, and what Start completes.
+func (r Request) Spec() (sandbox.Spec, error) {
+	home := r.Home
+	if home == "" {
+		home = UserHome()
+	}
+	if !filepath.IsAbs(home) {
+		return sandbox.Spec{}, fmt.Errorf("%s: sandbox: HOME %q is not an absolute path", r.Who, home)
+	}
+	spec := sandbox.Spec{Cwd: r.Cwd, Home: home, UserHome: UserHome(), StateDirs: r.StateDirs, Network: sandbox.NetworkOn}
+	for _, p := range r.Sandbox.Write {
+		spec.Write = append(spec.Write, Resolve(p, home, r.Workspace))
+	}
+	for _, p := range r.Sandbox.Deny {
+		spec.Deny = append(spec.Deny, Resolve(p, home, r.Workspace))
+	}
+	for _, p := range r.StateFiles {
+		if filepath.IsAbs(p) && !slices.Contains(spec.Deny, p) {
+			spec.Deny = append(spec.Deny, filepath.Clean(p))
+		}
+	}
+	return spec, nil
+}
+
+// Check refuses, before anything runs, a writable path of the request
+// that is or resolves through symlinks into a denied one: a *PathError
+// naming both, and whether the cwd or a write: entry is at fault.
+func (r Request) Check() error {
+	spec, err := r.Spec()
+	if err != nil {
+		return err
+	}
+	write := spec.Write
+	spec.Write = nil
+	if err := spec.CheckPaths(); err != nil {
+		return &PathError{Key: "cwd", Err: fmt.Errorf("%s: %w", r.Who, err)}
+	}
+	spec.Write, spec.Cwd = write, ""
+	if err := spec.CheckPaths(); err != nil {
+		return &PathError{Key: "write", Err: fmt.Errorf("%s: %w", r.Who, err)}
+	}
+	return nil
+}
+
+// PathError is a writable path of a sandbox that leads into a denied one:
+// Key is "cwd" or "write", the key of the file that set it.
+type PathError struct {
+	Key string
+	Err error
+}
+
+func (e *PathError) Error() string { return e.Err.Error() }
+func (e *PathError) Unwrap() error { return e.Err }
+
+// Confinement is one spawn's sandbox: how to start the launcher that
+// applies it, the private temp dir and the network proxy it owns, and the
+// record of what was enforced. Release it once the process's group is
+// gone.
+type Confinement struct {
+	launch sandbox.Launch
+	tmp    string
+	proxy  *egress.Proxy
+	kernel *sandbox.DenialWatch // nil where the kernel's refusals cannot be read (denials.go)
+
+	mu     sync.Mutex
+	record steps.SandboxRecord
+}
+
+// Unenforced is the error of Start for a sandbox the kernel cannot
+// enforce, asked with required: false: the process runs unsandboxed, and
+// Skipped is its record.
+type Unenforced struct{ Err error }
+
+func (u *Unenforced) Error() string { return u.Err.Error() }
+func (u *Unenforced) Unwrap() error { return u.Err }
+
+// Skipped is the record of a sandbox that was not enforced (Unenforced),
+// and the warning the step reports.
+func Skipped(sb *steps.Sandbox, err *Unenforced) *steps.SandboxRecord {
+	return &steps.SandboxRecord{Network: sb.Network, Allow: sb.Allow,
+		Warning: "ran unsandboxed (required: false): " + err.Error()}
+}
+
+// Start prepares the sandbox of a process that runs path with args: a
+// private temp dir (TMPDIR in env), the network proxy of a host list (its
+// variables in env), and the launcher's command, checked against what this
+// kernel enforces. An *Unenforced error (required: false on a kernel that
+// cannot enforce it) leaves env as it was.
+func Start(r Request, env map[string]string, path string, args []string) (*Confinement, error) {
+	if r.Home == "" {
+		r.Home = env["HOME"]
+	}
+	spec, err := r.Spec()
+	if err != nil {
+		return nil, err
+	}
+	// A writable path into a denied one is refused whether or not the
+	// sandbox is required: it is the workflow's mistake, not the kernel's.
+	if err := spec.CheckPaths(); err != nil {
+		return nil, fmt.Errorf("%s: %w; nothing was started", r.Who, err)
+	}
+	sb := r.Sandbox
+	c := &Confinement{record: steps.SandboxRecord{Enforced: true, Network: sb.Network, Allow: sb.Allow}}
+	if c.tmp, err = os.MkdirTemp("", "acpflow-sandbox-tmp-"); err != nil {
+		return nil, fmt.Errorf("%s: sandbox: cannot make its temp dir: %w", r.Who, err)
+	}
+	spec.TmpDir = c.tmp
+	switch sb.Network {
+	case steps.NetworkOff:
+		spec.Network = sandbox.NetworkOff
+	case steps.NetworkList:
+		if c.proxy, err = egress.Start(sb.Allow, c.refused); err != nil {
+			c.Release()
+			return nil, fmt.Errorf("%s: sandbox: cannot start its network proxy: %w", r.Who, err)
+		}
+		spec.ProxyPort, spec.Network = c.proxy.Port(), sandbox.NetworkProxy
+	}
+	if c.launch, err = launch(r, spec, path, args); err != nil {
+		c.Release()
+		return nil, err
+	}
+	env["TMPDIR"] = c.tmp
+	if c.proxy != nil {
+		for _, kv := range c.proxy.Env() {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+	}
+	c.record.LandlockABI = sandbox.Probe().LandlockABI
+	c.record.Write = append(append([]string{r.Cwd, c.tmp}, spec.StateDirs...), spec.Write...)
+	c.record.Deny = spec.Denied()
+	c.watchKernel()
+	return c, nil
+}
+
+// launch is how to start the launcher that runs path in spec, or why it
+// cannot be.
+func launch(r Request, spec sandbox.Spec, path string, args []string) (sandbox.Launch, error) {
+	self := r.Self
+	if self == "" {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			self = os.Args[0]
+		}
+	}
+	launcher, largs := sandbox.Launcher(self, []string{Subcommand})
+	l, err := sandbox.Command(launcher, largs, spec, path, args)
+	switch {
+	case err == nil:
+		return l, nil
+	case r.Sandbox.Optional:
+		return l, &Unenforced{err}
+	case errors.Is(err, sandbox.ErrNeedsLinux):
+		return l, fmt.Errorf("%s: %w — set sandbox: {required: false} to run unconfined", r.Who, err)
+	}
+	return l, fmt.Errorf("%s: %w (sandbox: required; set required: false to run unsandboxed where the kernel cannot enforce it)", r.Who, err)
+}
+
+// Apply makes spec start the launcher, which starts what spec named.
+func (c *Confinement) Apply(spec *procgroup.Spec) {
+	l := c.launch
+	spec.Path, spec.Args = l.Path, l.Args
+	spec.Cloneflags, spec.UidMappings, spec.GidMappings, spec.AmbientCaps = l.Cloneflags, l.UidMappings, l.GidMappings, l.AmbientCaps
+}
+
+// refused records a host the proxy refused.
+func (c *Confinement) refused(at egress.Attempt) {
+	if at.Allowed {
+		return
+	}
+	host := at.Host
+	if at.Port > 0 {
+		host = fmt.Sprintf("%s:%d", at.Host, at.Port)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.record.ProxyRefused(host)
+}
+
+// Record is what the sandbox enforced so far, the kernel's refusals
+// included.
+func (c *Confinement) Record() *steps.SandboxRecord {
+	c.mu.Lock()
+	r := c.record.Clone()
+	c.mu.Unlock()
+	return c.withKernelDenials(r) // it waits for late records: not under the lock
+}
+
+// Release stops the proxy and removes the temp dir; after the process's
+// group is gone.
+func (c *Confinement) Release() {
+	if c.proxy != nil {
+		c.proxy.Close()
+	}
+	c.kernel.Close()
+	if c.tmp != "" {
+		os.RemoveAll(c.tmp)
+	}
+}
