@@ -66,6 +66,9 @@ type Request struct {
 	// StateDirs are writable besides the cwd (an agent preset's own,
 	// absolute).
 	StateDirs []string
+	// Protect stay read-only even beneath a writable path (an agent
+	// preset's settings files, which can hold hooks; absolute).
+	Protect []string
 	// StateFiles are acpflow's own (its run store, its state directory),
 	// denied to every sandbox (steps.Invocation.StateFiles).
 	StateFiles []string
@@ -110,7 +113,7 @@ func (r Request) Spec() (sandbox.Spec, error) {
 	if !filepath.IsAbs(home) {
 		return sandbox.Spec{}, fmt.Errorf("%s: sandbox: HOME %q is not an absolute path", r.Who, home)
 	}
-	spec := sandbox.Spec{Cwd: r.Cwd, Home: home, UserHome: UserHome(), StateDirs: r.StateDirs, Network: sandbox.NetworkOn}
+	spec := sandbox.Spec{Cwd: r.Cwd, Home: home, UserHome: UserHome(), StateDirs: r.StateDirs, Protect: r.Protect, Network: sandbox.NetworkOn}
 	for _, p := range r.Sandbox.Write {
 		spec.Write = append(spec.Write, Resolve(p, home, r.Workspace))
 	}
