@@ -6,7 +6,9 @@
 // what the user's git would make, with the user's git's features and bugs,
 // and `git worktree list`, `git log` and `git branch -D` keep working on
 // them. Every command runs as `git -C DIR ...` with explicit arguments, in
-// the C locale, never prompting, and with the user's hooks off.
+// the C locale, never prompting, and with hooks off. A command on a
+// worktree reads it through a git directory of acpflow's own (ownGitDir),
+// never through a file an agent could have written (SPEC §10).
 //
 // # Notes
 //
