@@ -108,6 +108,8 @@ func TestGitOnAWorktreeRunsNothingAnAgentPlanted(t *testing.T) {
 	for name, plantIt := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
+			tmp := t.TempDir() // where the private git directories go, and go away from
+			t.Setenv("TMPDIR", tmp)
 			r := newRepo(t)
 			wt, err := r.Add(ctx, wtPath(r, "hostile"), "acpflow/hostile", "")
 			if err != nil {
@@ -154,6 +156,9 @@ func TestGitOnAWorktreeRunsNothingAnAgentPlanted(t *testing.T) {
 				t.Errorf("Prune: %v", err)
 			}
 			ran("Remove and Prune")
+			if left, _ := os.ReadDir(tmp); len(left) > 0 {
+				t.Errorf("left in TMPDIR: %v", left)
+			}
 		})
 	}
 }
