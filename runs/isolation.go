@@ -246,8 +246,10 @@ func (iso *isolation) Close(ctx context.Context, wt *engine.Worktree, is *engine
 	}
 	if commit == "" && len(files) > 0 {
 		// Committed by an earlier attempt at the run (resume): the
-		// branch's head is the commit.
-		commit = iso.head(ctx, wt.Branch)
+		// branch's head is the commit, as the repository says it.
+		if commit, err = iso.repo.BranchCommit(ctx, wt.Branch); err != nil {
+			return fmt.Errorf("worktree %s: %w", wt.Path, err)
+		}
 	}
 	wt.Commit, wt.Files, wt.FilesChanged = commit, files, len(files)
 	changed := len(files) > 0
@@ -276,20 +278,6 @@ func (iso *isolation) Close(ctx context.Context, wt *engine.Worktree, is *engine
 	}
 	iso.keep(ctx, wt)
 	return nil
-}
-
-// head is the commit branch points at ("" if unknown).
-func (iso *isolation) head(ctx context.Context, branch string) string {
-	ls, err := iso.repo.List(ctx)
-	if err != nil {
-		return ""
-	}
-	for _, l := range ls {
-		if l.Branch == branch {
-			return l.HEAD
-		}
-	}
-	return ""
 }
 
 // message is the commit message of wt's changes: a subject naming the

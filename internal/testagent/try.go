@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,9 +21,10 @@ import (
 
 // Time bounds of the -try actions: none may hold a turn up for long.
 const (
-	tryDialTimeout  = 2 * time.Second // connect, and the dial to the proxy
-	tryProxyTimeout = 5 * time.Second // a whole proxy: or get: action
-	tryPIDWait      = 5 * time.Second // for the file of a pid given as @FILE
+	tryDialTimeout  = 2 * time.Second  // connect, and the dial to the proxy
+	tryProxyTimeout = 5 * time.Second  // a whole proxy: or get: action
+	tryPIDWait      = 5 * time.Second  // for the file of a pid given as @FILE
+	tryShTimeout    = 10 * time.Second // a whole sh: script
 )
 
 // tryActions are the -try ACTION kinds, each a func of the rest of the action (after "KIND:").
@@ -33,13 +36,14 @@ var tryActions = map[string]func(arg string) (string, error){
 	"connect": tryConnect,
 	"proxy":   tryProxy,
 	"get":     tryGet,
+	"sh":      trySh,
 }
 
 // checkTry checks one -try ACTION's form, so that a typo fails at startup, not as an "ERR".
 func checkTry(action string) error {
 	kind, arg, ok := strings.Cut(action, ":")
 	if _, known := tryActions[kind]; !ok || !known || arg == "" {
-		return fmt.Errorf("-try %q: want KIND:ARG, KIND one of write, read, environ, signal, connect, proxy, get", action)
+		return fmt.Errorf("-try %q: want KIND:ARG, KIND one of write, read, environ, signal, connect, proxy, get, sh", action)
 	}
 	return nil
 }
@@ -74,6 +78,25 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // tryWrite creates (or truncates) PATH and writes a line to it.
 func tryWrite(path string) (string, error) {
 	return "", os.WriteFile(path, []byte("written by testagent\n"), 0o644)
+}
+
+// trySh runs SCRIPT with /bin/sh -c in the agent's working directory, as
+// an agent's shell tool would: what the agent leaves behind for whatever
+// runs after it. A failure is its exit status and the tail of its stderr.
+func trySh(script string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), tryShTimeout)
+	defer cancel()
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		tail := stderr.String()
+		if len(tail) > 300 {
+			tail = tail[len(tail)-300:]
+		}
+		return "", fmt.Errorf("%v: %s", err, tail)
+	}
+	return "", nil
 }
 
 // tryRead reads PATH and says how many bytes it holds (never what: it may be a planted key).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,45 +24,50 @@ func gitBinary() (string, error) {
 	return p, nil
 }
 
-// baseConfig is passed to every git command acpflow runs. acpflow's own
-// bookkeeping must not run the user's hooks (a pre-commit linter or a
-// post-checkout installer would run once per run of a batch, in a worktree
-// the user never opened), must not start an automatic gc (it takes
-// repository-wide locks that the other runs of a batch then trip on), must
-// not ask for a signing key passphrase, and must not start an fsmonitor
-// daemon per worktree.
+// baseConfig is passed to every git command acpflow runs (after the
+// configuration files, so it wins over them). acpflow's own bookkeeping
+// must not run hooks, the user's or any planted where git looks for them
+// (core.hooksPath covers every hook: pre-commit, post-commit,
+// post-checkout, post-index-change, reference-transaction), must not start
+// an automatic gc (it takes repository-wide locks that the other runs of a
+// batch then trip on), must not ask for a signing key passphrase, and must
+// not start an fsmonitor daemon per worktree. The untracked cache and the
+// split index are off so that what acpflow's git writes is a plain index.
+// A submodule is never recursed into: its git would read its own .git.
 var baseConfig = []string{
 	"-c", "core.hooksPath=/dev/null",
 	"-c", "gc.auto=0",
 	"-c", "maintenance.auto=false",
 	"-c", "commit.gpgSign=false",
 	"-c", "core.fsmonitor=false",
+	"-c", "core.untrackedCache=false",
+	"-c", "core.splitIndex=false",
+	"-c", "submodule.recurse=false",
 }
 
-// repoEnv are variables that redirect git to another repository or index;
-// inherited from a parent git (acpflow started from a hook, say) they would
-// make every command below act on the wrong repository.
-var repoEnv = []string{
-	"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE",
-	"GIT_PREFIX", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
-}
+// keptGitEnv are the GIT_* variables of acpflow's environment that its git
+// keeps: where the user's own configuration and git's programs are (a CI
+// job or a test sets them on purpose). Every other GIT_* variable is
+// dropped: they redirect git to another repository, index or object store
+// (GIT_DIR, GIT_INDEX_FILE, ...: inherited from a parent git, acpflow
+// started from a hook, they would make every command act on the wrong
+// repository), add configuration (GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT)
+// or name a program to run (GIT_EXTERNAL_DIFF, GIT_PAGER, GIT_EDITOR,
+// GIT_SSH_COMMAND, GIT_ASKPASS).
+var keptGitEnv = []string{"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_EXEC_PATH"}
 
-// gitEnv is the environment of every git command: the user's, without the
-// repository redirections, in the C locale (so messages can be matched),
-// never prompting on a terminal (a batch has nobody to answer), and without
-// optional locks (a `git status` acpflow runs must not take the index lock
-// of the user's checkout).
+// gitEnv is the environment of every git command: acpflow's (the user's;
+// no agent writes it), without GIT_* variables but keptGitEnv, in the C
+// locale (so messages can be matched), never prompting on a terminal (a
+// batch has nobody to answer), and without optional locks (a `git status`
+// acpflow runs must not take the index lock of the user's checkout);
+// extra (what acpflow sets) comes last.
 func gitEnv(extra ...string) []string {
 	env := make([]string, 0, len(os.Environ())+8)
-next:
 	for _, kv := range os.Environ() {
-		for _, k := range repoEnv {
-			if strings.HasPrefix(kv, k+"=") {
-				continue next
-			}
-		}
-		if strings.HasPrefix(kv, "LC_ALL=") || strings.HasPrefix(kv, "LANGUAGE=") {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "GIT_") && !slices.Contains(keptGitEnv, name) ||
+			name == "LC_ALL" || name == "LANGUAGE" {
 			continue
 		}
 		env = append(env, kv)
@@ -94,7 +100,7 @@ func run(ctx context.Context, dir string, env []string, args ...string) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	full := append(append([]string{"-C", dir}, baseConfig...), args...)
+	full := append(append([]string{"--no-pager", "-C", dir}, baseConfig...), args...)
 	cmd := exec.CommandContext(ctx, bin, full...)
 	cmd.Env = gitEnv(env...)
 	// Ending git with a kill would leave its work half done: a worktree

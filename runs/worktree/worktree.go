@@ -6,7 +6,9 @@
 // what the user's git would make, with the user's git's features and bugs,
 // and `git worktree list`, `git log` and `git branch -D` keep working on
 // them. Every command runs as `git -C DIR ...` with explicit arguments, in
-// the C locale, never prompting, and with the user's hooks off.
+// the C locale, never prompting, and with hooks off. A command on a
+// worktree reads it through a git directory of acpflow's own (ownGitDir),
+// never through a file an agent could have written (SPEC §10).
 //
 // # Notes
 //
@@ -27,7 +29,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -377,54 +378,120 @@ func (r *Repo) branchAt(ctx context.Context, branch, commit string) bool {
 }
 
 // Commit stages everything in the worktree (new, changed and deleted files,
-// respecting .gitignore) and commits it with author and committer
-// "acpflow <acpflow@localhost>" and message. It returns the new commit and
-// the files that commit changed; when nothing changed it commits nothing
-// and returns "" and nil files.
+// respecting .gitignore) and commits it on the worktree's branch with
+// author and committer "acpflow <acpflow@localhost>" and message. It
+// returns the new commit and the files that commit changed; when nothing
+// changed it commits nothing and returns "" and nil files.
+//
+// # Notes
+//
+// git reads the worktree through acpflow's own git directory (ownGitDir),
+// and the commit is made with git's plumbing (write-tree, commit-tree,
+// update-ref --no-deref on refs/heads/BRANCH from the commit it named
+// before), not `git commit`: no hook, editor, signing or trailer command
+// can run, and the commit lands on the branch itself, never on a ref the
+// branch was made a symbolic link to. The branch is read back afterwards:
+// a commit that is not what the branch names is an error, never a result.
 func (r *Repo) Commit(ctx context.Context, wt Worktree, message string) (commit string, files []string, err error) {
-	if _, err := os.Stat(wt.Path); err != nil {
+	fail := func(err error) (string, []string, error) {
 		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
+	}
+	if _, err := os.Stat(wt.Path); err != nil {
+		return fail(err)
 	}
 	if strings.TrimSpace(message) == "" {
 		message = "acpflow: changes on " + wt.Branch
 	}
-	pre, err := r.worktreeGit(ctx, wt)
+	g, err := r.openGitDir(ctx, wt)
 	if err != nil {
-		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
+		return fail(err)
 	}
-	git := func(args ...string) []string { return append(slices.Clip(pre), args...) }
+	defer g.close()
 	// An agent may switch branches in its worktree; its work then is not
 	// where the run's result says, so acpflow does not commit it anywhere.
-	head, err := r.head(ctx, wt)
+	if g.head != wt.Branch {
+		return fail(fmt.Errorf("it is on %s, not on its branch %s (did the agent switch branches?); nothing committed", headText(g.head), wt.Branch))
+	}
+	parent, err := r.BranchCommit(ctx, wt.Branch)
 	if err != nil {
-		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
+		return fail(fmt.Errorf("%w; nothing committed", err))
 	}
-	if head != wt.Branch {
-		return "", nil, fmt.Errorf("committing in worktree %s: it is on %s, not on its branch %s (did the agent switch branches?); nothing committed", wt.Path, headText(head), wt.Branch)
+	if _, err := g.gitRetrying(ctx, nil, "add", "--all"); err != nil {
+		return fail(err)
 	}
-	if _, err := runRetrying(ctx, wt.Path, nil, git("add", "--all")...); err != nil {
-		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
-	}
-	out, err := run(ctx, wt.Path, nil, git("diff", "--cached", "--name-only", "-z", "--no-renames", "HEAD")...)
+	out, err := g.git(ctx, nil, "diff", "--cached", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", parent, "--")
 	if err != nil {
-		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
+		return fail(err)
 	}
-	files = splitZ(out)
-	if len(files) == 0 {
+	if files = splitZ(out); len(files) == 0 {
 		return "", nil, nil
+	}
+	if commit, err = g.commitIndex(ctx, parent, message); err != nil {
+		return fail(err)
+	}
+	if _, err := g.gitRetrying(ctx, nil, "update-ref", "--no-deref", "-m", "acpflow: commit", "refs/heads/"+wt.Branch, commit, parent); err != nil {
+		return fail(err)
+	}
+	if err := r.verifyOnBranch(ctx, wt.Branch, commit); err != nil {
+		return fail(err)
+	}
+	return commit, files, nil
+}
+
+// commitIndex writes the index as a commit on parent, authored by acpflow.
+func (g *ownGitDir) commitIndex(ctx context.Context, parent, message string) (string, error) {
+	tree, err := g.git(ctx, nil, "write-tree")
+	if err != nil {
+		return "", err
 	}
 	who := []string{
 		"GIT_AUTHOR_NAME=" + AuthorName, "GIT_AUTHOR_EMAIL=" + AuthorEmail,
 		"GIT_COMMITTER_NAME=" + AuthorName, "GIT_COMMITTER_EMAIL=" + AuthorEmail,
 	}
-	if _, err := runRetrying(ctx, wt.Path, who, git("commit", "--quiet", "--no-verify", "--no-edit", "--cleanup=verbatim", "-m", message)...); err != nil {
-		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
-	}
-	out, err = run(ctx, wt.Path, nil, git("rev-parse", "HEAD")...)
+	out, err := g.git(ctx, who, "commit-tree", "-p", parent, "-m", message, strings.TrimSpace(string(tree)))
 	if err != nil {
-		return "", nil, fmt.Errorf("committing in worktree %s: %w", wt.Path, err)
+		return "", err
 	}
-	return strings.TrimSpace(string(out)), files, nil
+	return strings.TrimSpace(string(out)), nil
+}
+
+// BranchCommit is the commit refs/heads/branch names in the repository's
+// common git directory (the one Open found). A branch that is gone, or
+// that is a symbolic ref (a commit through it would land on the branch it
+// points at), is an error that says so.
+func (r *Repo) BranchCommit(ctx context.Context, branch string) (string, error) {
+	common, err := r.gitCommonDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	env := []string{"GIT_DIR=" + common}
+	ref := "refs/heads/" + branch
+	if out, err := run(ctx, common, env, "symbolic-ref", "--quiet", ref); err == nil {
+		return "", fmt.Errorf("branch %s is a symbolic ref to %s, not the branch acpflow made", branch, strings.TrimSpace(string(out)))
+	} else if ctx.Err() != nil || errors.Is(err, ErrNoGit) {
+		return "", err
+	}
+	out, err := run(ctx, common, env, "rev-parse", "--verify", "--quiet", "--end-of-options", ref+"^{commit}")
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, ErrNoGit) {
+			return "", err
+		}
+		return "", fmt.Errorf("branch %s is not in %s (deleted?)", branch, r.Root)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// verifyOnBranch checks that branch names commit, read back by acpflow's
+// git from the repository: what a result reports as a worktree's commit.
+func (r *Repo) verifyOnBranch(ctx context.Context, branch, commit string) error {
+	got, err := r.BranchCommit(ctx, branch)
+	if err != nil {
+		return fmt.Errorf("the commit %.12s acpflow made is not on branch %s: %w", commit, branch, err)
+	}
+	if got != commit {
+		return fmt.Errorf("the commit %.12s acpflow made is not on branch %s, which names %.12s", commit, branch, got)
+	}
+	return nil
 }
 
 // Changed lists the files changed on the worktree's branch against
@@ -437,7 +504,7 @@ func (r *Repo) Changed(ctx context.Context, wt Worktree) ([]string, error) {
 	}
 	seen := map[string]bool{}
 	if _, err := os.Stat(wt.Path); err != nil {
-		out, err := run(ctx, r.Root, nil, "diff", "--name-only", "-z", "--no-renames", wt.BaseCommit, "refs/heads/"+wt.Branch, "--")
+		out, err := run(ctx, r.Root, nil, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", wt.BaseCommit, "refs/heads/"+wt.Branch, "--")
 		if err != nil {
 			return nil, fmt.Errorf("changes on branch %s: %w", wt.Branch, err)
 		}
@@ -445,18 +512,11 @@ func (r *Repo) Changed(ctx context.Context, wt Worktree) ([]string, error) {
 			seen[f] = true
 		}
 	} else {
-		out, err := r.inWorktree(ctx, wt, nil, "diff", "--name-only", "-z", "--no-renames", wt.BaseCommit, "--")
+		changed, err := r.worktreeChanges(ctx, wt)
 		if err != nil {
 			return nil, fmt.Errorf("changes in worktree %s: %w", wt.Path, err)
 		}
-		for _, f := range splitZ(out) {
-			seen[f] = true
-		}
-		out, err = r.inWorktree(ctx, wt, nil, "ls-files", "-z", "--others", "--exclude-standard")
-		if err != nil {
-			return nil, fmt.Errorf("changes in worktree %s: %w", wt.Path, err)
-		}
-		for _, f := range splitZ(out) {
+		for _, f := range changed {
 			seen[f] = true
 		}
 	}
@@ -468,18 +528,26 @@ func (r *Repo) Changed(ctx context.Context, wt Worktree) ([]string, error) {
 	return files, nil
 }
 
-// head is the branch checked out in the worktree wt ("refs/heads/"
-// trimmed), or "" when its HEAD is detached.
-func (r *Repo) head(ctx context.Context, wt Worktree) (string, error) {
-	out, err := r.inWorktree(ctx, wt, nil, "symbolic-ref", "--quiet", "HEAD")
+// worktreeChanges lists the files of the worktree wt that differ from
+// its BaseCommit, and its untracked files not ignored. A submodule's
+// checkout is compared by its commit alone: looking into it would run a
+// git in it that reads the submodule's own .git, which the agent wrote.
+func (r *Repo) worktreeChanges(ctx context.Context, wt Worktree) ([]string, error) {
+	g, err := r.openGitDir(ctx, wt)
 	if err != nil {
-		var ge *gitError
-		if errors.As(err, &ge) && strings.TrimSpace(ge.stderr) == "" && ctx.Err() == nil {
-			return "", nil // detached: symbolic-ref fails without a word
-		}
-		return "", err
+		return nil, err
 	}
-	return strings.TrimPrefix(strings.TrimSpace(string(out)), "refs/heads/"), nil
+	defer g.close()
+	out, err := g.git(ctx, nil, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", wt.BaseCommit, "--")
+	if err != nil {
+		return nil, err
+	}
+	files := splitZ(out)
+	out, err = g.git(ctx, nil, "ls-files", "-z", "--others", "--exclude-standard")
+	if err != nil {
+		return nil, err
+	}
+	return append(files, splitZ(out)...), nil
 }
 
 // headText names what head (as head returns it) has checked out.
@@ -502,15 +570,16 @@ type Status struct {
 }
 
 // Status says what the worktree wt holds that is not committed on its
-// branch, reading it through its administrative directory (worktreeGit).
+// branch, reading it through acpflow's own git directory (ownGitDir).
 // Changes inside a submodule's own checkout are not looked into; a
 // submodule moved to another commit is a change.
 func (r *Repo) Status(ctx context.Context, wt Worktree) (Status, error) {
-	head, err := r.head(ctx, wt)
+	g, err := r.openGitDir(ctx, wt)
 	if err != nil {
 		return Status{}, fmt.Errorf("status of worktree %s: %w", wt.Path, err)
 	}
-	out, err := r.inWorktree(ctx, wt, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty")
+	defer g.close()
+	out, err := g.git(ctx, nil, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty")
 	if err != nil {
 		return Status{}, fmt.Errorf("status of worktree %s: %w", wt.Path, err)
 	}
@@ -518,7 +587,7 @@ func (r *Repo) Status(ctx context.Context, wt Worktree) (Status, error) {
 	for _, e := range statusEntries(out) {
 		files = append(files, e.name)
 	}
-	return Status{Head: head, Uncommitted: files}, nil
+	return Status{Head: g.head, Uncommitted: files}, nil
 }
 
 // statusEntry is one file of `git status --porcelain=v1 -z`.
@@ -768,37 +837,4 @@ func adminDir(common, path string) string {
 		}
 	}
 	return ""
-}
-
-// worktreeGit is what goes before the arguments of a git command on the
-// worktree wt: its administrative directory in the repository and its
-// directory, named (--git-dir, --work-tree), so that git never reads the
-// .git file inside the worktree. An agent wrote that directory; a .git
-// file it rewrote could point acpflow's git at a repository and a
-// configuration of the agent's (a filter, a pager, an fsmonitor, hooks),
-// which would then run outside the agent's sandbox (SPEC §10,
-// "Containment outlives the step").
-func (r *Repo) worktreeGit(ctx context.Context, wt Worktree) ([]string, error) {
-	common, err := r.gitCommonDir(ctx)
-	if err != nil {
-		return nil, err
-	}
-	abs, err := filepath.Abs(wt.Path)
-	if err != nil {
-		return nil, fmt.Errorf("worktree %s: %w", wt.Path, err)
-	}
-	admin := adminDir(common, abs)
-	if admin == "" {
-		return nil, fmt.Errorf("worktree %s is not one of the worktrees of %s (`git worktree list` there does not show it)", abs, r.Root)
-	}
-	return []string{"--git-dir=" + admin, "--work-tree=" + abs}, nil
-}
-
-// inWorktree runs git args on the worktree wt through worktreeGit.
-func (r *Repo) inWorktree(ctx context.Context, wt Worktree, env []string, args ...string) ([]byte, error) {
-	pre, err := r.worktreeGit(ctx, wt)
-	if err != nil {
-		return nil, err
-	}
-	return run(ctx, wt.Path, env, append(pre, args...)...)
 }
