@@ -193,16 +193,18 @@ type gitWalk struct {
 	read  int      // directories read so far
 }
 
-func (w *gitWalk) walk(dir string, depth int) {
+// readDir lists dir at depth, within the walk's bounds; nil past them.
+func (w *gitWalk) readDir(dir string, depth int) []os.DirEntry {
 	if depth > maxGitDepth || w.read >= maxGitDirs {
-		return
+		return nil
 	}
 	w.read++
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
+	entries, _ := os.ReadDir(dir)
+	return entries
+}
+
+func (w *gitWalk) walk(dir string, depth int) {
+	for _, e := range w.readDir(dir, depth) {
 		p := filepath.Join(dir, e.Name())
 		switch {
 		case e.Name() == ".git" && e.Type().IsDir():
@@ -276,15 +278,7 @@ func (w *gitWalk) submodules(tree string) {
 // submodule's name may hold slashes, so they are searched a few levels
 // deep.
 func (w *gitWalk) nested(dir string, depth int) {
-	if depth > maxGitDepth || w.read >= maxGitDirs {
-		return
-	}
-	w.read++
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
+	for _, e := range w.readDir(dir, depth) {
 		if !e.Type().IsDir() {
 			continue
 		}

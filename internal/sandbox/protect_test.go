@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,20 +193,7 @@ func TestDevShmIsPrivate(t *testing.T) {
 func TestUnixSocketsOutsideAreRefusedOffTheNetwork(t *testing.T) {
 	f := newFixture(t)
 	sock := filepath.Join(f.outside, "s.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	serve(t, "unix", sock)
 	for _, c := range []struct {
 		network Network
 		want    string

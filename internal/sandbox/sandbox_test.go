@@ -414,23 +414,31 @@ func TestTheAgentHasNoCapabilities(t *testing.T) {
 	}
 }
 
+// serve listens at addr and closes every connection it accepts, until the
+// test ends.
+func serve(t *testing.T, network, addr string) net.Listener {
+	t.Helper()
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return l
+}
+
 func TestTheNetworkModes(t *testing.T) {
 	f := newFixture(t)
 	listen := func() (net.Listener, string) {
-		l, err := net.Listen("tcp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
+		l := serve(t, "tcp4", "127.0.0.1:0")
 		return l, l.Addr().String()
 	}
 	proxy, proxyAddr := listen()
