@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"encoding/hex"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -202,9 +201,9 @@ func denialOf(f map[string]string) Denial {
 	case f["name"] != "":
 		d.Path = f["name"]
 	case f["daddr"] != "":
-		d.Address = net.JoinHostPort(f["daddr"], f["dest"])
+		d.Address = joinHostPort(f["daddr"], f["dest"])
 	case f["saddr"] != "":
-		d.Address = net.JoinHostPort(f["saddr"], f["src"])
+		d.Address = joinHostPort(f["saddr"], f["src"])
 	case f["opid"] != "":
 		d.Process = f["ocomm"] + " (pid " + f["opid"] + ")"
 	}
@@ -248,3 +247,14 @@ func auditFields(text string) map[string]string {
 }
 
 var hexNamed = map[string]bool{"path": true, "name": true, "comm": true, "ocomm": true, "exe": true}
+
+// joinHostPort is net.JoinHostPort, which this package cannot import: the
+// net package brings cgo's resolver, and with it a dynamically linked
+// launcher that starts slower (DESIGN.md, "The launcher speaks Landlock
+// itself").
+func joinHostPort(host, port string) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + port
+	}
+	return host + ":" + port
+}
