@@ -589,6 +589,19 @@ func BenchmarkSpawn(b *testing.B) {
 			spawn(b, procgroup.Spec{Path: "/bin/true", Dir: cwd})
 		}
 	})
+	// The floor under any sandbox: /bin/true started straight into the
+	// launcher's new namespaces, with no launcher and no rules.
+	b.Run("namespaces-only", func(b *testing.B) {
+		l, err := Command(self, []string{"sandbox-launch"}, Spec{Cwd: cwd, TmpDir: tmp, Home: home}, "/bin/true", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer childCPU(b)()
+		for b.Loop() {
+			spawn(b, procgroup.Spec{Path: "/bin/true", Dir: cwd,
+				Cloneflags: l.Cloneflags, UidMappings: l.UidMappings, GidMappings: l.GidMappings, AmbientCaps: l.AmbientCaps})
+		}
+	})
 	// ACPFLOW_BENCH_LAUNCHER names an acpflow binary to launch through, as
 	// a step does: the dedicated launcher beside it when one is installed
 	// there (go build -o /tmp/bin/ ./cmd/acpflow ./cmd/acpflow-sandbox),
