@@ -93,6 +93,11 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 			makeStateDir(d)
 			spec.StateDirs = append(spec.StateDirs, d)
 		}
+		for _, f := range p.Settings {
+			f = abs(f)
+			makeStateDir(f)
+			spec.Protect = append(spec.Protect, f)
+		}
 	}
 	tmp, err := os.MkdirTemp("", "acpflow-sandbox-tmp-")
 	if err != nil {
@@ -137,12 +142,14 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 	return c, nil
 }
 
-// makeStateDir creates a preset's state directory that does not exist yet
-// (0700), as the agent would on its first run: in the sandbox its HOME is
-// read-only, and a rule cannot name a path that is not there (measured:
-// opencode exits at initialize on a fresh HOME, unable to make
-// ~/.local/share/opencode; claude keeps nothing without ~/.claude). An
-// entry with an extension (~/.claude.json) is a file the agent makes
+// makeStateDir creates a preset's state or settings directory that does
+// not exist yet (0700), as the agent would on its first run: in the
+// sandbox its HOME is read-only, a rule cannot name a path that is not
+// there, and a settings directory stays read-only (measured: opencode
+// exits at initialize on a fresh HOME, unable to make
+// ~/.local/share/opencode or ~/.cache/opencode/bin; qwen unable to make
+// ~/.qwen/extensions; claude keeps nothing without ~/.claude/projects).
+// An entry with an extension (~/.claude.json) is a file the agent makes
 // itself; it is left alone. A failure is left to the agent to report.
 func makeStateDir(d string) {
 	if filepath.Ext(strings.TrimPrefix(filepath.Base(d), ".")) != "" {
