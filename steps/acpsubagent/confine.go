@@ -88,22 +88,14 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 		spec.Deny = append(spec.Deny, abs(p))
 	}
 	if p, ok := acpagent.LookupPreset(a.agent.Preset); ok {
-		for _, d := range p.StateDirs {
-			d = abs(d)
-			makeStateDir(d)
-			spec.StateDirs = append(spec.StateDirs, d)
-		}
-		for _, f := range p.Settings {
-			f = abs(f)
-			makeStateDir(f)
-			spec.Protect = append(spec.Protect, f)
-		}
+		presetPaths(p, abs, &spec)
 	}
 	tmp, err := os.MkdirTemp("", "acpflow-sandbox-tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: sandbox: cannot make its temp dir: %w", a.agent.Name, err)
 	}
 	c.tmp, spec.TmpDir = tmp, tmp
+	npmCache := npxCache(path, tmp, &spec)
 	switch sb.Network {
 	case steps.NetworkOff:
 		spec.Network = sandbox.NetworkOff
@@ -130,6 +122,9 @@ func (a *attempt) confine(sb *steps.Sandbox, env map[string]string, path string,
 		return nil, fmt.Errorf("agent %s: %w (sandbox: required; set required: false to run unsandboxed where the kernel cannot enforce it)", a.agent.Name, err)
 	}
 	env["TMPDIR"] = tmp
+	if npmCache != "" {
+		env[npxCacheVar] = npmCache
+	}
 	if c.proxy != nil {
 		for _, kv := range c.proxy.Env() {
 			k, v, _ := strings.Cut(kv, "=")
