@@ -20,7 +20,11 @@ import (
 func TestAPresetsSandboxWritesItsStateNotItsSettings(t *testing.T) {
 	w := newSandboxWorld(t)
 	claude := filepath.Join(w.home, ".claude")
+	// Its own login stays readable (and writable in place): a state file.
+	login := writeFile(t, claude, ".credentials.json", "{}\n")
 	expect := map[string]string{
+		"read:" + login:  "ok",
+		"write:" + login: "ok",
 		"write:" + filepath.Join(claude, "projects", "session.jsonl"): "ok",
 		"write:" + filepath.Join(claude, "settings.json"):             "ERR EACCES",
 		"write:" + filepath.Join(claude, "plugins", "hooks.json"):     "ERR EACCES",
