@@ -93,7 +93,8 @@ type sandboxRecord struct {
 // in which the agent ran before holds them: a missing one is not made
 // writable in the sandbox (internal/sandbox skips it), and an agent that
 // cannot make it fails (opencode) or keeps no state (claude); see
-// TestSandboxWholeTurn. Entries naming a file (~/.claude.json) are left.
+// TestSandboxWholeTurn. Entries naming a file (~/.claude/.credentials.json)
+// are left.
 func (s *sandbox) makeStateDirs(preset string) {
 	s.t.Helper()
 	p, ok := acpagent.LookupPreset(preset)

@@ -51,6 +51,7 @@ type sandboxWorld struct {
 	mark              string   // E2E_SANDBOX_MARK, in the agent's environment
 	acpflow           string   // the binary run runs: acpflowBin unless a test installs another
 	env               []string // acpflow's environment over the test's (NAME=VALUE)
+	agent             string   // the agent's command: testAgent unless a test names another
 }
 
 const plantedKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nE2E-PLANTED-KEY\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -60,7 +61,7 @@ func newSandboxWorld(t *testing.T) *sandboxWorld {
 	if r := sandbox.Probe(); !r.FS || !r.Net || !r.Scopes || !r.UserNS || !r.PIDNS || !r.NetNS {
 		t.Skipf("this kernel cannot enforce a sandbox: %+v", r)
 	}
-	w := &sandboxWorld{ws: t.TempDir(), home: t.TempDir(), outside: t.TempDir(), mark: randomMark(), acpflow: acpflowBin}
+	w := &sandboxWorld{ws: t.TempDir(), home: t.TempDir(), outside: t.TempDir(), mark: randomMark(), acpflow: acpflowBin, agent: testAgent}
 	w.key = writeFile(t, w.home, ".ssh/id_rsa", plantedKey)
 	os.Chmod(filepath.Dir(w.key), 0o700)
 	w.outsideFile = writeFile(t, w.outside, "notes.txt", "readable from anywhere\n")
@@ -157,7 +158,7 @@ func (w *sandboxWorld) run(t *testing.T, agentKeys string, runArgs []string, tri
 		args = append(args, "-try", a)
 	}
 	body := fmt.Sprintf("name: sandbox\nagents:\n  a:\n    command: %s\n    args: %s\n    env: {HOME: %q, E2E_SANDBOX_MARK: %q}\n%s\nsteps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: go}\n",
-		testAgent, agentArgs(args...), w.home, w.mark, prefixLines(agentKeys, "    "))
+		w.agent, agentArgs(args...), w.home, w.mark, prefixLines(agentKeys, "    "))
 	wf := writeWorkflow(t, dir, body)
 	out := filepath.Join(dir, "out.jsonl")
 	os.Remove(filepath.Join(w.ws, acpflowPIDFile))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/acpflow/acpflow/internal/procgroup"
@@ -37,6 +38,9 @@ func (s *subagent) confinement(sb *steps.Sandbox, cwd, home, workspace string, s
 		for _, d := range p.StateDirs {
 			r.StateDirs = append(r.StateDirs, confine.Resolve(d, home, workspace))
 		}
+		for _, f := range p.Settings {
+			r.Protect = append(r.Protect, confine.Resolve(f, home, workspace))
+		}
 	}
 	return r
 }
@@ -48,9 +52,10 @@ func (s *subagent) confinement(sb *steps.Sandbox, cwd, home, workspace string, s
 // runs as spec already says, unconfined.
 func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *procgroup.Spec) (*confine.Confinement, error) {
 	r := a.confinement(sb, a.cwd, env["HOME"], a.inv.Workspace, a.inv.StateFiles)
-	for _, d := range r.StateDirs {
+	for _, d := range append(slices.Clone(r.StateDirs), r.Protect...) {
 		makeStateDir(d)
 	}
+	npmCache := npxCache(spec.Path, &r)
 	c, err := confine.Start(r, env, spec.Path, spec.Args)
 	var skipped *confine.Unenforced
 	switch {
@@ -61,16 +66,21 @@ func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *pr
 	case err != nil:
 		return nil, err
 	}
+	if npmCache != "" {
+		env[npxCacheVar] = npmCache // after Start: an unenforced sandbox leaves env as it was
+	}
 	c.Apply(spec)
 	return c, nil
 }
 
-// makeStateDir creates a preset's state directory that does not exist yet
-// (0700), as the agent would on its first run: in the sandbox its HOME is
-// read-only, and a rule cannot name a path that is not there (measured:
-// opencode exits at initialize on a fresh HOME, unable to make
-// ~/.local/share/opencode; claude keeps nothing without ~/.claude). An
-// entry with an extension (~/.claude.json) is a file the agent makes
+// makeStateDir creates a preset's state or settings directory that does
+// not exist yet (0700), as the agent would on its first run: in the
+// sandbox its HOME is read-only, a rule cannot name a path that is not
+// there, and a settings directory stays read-only (measured: opencode
+// exits at initialize on a fresh HOME, unable to make
+// ~/.local/share/opencode or ~/.cache/opencode/bin; qwen unable to make
+// ~/.qwen/extensions; claude keeps nothing without ~/.claude/projects).
+// An entry with an extension (~/.claude.json) is a file the agent makes
 // itself; it is left alone. A failure is left to the agent to report.
 func makeStateDir(d string) {
 	if filepath.Ext(strings.TrimPrefix(filepath.Base(d), ".")) != "" {

@@ -120,8 +120,20 @@ var _ = registerPreset(Preset{
 	// 0.101.0; listed should a later release offer it.
 	AutoModes: []string{"auto", "acceptEdits", "bypassPermissions", "dontAsk"},
 	Unasked:   "reads (Read, Glob, Grep in the workspace) and ToolSearch; every command (read-only ones included) and file change asks; not measured: the calls of subagents (Agent, Workflow tools), which Claude Code checks against the same rules",
-	StateDirs: []string{"~/.claude", "~/.claude.json", "~/.npm"},
-	Bin:       "claude-agent-acp", Install: "npm install -g @agentclientprotocol/claude-agent-acp",
+	// What Claude Code writes in a turn (docs/sandbox.md has the
+	// measurement); ~/.claude itself stays read-only. ~/.claude.json is
+	// rewritten by a temp file and a rename in HOME, which the sandbox
+	// refuses whatever is listed, and it holds mcpServers: it is a setting.
+	StateDirs: []string{
+		"~/.claude/projects", "~/.claude/sessions", "~/.claude/todos", "~/.claude/file-history",
+		"~/.claude/plans", "~/.claude/debug", "~/.claude/statsig", "~/.claude/paste-cache",
+		"~/.claude/image-cache", "~/.claude/.credentials.json",
+	},
+	Settings: []string{
+		"~/.claude/settings.json", "~/.claude/settings.local.json", "~/.claude.json",
+		"~/.claude/plugins", "~/.claude/commands", "~/.claude/agents", "~/.claude/skills",
+	},
+	Bin: "claude-agent-acp", Install: "npm install -g @agentclientprotocol/claude-agent-acp",
 	Login: "claude /login", LoginFiles: []string{"~/.claude/.credentials.json"},
 	RootEnv: map[string]string{"IS_SANDBOX": "1"},
 	Causes: []Cause{

@@ -89,7 +89,12 @@ var _ = registerPreset(Preset{
 	Mode:      "read-only",
 	AutoModes: []string{"agent", "agent-full-access", "workspace-write"},
 	Unasked:   "commands the model sends without asking to leave codex's read-only sandbox and that codex does not judge dangerous (ls, cat, grep, echo > file) run unasked inside that sandbox, where they cannot write or reach the network",
-	StateDirs: []string{"~/.codex", "~/.npm"},
+	// codex keeps its SQLite databases (with their -journal and -wal
+	// files), auth.json and a .tmp file it renames at the top of ~/.codex,
+	// so the directory stays writable whole and its settings rely on
+	// Settings (docs/sandbox.md has the measurement).
+	StateDirs: []string{"~/.codex"},
+	Settings:  []string{"~/.codex/config.toml", "~/.codex/hooks.json", "~/.codex/rules", "~/.codex/plugins"},
 	Bin:       "codex-acp", Install: "npm install -g @agentclientprotocol/codex-acp",
 	KeyAuth: "api-key",
 	Causes: []Cause{

@@ -119,8 +119,16 @@ var _ = registerPreset(Preset{
 		"not measured: a subagent's (invoke_agent) shell and write calls, which gemini cannot forward to the client; " +
 		"where /etc/gemini-cli/policies holds a .toml file gemini ignores --admin-policy (warning on stderr) " +
 		"and runs the shell commands it judges safe (echo, ls, cat, …) unasked",
+	// gemini rewrites ~/.gemini/projects.json at every start by a temp
+	// file and a rename at the top of ~/.gemini, and exits when it cannot
+	// (measured), so the directory stays writable whole and its settings
+	// rely on Settings (docs/sandbox.md has the measurement).
 	StateDirs: []string{"~/.gemini"},
-	Bin:       "gemini", Install: "npm install -g @google/gemini-cli",
+	Settings: []string{
+		"~/.gemini/settings.json", "~/.gemini/trustedFolders.json", "~/.gemini/policies",
+		"~/.gemini/extensions", "~/.gemini/commands",
+	},
+	Bin: "gemini", Install: "npm install -g @google/gemini-cli",
 	KeyAuth: "gemini-api-key",
 	Causes: []Cause{
 		{Match: "Gemini API key is missing", Says: "it has no key", Needs: NeedKey},

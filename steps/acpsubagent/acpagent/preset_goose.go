@@ -10,6 +10,9 @@ var _ = registerPreset(Preset{
 	Description: "Block's goose in ACP mode",
 	Notes:       "not measured by acpflow; uses the provider configured for goose; pass its key explicitly",
 	Unasked:     "not measured: no settings are set, so whatever goose's own GOOSE_MODE says (its default, auto, runs tools without asking)",
-	StateDirs:   []string{"~/.config/goose", "~/.local/share/goose", "~/.local/state/goose"},
-	Bin:         "goose", Install: "download goose from https://github.com/block/goose/releases (it is not on npm)",
+	StateDirs:   []string{"~/.local/share/goose", "~/.local/state/goose"},
+	// config.yaml (extensions: the commands of its MCP servers),
+	// permission.yaml and permissions/, from goose's documentation.
+	Settings: []string{"~/.config/goose"},
+	Bin:      "goose", Install: "download goose from https://github.com/block/goose/releases (it is not on npm)",
 })

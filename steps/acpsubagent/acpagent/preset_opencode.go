@@ -62,6 +62,10 @@ var _ = registerPreset(Preset{
 	Unasked: "bash commands, where the user's own config's top-level permission lists a wildcard key (\"*\": \"allow\") " +
 		"after \"bash\" (measured: the last matching rule wins, in the order of the user's file); " +
 		"not measured: a user-defined agent (mode) whose own permission allows bash or edit, subagents (task tool) other than general",
-	StateDirs: []string{"~/.local/share/opencode", "~/.config/opencode", "~/.cache/opencode", "~/.local/state/opencode"},
+	// Its database, logs and locks (docs/sandbox.md). ~/.config/opencode
+	// (config, plugins, commands, agents, tools) and ~/.cache/opencode
+	// (binaries and packages it runs) are read-only.
+	StateDirs: []string{"~/.local/share/opencode", "~/.local/state/opencode"},
+	Settings:  []string{"~/.config/opencode", "~/.cache/opencode", "~/.cache/opencode/bin"},
 	Bin:       "opencode", Install: "npm install -g opencode-ai",
 })

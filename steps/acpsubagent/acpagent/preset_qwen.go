@@ -66,7 +66,18 @@ var _ = registerPreset(Preset{
 	AutoModes: []string{"auto", "auto-edit", "yolo"},
 	Unasked: "not measured: web_fetch, MCP tools, skills and subagents (the agent tool), " +
 		"and a user's deny rule (it refuses the call itself, which is stricter)",
-	StateDirs: []string{"~/.qwen"},
-	Bin:       "qwen", Install: "npm install -g @qwen-code/qwen-code",
+	// What qwen needs to write in a turn (docs/sandbox.md): its chats and
+	// project memory under projects/, sessions/, tmp/, and the lock of
+	// extension-store/ (it exits without it). Its other writes
+	// (settings.json migrated by rename, memories/, usage_record.jsonl,
+	// output-language.md, extensions/extension-enablement.json) are
+	// refused without harm to the turn; a missing extensions/ is made
+	// before the spawn, since it exits when it cannot make it.
+	StateDirs: []string{"~/.qwen/projects", "~/.qwen/sessions", "~/.qwen/tmp", "~/.qwen/extension-store"},
+	Settings: []string{
+		"~/.qwen/settings.json", "~/.qwen/trustedFolders.json", "~/.qwen/extensions",
+		"~/.qwen/commands",
+	},
+	Bin: "qwen", Install: "npm install -g @qwen-code/qwen-code",
 	KeyAuth: "openai",
 })

@@ -67,10 +67,22 @@ type Preset struct {
 	// releases to today's, so that an old workflow keeps working (with a
 	// warning).
 	AuthAliases map[string]string
-	// StateDirs are where the agent keeps its own state (its sessions,
-	// settings, caches; npx's cache for an npx launcher): writable in its
-	// sandbox, "~/" meaning the agent's HOME (docs/sandbox.md).
+	// StateDirs are where the agent writes its own state during a turn
+	// (sessions, logs, caches), as measured: writable in its sandbox, "~/"
+	// meaning the agent's HOME (docs/sandbox.md). They name the
+	// subdirectories the agent writes, not its whole config directory, so
+	// that what else lies there (settings, plugins, instructions) stays
+	// read-only; a directory the agent rewrites files in by rename must be
+	// listed whole, and then Settings keeps its settings read-only.
 	StateDirs []string
+	// Settings are the agent's own settings files and directories that
+	// can hold hooks, commands, MCP servers or rules that allow commands:
+	// what the user's next unsandboxed session of the agent would run. The
+	// sandbox keeps them read-only even beneath a writable state dir, cwd
+	// or write: path, and missing ones cannot be created (sandbox.Spec's
+	// Protect), so that containment outlives the step (SPEC §10). Paths
+	// as in StateDirs.
+	Settings []string
 	// Unasked says which tool calls the agent still runs without asking
 	// under the preset's settings, as measured ("" for none known); shown
 	// by `acpflow agents` and docs/agents.
