@@ -76,3 +76,34 @@ func TestAnAgentStartedThroughNpxGetsAcpflowsNpmCache(t *testing.T) {
 		}
 	}
 }
+
+// A state dir the agent writes whole (codex's ~/.codex, where it adds
+// databases at the top) keeps an existing settings file read-only; a
+// missing one can be made in the sandbox, and is moved aside once the
+// agent is gone, so the user's next codex never reads it.
+func TestASettingsFileAnAgentMakesDoesNotOutliveIt(t *testing.T) {
+	w := newSandboxWorld(t)
+	codex := filepath.Join(w.home, ".codex")
+	hooks := writeFile(t, codex, "hooks.json", "{}\n")
+	config := filepath.Join(codex, "config.toml")
+	expect := map[string]string{
+		"write:" + hooks:  "ERR EROFS",
+		"write:" + config: "ok",
+		"write:" + filepath.Join(codex, "state.db"): "ok",
+	}
+	s := w.run(t, "preset: codex\nsandbox: true", nil, append(keys(expect), "-modes=read-only")...)
+	s.mustSucceed(t)
+	s.want(t, expect)
+	if b, _ := os.ReadFile(hooks); string(b) != "{}\n" {
+		t.Errorf("~/.codex/hooks.json = %q after the run; want it unchanged", b)
+	}
+	if _, err := os.Lstat(config); err == nil {
+		t.Errorf("~/.codex/config.toml the agent made is still there after the run")
+	}
+	if _, err := os.Lstat(config + ".acpflow-quarantined"); err != nil {
+		t.Errorf("~/.codex/config.toml the agent made was not moved aside: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(codex, "state.db")); err != nil {
+		t.Errorf("the agent's own state.db is gone: %v", err)
+	}
+}

@@ -58,6 +58,7 @@ type protection struct {
 	// splits are directories that must gain no new entry at their top: a
 	// protected path directly or further below them is missing, and a new
 	// one would be run all the same (a ~/.bashrc made in a writable HOME).
+	// A state dir is never split (inStateDir).
 	splits []string
 }
 
@@ -100,7 +101,7 @@ func (s Spec) protection() protection {
 		}
 		if _, err := os.Lstat(p); err == nil || slices.Contains(pr.make, p) {
 			pr.readOnly = append(pr.readOnly, p)
-		} else if a := existingAncestor(p, root); a != "" && !isGitEntry(p) {
+		} else if a := existingAncestor(p, root); a != "" && !isGitEntry(p) && !s.inStateDir(a) {
 			pr.splits = append(pr.splits, a)
 		}
 	}
@@ -121,6 +122,19 @@ func (s Spec) writable() []string {
 		}
 	}
 	return w
+}
+
+// inStateDir says whether p is in one of the agent's state dirs, whose
+// tops it must be free to add to (codex's databases, gemini's renamed
+// projects.json): a missing protected file there is not split out but
+// swept after the step by the caller (steps/confine).
+func (s Spec) inStateDir(p string) bool {
+	for _, d := range s.StateDirs {
+		if within(p, filepath.Clean(d)) {
+			return true
+		}
+	}
+	return false
 }
 
 // searched are the writable paths searched for repositories: the cwd and

@@ -117,8 +117,20 @@ func TestStartupFilesAndSettingsStayReadOnly(t *testing.T) {
 	spec.Protect = []string{filepath.Join(state, "config.toml"), filepath.Join(state, "settings.json")}
 	f.check(t, spec, []want{
 		{"an existing settings file is read-only", []string{"append", filepath.Join(state, "config.toml")}, "EROFS"},
-		{"a missing settings file cannot be made", []string{"write", filepath.Join(state, "settings.json")}, "EACCES"},
 		{"the agent's sessions stay writable", []string{"write", filepath.Join(state, "sessions", "s1")}, "ok"},
+		// A state dir's top stays open (codex adds databases there): a
+		// missing settings file can be made, and steps/confine moves it
+		// aside once the agent is gone.
+		{"a new file at a state dir's top can be made", []string{"write", filepath.Join(state, "history.db")}, "ok"},
+	})
+	extra := filepath.Join(f.root, "extra")
+	os.Mkdir(extra, 0o700)
+	spec = f.spec()
+	spec.Write = []string{extra}
+	spec.Protect = []string{filepath.Join(extra, "hooks.json")}
+	f.check(t, spec, []want{
+		{"a missing protected file cannot be made in a write: path", []string{"write", filepath.Join(extra, "hooks.json")}, "EACCES"},
+		{"below the write: path's entries is writable", []string{"write", filepath.Join(f.tmp, "x")}, "ok"},
 	})
 }
 

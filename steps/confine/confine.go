@@ -167,6 +167,9 @@ type Confinement struct {
 	tmp    string
 	proxy  *egress.Proxy
 	kernel *sandbox.DenialWatch // nil where the kernel's refusals cannot be read (denials.go)
+	// sweep are the protected paths that did not exist at the spawn:
+	// what the process makes there is removed when it is gone.
+	sweep []string
 
 	mu     sync.Mutex
 	record steps.SandboxRecord
@@ -236,6 +239,11 @@ func Start(r Request, env map[string]string, path string, args []string) (*Confi
 	c.record.Write = append(append([]string{r.Cwd, c.tmp}, spec.StateDirs...), spec.Write...)
 	c.record.Deny = spec.Denied()
 	c.watchKernel()
+	for _, p := range r.Protect {
+		if _, err := os.Lstat(p); err != nil {
+			c.sweep = append(c.sweep, p)
+		}
+	}
 	return c, nil
 }
 
@@ -292,13 +300,29 @@ func (c *Confinement) Record() *steps.SandboxRecord {
 	return c.withKernelDenials(r) // it waits for late records: not under the lock
 }
 
-// Release stops the proxy and removes the temp dir; after the process's
-// group is gone.
+// QuarantineSuffix is added to a protected path the sandboxed process
+// made (Release).
+const QuarantineSuffix = ".acpflow-quarantined"
+
+// Release stops the proxy, removes the temp dir and moves aside what the
+// process made at a protected path; after the process's group is gone.
 func (c *Confinement) Release() {
 	if c.proxy != nil {
 		c.proxy.Close()
 	}
 	c.kernel.Close()
+	// A protected path missing at the spawn, in a state dir the agent
+	// must be free to add to (sandbox.Spec.Protect), can be made in the
+	// sandbox; what was made there must not outlive it (an agent's
+	// settings with hooks, which its next session outside would run).
+	// It is moved aside, not removed: a person may have made it meanwhile.
+	for _, p := range c.sweep {
+		if _, err := os.Lstat(p); err == nil {
+			if os.Rename(p, p+QuarantineSuffix) != nil {
+				os.RemoveAll(p)
+			}
+		}
+	}
 	if c.tmp != "" {
 		os.RemoveAll(c.tmp)
 	}
