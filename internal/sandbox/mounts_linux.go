@@ -56,34 +56,39 @@ func bindReadOnly(src, dst string) error {
 
 // mask covers each path with an empty directory or file of mode 000 on a
 // read-only mount: the agent, which has no capabilities, cannot list,
-// read or write it, nor what was there. The empty ones are made on a
-// tmpfs mounted for a moment over tmp (the agent's temp dir, which the
-// caller made); once bound, the tmpfs is detached and tmp is itself again.
+// read or write it, nor what was there. A directory gets a tmpfs of its
+// own; a file gets an empty one bound over it, made on a tmpfs mounted
+// for a moment over tmp (the agent's temp dir, which the caller made) and
+// detached once bound, when tmp is itself again.
 func mask(tmp string, paths []string) error {
-	if len(paths) == 0 {
+	var files []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+			continue // gone since the walk, or a dangling link: nothing to hide
+		case !fi.IsDir():
+			files = append(files, p)
+			continue
+		}
+		const ro = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+		if err := unix.Mount("tmpfs", p, "tmpfs", ro, "size=4k,mode=000"); err != nil {
+			return fmt.Errorf("denying %s: %w", p, err)
+		}
+	}
+	if len(files) == 0 {
 		return nil
 	}
 	if err := unix.Mount("tmpfs", tmp, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=700"); err != nil {
-		return fmt.Errorf("mounting the deny list's empty stand-ins: %w", err)
+		return fmt.Errorf("mounting the deny list's empty stand-in: %w", err)
 	}
 	defer unix.Unmount(tmp, unix.MNT_DETACH)
-	dir, file := filepath.Join(tmp, "d"), filepath.Join(tmp, "f")
-	if err := os.Mkdir(dir, 0); err != nil {
+	standIn := filepath.Join(tmp, "f")
+	if err := os.WriteFile(standIn, nil, 0); err != nil {
 		return err
 	}
-	if err := os.WriteFile(file, nil, 0); err != nil {
-		return err
-	}
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			continue // gone since the walk, or a dangling link: nothing to hide
-		}
-		src := file
-		if fi.IsDir() {
-			src = dir
-		}
-		if err := bindReadOnly(src, p); err != nil {
+	for _, p := range files {
+		if err := bindReadOnly(standIn, p); err != nil {
 			return fmt.Errorf("denying %s: %w", p, err)
 		}
 	}

@@ -176,6 +176,9 @@ func Command(launcher string, launcherArgs []string, spec Spec, path string, arg
 	if err := spec.validate(); err != nil {
 		return Launch{}, err
 	}
+	if err := spec.CheckPaths(); err != nil {
+		return Launch{}, err
+	}
 	if !filepath.IsAbs(path) {
 		return Launch{}, fmt.Errorf("sandbox: agent path %q is not absolute", path)
 	}
@@ -196,8 +199,8 @@ func (s Spec) network() Network {
 	return s.Network
 }
 
-// validate is the one place a Spec is checked, for Command and for the
-// launcher alike.
+// validate is the one place a Spec's shape is checked, for Command and
+// for the launcher alike.
 func (s Spec) validate() error {
 	if s.Version != specVersion {
 		return fmt.Errorf("sandbox: launcher protocol %d, this launcher speaks %d: %s and acpflow come from different builds; install them together", s.Version, specVersion, LauncherName)
@@ -239,7 +242,16 @@ func (s Spec) validate() error {
 	default:
 		return fmt.Errorf("sandbox: network %q is not on, off or proxy", s.Network)
 	}
-	return s.CheckPaths()
+	// The check without symlinks costs no system call; Command resolves
+	// them too (CheckPaths), which the launcher, started a moment later
+	// with what Command wrote, does not pay for again.
+	d := s.denyList()
+	for _, w := range append([]string{s.Cwd, s.TmpDir}, s.Write...) {
+		if e := d.covering(filepath.Clean(w)); e != "" {
+			return fmt.Errorf("sandbox: writable path %s is inside the denied %s", w, e)
+		}
+	}
+	return nil
 }
 
 // errNotEnforceable wraps what the kernel lacks.
