@@ -57,14 +57,15 @@ type plantCase struct {
 	worktreeConfig bool
 }
 
-// The places: what a sandboxed agent can write (its worktree: a .git file
-// pointing at a git directory of its own, a submodule's .git), and what
-// an agent can write whose sandbox reaches the repository's git directory
-// or that has none (the worktree's administrative directory: its
-// commondir file and config.worktree; the repository's hooks, hooksPath
-// and fsmonitor); here an agent without a sandbox stands for those.
+// The places: what a sandboxed agent can write (a submodule's .git in its
+// worktree), and what an agent can write whose sandbox allows it (write:
+// naming them) or that has none (the worktree's .git file, which a sandbox
+// keeps read-only (TestASandboxedAgentCannotRedirectItsWorktree); the
+// worktree's administrative directory: its commondir file and
+// config.worktree; the repository's hooks, hooksPath and fsmonitor); here
+// an agent without a sandbox stands for those.
 var plantCases = []plantCase{
-	{name: "a sandboxed agent's .git file points at a git dir it built", sandboxed: true, script: `
+	{name: "the worktree's .git file points at a git dir the agent built", script: `
 git init -q .evil
 git -C .evil -c user.name=a -c user.email=a@a commit -q --allow-empty -m evil
 arm "$PWD/.evil/.git" "$PWD/.evil/.git/config"
@@ -164,6 +165,17 @@ func TestGitAtARunsEndRunsNothingTheAgentPlanted(t *testing.T) {
 // script must have succeeded.
 func runPlanted(t *testing.T, repo string, sandboxed bool, script string) (res engine.RunResult, state, record string) {
 	t.Helper()
+	res, state, record, output := runPlantScript(t, repo, sandboxed, script)
+	if !strings.Contains(output, "try sh:") || strings.Contains(output, ": ERR ") {
+		t.Fatalf("the agent's script did not plant everything (%s):\n%s", res.Error, output)
+	}
+	return res, state, record
+}
+
+// runPlantScript is runPlanted without its check: the step's output is the
+// script's, with an ": ERR " line where it failed.
+func runPlantScript(t *testing.T, repo string, sandboxed bool, script string) (res engine.RunResult, state, record, output string) {
+	t.Helper()
 	dir := t.TempDir()
 	record = filepath.Join(t.TempDir(), "record.jsonl")
 	state = filepath.Join(dir, "state", "state.db")
@@ -185,15 +197,25 @@ steps:
 		t.Fatalf("exit %d, %d results\n%s", r.code, len(results), r.stderr)
 	}
 	res = results[0]
-	output, why := "", res.Error
 	if step := res.Steps["plant"]; step != nil {
 		output, _ = step.Output.(string)
-		why = step.Error
 	}
-	if !strings.Contains(output, "try sh:") || strings.Contains(output, ": ERR ") {
-		t.Fatalf("the agent's script did not plant everything (exit %d, %s):\n%s\n%s", r.code, why, output, r.stderr)
+	return res, state, record, output
+}
+
+// A sandboxed agent cannot point its worktree's .git file elsewhere: the
+// sandbox keeps it read-only (SPEC §10), so the user's own git in the
+// worktree after the run finds the repository acpflow made it from.
+func TestASandboxedAgentCannotRedirectItsWorktree(t *testing.T) {
+	if r := sandbox.Probe(); !r.FS || !r.UserNS || !r.PIDNS {
+		t.Skipf("this kernel cannot enforce a sandbox: %+v", r)
 	}
-	return res, state, record
+	repo := gitRepo(t)
+	_, _, record, output := runPlantScript(t, repo, true, theWork+"printf 'gitdir: /nonexistent\\n' > .git\n")
+	if !strings.Contains(output, "Read-only file system") {
+		t.Errorf("the agent's write of its .git file did not fail read-only:\n%s", output)
+	}
+	assertAgentsGone(t, record)
 }
 
 // An agent that makes its branch a symbolic ref to main would have the
