@@ -52,6 +52,7 @@ type sandboxWorld struct {
 	acpflow           string   // the binary run runs: acpflowBin unless a test installs another
 	env               []string // acpflow's environment over the test's (NAME=VALUE)
 	agent             string   // the agent's command: testAgent unless a test names another
+	agentEnv          []string // the agent's env: besides HOME and the mark (NAME=VALUE)
 }
 
 const plantedKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nE2E-PLANTED-KEY\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -157,8 +158,13 @@ func (w *sandboxWorld) run(t *testing.T, agentKeys string, runArgs []string, tri
 		}
 		args = append(args, "-try", a)
 	}
-	body := fmt.Sprintf("name: sandbox\nagents:\n  a:\n    command: %s\n    args: %s\n    env: {HOME: %q, E2E_SANDBOX_MARK: %q}\n%s\nsteps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: go}\n",
-		w.agent, agentArgs(args...), w.home, w.mark, prefixLines(agentKeys, "    "))
+	env := fmt.Sprintf("HOME: %q, E2E_SANDBOX_MARK: %q", w.home, w.mark)
+	for _, kv := range w.agentEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		env += fmt.Sprintf(", %s: %q", k, v)
+	}
+	body := fmt.Sprintf("name: sandbox\nagents:\n  a:\n    command: %s\n    args: %s\n    env: {%s}\n%s\nsteps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: go}\n",
+		w.agent, agentArgs(args...), env, prefixLines(agentKeys, "    "))
 	wf := writeWorkflow(t, dir, body)
 	out := filepath.Join(dir, "out.jsonl")
 	os.Remove(filepath.Join(w.ws, acpflowPIDFile))

@@ -107,3 +107,23 @@ func TestASettingsFileAnAgentMakesDoesNotOutliveIt(t *testing.T) {
 		t.Errorf("the agent's own state.db is gone: %v", err)
 	}
 }
+
+// CODEX_HOME (CLAUDE_CONFIG_DIR, the XDG directories) moves an agent's
+// state and settings: the preset's paths follow it, so a CODEX_HOME the
+// workflow makes writable keeps its config.toml read-only.
+func TestAPresetsPathsFollowTheVariablesThatMoveThem(t *testing.T) {
+	w := newSandboxWorld(t)
+	codexHome := filepath.Join(w.ws, "ci-codex")
+	config := writeFile(t, codexHome, "config.toml", "model = \"x\"\n")
+	w.agentEnv = []string{"CODEX_HOME=" + codexHome}
+	expect := map[string]string{
+		"write:" + config: "ERR EROFS",
+		"write:" + filepath.Join(codexHome, "state.db"): "ok",
+	}
+	s := w.run(t, "preset: codex\nsandbox: true", nil, append(keys(expect), "-modes=read-only")...)
+	s.mustSucceed(t)
+	s.want(t, expect)
+	if write := strList(s.checkEnforced(t, w, "on")["write"]); !slices.Contains(write, codexHome) {
+		t.Errorf("sandbox.write = %v; want CODEX_HOME %s, the codex preset's state dir moved", write, codexHome)
+	}
+}

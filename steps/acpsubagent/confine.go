@@ -26,9 +26,11 @@ func (s *subagent) sandboxOf(outer policies.Outer) *steps.Sandbox {
 }
 
 // confinement is what the agent's sandbox asks of package confine, for an
-// agent in cwd whose HOME is home ("": acpflow's user's): the agent's part
-// of it is its preset's state dirs, writable.
-func (s *subagent) confinement(sb *steps.Sandbox, cwd, home, workspace string, stateFiles []string) confine.Request {
+// agent in cwd with env (its HOME, "" for acpflow's user's, and the
+// variables that move its state: homeVars): the agent's part of it is its
+// preset's state dirs, writable, and settings, read-only.
+func (s *subagent) confinement(sb *steps.Sandbox, cwd string, env map[string]string, workspace string, stateFiles []string) confine.Request {
+	home := env["HOME"]
 	r := confine.Request{Who: "agent " + s.agent.Name, Sandbox: sb, Cwd: cwd, Workspace: workspace,
 		Home: home, StateFiles: stateFiles, Self: s.kind.Self}
 	if home == "" {
@@ -36,13 +38,41 @@ func (s *subagent) confinement(sb *steps.Sandbox, cwd, home, workspace string, s
 	}
 	if p, ok := acpagent.LookupPreset(s.agent.Preset); ok && filepath.IsAbs(home) {
 		for _, d := range p.StateDirs {
-			r.StateDirs = append(r.StateDirs, confine.Resolve(d, home, workspace))
+			r.StateDirs = append(r.StateDirs, confine.Resolve(relocate(d, env), home, workspace))
 		}
 		for _, f := range p.Settings {
-			r.Protect = append(r.Protect, confine.Resolve(f, home, workspace))
+			r.Protect = append(r.Protect, confine.Resolve(relocate(f, env), home, workspace))
 		}
 	}
 	return r
+}
+
+// homeVars are the variables that move a preset's "~/" directories, and
+// with them its state and settings: the agents' own and the XDG base
+// directories. A relative or templated value is ignored, as the agent
+// itself would not find its files there either.
+var homeVars = []struct{ dir, name string }{
+	{"~/.claude", "CLAUDE_CONFIG_DIR"},
+	{"~/.codex", "CODEX_HOME"},
+	{"~/.config", "XDG_CONFIG_HOME"},
+	{"~/.local/share", "XDG_DATA_HOME"},
+	{"~/.local/state", "XDG_STATE_HOME"},
+	{"~/.cache", "XDG_CACHE_HOME"},
+}
+
+// relocate is the preset path p where env moves it (CODEX_HOME=/ci/codex
+// makes ~/.codex/config.toml /ci/codex/config.toml), else p.
+func relocate(p string, env map[string]string) string {
+	for _, v := range homeVars {
+		rest, ok := strings.CutPrefix(p, v.dir)
+		if !ok || (rest != "" && rest[0] != '/') {
+			continue
+		}
+		if dir := env[v.name]; filepath.IsAbs(dir) && !strings.Contains(dir, "${{") {
+			return filepath.Join(dir, rest)
+		}
+	}
+	return p
 }
 
 // confineSpec wraps the agent's command in the step's sandbox, setting
@@ -51,7 +81,7 @@ func (s *subagent) confinement(sb *steps.Sandbox, cwd, home, workspace string, s
 // not require it, is a warning and a record, not an error: the agent then
 // runs as spec already says, unconfined.
 func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *procgroup.Spec) (*confine.Confinement, error) {
-	r := a.confinement(sb, a.cwd, env["HOME"], a.inv.Workspace, a.inv.StateFiles)
+	r := a.confinement(sb, a.cwd, env, a.inv.Workspace, a.inv.StateFiles)
 	for _, d := range append(slices.Clone(r.StateDirs), r.Protect...) {
 		makeStateDir(d)
 	}
@@ -114,11 +144,13 @@ func (s *subagent) CheckSandbox(c steps.SandboxCheck) error {
 	if cwd != "" && !filepath.IsAbs(cwd) {
 		cwd = filepath.Join(c.Workspace, cwd)
 	}
-	home := s.agent.Env["HOME"]
-	if strings.Contains(home, "${{") {
-		home = ""
+	env := map[string]string{}
+	for k, v := range s.agent.Env {
+		if !strings.Contains(v, "${{") { // rendered at run time: checked at the spawn
+			env[k] = v
+		}
 	}
-	err := s.confinement(sb, cwd, home, c.Workspace, c.StateFiles).Check()
+	err := s.confinement(sb, cwd, env, c.Workspace, c.StateFiles).Check()
 	var pe *confine.PathError
 	if !errors.As(err, &pe) {
 		return err
