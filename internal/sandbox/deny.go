@@ -213,20 +213,6 @@ func (d denyList) covering(p string) string {
 	}
 }
 
-// holds says whether a denied entry lies strictly below directory p, so
-// that p cannot be granted as a whole.
-func (d denyList) holds(p string) bool {
-	prefix := strings.TrimSuffix(p, "/") + "/"
-	for _, list := range [][]string{d.exact, d.patterns} {
-		for _, e := range list {
-			if strings.HasPrefix(e, prefix) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func isGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
 
 // within says whether p is dir or below it.
