@@ -86,20 +86,14 @@ func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *pr
 		makeStateDir(d)
 	}
 	npmCache := npxCache(spec.Path, &r)
-	c, err := confine.Start(r, env, spec.Path, spec.Args)
-	var skipped *confine.Unenforced
-	switch {
-	case errors.As(err, &skipped):
-		a.sandboxRecord = confine.Skipped(sb, skipped)
-		a.inv.Emit(steps.Warning{Message: "agent " + a.agent.Name + " " + a.sandboxRecord.Warning})
-		return nil, nil
-	case err != nil:
+	c, rec, err := confine.Wrap(r, env, spec, a.inv.Emit)
+	if c == nil {
+		a.sandboxRecord = rec
 		return nil, err
 	}
 	if npmCache != "" {
 		env[npxCacheVar] = npmCache // after Start: an unenforced sandbox leaves env as it was
 	}
-	c.Apply(spec)
 	return c, nil
 }
 

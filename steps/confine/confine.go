@@ -270,6 +270,27 @@ func launch(r Request, spec sandbox.Spec, path string, args []string) (sandbox.L
 	return l, fmt.Errorf("%s: %w (sandbox: required; set required: false to run unsandboxed where the kernel cannot enforce it)", r.Who, err)
 }
 
+// Wrap confines the process spec starts in r's sandbox (Start, then
+// Apply): it returns the confinement to release once the process's group
+// is gone, and the record the step's result starts with. A sandbox the
+// kernel cannot enforce, under required: false, is a warning through
+// emit and a record, not an error: the process then runs as spec already
+// says, unconfined, and the confinement is nil.
+func Wrap(r Request, env map[string]string, spec *procgroup.Spec, emit func(steps.EventData)) (*Confinement, *steps.SandboxRecord, error) {
+	c, err := Start(r, env, spec.Path, spec.Args)
+	var skipped *Unenforced
+	switch {
+	case errors.As(err, &skipped):
+		rec := Skipped(r.Sandbox, skipped)
+		emit(steps.Warning{Message: r.Who + " " + rec.Warning})
+		return nil, rec, nil
+	case err != nil:
+		return nil, nil, err
+	}
+	c.Apply(spec)
+	return c, c.Record(), nil
+}
+
 // Apply makes spec start the launcher, which starts what spec named.
 func (c *Confinement) Apply(spec *procgroup.Spec) {
 	l := c.launch

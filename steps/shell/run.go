@@ -164,19 +164,8 @@ func (s *step) sandboxCommand(inv *steps.Invocation, cwd string, env map[string]
 	if sb = confine.Effective(sb, inv.Outer); sb == nil {
 		return nil, nil, nil
 	}
-	r := confine.Request{Who: "the command", Sandbox: sb, Cwd: cwd, Workspace: inv.Workspace, StateFiles: inv.StateFiles}
-	c, err := confine.Start(r, env, spec.Path, spec.Args)
-	var skipped *confine.Unenforced
-	switch {
-	case errors.As(err, &skipped):
-		rec := confine.Skipped(sb, skipped)
-		inv.Emit(steps.Warning{Message: "step " + inv.StepID + " " + rec.Warning})
-		return nil, rec, nil
-	case err != nil:
-		return nil, nil, err
-	}
-	c.Apply(spec)
-	return c, c.Record(), nil
+	r := confine.Request{Who: "step " + inv.StepID, Sandbox: sb, Cwd: cwd, Workspace: inv.Workspace, StateFiles: inv.StateFiles}
+	return confine.Wrap(r, env, spec, inv.Emit)
 }
 
 // settle waits for the shell to exit (or ctx to end, or its output to
