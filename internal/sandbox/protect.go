@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/acpflow/acpflow/internal/regularfile"
 )
 
 // DefaultProtect is what stays read-only inside every sandbox even where
@@ -235,8 +237,8 @@ func (w *gitWalk) walk(dir string, depth int) {
 // when that lies in a writable path.
 func (w *gitWalk) gitFile(p string) {
 	w.files = append(w.files, p)
-	b, err := os.ReadFile(p)
-	if err != nil || len(b) > 4096 {
+	b, err := regularfile.Read(p, 4096)
+	if err != nil {
 		return
 	}
 	target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
@@ -272,8 +274,10 @@ func (w *gitWalk) gitDir(g string) {
 // submodules follows the ".git" file of each submodule path the work
 // tree's .gitmodules names (a "path = sub/dir" line), however deep.
 func (w *gitWalk) submodules(tree string) {
-	b, err := os.ReadFile(filepath.Join(tree, ".gitmodules"))
-	if err != nil || len(b) > 1<<20 {
+	// An earlier agent may have made it a FIFO or a link to /dev/zero:
+	// only a regular file of bounded size is read.
+	b, err := regularfile.Read(filepath.Join(tree, ".gitmodules"), 1<<20)
+	if err != nil {
 		return
 	}
 	for _, line := range strings.Split(string(b), "\n") {

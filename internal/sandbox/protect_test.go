@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -216,6 +217,30 @@ func TestUnixSocketsOutsideAreRefusedOffTheNetwork(t *testing.T) {
 			if r := f.run(t, spec, "", "unix", sock); r.stdout != c.want {
 				t.Errorf("got %q, want %q (stderr %q)", r.stdout, c.want, r.stderr)
 			}
+		})
+	}
+}
+
+// What an earlier agent left in the workspace cannot stall the next
+// spawn: a .gitmodules that is a FIFO (which a plain read waits on for
+// ever) or a link to /dev/zero is not read.
+func TestAPlantedGitmodulesDoesNotStallTheSpawn(t *testing.T) {
+	for _, plant := range []string{"fifo", "zero"} {
+		t.Run(plant, func(t *testing.T) {
+			f := newFixture(t)
+			gitInit(t, f.cwd)
+			p := filepath.Join(f.cwd, ".gitmodules")
+			if plant == "fifo" {
+				if err := syscall.Mkfifo(p, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				os.Symlink("/dev/zero", p)
+			}
+			f.check(t, f.spec(), []want{
+				{"the agent starts and writes its workspace", []string{"write", filepath.Join(f.cwd, "a")}, "ok"},
+				{"the repository's config is still read-only", []string{"append", filepath.Join(f.cwd, ".git", "config")}, "EROFS"},
+			})
 		})
 	}
 }
