@@ -104,7 +104,7 @@ func UserHome() string {
 
 // Spec is the part of the launcher's spec that names paths: what a
 // workflow's preflight checks (sandbox.Spec.CheckPaths) before anything
-// runs, and what Start completes.
+// runs, and what start completes.
 func (r Request) Spec() (sandbox.Spec, error) {
 	home := r.Home
 	if home == "" {
@@ -175,27 +175,27 @@ type Confinement struct {
 	record steps.SandboxRecord
 }
 
-// Unenforced is the error of Start for a sandbox the kernel cannot
+// unenforced is the error of start for a sandbox the kernel cannot
 // enforce, asked with required: false: the process runs unsandboxed, and
-// Skipped is its record.
-type Unenforced struct{ Err error }
+// skippedRecord is its record.
+type unenforced struct{ Err error }
 
-func (u *Unenforced) Error() string { return u.Err.Error() }
-func (u *Unenforced) Unwrap() error { return u.Err }
+func (u *unenforced) Error() string { return u.Err.Error() }
+func (u *unenforced) Unwrap() error { return u.Err }
 
-// Skipped is the record of a sandbox that was not enforced (Unenforced),
+// skippedRecord is the record of a sandbox that was not enforced (unenforced),
 // and the warning the step reports.
-func Skipped(sb *steps.Sandbox, err *Unenforced) *steps.SandboxRecord {
+func skippedRecord(sb *steps.Sandbox, err *unenforced) *steps.SandboxRecord {
 	return &steps.SandboxRecord{Network: sb.Network, Allow: sb.Allow,
 		Warning: "ran unsandboxed (required: false): " + err.Error()}
 }
 
-// Start prepares the sandbox of a process that runs path with args: a
+// start prepares the sandbox of a process that runs path with args: a
 // private temp dir (TMPDIR in env), the network proxy of a host list (its
 // variables in env), and the launcher's command, checked against what this
-// kernel enforces. An *Unenforced error (required: false on a kernel that
+// kernel enforces. An *unenforced error (required: false on a kernel that
 // cannot enforce it) leaves env as it was.
-func Start(r Request, env map[string]string, path string, args []string) (*Confinement, error) {
+func start(r Request, env map[string]string, path string, args []string) (*Confinement, error) {
 	if r.Home == "" {
 		r.Home = env["HOME"]
 	}
@@ -263,36 +263,36 @@ func launch(r Request, spec sandbox.Spec, path string, args []string) (sandbox.L
 	case err == nil:
 		return l, nil
 	case r.Sandbox.Optional:
-		return l, &Unenforced{err}
+		return l, &unenforced{err}
 	case errors.Is(err, sandbox.ErrNeedsLinux):
 		return l, fmt.Errorf("%s: %w — set sandbox: {required: false} to run unconfined", r.Who, err)
 	}
 	return l, fmt.Errorf("%s: %w (sandbox: required; set required: false to run unsandboxed where the kernel cannot enforce it)", r.Who, err)
 }
 
-// Wrap confines the process spec starts in r's sandbox (Start, then
-// Apply): it returns the confinement to release once the process's group
+// Wrap confines the process spec starts in r's sandbox (start, then
+// apply): it returns the confinement to release once the process's group
 // is gone, and the record the step's result starts with. A sandbox the
 // kernel cannot enforce, under required: false, is a warning through
 // emit and a record, not an error: the process then runs as spec already
 // says, unconfined, and the confinement is nil.
 func Wrap(r Request, env map[string]string, spec *procgroup.Spec, emit func(steps.EventData)) (*Confinement, *steps.SandboxRecord, error) {
-	c, err := Start(r, env, spec.Path, spec.Args)
-	var skipped *Unenforced
+	c, err := start(r, env, spec.Path, spec.Args)
+	var skipped *unenforced
 	switch {
 	case errors.As(err, &skipped):
-		rec := Skipped(r.Sandbox, skipped)
+		rec := skippedRecord(r.Sandbox, skipped)
 		emit(steps.Warning{Message: r.Who + " " + rec.Warning})
 		return nil, rec, nil
 	case err != nil:
 		return nil, nil, err
 	}
-	c.Apply(spec)
+	c.apply(spec)
 	return c, c.Record(), nil
 }
 
-// Apply makes spec start the launcher, which starts what spec named.
-func (c *Confinement) Apply(spec *procgroup.Spec) {
+// apply makes spec start the launcher, which starts what spec named.
+func (c *Confinement) apply(spec *procgroup.Spec) {
 	l := c.launch
 	spec.Path, spec.Args = l.Path, l.Args
 	spec.Cloneflags, spec.UidMappings, spec.GidMappings, spec.AmbientCaps = l.Cloneflags, l.UidMappings, l.GidMappings, l.AmbientCaps

@@ -71,7 +71,7 @@ func TestRequestSpec(t *testing.T) {
 }
 
 // A cwd or write: entry that leads through a symlink into a denied path
-// is refused, saying which key set it and naming both paths; Start
+// is refused, saying which key set it and naming both paths; start
 // refuses it too, even for a sandbox that is not required.
 func TestCheckRefusesALinkIntoADeniedPath(t *testing.T) {
 	home, ws := t.TempDir(), t.TempDir()
@@ -95,13 +95,13 @@ func TestCheckRefusesALinkIntoADeniedPath(t *testing.T) {
 				t.Fatalf("Check: %v; want a %s error naming %s and the denied ~/.ssh", err, tt.key, link)
 			}
 			env := map[string]string{}
-			c, err := Start(r, env, "/bin/true", nil)
-			var skipped *Unenforced
+			c, err := start(r, env, "/bin/true", nil)
+			var skipped *unenforced
 			if c != nil || err == nil || errors.As(err, &skipped) || !strings.Contains(err.Error(), "nothing was started") {
-				t.Errorf("Start: %v, %v; want a refusal, not an unenforced sandbox", c, err)
+				t.Errorf("start: %v, %v; want a refusal, not an unenforced sandbox", c, err)
 			}
 			if env["TMPDIR"] != "" {
-				t.Error("Start set TMPDIR for a refused sandbox")
+				t.Error("start set TMPDIR for a refused sandbox")
 			}
 		})
 	}
