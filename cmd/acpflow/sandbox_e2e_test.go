@@ -636,8 +636,10 @@ func TestTheLauncherBesideAcpflowOrAcpflowItselfConfinesTheAgent(t *testing.T) {
 		s.mustSucceed(t)
 		s.want(t, tries)
 		s.checkEnforced(t, w, "on")
-		if n := used(t, marker); n != 1 {
-			t.Errorf("the launcher beside acpflow ran %d times, want once", n)
+		// Once for the agent; a second time if the launcher started ahead
+		// for a next sandboxed step was started before the run ended.
+		if n := used(t, marker); n != 1 && n != 2 {
+			t.Errorf("the launcher beside acpflow ran %d times, want once (and once ahead)", n)
 		}
 	})
 	t.Run("none installed: acpflow re-executes itself", func(t *testing.T) {

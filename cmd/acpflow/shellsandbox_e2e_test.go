@@ -290,3 +290,49 @@ func TestAnAgentWithAnotherHomeCannotReadTheUsersKeys(t *testing.T) {
 		}
 	})
 }
+
+// Sandboxed steps one after another, each started in a sandbox launcher
+// acpflow started ahead while the step before ran (internal/sandbox's
+// Start): each gets its own environment and its own confinement, as the
+// first did, and when acpflow exits no launcher is left waiting.
+func TestSandboxedStepsInARowAreEachConfined(t *testing.T) {
+	skipWithoutSandbox(t)
+	dir, ws, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	var body strings.Builder
+	body.WriteString("name: in-a-row\nsteps:\n")
+	for i := range 4 {
+		needs := ""
+		if i > 0 {
+			needs = fmt.Sprintf("\n    needs: [s%d]", i-1)
+		}
+		// The pause lets a launcher be started ahead for the next step.
+		fmt.Fprintf(&body, `  - id: s%d%s
+    run: |
+      echo "value: $STEP_VALUE"
+      echo "pid: $$"
+      %s
+      %s
+      sleep 0.3
+    env: {STEP_VALUE: "v%d", OUTSIDE: %q}
+    sandbox: true
+`, i, needs, tryWrite("cwd", fmt.Sprintf("s%d.txt", i)), tryWrite("outside", fmt.Sprintf(`"$OUTSIDE/s%d"`, i)), i, outside)
+	}
+	r, st := runConfined(t, dir, ws, body.String(), nil)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	for i := range 4 {
+		id := fmt.Sprintf("s%d", i)
+		got := outcomes(st[id])
+		if got["value"] != fmt.Sprintf("v%d", i) || got["cwd"] != "ok" || got["outside"] != "denied" {
+			t.Errorf("step %s: %v; want its own value, the cwd written and the outside denied", id, got)
+		}
+		if sb := st[id].Sandbox; sb == nil || !sb.Enforced {
+			t.Errorf("step %s: sandbox %+v, want enforced", id, sb)
+		}
+	}
+	if es, _ := os.ReadDir(outside); len(es) != 0 {
+		t.Errorf("written from inside a sandbox: %v", es)
+	}
+	assertNoProcessFrom(t, binDir)
+}

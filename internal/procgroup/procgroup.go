@@ -75,6 +75,10 @@ type Spec struct {
 	UidMappings []IDMap
 	GidMappings []IDMap
 	AmbientCaps []uintptr
+
+	// ExtraFiles are the child's descriptors from 3 on, as exec.Cmd's:
+	// the sandbox launcher reads its request from one.
+	ExtraFiles []*os.File
 }
 
 // Proc names one process for its whole life: a pid and its start time, in
@@ -178,6 +182,7 @@ func Start(spec Spec) (*Child, error) {
 		Stdin:       inR,
 		Stdout:      outW,
 		Stderr:      errW,
+		ExtraFiles:  spec.ExtraFiles,
 		SysProcAttr: attr,
 	}
 	spawned := registry.begin()
@@ -374,6 +379,16 @@ func (c *Child) remember(ds []procInfo) {
 	for _, p := range fresh {
 		c.onDescendant(c.pid, Proc{PID: p.pid, PGID: p.pgid, StartTicks: p.start})
 	}
+}
+
+// Watch sets what is called for each process seen below the child from
+// now on, in place of Spec.OnDescendant: for a child started before it
+// was known whose it would be (a sandbox launcher started ahead), and
+// which has started nothing yet.
+func (c *Child) Watch(onDescendant func(child int, p Proc)) {
+	c.hookMu.Lock()
+	c.onDescendant = onDescendant
+	c.hookMu.Unlock()
 }
 
 // closeHooks ends the OnDescendant calls and says how many processes were

@@ -54,7 +54,7 @@ func TestALauncherRefusesASpecFromAnotherBuild(t *testing.T) {
 		json.Unmarshal(b, &m)
 		mutate(m)
 		b, _ = json.Marshal(m)
-		return string(b)
+		return `{"path":"/bin/true","spec":` + string(b) + `}`
 	}
 	for name, c := range map[string]struct {
 		spec string
@@ -63,19 +63,27 @@ func TestALauncherRefusesASpecFromAnotherBuild(t *testing.T) {
 		"an unknown field":      {js(func(m map[string]any) { m["hide_paths"] = []string{"/secret"} }), `unknown field "hide_paths"`},
 		"a newer version":       {js(func(m map[string]any) { m["version"] = specVersion + 1 }), "launcher protocol"},
 		"no version":            {js(func(m map[string]any) { delete(m, "version") }), "launcher protocol"},
-		"not JSON":              {"{cwd:", "reading the spec"},
-		"a field of wrong type": {js(func(m map[string]any) { m["deny"] = "/secret" }), "reading the spec"},
+		"not JSON":              {"{cwd:", "reading the request"},
+		"a field of wrong type": {js(func(m map[string]any) { m["deny"] = "/secret" }), "reading the request"},
+		"a relative agent":      {strings.Replace(js(func(map[string]any) {}), "/bin/true", "true", 1), "not absolute"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := launch([]string{c.spec, "/bin/true"})
+			_, err := readRequest(strings.NewReader(c.spec))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("launch: %v, want an error about %q", err, c.want)
+				t.Errorf("readRequest: %v, want an error about %q", err, c.want)
 			}
 		})
 	}
-	// The same spec at this version gets past the check: the launcher
-	// then fails only because the test is not PID 1 of a namespace.
-	if _, err := launch([]string{js(func(map[string]any) {}), "/bin/true"}); err == nil || !strings.Contains(err.Error(), "PID namespace") {
-		t.Errorf("launch of a good spec outside a namespace: %v, want the PID namespace error", err)
+	// The same spec at this version is taken.
+	if _, err := readRequest(strings.NewReader(js(func(map[string]any) {}))); err != nil {
+		t.Errorf("readRequest of a good spec: %v", err)
+	}
+	// A launcher given arguments comes from an older build, which passed
+	// the spec there.
+	if _, err := launch([]string{`{"cwd":"/"}`, "/bin/true"}); err == nil || !strings.Contains(err.Error(), "different builds") {
+		t.Errorf("launch with arguments: %v, want the different-builds error", err)
+	}
+	if _, err := launch(nil); err == nil || !strings.Contains(err.Error(), "PID namespace") {
+		t.Errorf("launch outside a namespace: %v, want the PID namespace error", err)
 	}
 }

@@ -9,8 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// applyMounts shapes the launcher's mount namespace before Landlock: a
-// private /dev/shm, the protected paths bound read-only onto themselves
+// applyMounts shapes the launcher's mount namespace before Landlock (its
+// own /proc, /dev/pts and /dev/shm are mountNamespace's): the protected
+// paths bound read-only onto themselves
 // (git dirs pinned first), and every denied path that exists covered by
 // an empty, unreadable, read-only one. Mounts cost microseconds, where
 // carving the same holes out of Landlock's grants meant a rule for every
@@ -21,11 +22,6 @@ import (
 // A protected path that cannot be bound fails the launch: a sandbox that
 // quietly kept less would be worse than none.
 func applyMounts(s Spec, pr protection) error {
-	if exists("/dev/shm") {
-		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
-			return fmt.Errorf("mounting a private /dev/shm: %w", err)
-		}
-	}
 	for _, p := range pr.make {
 		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("keeping %s read-only: %w", p, err)

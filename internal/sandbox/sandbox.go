@@ -14,25 +14,21 @@
 //
 //	os.Exit(sandbox.Main(args)) // args: what follows the subcommand
 //
-// and the step runner, instead of starting the agent directly, starts what
-// Command returns with procgroup:
+// and the step runner, instead of starting the agent with procgroup,
+// starts it through what Command returns:
 //
 //	self, _ := os.Executable()
 //	launcher, largs := sandbox.Launcher(self, []string{"sandbox-exec"})
 //	l, err := sandbox.Command(launcher, largs, spec, path, args)
 //	if err != nil { /* fail the step: the kernel cannot enforce spec */ }
-//	child, err := procgroup.Start(procgroup.Spec{
-//		Path: l.Path, Args: l.Args, Env: env, Dir: spec.Cwd,
-//		Cloneflags: l.Cloneflags, UidMappings: l.UidMappings, GidMappings: l.GidMappings,
-//		AmbientCaps: l.AmbientCaps,
-//		OnDescendant: ...,
-//	})
+//	child, err := l.Start(env, onDescendant) // a procgroup.Child
 //
-// The agent gets the launcher's stdin, stdout, stderr, environment and
-// working directory unchanged, so everything else about the step (pipes,
-// env policy, the process marker, teardown) stays as it is. spec.TmpDir is
-// the caller's to create (private, 0700) and remove, and TMPDIR in env
-// should name it.
+// The agent gets the launcher's stdin, stdout and stderr, env as its
+// environment, and spec.Cwd as its working directory, so everything else
+// about the step (pipes, env policy, the process marker, teardown) stays
+// as it is. spec.TmpDir is the caller's to create (private, 0700) and
+// remove, and TMPDIR in env should name it. Before it exits, acpflow
+// calls DismissWaiting, which ends the launchers Start started ahead.
 //
 // # Notes
 //
@@ -55,7 +51,6 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -79,7 +74,7 @@ const (
 )
 
 // Spec is what a sandboxed agent may do. It travels to the launcher as
-// JSON on its command line, so it holds paths and numbers, never secrets.
+// JSON on a pipe, and holds paths and numbers, never secrets.
 // Relative paths are an error; "~/" is not expanded.
 type Spec struct {
 	// Cwd is the agent's working directory, writable.
@@ -127,7 +122,7 @@ const LauncherName = "acpflow-sandbox"
 // launcher refuses a spec of another version, and any field it does not
 // know, so a launcher installed from another release never quietly
 // enforces less than acpflow asked for. Bump it with any change to Spec.
-const specVersion = 2
+const specVersion = 3
 
 // Launcher returns what starts the launcher for a process whose executable
 // is self: LauncherName beside self when one is installed there (a regular,
@@ -141,19 +136,14 @@ func Launcher(self string, selfArgs []string) (path string, args []string) {
 	return self, selfArgs
 }
 
-// maxArgLen is Linux's bound on one argument string (MAX_ARG_STRLEN,
-// with its NUL): the Spec travels as one, and a longer one would fail
-// the exec with a bare E2BIG.
-const maxArgLen = 32 * 4096
-
 // LaunchFailed is the launcher's exit code when it could not set up the
 // sandbox; it then never started the agent. (125 is what env(1) and
 // container runtimes use for "the wrapper failed", so it is rarely an
 // agent's own code.)
 const LaunchFailed = 125
 
-// Launch is how to start the launcher: the procgroup.Spec fields of the
-// same names.
+// Launch is how to start the launcher (the procgroup.Spec fields of the
+// same names) and what to hand it once started: Start does both.
 type Launch struct {
 	Path        string
 	Args        []string // argv[1:]
@@ -161,7 +151,30 @@ type Launch struct {
 	UidMappings []procgroup.IDMap
 	GidMappings []procgroup.IDMap
 	AmbientCaps []uintptr
+
+	spec      Spec
+	agent     string
+	agentArgs []string
 }
+
+// request is what the launcher reads on its request pipe (fd 3) and then
+// acts on: the spec, and the agent's command and environment. None of it
+// is on the launcher's command line or in its environment, so a launcher
+// can be started before the agent is known (Start), and no other process
+// can read the agent's environment off the launcher's.
+type request struct {
+	Spec Spec     `json:"spec"`
+	Path string   `json:"path"`
+	Args []string `json:"args,omitempty"`
+	Env  []string `json:"env,omitempty"`
+}
+
+// requestFD is the launcher's descriptor of its request pipe.
+const requestFD = 3
+
+// maxRequest bounds what the launcher reads: an environment and paths,
+// which exec(2) would refuse long before this.
+const maxRequest = 16 << 20
 
 // Command checks that this kernel can enforce spec and returns how to start
 // the launcher that runs path (resolved, absolute) with args inside it.
@@ -182,14 +195,9 @@ func Command(launcher string, launcherArgs []string, spec Spec, path string, arg
 	if !filepath.IsAbs(path) {
 		return Launch{}, fmt.Errorf("sandbox: agent path %q is not absolute", path)
 	}
-	js, err := json.Marshal(spec)
-	if err != nil {
-		return Launch{}, err
-	}
-	if len(js) >= maxArgLen {
-		return Launch{}, fmt.Errorf("sandbox: its paths take %d bytes, more than the launcher's argument can hold (%d): give fewer or shorter write: and deny: entries", len(js), maxArgLen-1)
-	}
-	return launchOf(launcher, launcherArgs, spec, js, path, args)
+	l, err := launchOf(launcher, launcherArgs, spec)
+	l.spec, l.agent, l.agentArgs = spec, path, args
+	return l, err
 }
 
 func (s Spec) network() Network {

@@ -7,10 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// launchOf is the rest of Command, once spec is valid and js is it as
-// the launcher's argument: whether this kernel can enforce it, and how to
-// start the launcher in new namespaces.
-func launchOf(launcher string, launcherArgs []string, spec Spec, js []byte, path string, args []string) (Launch, error) {
+// launchOf is the rest of Command, once spec is valid: whether this
+// kernel can enforce it, and how to start the launcher in new namespaces.
+func launchOf(launcher string, launcherArgs []string, spec Spec) (Launch, error) {
 	if err := Probe().enforces(spec); err != nil {
 		return Launch{}, err
 	}
@@ -18,9 +17,6 @@ func launchOf(launcher string, launcherArgs []string, spec Spec, js []byte, path
 	if spec.network() == NetworkOff {
 		flags |= syscall.CLONE_NEWNET
 	}
-	a := append([]string{}, launcherArgs...)
-	a = append(a, string(js), path)
-	a = append(a, args...)
 	// The caller's uid and gid are mapped to themselves: files keep their
 	// owners, and a normal user needs no privilege to create the
 	// namespaces. Setgroups stays denied, as an unprivileged gid map needs.
@@ -32,7 +28,7 @@ func launchOf(launcher string, launcherArgs []string, spec Spec, js []byte, path
 	return Launch{
 		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
 		Path:        launcher,
-		Args:        a,
+		Args:        launcherArgs,
 		Cloneflags:  flags,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},

@@ -24,7 +24,7 @@ func probe() Report {
 }
 
 // launchOf refuses every spec: see errNeedsLinux.
-func launchOf(launcher string, launcherArgs []string, spec Spec, js []byte, path string, args []string) (Launch, error) {
+func launchOf(launcher string, launcherArgs []string, spec Spec) (Launch, error) {
 	return Launch{}, errNeedsLinux
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/internal/termtext"
 )
@@ -33,6 +34,9 @@ func Main(root *cobra.Command, name string, args []string) int {
 	defer stop()
 	root.SetOut(stdout)
 	ran, err := root.ExecuteContextC(ctx)
+	// Sandbox launchers started ahead for steps that never came: they
+	// would end with acpflow anyway, but not before it exits.
+	sandbox.DismissWaiting()
 	return finish(os.Stderr, name, root, ran, err, stdout.Failed())
 }
 

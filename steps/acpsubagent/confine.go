@@ -86,7 +86,7 @@ func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *pr
 		makeStateDir(d)
 	}
 	npmCache := npxCache(spec.Path, &r)
-	c, rec, err := confine.Wrap(r, env, spec, a.inv.Emit)
+	c, rec, err := confine.Wrap(r, env, spec.Path, spec.Args, a.inv.Emit)
 	if c == nil {
 		a.sandboxRecord = rec
 		return nil, err

@@ -73,7 +73,7 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 		return nil, err
 	}
 	withPWD(dec.Env, agent.Env, cwd)
-	ac, err := spawn(procgroup.Spec{Path: path, Args: agent.Args, Env: policies.EnvList(dec.Env), Dir: cwd})
+	ac, err := spawn(nil, procgroup.Spec{Path: path, Args: agent.Args, Env: policies.EnvList(dec.Env), Dir: cwd})
 	if err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", path, err)
 	}

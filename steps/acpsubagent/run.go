@@ -430,7 +430,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 		}
 	}
 	spec.Env = policies.EnvList(env)
-	ac, err := spawn(spec)
+	ac, err := spawn(c, spec)
 	if err != nil {
 		if dir != "" {
 			os.RemoveAll(dir)

@@ -16,6 +16,7 @@ import (
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/internal/version"
+	"github.com/acpflow/acpflow/steps/confine"
 )
 
 // agentConn is an agent's process and the ACP connection to it: the start
@@ -29,10 +30,11 @@ type agentConn struct {
 	noise atomic.Int64
 }
 
-// spawn starts the agent's process in its own group, with its stdout
-// behind a gate. connect must follow before any request.
-func spawn(spec procgroup.Spec) (*agentConn, error) {
-	child, err := procgroup.Start(spec)
+// spawn starts the agent's process in its own group, in c's sandbox
+// (nil: none), with its stdout behind a gate. connect must follow before
+// any request.
+func spawn(c *confine.Confinement, spec procgroup.Spec) (*agentConn, error) {
+	child, err := c.Start(spec)
 	if err != nil {
 		return nil, err
 	}

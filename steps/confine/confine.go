@@ -270,14 +270,14 @@ func launch(r Request, spec sandbox.Spec, path string, args []string) (sandbox.L
 	return l, fmt.Errorf("%s: %w (sandbox: required; set required: false to run unsandboxed where the kernel cannot enforce it)", r.Who, err)
 }
 
-// Wrap confines the process spec starts in r's sandbox (start, then
-// apply): it returns the confinement to release once the process's group
-// is gone, and the record the step's result starts with. A sandbox the
-// kernel cannot enforce, under required: false, is a warning through
-// emit and a record, not an error: the process then runs as spec already
-// says, unconfined, and the confinement is nil.
-func Wrap(r Request, env map[string]string, spec *procgroup.Spec, emit func(steps.EventData)) (*Confinement, *steps.SandboxRecord, error) {
-	c, err := start(r, env, spec.Path, spec.Args)
+// Wrap confines the process path and args name in r's sandbox: it
+// returns the confinement to Start it with and release once the
+// process's group is gone, and the record the step's result starts with.
+// A sandbox the kernel cannot enforce, under required: false, is a
+// warning through emit and a record, not an error: the confinement is
+// then nil, and its Start starts the process unconfined.
+func Wrap(r Request, env map[string]string, path string, args []string, emit func(steps.EventData)) (*Confinement, *steps.SandboxRecord, error) {
+	c, err := start(r, env, path, args)
 	var skipped *unenforced
 	switch {
 	case errors.As(err, &skipped):
@@ -287,18 +287,20 @@ func Wrap(r Request, env map[string]string, spec *procgroup.Spec, emit func(step
 	case err != nil:
 		return nil, nil, err
 	}
-	c.apply(spec)
 	return c, c.Record(), nil
 }
 
-// apply makes spec start the launcher, which starts what spec named.
-func (c *Confinement) apply(spec *procgroup.Spec) {
-	l := c.launch
-	spec.Path, spec.Args = l.Path, l.Args
-	spec.Cloneflags, spec.UidMappings, spec.GidMappings, spec.AmbientCaps = l.Cloneflags, l.UidMappings, l.GidMappings, l.AmbientCaps
+// Start starts the process spec describes in the sandbox, through its
+// launcher, with spec's environment and descendant watch; spec's Path,
+// Args and Dir are the ones Wrap was given. A nil confinement starts it
+// as spec says, unconfined.
+func (c *Confinement) Start(spec procgroup.Spec) (*procgroup.Child, error) {
+	if c == nil {
+		return procgroup.Start(spec)
+	}
+	return c.launch.Start(spec.Env, spec.OnDescendant)
 }
 
-// refused records a host the proxy refused.
 func (c *Confinement) refused(at egress.Attempt) {
 	if at.Allowed {
 		return

@@ -114,7 +114,7 @@ func (s *step) attempt(ctx context.Context, inv *steps.Invocation, scrub *redact
 		defer c.Release()
 	}
 	spec.Env = policies.EnvList(env)
-	child, err := procgroup.Start(spec)
+	child, err := c.Start(spec)
 	if err != nil {
 		res := failed(fmt.Errorf("cannot start %s: %w", cmd.path, err))
 		res.Sandbox = record
@@ -165,7 +165,7 @@ func (s *step) sandboxCommand(inv *steps.Invocation, cwd string, env map[string]
 		return nil, nil, nil
 	}
 	r := confine.Request{Who: "step " + inv.StepID, Sandbox: sb, Cwd: cwd, Workspace: inv.Workspace, StateFiles: inv.StateFiles}
-	return confine.Wrap(r, env, spec, inv.Emit)
+	return confine.Wrap(r, env, spec.Path, spec.Args, inv.Emit)
 }
 
 // settle waits for the shell to exit (or ctx to end, or its output to
