@@ -151,6 +151,8 @@ func newGateway(cfg Config) (*Gateway, error) {
 	switch {
 	case cfg.Key == "":
 		return nil, errors.New("gateway: no provider key")
+	case !headerSafe(cfg.Key) || !headerSafe(cfg.Placeholder):
+		return nil, errors.New("gateway: the provider key or the placeholder holds a control character or space (a stray newline?)")
 	case len(cfg.Placeholder) < 16:
 		return nil, errors.New("gateway: the placeholder is shorter than 16 characters; use NewPlaceholder")
 	case cfg.Placeholder == cfg.Key:
@@ -197,6 +199,16 @@ func checkUpstream(raw string) (*url.URL, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	return u, nil
+}
+
+// headerSafe reports whether a key can be sent as a header value as it is.
+func headerSafe(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] <= ' ' || v[i] == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func isLoopback(host string) bool {

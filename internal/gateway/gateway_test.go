@@ -608,7 +608,12 @@ func TestAnUnreachableProviderIsAProviderShapedError(t *testing.T) {
 	g, ex := startGateway(t, p, Config{Provider: "gemini"})
 	p.Close()
 	status, _, body := call(t, g.URL(), agentOf("gemini", g.cfg.Placeholder))
-	var v struct{ Error struct{ Code int; Status, Message string } }
+	var v struct {
+		Error struct {
+			Code            int
+			Status, Message string
+		}
+	}
 	json.Unmarshal(body, &v)
 	if status != 502 || v.Error.Status != "UNAVAILABLE" || !strings.Contains(v.Error.Message, "could not be reached") {
 		t.Errorf("got %d %s", status, body)
@@ -628,6 +633,7 @@ func TestStartRefusesABadConfig(t *testing.T) {
 		{"an unknown provider", func(c *Config) { c.Provider = "mistral" }, "not one of"},
 		{"plain http to another host", func(c *Config) { c.Upstream = "http://api.openai.com/v1" }, "loopback"},
 		{"no key", func(c *Config) { c.Key = "" }, "no provider key"},
+		{"a key with a newline", func(c *Config) { c.Key = testKey + "\n" }, "control character"},
 		{"a short placeholder", func(c *Config) { c.Placeholder = "x" }, "placeholder"},
 		{"the key as placeholder", func(c *Config) { c.Placeholder = testKey }, "placeholder is the key"},
 		{"a negative price", func(c *Config) { c.Prices = Prices{"m": {Input: -1}} }, "price"},
