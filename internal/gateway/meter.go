@@ -200,6 +200,9 @@ type wireUsage struct {
 	OutputTokens             *int64 `json:"output_tokens"`
 	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	CacheCreation            *struct {
+		Ephemeral1h *int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"` // Anthropic's split of the cache writes by lifetime
 	// OpenAI.
 	PromptTokens            *int64       `json:"prompt_tokens"`
 	CompletionTokens        *int64       `json:"completion_tokens"`
@@ -232,6 +235,9 @@ func (w *wireUsage) merge(o *wireUsage) {
 		if *f[1] != nil {
 			*f[0] = *f[1]
 		}
+	}
+	if o.CacheCreation != nil {
+		w.CacheCreation = o.CacheCreation
 	}
 	for _, d := range [][2]**wireDetails{
 		{&w.PromptTokensDetails, &o.PromptTokensDetails}, {&w.CompletionTokensDetails, &o.CompletionTokensDetails},
@@ -267,8 +273,12 @@ func (d *wireDetails) reasoning() int64 {
 
 // anthropicUsage: cache reads and writes are counted beside the input.
 func anthropicUsage(w *wireUsage) Usage {
-	return Usage{Input: n(w.InputTokens), Output: n(w.OutputTokens),
+	u := Usage{Input: n(w.InputTokens), Output: n(w.OutputTokens),
 		CacheRead: n(w.CacheReadInputTokens), CacheWrite: n(w.CacheCreationInputTokens)}
+	if w.CacheCreation != nil {
+		u.CacheWrite1h = min(n(w.CacheCreation.Ephemeral1h), u.CacheWrite)
+	}
+	return u
 }
 
 // openaiUsage: Chat Completions (prompt_tokens) or Responses

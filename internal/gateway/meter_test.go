@@ -102,10 +102,10 @@ func TestTheMeterReadsUsageWhereverTheStreamIsSplit(t *testing.T) {
 		want                   Usage
 	}{
 		{"anthropic", "anthropic",
-			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-opus-4-5\",\"usage\":{\"input_tokens\":5,\"cache_creation_input_tokens\":7,\"cache_read_input_tokens\":9,\"output_tokens\":1}}}\n\n" +
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-opus-4-5\",\"usage\":{\"input_tokens\":5,\"cache_creation_input_tokens\":7,\"cache_read_input_tokens\":9,\"cache_creation\":{\"ephemeral_5m_input_tokens\":4,\"ephemeral_1h_input_tokens\":3},\"output_tokens\":1}}}\n\n" +
 				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"usage\"}}\n\n" +
 				"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":42}}\n\n",
-			Usage{Input: 5, Output: 42, CacheRead: 9, CacheWrite: 7}},
+			Usage{Input: 5, Output: 42, CacheRead: 9, CacheWrite: 7, CacheWrite1h: 3}},
 		{"gemini with thoughts, CRLF", "gemini",
 			"data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":50,\"candidatesTokenCount\":1}}\r\n\r\n" +
 				"data: {\"candidates\":[],\"usageMetadata\":{\"promptTokenCount\":50,\"candidatesTokenCount\":10,\"cachedContentTokenCount\":20,\"thoughtsTokenCount\":4,\"toolUsePromptTokenCount\":3},\"modelVersion\":\"gemini-2.5-pro\"}\r\n\r\n",
@@ -146,12 +146,15 @@ func TestPricesOf(t *testing.T) {
 	}{
 		{"claude-sonnet-4-5", "claude-sonnet-4-5"},
 		{"claude-sonnet-4-5-20250929", "claude-sonnet-4-5"},
-		{"claude-opus-4-7", ""}, // a new model is not priced as an old one
+		{"claude-opus-5-7", ""}, // a new model is not priced as an old one
+		{"claude-opus-5-5-20260901", "claude-opus-5-5"},
 		{"gpt-4o-2024-08-06", "gpt-4o"},
 		{"gpt-4o-mini-2024-07-18", "gpt-4o-mini"},
 		{"models/gemini-2.5-flash", "gemini-2.5-flash"},
 		{"gemini-2.5-flash-lite", "gemini-2.5-flash-lite"},
-		{"claude-3-5-haiku-latest", "claude-3-5-haiku"},
+		{"claude-sonnet-5-latest", "claude-sonnet-5"},
+		{"claude-sonnet-5-5-20260901", "claude-sonnet-5-5"},
+		{"claude-sonnet-5-7-20270101", ""},
 		{"scripted-model", ""},
 	}
 	for _, c := range cases {
@@ -166,5 +169,9 @@ func TestPricesOf(t *testing.T) {
 	}
 	if c := (Price{Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}).cost(Usage{Input: 1e6, Output: 2e6, CacheRead: 1e6, CacheWrite: 1e6}); c != 37.05 {
 		t.Errorf("cost %v", c)
+	}
+	// An hour's cache writes at their own price.
+	if c := (Price{CacheWrite: 5, CacheWrite1h: 8}).cost(Usage{CacheWrite: 3e6, CacheWrite1h: 1e6}); c != 18 {
+		t.Errorf("cost with hour writes %v", c)
 	}
 }

@@ -16,13 +16,17 @@ import (
 // Anthropic beside it, and the gateway takes them out so that
 // Input+CacheRead+CacheWrite is the whole input for every provider and
 // each kind has one price. Output includes Thoughts (reasoning tokens are
-// billed as output); Thoughts is kept to show how much of it they were.
+// billed as output); Thoughts is kept to show how much of it they were,
+// as CacheWrite1h is within CacheWrite.
 type Usage struct {
 	Input      int64 `json:"input_tokens"`
 	Output     int64 `json:"output_tokens"`
 	CacheRead  int64 `json:"cache_read_tokens"`
 	CacheWrite int64 `json:"cache_write_tokens"`
 	Thoughts   int64 `json:"thought_tokens,omitempty"`
+	// CacheWrite1h is the part of CacheWrite that Anthropic keeps for an
+	// hour, priced apart.
+	CacheWrite1h int64 `json:"cache_write_1h_tokens,omitempty"`
 	// Cost is in USD; nil when the model is not in the price table (the
 	// tokens are still counted).
 	Cost *float64 `json:"cost_usd,omitempty"`
@@ -39,6 +43,7 @@ func (u *Usage) Add(o Usage) {
 	u.CacheRead = clamp(u.CacheRead + o.CacheRead)
 	u.CacheWrite = clamp(u.CacheWrite + o.CacheWrite)
 	u.Thoughts = clamp(u.Thoughts + o.Thoughts)
+	u.CacheWrite1h = clamp(u.CacheWrite1h + o.CacheWrite1h)
 	if o.Cost != nil {
 		c := *o.Cost
 		if u.Cost != nil {
@@ -55,43 +60,45 @@ type Price struct {
 	Output     float64 `json:"output"`
 	CacheRead  float64 `json:"cache_read"`
 	CacheWrite float64 `json:"cache_write"`
+	// CacheWrite1h is Anthropic's price of a cache write that lasts an
+	// hour; 0 prices those at CacheWrite.
+	CacheWrite1h float64 `json:"cache_write_1h,omitempty"`
 }
 
 // Prices is a price table by model name.
 type Prices map[string]Price
 
 // DefaultPrices is a small table of current models at their list prices
-// for standard (not batch, not long-context) requests, as published by
-// the providers in late 2025. It is a starting point: a price the user
-// gives wins, and a model not in it is metered in tokens without a cost.
+// for standard requests (not batch, not long-context tiers), as the
+// providers published them in December 2026. It is a starting point: a
+// price the user gives wins, and a model not in it is metered in tokens
+// without a cost.
 func DefaultPrices() Prices {
 	return Prices{
-		// Anthropic: cache writes are the 5-minute ones.
-		"claude-opus-4-5":   {5, 25, 0.5, 6.25},
-		"claude-opus-4-1":   {15, 75, 1.5, 18.75},
-		"claude-opus-4":     {15, 75, 1.5, 18.75},
-		"claude-sonnet-4-5": {3, 15, 0.3, 3.75},
-		"claude-sonnet-4":   {3, 15, 0.3, 3.75},
-		"claude-3-7-sonnet": {3, 15, 0.3, 3.75},
-		"claude-haiku-4-5":  {1, 5, 0.1, 1.25},
-		"claude-3-5-haiku":  {0.8, 4, 0.08, 1},
+		// Anthropic: cache writes of 5 minutes and of 1 hour (Claude Code
+		// writes most of its cache with the hour).
+		"claude-opus-5-5":   {Input: 4, Output: 20, CacheRead: 0.2, CacheWrite: 5, CacheWrite1h: 8},
+		"claude-opus-5":     {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25, CacheWrite1h: 10},
+		"claude-sonnet-5-5": {Input: 2, Output: 10, CacheRead: 0.2, CacheWrite: 2.5, CacheWrite1h: 4},
+		"claude-sonnet-5":   {Input: 2, Output: 10, CacheRead: 0.2, CacheWrite: 2.5, CacheWrite1h: 4},
+		"claude-opus-4-5":   {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25, CacheWrite1h: 10},
+		"claude-sonnet-4-5": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75, CacheWrite1h: 6},
+		"claude-haiku-4-5":  {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25, CacheWrite1h: 2},
 		// OpenAI: cached input is the read; there is no write charge.
-		"gpt-5.1":      {1.25, 10, 0.125, 0},
-		"gpt-5":        {1.25, 10, 0.125, 0},
-		"gpt-5-codex":  {1.25, 10, 0.125, 0},
-		"gpt-5-mini":   {0.25, 2, 0.025, 0},
-		"gpt-5-nano":   {0.05, 0.4, 0.005, 0},
-		"gpt-4.1":      {2, 8, 0.5, 0},
-		"gpt-4.1-mini": {0.4, 1.6, 0.1, 0},
-		"gpt-4o":       {2.5, 10, 1.25, 0},
-		"gpt-4o-mini":  {0.15, 0.6, 0.075, 0},
-		"o3":           {2, 8, 0.5, 0},
-		"o4-mini":      {1.1, 4.4, 0.275, 0},
+		"gpt-5.5":     {Input: 5, Output: 30, CacheRead: 0.5},
+		"gpt-5.4":     {Input: 2.5, Output: 15, CacheRead: 0.25},
+		"gpt-5":       {Input: 1.25, Output: 10, CacheRead: 0.125},
+		"gpt-5-mini":  {Input: 0.25, Output: 2, CacheRead: 0.025},
+		"gpt-4.1":     {Input: 2, Output: 8, CacheRead: 0.5},
+		"gpt-4o":      {Input: 2.5, Output: 10, CacheRead: 1.25},
+		"gpt-4o-mini": {Input: 0.15, Output: 0.6, CacheRead: 0.075},
 		// Gemini: prompts up to 200k tokens; cache storage is not metered.
-		"gemini-3-pro-preview":  {2, 12, 0.2, 0},
-		"gemini-2.5-pro":        {1.25, 10, 0.125, 0},
-		"gemini-2.5-flash":      {0.3, 2.5, 0.03, 0},
-		"gemini-2.5-flash-lite": {0.1, 0.4, 0.01, 0},
+		// 3.8 Flash is at its launch price, which Google says doubles on
+		// 2027-01-01.
+		"gemini-3.8-flash":      {Input: 0.75, Output: 3.75, CacheRead: 0.075},
+		"gemini-2.5-pro":        {Input: 1.25, Output: 10, CacheRead: 0.125},
+		"gemini-2.5-flash":      {Input: 0.3, Output: 2.5, CacheRead: 0.03},
+		"gemini-2.5-flash-lite": {Input: 0.1, Output: 0.4, CacheRead: 0.01},
 	}
 }
 
@@ -103,7 +110,7 @@ func (p Prices) With(over Prices) (Prices, error) {
 		out[m] = pr
 	}
 	for m, pr := range over {
-		for _, v := range []float64{pr.Input, pr.Output, pr.CacheRead, pr.CacheWrite} {
+		for _, v := range []float64{pr.Input, pr.Output, pr.CacheRead, pr.CacheWrite, pr.CacheWrite1h} {
 			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("gateway: price of model %q: %v is not a price per million tokens", m, v)
 			}
@@ -133,22 +140,30 @@ func (p Prices) Of(model string) (Price, bool) {
 }
 
 // isSnapshot reports whether a model name's tail names a snapshot of the
-// model rather than another model: a date (digits and dashes, at least
-// four digits: "20250929", "2024-08-06", "0613"; a "7" is a version) or
-// latest.
+// model rather than another model: a date (20250929, 2024-08-06, 0613) or
+// latest. "7" or "7-20270101" is another model ("claude-sonnet-5-7").
 func isSnapshot(tail string) bool {
 	if tail == "latest" {
 		return true
 	}
-	if tail == "" || tail[0] < '0' || tail[0] > '9' || strings.Trim(tail, "0123456789-") != "" {
-		return false
+	digits := strings.Trim(tail, "0123456789") == ""
+	switch len(tail) {
+	case 4, 8:
+		return digits
+	case 10:
+		return tail[4] == '-' && tail[7] == '-' && strings.Trim(tail, "0123456789-") == "" &&
+			strings.Count(tail, "-") == 2
 	}
-	return len(strings.ReplaceAll(tail, "-", "")) >= 4
+	return false
 }
 
 // cost is what u costs at pr, in USD.
 func (pr Price) cost(u Usage) float64 {
-	c := float64(u.Input)*pr.Input + float64(u.Output)*pr.Output +
-		float64(u.CacheRead)*pr.CacheRead + float64(u.CacheWrite)*pr.CacheWrite
+	hour := pr.CacheWrite1h
+	if hour == 0 {
+		hour = pr.CacheWrite
+	}
+	c := float64(u.Input)*pr.Input + float64(u.Output)*pr.Output + float64(u.CacheRead)*pr.CacheRead +
+		float64(u.CacheWrite-u.CacheWrite1h)*pr.CacheWrite + float64(u.CacheWrite1h)*hour
 	return math.Round(c/1e6*1e9) / 1e9
 }
