@@ -63,7 +63,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	x.body = body
 	plain := requestText(r.Header, body)
-	x.Model = modelOf(r.URL.Path, plain)
+	x.Model = g.secrets.string(modelOf(r.URL.Path, plain))
 	if g.cfg.Record {
 		x.Request, x.Truncated = g.recorded(plain)
 	}

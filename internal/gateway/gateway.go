@@ -51,13 +51,15 @@ type Config struct {
 	// (DefaultPrices) by model. Nil keeps the defaults.
 	Prices Prices
 	// Allow is called before every request (and every retry) is
-	// forwarded; a non-nil error refuses it with the provider's quota
-	// error, saying acpflow's budget was reached and quoting the error.
-	// Nil allows everything.
+	// forwarded, from the requests' goroutines, several at once; a
+	// non-nil error refuses it with the provider's quota error, saying
+	// acpflow's budget was reached and quoting the error (which must not
+	// hold a secret). Nil allows everything.
 	Allow func() error
 	// OnExchange is called once per request the agent made, when its
 	// answer is finished (or refused), on the request's goroutine: it
-	// must not block for long. Nil drops them.
+	// must not block for long, nor call Close. The agent may have read
+	// the whole answer just before. Nil drops them.
 	OnExchange func(Exchange)
 	// Record keeps the request and response bodies (keys removed,
 	// bounded by RecordLimit) in each Exchange.
