@@ -742,3 +742,30 @@ func TestAStreamCutByTheProviderIsReportedWithWhatWasMetered(t *testing.T) {
 		t.Errorf("exchange %+v", x)
 	}
 }
+
+func TestCloseLeavesNoGoroutineOfItsOwnTransport(t *testing.T) {
+	before := runtime.NumGoroutine()
+	func() {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{}") }))
+		defer srv.Close()
+		placeholder := NewPlaceholder()
+		g, err := Start(Config{Provider: "openai", Upstream: srv.URL + "/v1", Key: testKey, Placeholder: placeholder})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		for range 3 {
+			req, _ := http.NewRequest("POST", g.URL()+"/chat/completions", strings.NewReader("{}"))
+			req.Header.Set("Authorization", "Bearer "+placeholder)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		g.Close()
+	}()
+	settles(t, before)
+}
