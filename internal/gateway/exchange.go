@@ -69,6 +69,53 @@ func (e *ProviderError) Error() string {
 	return s
 }
 
+// The kinds of ProviderError, for a step's error to name.
+const (
+	ErrorAuthentication = "authentication" // the key is wrong or revoked
+	ErrorPermission     = "permission"     // the key may not use this model or API
+	ErrorQuota          = "quota"          // the account's credit or quota is spent
+	ErrorRateLimit      = "rate-limit"     // too many requests or tokens for now
+	ErrorOverloaded     = "overloaded"     // the provider is busy
+	ErrorServer         = "server"         // another 5xx, or a failed stream
+	ErrorRequest        = "request"        // the request itself was refused
+)
+
+// Kind sorts the error into one of the Error* kinds, from the provider's
+// type and code first (a 429 is a quota or a rate limit by its type, a
+// stream's error has status 200) and its status else. Two quotas are told
+// by their words only: Gemini's RESOURCE_EXHAUSTED says "quota" when it is
+// one, and Anthropic's spent credit is a 400 invalid_request_error whose
+// message says "credit balance".
+func (e *ProviderError) Kind() string {
+	words := strings.ToLower(e.Type + " " + e.Code)
+	msg := strings.ToLower(e.Message)
+	switch {
+	case containsAny(words, "quota", "billing", "credit") || strings.Contains(msg, "credit balance") ||
+		(strings.Contains(words, "resource_exhausted") && strings.Contains(msg, "quota")):
+		return ErrorQuota
+	case containsAny(words, "overloaded", "unavailable") || e.Status == 529 || e.Status == 503:
+		return ErrorOverloaded
+	case containsAny(words, "rate_limit", "resource_exhausted") || e.Status == 429:
+		return ErrorRateLimit
+	case containsAny(words, "authentication", "invalid_api_key", "unauthenticated") || e.Status == 401:
+		return ErrorAuthentication
+	case containsAny(words, "permission") || e.Status == 403:
+		return ErrorPermission
+	case e.Status >= 500 || e.Status < 400:
+		return ErrorServer
+	}
+	return ErrorRequest
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
 // Refusal is the gateway's reason for answering a request itself.
 type Refusal struct {
 	Kind    string `json:"kind"`    // one of the Refused* constants

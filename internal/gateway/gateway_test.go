@@ -177,6 +177,9 @@ func TestTheProviderGetsTheKeyAndTheAgentOnlyThePlaceholder(t *testing.T) {
 			placeholder := g.cfg.Placeholder
 			c := agentOf(provider, placeholder)
 			c.header["X-Custom"] = "kept"
+			c.header["Proxy-Authorization"] = "Basic aG9wOmhvcA=="
+			c.header["Connection"] = "X-Hop"
+			c.header["X-Hop"] = "named by Connection"
 			status, header, body := call(t, g.URL(), c)
 			if status != 200 || string(body) != `{"ok":true}` {
 				t.Fatalf("agent got %d %s", status, body)
@@ -191,6 +194,11 @@ func TestTheProviderGetsTheKeyAndTheAgentOnlyThePlaceholder(t *testing.T) {
 			}
 			if got[0].Header.Get("X-Custom") != "kept" || got[0].Header.Get("Content-Type") != "application/json" {
 				t.Errorf("other headers not passed: %v", got[0].Header)
+			}
+			for _, hop := range []string{"Proxy-Authorization", "X-Hop"} {
+				if v := got[0].Header.Get(hop); v != "" {
+					t.Errorf("hop-by-hop header %s passed: %q", hop, v)
+				}
 			}
 			dump, _ := json.Marshal(got[0])
 			if strings.Contains(string(dump), placeholder) {
@@ -768,4 +776,32 @@ func TestCloseLeavesNoGoroutineOfItsOwnTransport(t *testing.T) {
 		g.Close()
 	}()
 	settles(t, before)
+}
+
+func TestAProviderErrorIsSortedByKind(t *testing.T) {
+	cases := []struct {
+		err  ProviderError
+		want string
+	}{
+		{ProviderError{Status: 429, Type: "rate_limit_error"}, ErrorRateLimit},
+		{ProviderError{Status: 429, Type: "insufficient_quota", Code: "insufficient_quota"}, ErrorQuota},
+		{ProviderError{Status: 429, Type: "RESOURCE_EXHAUSTED", Message: "You exceeded your current quota"}, ErrorQuota},
+		{ProviderError{Status: 429, Type: "RESOURCE_EXHAUSTED", Message: "Too many requests"}, ErrorRateLimit},
+		{ProviderError{Status: 400, Type: "invalid_request_error", Message: "Your credit balance is too low to access the Anthropic API."}, ErrorQuota},
+		{ProviderError{Status: 400, Type: "invalid_request_error", Message: "max_tokens: must be positive"}, ErrorRequest},
+		{ProviderError{Status: 400, Type: "billing_error"}, ErrorQuota},
+		{ProviderError{Status: 529, Type: "overloaded_error"}, ErrorOverloaded},
+		{ProviderError{Status: 200, Type: "overloaded_error"}, ErrorOverloaded},
+		{ProviderError{Status: 503, Type: "UNAVAILABLE"}, ErrorOverloaded},
+		{ProviderError{Status: 401, Type: "invalid_request_error", Code: "invalid_api_key"}, ErrorAuthentication},
+		{ProviderError{Status: 403, Type: "PERMISSION_DENIED"}, ErrorPermission},
+		{ProviderError{Status: 500, Type: "api_error"}, ErrorServer},
+		{ProviderError{Status: 200, Type: "server_error", Code: "server_error"}, ErrorServer},
+		{ProviderError{Status: 404, Type: "not_found_error"}, ErrorRequest},
+	}
+	for _, c := range cases {
+		if got := c.err.Kind(); got != c.want {
+			t.Errorf("%+v: %s, want %s", c.err, got, c.want)
+		}
+	}
 }
