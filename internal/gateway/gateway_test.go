@@ -805,3 +805,44 @@ func TestAProviderErrorIsSortedByKind(t *testing.T) {
 		}
 	}
 }
+
+func TestAProtocolSwitchIsPassedThroughUnmetered(t *testing.T) {
+	p := newProvider(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" || r.Header.Get("X-Api-Key") != testKey {
+			w.WriteHeader(400)
+			return
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+		brw.Flush()
+		line, _ := brw.ReadString('\n')
+		brw.WriteString("echo " + line)
+		brw.Flush()
+	})
+	g, ex := startGateway(t, p, Config{})
+	req, _ := http.NewRequest("GET", g.URL()+"/v1/realtime", nil)
+	req.Header.Set("X-Api-Key", g.cfg.Placeholder)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, ok := resp.Body.(io.ReadWriteCloser)
+	if resp.StatusCode != 101 || !ok {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	io.WriteString(rw, "ping\n")
+	got := make([]byte, len("echo ping\n"))
+	if _, err := io.ReadFull(rw, got); err != nil || string(got) != "echo ping\n" {
+		t.Errorf("through the switch: %q %v", got, err)
+	}
+	rw.Close()
+	if x := ex.wait(t, 1)[0]; x.Status != 101 || x.Metered || x.Refusal != nil {
+		t.Errorf("exchange %+v", x)
+	}
+}
