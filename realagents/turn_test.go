@@ -57,7 +57,14 @@ func (s *sandbox) turn(ta *turnAgent, script modelserver.Script, prompt, policie
 		s.t.Fatal(err)
 	}
 	defer srv.Close()
-	path := s.writeTurnWorkflow(ta, srv, prompt, policiesYAML, stepYAML)
+	res, es, r := s.runTurn(s.writeTurnWorkflow(ta, srv, prompt, policiesYAML, stepYAML), acpflowArgs...)
+	return res, es, r, srv.Requests()
+}
+
+// runTurn runs the one-step workflow at path and returns the step's
+// result, the --json events and the acpflow run.
+func (s *sandbox) runTurn(path string, acpflowArgs ...string) (turnResult, []event, run) {
+	s.t.Helper()
 	out := filepath.Join(s.dir, "results.jsonl")
 	os.Remove(out)
 	args := append([]string{"run", path, "--json", "--timeout", "180s",
@@ -72,12 +79,27 @@ func (s *sandbox) turn(ta *turnAgent, script modelserver.Script, prompt, policie
 		wf, _ := os.ReadFile(path)
 		s.t.Fatalf("no result in %s (exit %d): %v\nworkflow:\n%s\nstdout:\n%s\nstderr:\n%s", out, r.code, err, wf, r.stdout, r.stderr)
 	}
-	return res.Steps["s"], events(s.t, r.stdout), r, srv.Requests()
+	return res.Steps["s"], events(s.t, r.stdout), r
 }
+
+// modelEndpoint is where a turn's agent is pointed: a model server, or a
+// model gateway in front of one.
+type modelEndpoint interface{ URL() string }
+
+// keyedEndpoint is an endpoint that takes only the key it names (a
+// gateway's placeholder): the agent gets it in place of agentsetup's
+// dummy key.
+type keyedEndpoint interface {
+	modelEndpoint
+	AgentKey() string
+}
+
+// dummyKey is what every agentsetup dummy key contains.
+const dummyKey = "acpflow-dummy"
 
 // writeTurnWorkflow writes the one-step workflow of turn, with ta set up
 // for srv, and returns its path.
-func (s *sandbox) writeTurnWorkflow(ta *turnAgent, srv *modelserver.Server, prompt, policiesYAML, stepYAML string) string {
+func (s *sandbox) writeTurnWorkflow(ta *turnAgent, srv modelEndpoint, prompt, policiesYAML, stepYAML string) string {
 	s.t.Helper()
 	promptJSON, _ := json.Marshal(prompt)
 	wf := fmt.Sprintf(`name: turn
@@ -99,7 +121,7 @@ steps:
 
 // turnAgentYAML sets ta up for srv and returns it as agent `a`, an entry
 // under `agents:`, with agentYAML (reuse:, …, may be "") added under it.
-func (s *sandbox) turnAgentYAML(ta *turnAgent, srv *modelserver.Server, agentYAML string) string {
+func (s *sandbox) turnAgentYAML(ta *turnAgent, srv modelEndpoint, agentYAML string) string {
 	s.t.Helper()
 	a, err := agentsetup.Setup(ta.name, nodeModules, s.home, srv.URL())
 	if err != nil {
@@ -108,9 +130,16 @@ func (s *sandbox) turnAgentYAML(ta *turnAgent, srv *modelserver.Server, agentYAM
 	if ta.adjust != nil {
 		ta.adjust(&a)
 	}
+	keyed, _ := srv.(keyedEndpoint)
+	if keyed != nil {
+		s.replaceUnderHome(dummyKey, keyed.AgentKey())
+	}
 	env := map[string]string{markVar: s.mark}
 	for _, kv := range a.Env {
 		k, v, _ := strings.Cut(kv, "=")
+		if keyed != nil && strings.Contains(v, dummyKey) {
+			v = keyed.AgentKey()
+		}
 		env[k] = v
 	}
 	envJSON, _ := json.Marshal(env)
@@ -119,6 +148,25 @@ func (s *sandbox) turnAgentYAML(ta *turnAgent, srv *modelserver.Server, agentYAM
 	// (no mode: here), which is what is under test.
 	return fmt.Sprintf("  a:\n    preset: %s\n    command: %q\n    env: %s\n%s\n%s",
 		a.Name, a.Command, envJSON, indent(a.YAML(), "    "), indent(agentYAML, "    "))
+}
+
+// replaceUnderHome replaces old with new in every file agentsetup wrote
+// under the sandbox's HOME (opencode's provider config holds its key).
+func (s *sandbox) replaceUnderHome(old, new string) {
+	s.t.Helper()
+	err := filepath.WalkDir(s.home, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(b), old) {
+			return err
+		}
+		return os.WriteFile(path, []byte(strings.ReplaceAll(string(b), old, new)), 0o600)
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 // writeWorkflowFile writes wf as the sandbox's workflow file and returns
