@@ -134,6 +134,9 @@ func launch(args []string) (int, error) {
 	if err := mountNamespace(); err != nil {
 		return 0, err
 	}
+	// A new network namespace's loopback starts down; acpflow's is up
+	// already, and left alone.
+	lo := loopbackUp()
 	if !requestWaiting() {
 		prepare()
 	}
@@ -149,10 +152,8 @@ func launch(args []string) (int, error) {
 	if err := applyMounts(spec, pr); err != nil {
 		return 0, err
 	}
-	if spec.network() == NetworkOff {
-		if err := loopbackUp(); err != nil {
-			return 0, fmt.Errorf("bringing up loopback in the new network namespace: %w", err)
-		}
+	if spec.network() == NetworkOff && lo != nil {
+		return 0, fmt.Errorf("bringing up loopback in the new network namespace: %w", lo)
 	}
 	return startAgent(req, pr)
 }
@@ -271,6 +272,9 @@ func loopbackUp() error {
 	}
 	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
 		return err
+	}
+	if ifr.Uint16()&unix.IFF_UP != 0 {
+		return nil
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
