@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -94,6 +95,29 @@ func agent(args []string) int {
 			c.Close()
 		}
 		return say(err)
+	case "get":
+		// An HTTP GET, as an agent's model client makes it: the body.
+		cl := http.Client{Timeout: 5 * time.Second}
+		resp, err := cl.Get(args[1])
+		if err != nil {
+			return say(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%d %s\n", resp.StatusCode, body)
+		return 0
+	case "sockets":
+		// The sockets this agent holds: it must inherit none of the
+		// launcher's (a gateway channel, a listener).
+		es, _ := os.ReadDir("/proc/self/fd")
+		n := 0
+		for _, e := range es {
+			if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); strings.HasPrefix(l, "socket:") {
+				n++
+			}
+		}
+		fmt.Println(n, "sockets")
+		return 0
 	case "connect-mptcp":
 		d := net.Dialer{Timeout: 2 * time.Second}
 		d.SetMultipathTCP(true)
