@@ -657,6 +657,17 @@ func BenchmarkSpawn(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if spec.Network == NetworkGateway {
+			// The listener is handed over before the agent starts: its
+			// cost is in the spawn's.
+			c, ln, err := l.StartGateway(nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			wait(b, c)
+			ln.Close()
+			return
+		}
 		c, err := l.Start(nil, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -668,9 +679,9 @@ func BenchmarkSpawn(b *testing.B) {
 	// pauses, as a step's agent runs far longer than a launcher takes to
 	// start: compare with plain-after-pause. The launcher's CPU is in
 	// child-cpu.
-	for _, network := range []Network{NetworkOn, NetworkProxy, NetworkOff} {
+	for _, network := range []Network{NetworkOn, NetworkProxy, NetworkOff, NetworkGateway} {
 		b.Run("sandboxed/network="+string(network), func(b *testing.B) {
-			spec := Spec{Cwd: cwd, TmpDir: tmp, Home: home, Network: network, ProxyPort: 3128}
+			spec := Spec{Cwd: cwd, TmpDir: tmp, Home: home, Network: network, ProxyPort: 3128, GatewayPort: 8443}
 			l, _ := Command(launcher, launcherArgs, spec, "/bin/true", nil)
 			DismissWaiting()
 			start(b, spec) // the step before, off the clock
