@@ -30,6 +30,15 @@
 // remove, and TMPDIR in env should name it. Before it exits, acpflow
 // calls DismissWaiting, which ends the launchers Start started ahead.
 //
+// For network NetworkGateway the agent is started with StartGateway
+// instead, which also returns the listener on 127.0.0.1:GatewayPort the
+// launcher made inside the agent's network namespace; the caller serves
+// the step's gateway on it:
+//
+//	spec.Network, spec.GatewayPort = sandbox.NetworkGateway, g.Port()
+//	child, ln, err := l.StartGateway(env, onDescendant)
+//	g.Serve(ln) // closed with the gateway
+//
 // # Notes
 //
 // The launcher is PID 1 of the agent's PID namespace. When it exits, the

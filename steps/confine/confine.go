@@ -8,7 +8,24 @@
 // step's record of it.
 //
 // What only one kind knows comes in through Request: an agent preset's
-// state dirs (acp-subagent), who the messages name.
+// state dirs (acp-subagent), who the messages name, and the step's model
+// gateway (acp-subagent with gateway:).
+//
+// # network: gateway
+//
+// An agent whose sandbox has network: gateway reaches its step's model
+// gateway and nothing else. The step starts its gateway first and puts
+// it in the Request; Wrap and Start do the rest:
+//
+//	g, _ := gateway.Start(cfg)       // the step's; closed after the agent's group is gone
+//	env["ANTHROPIC_BASE_URL"] = g.URL() // the same URL inside the sandbox as outside
+//	r.Gateway = g
+//	c, rec, err := confine.Wrap(r, env, path, args, emit)
+//	child, err := c.Start(spec) // serves g on the agent's own 127.0.0.1:g.Port()
+//
+// Without r.Gateway, Wrap fails with ErrNoGateway. With a sandbox the
+// kernel cannot enforce (required: false), the agent runs unconfined and
+// reaches g on the host's loopback at the same URL.
 package confine
 
 import (
@@ -366,8 +383,9 @@ func (c *Confinement) Record() *steps.SandboxRecord {
 // made (Release).
 const QuarantineSuffix = ".acpflow-quarantined"
 
-// Release stops the proxy, removes the temp dir and moves aside what the
-// process made at a protected path; after the process's group is gone.
+// Release stops the proxy, closes the gateway's listener in the sandbox,
+// removes the temp dir and moves aside what the process made at a
+// protected path; after the process's group is gone.
 func (c *Confinement) Release() {
 	if c.proxy != nil {
 		c.proxy.Close()
