@@ -19,7 +19,8 @@ type Sandbox struct {
 	// Deny are paths unreadable besides the default list (ssh, gpg,
 	// cloud, registry and agents' credentials).
 	Deny []string `json:"deny,omitempty"`
-	// Network is NetworkOn, NetworkOff or NetworkList (Allow the hosts).
+	// Network is NetworkOn, NetworkOff, NetworkList (Allow the hosts) or
+	// NetworkGateway.
 	Network string   `json:"network"`
 	Allow   []string `json:"allow,omitempty"`
 	// Optional: a kernel that cannot enforce it runs the agent
@@ -33,6 +34,10 @@ const (
 	NetworkOn   = "on"
 	NetworkOff  = "off"
 	NetworkList = "list"
+	// NetworkGateway is off but for the step's model gateway, at the
+	// same 127.0.0.1 address as outside the sandbox: only an agent with
+	// gateway: has one.
+	NetworkGateway = "gateway"
 )
 
 // String describes the sandbox for messages.
@@ -60,7 +65,7 @@ type SandboxRecord struct {
 	Write []string `json:"write,omitempty"`
 	// Deny are the unreadable paths: the default list and deny:.
 	Deny []string `json:"deny,omitempty"`
-	// Network is on, off or list; Allow the hosts of a list, reached
+	// Network is on, off, list or gateway; Allow the hosts of a list, reached
 	// through the step's proxy.
 	Network string   `json:"network"`
 	Allow   []string `json:"allow,omitempty"`

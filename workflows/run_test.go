@@ -74,7 +74,7 @@ func TestRunErrorsSayWhereAndWhat(t *testing.T) {
 		{"with without run", "    uses: shell\n    with: {shell: sh}\n", []string{`step "a": with: missing run (shell needs run)`}},
 		{"sandbox without run", "    uses: acp-subagent\n    with: {agent: x, prompt: p}\n    sandbox: true\n", []string{`t.yaml:7:5: step "a": sandbox: goes with run:`}},
 		{"sandbox key unknown", "    run: make\n    sandbox: {netwrk: off}\n", []string{`t.yaml:6:23: step "a": sandbox: unknown key "netwrk" (known: write, deny, network, required)`}},
-		{"sandbox network under with", "    uses: shell\n    with: {run: make, sandbox: {network: sometimes}}\n", []string{`t.yaml:6:42: step "a": sandbox.network: want on, off or a list of hosts`}},
+		{"sandbox network under with", "    uses: shell\n    with: {run: make, sandbox: {network: sometimes}}\n", []string{`t.yaml:6:42: step "a": sandbox.network: want on, off, gateway or a list of hosts`}},
 		{"sandbox a string", "    run: make\n    sandbox: yes please\n", []string{`t.yaml:6:14: step "a": sandbox: want true, false or a mapping`}},
 		{"unknown step in run", "    run: echo ${{ steps.nope.output }}\n", []string{`t.yaml:5:`, `nope`}},
 		{"unknown step in env", "    run: echo\n    env: {A: \"${{ steps.nope.output }}\"}\n", []string{`t.yaml:6:`, `nope`}},

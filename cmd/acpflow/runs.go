@@ -502,8 +502,11 @@ func sandboxText(sb *steps.SandboxRecord) string {
 		return "not enforced: " + sb.Warning
 	}
 	net := sb.Network
-	if net == steps.NetworkList {
+	switch net {
+	case steps.NetworkList:
 		net = "only " + strings.Join(sb.Allow, ", ") + " (through acpflow's proxy)"
+	case steps.NetworkGateway:
+		net = "only its model gateway"
 	}
 	s := fmt.Sprintf("Landlock ABI %d; writable: %s; network %s", sb.LandlockABI, strings.Join(sb.Write, ", "), net)
 	if len(sb.Refused) > 0 {

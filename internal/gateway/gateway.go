@@ -250,6 +250,22 @@ func (g *Gateway) URL() string {
 	return "http://" + g.ln.Addr().String() + g.upstream.EscapedPath()
 }
 
+// Port is the port of the gateway's loopback listener: a sandboxed
+// agent's own listener (Serve) takes the same one, so that URL works
+// inside the sandbox's network namespace too.
+func (g *Gateway) Port() int {
+	return g.ln.Addr().(*net.TCPAddr).Port
+}
+
+// Serve serves the gateway on ln too, until Close, which closes ln: a
+// listener made where the agent can reach it and acpflow's loopback
+// cannot be (a sandbox's network namespace, sandbox.NetworkGateway).
+// Requests on it are the gateway's like any other, placeholder checked,
+// metered and refused alike. After Close it closes ln at once.
+func (g *Gateway) Serve(ln net.Listener) {
+	go g.srv.Serve(ln)
+}
+
 // Usage is the gateway's metered totals so far, by model ("" when neither
 // the request nor the answer named one).
 func (g *Gateway) Usage() map[string]Usage {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -844,5 +845,58 @@ func TestAProtocolSwitchIsPassedThroughUnmetered(t *testing.T) {
 	rw.Close()
 	if x := ex.wait(t, 1)[0]; x.Status != 101 || x.Metered || x.Refusal != nil {
 		t.Errorf("exchange %+v", x)
+	}
+}
+
+// A listener made elsewhere (a sandbox's network namespace) serves the
+// same gateway: the placeholder is checked, the key sent, the usage
+// metered; Close closes it, and one handed over after Close is closed at
+// once.
+func TestAnExtraListenerServesTheSameGatewayUntilClose(t *testing.T) {
+	p := newProvider(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"type":"message","model":"claude-sonnet-4-5","usage":{"input_tokens":7,"output_tokens":3}}`)
+	})
+	g, ex := startGateway(t, p, Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Serve(ln)
+	if g.Port() == ln.Addr().(*net.TCPAddr).Port {
+		t.Fatal("the extra listener took the gateway's own port")
+	}
+	base := "http://" + ln.Addr().String()
+	c := agentOf("anthropic", g.cfg.Placeholder)
+	c.body = `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[]}`
+	if status, _, body := call(t, base, c); status != 200 {
+		t.Fatalf("through the extra listener: %d %s", status, body)
+	}
+	c.header["X-Api-Key"] = "not-the-placeholder"
+	if status, _, _ := call(t, base, c); status != 401 {
+		t.Errorf("a request without the placeholder on the extra listener got %d, want 401", status)
+	}
+	ex.wait(t, 2)
+	if got := p.requests(); len(got) != 1 || got[0].Header.Get("X-Api-Key") != testKey {
+		t.Errorf("the provider got %d requests, want 1 with the key", len(got))
+	}
+	g.Close()
+	if u := g.Usage()["claude-sonnet-4-5"]; u.Input != 7 || u.Output != 3 {
+		t.Errorf("usage through the extra listener %+v, want 7 in, 3 out", u)
+	}
+	if c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+		c.Close()
+		t.Error("the extra listener still accepts after Close")
+	}
+	late, _ := net.Listen("tcp", "127.0.0.1:0")
+	g.Serve(late)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		c, err := net.DialTimeout("tcp", late.Addr().String(), time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("a listener served after Close is still open")
+		}
 	}
 }

@@ -152,8 +152,13 @@ func launch(args []string) (int, error) {
 	if err := applyMounts(spec, pr); err != nil {
 		return 0, err
 	}
-	if spec.network() == NetworkOff && lo != nil {
+	if spec.ownNetns() && lo != nil {
 		return 0, fmt.Errorf("bringing up loopback in the new network namespace: %w", lo)
+	}
+	if spec.network() == NetworkGateway {
+		if err := handGatewayListener(spec.GatewayPort); err != nil {
+			return 0, fmt.Errorf("listening for the gateway on 127.0.0.1:%d in the new network namespace: %w", spec.GatewayPort, err)
+		}
 	}
 	return startAgent(req, pr)
 }
@@ -280,7 +285,7 @@ func loopbackUp() error {
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
-// restrict applies Landlock and, for network "off" and "proxy", the socket
+// restrict applies Landlock and, for network "off", "gateway" and "proxy", the socket
 // filter (seccomp_linux.go) to the calling thread, which the caller has
 // locked and forks the agent from. It handles every right and scope the
 // kernel knows (landlockReport has checked that this covers the spec):
@@ -307,7 +312,7 @@ func restrict(spec Spec, pr protection) error {
 	switch spec.network() {
 	case NetworkProxy:
 		return socketFilter(filterRules{tcpOnly: true, noUnix: true})
-	case NetworkOff:
+	case NetworkOff, NetworkGateway:
 		return socketFilter(filterRules{noUnix: true})
 	}
 	return nil
@@ -347,4 +352,30 @@ func prepare() {
 	}
 	js, _ := json.Marshal(request{Spec: Spec{Write: []string{"/"}, StateDirs: []string{"/"}, Deny: []string{"/"}, Protect: []string{"/"}}, Args: []string{""}, Env: []string{""}})
 	readRequest(bytes.NewReader(js))
+}
+
+// handGatewayListener listens on 127.0.0.1:port in the agent's network
+// namespace and sends the listening socket to acpflow over the gateway
+// channel (fd 4, a unix socketpair: SCM_RIGHTS), then closes both here,
+// before the agent exists. A socket stays in the namespace it was made
+// in: acpflow accepts, outside, the connections the agent makes inside,
+// and holds the port for the agent's whole life, so the agent can
+// neither reach anything else nor take the port over.
+func handGatewayListener(port int) error {
+	if _, err := unix.FcntlInt(gatewayFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+		return fmt.Errorf("no gateway channel (fd %d): start the launcher with Launch.StartGateway: %w", gatewayFD, err)
+	}
+	defer unix.Close(gatewayFD)
+	ln, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ln)
+	if err := unix.Bind(ln, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return err
+	}
+	if err := unix.Listen(ln, unix.SOMAXCONN); err != nil {
+		return err
+	}
+	return unix.Sendmsg(gatewayFD, []byte{'L'}, unix.UnixRights(ln), nil, 0)
 }

@@ -22,7 +22,7 @@ type Report struct {
 	Scopes bool `json:"scopes"`
 	// UserNS, PIDNS, NetNS: an unprivileged process may create a user
 	// namespace and, inside it, PID and mount namespaces (every sandbox
-	// needs them) and a network namespace (network "off").
+	// needs them) and a network namespace (network "off" and "gateway").
 	UserNS bool `json:"user_ns"`
 	PIDNS  bool `json:"pid_ns"`
 	NetNS  bool `json:"net_ns"`
@@ -62,13 +62,13 @@ func (r Report) enforces(s Spec) error {
 	if !r.UserNS || !r.PIDNS {
 		miss = append(miss, "process isolation (no unprivileged user and PID namespaces: the agent could read other processes' environments)")
 	}
-	switch s.network() {
-	case NetworkOff:
+	switch n := s.network(); n {
+	case NetworkOff, NetworkGateway:
 		if !r.NetNS {
-			miss = append(miss, "network off (no network namespace)")
+			miss = append(miss, fmt.Sprintf("network %s (no network namespace)", n))
 		}
 		if !r.SocketFilter {
-			miss = append(miss, "network off (no socket filter for this architecture: unix sockets outside the sandbox would pass)")
+			miss = append(miss, fmt.Sprintf("network %s (no socket filter for this architecture: unix sockets outside the sandbox would pass)", n))
 		}
 	case NetworkProxy:
 		if !r.Net {
@@ -81,7 +81,7 @@ func (r Report) enforces(s Spec) error {
 	// Outside a network namespace of its own, the agent shares acpflow's
 	// abstract unix sockets (D-Bus, X11); only the scope confines them.
 	// Signals are confined by the PID namespace either way.
-	if s.network() != NetworkOff && r.LandlockABI > 0 && !r.Scopes {
+	if !s.ownNetns() && r.LandlockABI > 0 && !r.Scopes {
 		miss = append(miss, fmt.Sprintf("abstract unix socket scoping (Landlock ABI %d; 6 needed)", r.LandlockABI))
 	}
 	if len(miss) == 0 {

@@ -30,6 +30,15 @@
 // remove, and TMPDIR in env should name it. Before it exits, acpflow
 // calls DismissWaiting, which ends the launchers Start started ahead.
 //
+// For network NetworkGateway the agent is started with StartGateway
+// instead, which also returns the listener on 127.0.0.1:GatewayPort the
+// launcher made inside the agent's network namespace; the caller serves
+// the step's gateway on it:
+//
+//	spec.Network, spec.GatewayPort = sandbox.NetworkGateway, g.Port()
+//	child, ln, err := l.StartGateway(env, onDescendant)
+//	g.Serve(ln) // closed with the gateway
+//
 // # Notes
 //
 // The launcher is PID 1 of the agent's PID namespace. When it exits, the
@@ -71,6 +80,12 @@ const (
 	// NetworkProxy allows one way out: a TCP connect to ProxyPort (where
 	// internal/egress listens on loopback). Binding TCP ports is refused.
 	NetworkProxy Network = "proxy"
+	// NetworkGateway is NetworkOff with one way out: 127.0.0.1:GatewayPort
+	// in the agent's own network namespace, where the launcher listens
+	// before the agent starts and hands the listening socket to acpflow
+	// (Launch.StartGateway), which serves the step's model gateway on it.
+	// Nothing else outside the sandbox is reachable.
+	NetworkGateway Network = "gateway"
 )
 
 // Spec is what a sandboxed agent may do. It travels to the launcher as
@@ -96,6 +111,10 @@ type Spec struct {
 	Network Network `json:"network,omitempty"`
 	// ProxyPort is the one TCP port a NetworkProxy agent may connect to.
 	ProxyPort int `json:"proxy_port,omitempty"`
+	// GatewayPort is the port of 127.0.0.1 a NetworkGateway agent reaches
+	// its gateway on: the host-side gateway's own port, so that one URL
+	// works inside and out.
+	GatewayPort int `json:"gateway_port,omitempty"`
 	// Home is the agent's home directory (its HOME), against which
 	// DefaultDeny's relative entries are resolved. Required.
 	Home string `json:"home"`
@@ -122,7 +141,7 @@ const LauncherName = "acpflow-sandbox"
 // launcher refuses a spec of another version, and any field it does not
 // know, so a launcher installed from another release never quietly
 // enforces less than acpflow asked for. Bump it with any change to Spec.
-const specVersion = 3
+const specVersion = 4
 
 // Launcher returns what starts the launcher for a process whose executable
 // is self: LauncherName beside self when one is installed there (a regular,
@@ -172,6 +191,10 @@ type request struct {
 // requestFD is the launcher's descriptor of its request pipe.
 const requestFD = 3
 
+// gatewayFD is, for network "gateway", the launcher's end of a unix
+// socketpair it sends the gateway's listening socket back on.
+const gatewayFD = 4
+
 // maxRequest bounds what the launcher reads: an environment and paths,
 // which exec(2) would refuse long before this.
 const maxRequest = 16 << 20
@@ -205,6 +228,12 @@ func (s Spec) network() Network {
 		return NetworkOn
 	}
 	return s.Network
+}
+
+// ownNetns says whether the agent gets a network namespace of its own:
+// a loopback, and nothing else unless the launcher hands it out.
+func (s Spec) ownNetns() bool {
+	return s.network() == NetworkOff || s.network() == NetworkGateway
 }
 
 // validate is the one place a Spec's shape is checked, for Command and
@@ -247,8 +276,12 @@ func (s Spec) validate() error {
 		if s.ProxyPort < 1 || s.ProxyPort > 65535 {
 			return fmt.Errorf("sandbox: network proxy needs a proxy port (1-65535), got %d", s.ProxyPort)
 		}
+	case NetworkGateway:
+		if s.GatewayPort < 1 || s.GatewayPort > 65535 {
+			return fmt.Errorf("sandbox: network gateway needs a gateway port (1-65535), got %d", s.GatewayPort)
+		}
 	default:
-		return fmt.Errorf("sandbox: network %q is not on, off or proxy", s.Network)
+		return fmt.Errorf("sandbox: network %q is not on, off, proxy or gateway", s.Network)
 	}
 	// The check without symlinks costs no system call; Command resolves
 	// them too (CheckPaths), which the launcher, started a moment later

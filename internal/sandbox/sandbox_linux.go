@@ -14,7 +14,7 @@ func launchOf(launcher string, launcherArgs []string, spec Spec) (Launch, error)
 		return Launch{}, err
 	}
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
-	if spec.network() == NetworkOff {
+	if spec.ownNetns() {
 		flags |= syscall.CLONE_NEWNET
 	}
 	// The caller's uid and gid are mapped to themselves: files keep their
@@ -33,4 +33,13 @@ func launchOf(launcher string, launcherArgs []string, spec Spec) (Launch, error)
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
 	}, nil
+}
+
+// socketpair is a connected pair of unix stream sockets, close-on-exec.
+func socketpair() (*os.File, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "gateway channel"), os.NewFile(uintptr(fds[1]), "gateway channel"), nil
 }

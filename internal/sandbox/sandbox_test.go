@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -94,6 +95,29 @@ func agent(args []string) int {
 			c.Close()
 		}
 		return say(err)
+	case "get":
+		// An HTTP GET, as an agent's model client makes it: the body.
+		cl := http.Client{Timeout: 5 * time.Second}
+		resp, err := cl.Get(args[1])
+		if err != nil {
+			return say(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%d %s\n", resp.StatusCode, body)
+		return 0
+	case "sockets":
+		// The sockets this agent holds: it must inherit none of the
+		// launcher's (a gateway channel, a listener).
+		es, _ := os.ReadDir("/proc/self/fd")
+		n := 0
+		for _, e := range es {
+			if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); strings.HasPrefix(l, "socket:") {
+				n++
+			}
+		}
+		fmt.Println(n, "sockets")
+		return 0
 	case "connect-mptcp":
 		d := net.Dialer{Timeout: 2 * time.Second}
 		d.SetMultipathTCP(true)
@@ -633,6 +657,17 @@ func BenchmarkSpawn(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if spec.Network == NetworkGateway {
+			// The listener is handed over before the agent starts: its
+			// cost is in the spawn's.
+			c, ln, err := l.StartGateway(nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			wait(b, c)
+			ln.Close()
+			return
+		}
 		c, err := l.Start(nil, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -644,9 +679,9 @@ func BenchmarkSpawn(b *testing.B) {
 	// pauses, as a step's agent runs far longer than a launcher takes to
 	// start: compare with plain-after-pause. The launcher's CPU is in
 	// child-cpu.
-	for _, network := range []Network{NetworkOn, NetworkProxy, NetworkOff} {
+	for _, network := range []Network{NetworkOn, NetworkProxy, NetworkOff, NetworkGateway} {
 		b.Run("sandboxed/network="+string(network), func(b *testing.B) {
-			spec := Spec{Cwd: cwd, TmpDir: tmp, Home: home, Network: network, ProxyPort: 3128}
+			spec := Spec{Cwd: cwd, TmpDir: tmp, Home: home, Network: network, ProxyPort: 3128, GatewayPort: 8443}
 			l, _ := Command(launcher, launcherArgs, spec, "/bin/true", nil)
 			DismissWaiting()
 			start(b, spec) // the step before, off the clock

@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/acpflow/acpflow/internal/procgroup"
+	"golang.org/x/sys/unix"
 )
 
 // Start starts the agent l names in its sandbox, with env as its whole
@@ -31,6 +34,42 @@ import (
 // Start of a process pays the whole cost. A launcher left waiting is
 // dismissed after idleLimit, and by DismissWaiting.
 func (l Launch) Start(env []string, onDescendant func(child int, p procgroup.Proc)) (*procgroup.Child, error) {
+	if l.spec.network() == NetworkGateway {
+		return nil, errors.New("sandbox: network gateway: start the agent with StartGateway, which returns the gateway's listener")
+	}
+	w, err := l.start(env, onDescendant)
+	if err != nil {
+		return nil, err
+	}
+	return w.child, nil
+}
+
+// StartGateway is Start for network "gateway": it also returns the
+// listener on 127.0.0.1:GatewayPort in the agent's network namespace,
+// which the launcher made before it started the agent. Serve the step's
+// gateway on it (Accept works from outside the namespace) and close it
+// once the agent's group is gone; until then the agent's connections
+// to that port queue on it. A launcher that fails before it hands the
+// listener over is torn down, and the error quotes what it said.
+func (l Launch) StartGateway(env []string, onDescendant func(child int, p procgroup.Proc)) (*procgroup.Child, net.Listener, error) {
+	if l.spec.network() != NetworkGateway {
+		return nil, nil, fmt.Errorf("sandbox: StartGateway on network %q, which has no gateway", l.spec.network())
+	}
+	w, err := l.start(env, onDescendant)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := receiveListener(w.back)
+	if err != nil {
+		w.child.Teardown(procgroup.Ladder{EOFGrace: time.Second, TermGrace: time.Second})
+		return nil, nil, fmt.Errorf("sandbox: the launcher did not hand over the gateway's listener (%v): %s", err, strings.TrimSpace(w.child.Stderr().String()))
+	}
+	return w.child, ln, nil
+}
+
+// start hands l's request to the launcher waiting for its kind of launch,
+// or to one started now, and has the next one started ahead.
+func (l Launch) start(env []string, onDescendant func(child int, p procgroup.Proc)) (*waitingLauncher, error) {
 	js, err := json.Marshal(request{Spec: l.spec, Path: l.agent, Args: l.agentArgs, Env: env})
 	if err != nil {
 		return nil, err
@@ -39,7 +78,7 @@ func (l Launch) Start(env []string, onDescendant func(child int, p procgroup.Pro
 	defer waiting.fillLater(k, l)
 	if w := waiting.take(k); w != nil {
 		if err := w.hand(js, onDescendant); err == nil {
-			return w.child, nil
+			return w, nil
 		}
 		w.dismiss() // gone while it waited: start another
 	}
@@ -50,7 +89,46 @@ func (l Launch) Start(env []string, onDescendant func(child int, p procgroup.Pro
 	// A launcher that exits before it reads says why on stderr and in
 	// its exit code, as one that fails after: the caller reads both.
 	w.hand(js, onDescendant)
-	return w.child, nil
+	return w, nil
+}
+
+// gatewayWait bounds how long StartGateway waits for the listener: the
+// launcher sends it within milliseconds of its request, or exits.
+const gatewayWait = 30 * time.Second
+
+// receiveListener reads the listening socket the launcher sends on back
+// (handGatewayListener), which it closes.
+func receiveListener(back *os.File) (net.Listener, error) {
+	defer back.Close()
+	c, err := net.FileConn(back)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return nil, errors.New("the gateway channel is not a unix socket")
+	}
+	uc.SetReadDeadline(time.Now().Add(gatewayWait))
+	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
+	switch {
+	case errors.Is(err, io.EOF) || (err == nil && n == 0):
+		return nil, errors.New("it exited first")
+	case err != nil:
+		return nil, err
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, errors.New("the launcher closed the gateway channel without a listener")
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil, errors.New("the launcher sent no listener")
+	}
+	f := os.NewFile(uintptr(fds[0]), "gateway listener")
+	defer f.Close()
+	return net.FileListener(f)
 }
 
 // DismissWaiting ends every launcher started ahead and not used, and
@@ -84,6 +162,7 @@ const idleLimit = time.Minute
 type waitingLauncher struct {
 	child *procgroup.Child
 	req   *os.File
+	back  *os.File // network "gateway": where its listener comes back (gatewayFD's other end)
 	timer *time.Timer
 }
 
@@ -96,17 +175,31 @@ func startLauncher(l Launch) (*waitingLauncher, error) {
 		return nil, err
 	}
 	defer r.Close()
+	files := []*os.File{r}
+	var back *os.File
+	if l.spec.network() == NetworkGateway {
+		ours, theirs, err := socketpair()
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("sandbox: the gateway channel: %w", err)
+		}
+		defer theirs.Close() // the launcher's own copy is what tells its exit
+		back, files = ours, append(files, theirs)
+	}
 	child, err := procgroup.Start(procgroup.Spec{
 		Path: l.Path, Args: l.Args, Dir: "/",
 		Cloneflags: l.Cloneflags, UidMappings: l.UidMappings, GidMappings: l.GidMappings,
 		AmbientCaps: l.AmbientCaps,
-		ExtraFiles:  []*os.File{r},
+		ExtraFiles:  files,
 	})
 	if err != nil {
 		w.Close()
+		if back != nil {
+			back.Close()
+		}
 		return nil, err
 	}
-	return &waitingLauncher{child: child, req: w}, nil
+	return &waitingLauncher{child: child, req: w, back: back}, nil
 }
 
 // hand gives the launcher its request. Its group is the agent's from
@@ -127,6 +220,9 @@ func (w *waitingLauncher) hand(js []byte, onDescendant func(int, procgroup.Proc)
 // pipe it exits at once, and the teardown reaps it.
 func (w *waitingLauncher) dismiss() {
 	w.req.Close()
+	if w.back != nil {
+		w.back.Close()
+	}
 	w.child.Teardown(procgroup.Ladder{EOFGrace: time.Second, TermGrace: time.Second})
 }
 
@@ -142,9 +238,10 @@ type launchers struct {
 }
 
 // key tells launches apart that a launcher started ahead cannot serve
-// both: another launcher, or other namespaces.
+// both: another launcher, other namespaces, or a gateway channel (which
+// only a network "gateway" launcher is started with).
 func (l Launch) key() string {
-	return fmt.Sprintf("%s\x00%s\x00%x", l.Path, strings.Join(l.Args, "\x00"), l.Cloneflags)
+	return fmt.Sprintf("%s\x00%s\x00%x\x00%t", l.Path, strings.Join(l.Args, "\x00"), l.Cloneflags, l.spec.network() == NetworkGateway)
 }
 
 // take returns the launcher waiting for k, if one is.

@@ -8,12 +8,30 @@
 // step's record of it.
 //
 // What only one kind knows comes in through Request: an agent preset's
-// state dirs (acp-subagent), who the messages name.
+// state dirs (acp-subagent), who the messages name, and the step's model
+// gateway (acp-subagent with gateway:).
+//
+// # network: gateway
+//
+// An agent whose sandbox has network: gateway reaches its step's model
+// gateway and nothing else. The step starts its gateway first and puts
+// it in the Request; Wrap and Start do the rest:
+//
+//	g, _ := gateway.Start(cfg)       // the step's; closed after the agent's group is gone
+//	env["ANTHROPIC_BASE_URL"] = g.URL() // the same URL inside the sandbox as outside
+//	r.Gateway = g
+//	c, rec, err := confine.Wrap(r, env, path, args, emit)
+//	child, err := c.Start(spec) // serves g on the agent's own 127.0.0.1:g.Port()
+//
+// Without r.Gateway, Wrap fails with ErrNoGateway. With a sandbox the
+// kernel cannot enforce (required: false), the agent runs unconfined and
+// reaches g on the host's loopback at the same URL.
 package confine
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -75,6 +93,22 @@ type Request struct {
 	// Self is acpflow's executable, whose hidden Subcommand is the
 	// launcher when none is installed beside it; "": os.Executable.
 	Self string
+	// Gateway is the step's model gateway (a *gateway.Gateway), which
+	// network: gateway needs and nothing else uses: the process reaches
+	// it at 127.0.0.1:Port() inside its sandbox, on a listener Start
+	// hands to Serve. Nil: none (network: gateway is then an error).
+	Gateway GatewayServer
+}
+
+// GatewayServer is what a sandbox with network: gateway needs of the
+// step's model gateway (*gateway.Gateway is one).
+type GatewayServer interface {
+	// Port is the gateway's own loopback port: the agent's listener
+	// takes the same number, so the gateway's URL is the same inside.
+	Port() int
+	// Serve serves the gateway on ln, a listener in the sandbox's network
+	// namespace, until the gateway is closed, which closes ln.
+	Serve(ln net.Listener)
 }
 
 // Resolve makes a sandbox path absolute: "~/" is home's, a relative path
@@ -163,10 +197,12 @@ func (e *PathError) Unwrap() error { return e.Err }
 // record of what was enforced. Release it once the process's group is
 // gone.
 type Confinement struct {
-	launch sandbox.Launch
-	tmp    string
-	proxy  *egress.Proxy
-	kernel *sandbox.DenialWatch // nil where the kernel's refusals cannot be read (denials.go)
+	launch  sandbox.Launch
+	tmp     string
+	proxy   *egress.Proxy
+	gateway GatewayServer        // network: gateway's
+	ln      net.Listener         // the gateway's listener in the sandbox, once started
+	kernel  *sandbox.DenialWatch // nil where the kernel's refusals cannot be read (denials.go)
 	// sweep are the protected paths that did not exist at the spawn:
 	// what the process makes there is removed when it is gone.
 	sweep []string
@@ -223,6 +259,12 @@ func start(r Request, env map[string]string, path string, args []string) (*Confi
 			return nil, fmt.Errorf("%s: sandbox: cannot start its network proxy: %w", r.Who, err)
 		}
 		spec.ProxyPort, spec.Network = c.proxy.Port(), sandbox.NetworkProxy
+	case steps.NetworkGateway:
+		if r.Gateway == nil {
+			c.Release()
+			return nil, fmt.Errorf("%s: %w", r.Who, ErrNoGateway)
+		}
+		c.gateway, spec.GatewayPort, spec.Network = r.Gateway, r.Gateway.Port(), sandbox.NetworkGateway
 	}
 	if c.launch, err = launch(r, spec, path, args); err != nil {
 		c.Release()
@@ -298,8 +340,22 @@ func (c *Confinement) Start(spec procgroup.Spec) (*procgroup.Child, error) {
 	if c == nil {
 		return procgroup.Start(spec)
 	}
-	return c.launch.Start(spec.Env, spec.OnDescendant)
+	if c.gateway == nil {
+		return c.launch.Start(spec.Env, spec.OnDescendant)
+	}
+	child, ln, err := c.launch.StartGateway(spec.Env, spec.OnDescendant)
+	if err != nil {
+		return nil, err
+	}
+	c.ln = ln
+	c.gateway.Serve(ln)
+	return child, nil
 }
+
+// ErrNoGateway is the error of a sandbox with network: gateway for a
+// process that has no model gateway: a shell step, or an agent without
+// gateway:.
+var ErrNoGateway = errors.New("sandbox: network: gateway lets the process reach its model gateway only, and it has none: only an agent with gateway: has one (use network: off for no network at all)")
 
 func (c *Confinement) refused(at egress.Attempt) {
 	if at.Allowed {
@@ -327,11 +383,15 @@ func (c *Confinement) Record() *steps.SandboxRecord {
 // made (Release).
 const QuarantineSuffix = ".acpflow-quarantined"
 
-// Release stops the proxy, removes the temp dir and moves aside what the
-// process made at a protected path; after the process's group is gone.
+// Release stops the proxy, closes the gateway's listener in the sandbox,
+// removes the temp dir and moves aside what the process made at a
+// protected path; after the process's group is gone.
 func (c *Confinement) Release() {
 	if c.proxy != nil {
 		c.proxy.Close()
+	}
+	if c.ln != nil {
+		c.ln.Close() // the gateway's Close closes it too; this is for a gateway still open
 	}
 	c.kernel.Close()
 	// A protected path missing at the spawn, in a state dir the agent

@@ -39,8 +39,8 @@ func Parse(v any) (*steps.Sandbox, error) {
 		switch n := x["network"].(type) {
 		case nil:
 		case string:
-			if n != steps.NetworkOn && n != steps.NetworkOff {
-				return nil, steps.FieldErrorf([]string{"network"}, "sandbox.network: want on, off or a list of hosts (host or host:port), got %q", n)
+			if n != steps.NetworkOn && n != steps.NetworkOff && n != steps.NetworkGateway {
+				return nil, steps.FieldErrorf([]string{"network"}, "sandbox.network: want on, off, gateway or a list of hosts (host or host:port), got %q", n)
 			}
 			sb.Network = n
 		case bool: // YAML 1.1 readers may give on/off as booleans
@@ -58,7 +58,7 @@ func Parse(v any) (*steps.Sandbox, error) {
 				sb.Allow = append(sb.Allow, s)
 			}
 		default:
-			return nil, steps.FieldErrorf([]string{"network"}, "sandbox.network: want on, off or a list of hosts")
+			return nil, steps.FieldErrorf([]string{"network"}, "sandbox.network: want on, off, gateway or a list of hosts")
 		}
 		if r, ok := x["required"]; ok {
 			b, isBool := r.(bool)

@@ -120,6 +120,9 @@ func (Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 			}
 			return nil, err
 		}
+		if sb != nil && sb.Network == steps.NetworkGateway {
+			return nil, steps.FieldErrorf(withPath("sandbox", "network"), "sandbox.network: %s: a shell step has no model gateway to reach (only an agent with gateway: has one); use off for no network", steps.NetworkGateway)
+		}
 		s.sandbox, s.sandboxSet = sb, true
 	}
 	return s, nil

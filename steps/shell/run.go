@@ -465,6 +465,9 @@ func (s *step) CheckSandbox(c steps.SandboxCheck) error {
 	if sb = confine.Effective(sb, c.Outer); sb == nil {
 		return nil
 	}
+	if sb.Network == steps.NetworkGateway { // the workflow's: the step's own is refused when read
+		return steps.FieldErrorf(nil, "the workflow's sandbox has network: gateway, and a shell step has no model gateway to reach; give this step its own sandbox: (network: off for no network)")
+	}
 	cwd := c.Workspace
 	if s.cwdSet {
 		cwd = s.cwd // "" when rendered at run time: checked at the spawn
