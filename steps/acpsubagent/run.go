@@ -124,6 +124,10 @@ type attempt struct {
 	// startFailed says a start request got no answer or a refusal (the
 	// agent died, stalled or said no): what a likely cause explains.
 	startFailed bool
+	// gwPlan is the agent's gateway as this attempt resolved it (nil:
+	// none), and gwTurn what its gateway tells this attempt.
+	gwPlan *gatewayPlan
+	gwTurn *gatewayTurn
 }
 
 // Run runs one attempt: start, prompt, settle (docs/acp-subagent.md). The step settles
@@ -137,7 +141,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 	// hold a secret it was given.
 	own := *inv
 	if inv.Events != nil {
-		own.Events = redactingSink{next: inv.Events, scribe: a.scribe}
+		own.Events = meteredSink{next: redactingSink{next: inv.Events, scribe: a.scribe}, a: a}
 	}
 	a.inv = &own
 	res := a.run(ctx)
@@ -166,6 +170,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		}
 		res.Usage = a.client.turnUsageSoFar()
 	}
+	a.gatewayResult(&res)
 	res.Permissions = append(early, res.Permissions...)
 	if a.prompted {
 		a.inv.Emit(steps.TurnEnd{StopReason: res.StopReason})
@@ -385,6 +390,11 @@ func (a *attempt) opened(id acp.SessionId, via string) {
 // what it gives is part of what makes two processes the same.
 func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	a.warnEmptyEnv()
+	plan, err := a.planGateway()
+	if err != nil {
+		return err
+	}
+	a.gwPlan = plan
 	env, err := a.buildEnv(ctx)
 	if err != nil {
 		return err
@@ -404,19 +414,28 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 		if pl = batchPool(a.inv); pl != nil {
 			// The sandbox is part of how the process was started: a
 			// confined agent never serves a step that asked for another.
-			key = reuseKey(path, args, env, a.agent.Auth+"\x00"+sb.String())
+			key = reuseKey(path, args, env, a.agent.Auth+"\x00"+sb.String()+"\x00"+a.agent.Gateway.String())
 			if p := pl.take(key, a.inv); p != nil {
 				a.p = p
 				p.book.use(a.inv, a.cwd)
 				p.listen(a.scribe)
+				a.useGateway(p)
 				a.inv.Emit(acpagent.Reused{PID: p.child.Pid()})
 				return a.checkMCP()
 			}
 		}
 	}
-	// After the pool's key: the directory is each process's own.
+	// After the pool's key: the gateway and the directory are each
+	// process's own.
+	var gw *gatewayRoute
+	if plan != nil {
+		if gw, err = a.startGateway(env); err != nil {
+			return err
+		}
+	}
 	dir, err := presetDir(a.agent, env, args)
 	if err != nil {
+		gw.close()
 		return err
 	}
 	spec := procgroup.Spec{Path: path, Args: args, Dir: a.cwd, OnDescendant: a.descendantSeen}
@@ -426,6 +445,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 			if dir != "" {
 				os.RemoveAll(dir)
 			}
+			gw.close()
 			return err
 		}
 	}
@@ -438,12 +458,14 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 		if c != nil {
 			c.Release()
 		}
+		gw.close()
 		return fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)
 	}
 	c.Attach(ac.child.Pid())
 	a.p = newProc(ac, a.agent, a.inv)
 	a.p.book.use(a.inv, a.cwd)
-	a.p.presetDir, a.p.confinement = dir, c
+	a.p.presetDir, a.p.confinement, a.p.gateway = dir, c, gw
+	a.useGateway(a.p)
 	a.p.pool, a.p.poolKey, a.p.secrets = pl, key, a.secrets
 	a.p.listen(a.scribe)
 	ac.connectTapped(a.p.handle, a.p.tapLine)
@@ -715,6 +737,9 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	// produced in an explicit value, and credentials by name.
 	var secrets []string
 	for k, v := range a.agent.Env {
+		if a.hidden(k) {
+			continue // the gateway's to set
+		}
 		pieces, err := redact.RenderPieces(v, a.render)
 		if err != nil {
 			return nil, fmt.Errorf("agents.%s.env.%s: %w", a.agent.Name, k, err)
@@ -726,11 +751,15 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	switch env := a.inv.With["env"].(type) {
 	case map[string]any:
 		for k, v := range env {
-			explicit[k], setBy[k] = fmt.Sprint(v), stepEnv
+			if !a.hidden(k) {
+				explicit[k], setBy[k] = fmt.Sprint(v), stepEnv
+			}
 		}
 	case map[string]string:
 		for k, v := range env {
-			explicit[k], setBy[k] = v, stepEnv
+			if !a.hidden(k) {
+				explicit[k], setBy[k] = v, stepEnv
+			}
 		}
 	}
 	for k, v := range a.ownEnv {
@@ -748,7 +777,7 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	req := &policies.EnvRequest{
 		Request: policies.Request{Kind: "env", Workflow: a.inv.Workflow, RunID: a.inv.RunID, Step: a.inv.StepID,
 			Agent: a.agent.Name, Workspace: a.inv.Workspace, Cwd: a.cwd},
-		Ambient:  a.inv.Ambient,
+		Ambient:  a.visibleAmbient(),
 		Explicit: explicit,
 	}
 	dec, err := a.inv.Outer.BuildEnv(ctx, a.inv.Env, req)
@@ -773,7 +802,8 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	}
 	withPWD(dec.Env, explicit, a.cwd)
 	// A module may add or change values: its credentials are secrets too.
-	a.secrets = append(secrets, redact.CredentialValues(dec.Env)...)
+	a.secrets = append(a.secrets, secrets...)
+	a.secrets = append(a.secrets, redact.CredentialValues(dec.Env)...)
 	a.scribe.Add(a.secrets)
 	names := make([]string, 0, len(dec.Env))
 	for k := range dec.Env {
