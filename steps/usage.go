@@ -71,6 +71,12 @@ func (u *Usage) Add(o *Usage) {
 	if o == nil {
 		return
 	}
+	// A sum keeps its parts' source when they share one.
+	if u.Empty() {
+		u.Source = o.Source
+	} else if u.Source != o.Source {
+		u.Source = ""
+	}
 	add := func(dst **int64, v *int64) {
 		if v == nil {
 			return

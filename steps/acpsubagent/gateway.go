@@ -242,11 +242,16 @@ func stepUsage(model string, u gateway.Usage) *steps.Usage {
 	n := func(v int64) *int64 { return &v }
 	su := &steps.Usage{
 		InputTokens: n(u.Input), OutputTokens: n(u.Output), TotalTokens: n(u.Tokens()),
-		CachedReadTokens: n(u.CacheRead), CachedWriteTokens: n(u.CacheWrite),
-		Models: map[string]gateway.Usage{model: u},
+		Models: map[string]gateway.Usage{model: u}, Source: steps.SourceGateway,
 	}
-	if u.Thoughts > 0 {
-		su.ThoughtTokens = n(u.Thoughts)
+	// The kinds the provider did not use are left out, as an agent's.
+	for _, k := range []struct {
+		v   int64
+		dst **int64
+	}{{u.Thoughts, &su.ThoughtTokens}, {u.CacheRead, &su.CachedReadTokens}, {u.CacheWrite, &su.CachedWriteTokens}} {
+		if k.v > 0 {
+			*k.dst = n(k.v)
+		}
 	}
 	if u.Cost != nil {
 		su.Cost = &steps.Cost{Amount: *u.Cost, Currency: "USD"}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// scriptedProvider is an Anthropic Messages server on loopback that logs
+// the key each request carried and answers from a script: each answer in
+// turn, the last one again for every later request.
+type scriptedProvider struct {
+	*httptest.Server
+	mu   sync.Mutex
+	keys []string
+}
+
+type providerAnswer struct {
+	status int
+	body   string
+}
+
+// messagesAnswer is a whole Messages answer saying text, with its usage.
+func messagesAnswer(text string, in, out int) providerAnswer {
+	return providerAnswer{200, fmt.Sprintf(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5",`+
+		`"content":[{"type":"text","text":%q}],"stop_reason":"end_turn","usage":{"input_tokens":%d,"output_tokens":%d}}`, text, in, out)}
+}
+
+func startProvider(t *testing.T, script ...providerAnswer) *scriptedProvider {
+	t.Helper()
+	p := &scriptedProvider{}
+	n := 0
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.keys = append(p.keys, r.Header.Get("X-Api-Key")+"|"+r.Header.Get("Authorization"))
+		a := script[min(n, len(script)-1)]
+		n++
+		p.mu.Unlock()
+		if r.URL.Path != "/v1/messages" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(a.status)
+		fmt.Fprint(w, a.body)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// received is the credentials of every request the provider got.
+func (p *scriptedProvider) received() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.keys...)
+}
+
+// gatewayWorkflow is a workflow whose one step's agent (the test agent,
+// which calls its model as claude does) goes through a gateway to
+// upstream, with the key from $GW_TEST_KEY; extra is more of the
+// workflow's top level.
+func gatewayWorkflow(t *testing.T, dir, upstream, extra string, args ...string) string {
+	return writeWorkflow(t, dir, fmt.Sprintf(`name: gw
+%sagents:
+  model-caller:
+    command: %s
+    args: %s
+    env: {ANTHROPIC_API_KEY: "${{ env.GW_TEST_KEY }}"}
+    gateway:
+      key: ${{ env.GW_TEST_KEY }}
+      upstream: %s
+      api: anthropic
+      base-url-env: ANTHROPIC_BASE_URL
+      key-env: ANTHROPIC_API_KEY
+steps:
+  - {id: ask, uses: acp-subagent, with: {agent: model-caller, prompt: "hi"}}
+`, extra, testAgent, agentArgs(args...), upstream))
+}
+
+func TestTheGatewayKeepsTheKeyFromTheAgentAndMetersWhatTheProviderSaid(t *testing.T) {
+	dir := t.TempDir()
+	state, out, rec := filepath.Join(dir, "state.db"), filepath.Join(dir, "out.json"), filepath.Join(dir, "rec.jsonl")
+	key := "sk-canary-" + rand.Text()
+	prov := startProvider(t, messagesAnswer("The provider's own answer, unchanged: «ü» \\n", 120, 30))
+	// The agent claims a usage of its own, which the gateway's replaces.
+	wf := gatewayWorkflow(t, dir, prov.URL, "", "-no-chunks", "-call-model", "2", "-usage-tokens", "999999", "-record", rec)
+	r := acpflowEnv(t, dir, map[string]string{"GW_TEST_KEY": key}, nil, "run", wf, "--state", state, "--output", out, "--workspace", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for i, got := range prov.received() {
+		if got != key+"|" {
+			t.Errorf("request %d reached the provider with x-api-key|authorization %q, want the key alone", i, strings.ReplaceAll(got, key, "KEY"))
+		}
+	}
+	if n := len(prov.received()); n != 2 {
+		t.Errorf("the provider got %d requests, want 2", n)
+	}
+	assertAgentsGone(t, rec)
+	for _, ev := range readRecords(t, rec) {
+		if ev["event"] != "start" {
+			continue
+		}
+		env := ev["env"].(map[string]any)
+		for k, v := range env {
+			if strings.Contains(fmt.Sprint(v), key) {
+				t.Errorf("the agent's %s holds the key", k)
+			}
+		}
+		if v := fmt.Sprint(env["ANTHROPIC_API_KEY"]); !strings.HasPrefix(v, "acpflow-placeholder-") {
+			t.Errorf("the agent's ANTHROPIC_API_KEY is %q, want the placeholder", v)
+		}
+		if v := fmt.Sprint(env["ANTHROPIC_BASE_URL"]); !strings.HasPrefix(v, "http://127.0.0.1:") {
+			t.Errorf("the agent's ANTHROPIC_BASE_URL is %q, want the gateway's", v)
+		}
+	}
+	res := readUsageResult(t, out)
+	step := res.Steps["ask"]
+	u := step.Usage
+	if u["source"] != "gateway" || u["input_tokens"] != 240.0 || u["output_tokens"] != 60.0 || u["total_tokens"] != 300.0 {
+		t.Errorf("usage = %v, want the provider's 240 in, 60 out, 300 total, source gateway (not the agent's 999999)", u)
+	}
+	if models, _ := u["models"].(map[string]any); models["claude-sonnet-4-5"] == nil {
+		t.Errorf("usage has no models.claude-sonnet-4-5: %v", u)
+	}
+	// 240 × 3 + 60 × 15 per million.
+	if c, _ := u["cost"].(map[string]any); c["amount"] != 0.00162 || c["currency"] != "USD" {
+		t.Errorf("usage cost = %v, want 0.00162 USD from the price table", u["cost"])
+	}
+	outText := readFile(t, out)
+	if !strings.Contains(outText, `The provider's own answer, unchanged: «ü» \\n`) {
+		t.Errorf("the answer did not arrive unchanged:\n%s", outText)
+	}
+	show := acpflow(t, dir, "show", res.RunID, "--state", state)
+	if !strings.Contains(show.stdout, "300 tokens") || !strings.Contains(show.stdout, "gateway") {
+		t.Errorf("show does not give the gateway's usage:\n%s", show.stdout)
+	}
+	events := acpflow(t, dir, "show", res.RunID, "--state", state, "--json")
+	for what, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "result": outText,
+		"show": show.stdout, "events": events.stdout, "store": readFile(t, state)} {
+		if strings.Contains(text, key) {
+			t.Errorf("the key is in the %s", what)
+		}
+	}
+}
+
+func TestTheGatewayNamesTheProvidersRefusalInTheStepsError(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer providerAnswer
+		want   string
+	}{
+		{"rate limit", providerAnswer{429, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your rate limit"}}`},
+			"the provider refused: rate limit (429): rate_limit_error: Number of requests has exceeded your rate limit"},
+		{"bad key", providerAnswer{401, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`},
+			"the provider refused: authentication (401): authentication_error: invalid x-api-key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out, rec := filepath.Join(dir, "out.json"), filepath.Join(dir, "rec.jsonl")
+			prov := startProvider(t, tc.answer)
+			wf := gatewayWorkflow(t, dir, prov.URL, "", "-no-chunks", "-call-model", "1", "-record", rec)
+			r := acpflowEnv(t, dir, map[string]string{"GW_TEST_KEY": "sk-test-" + rand.Text()}, nil,
+				"run", wf, "--state", filepath.Join(dir, "state.db"), "--output", out, "--workspace", dir)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1 (the turn ended with an apology, not an answer)\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+			res := readUsageResult(t, out)
+			if st := res.Steps["ask"]; st.Status != "failed" || !strings.Contains(st.Error, tc.want) {
+				t.Errorf("step %s: %q, want failed with %q", st.Status, st.Error, tc.want)
+			}
+			assertAgentsGone(t, rec)
+		})
+	}
+}
+
+func TestARunsBudgetStopsTheModelRequestsAtTheGateway(t *testing.T) {
+	dir := t.TempDir()
+	out, rec := filepath.Join(dir, "out.json"), filepath.Join(dir, "rec.jsonl")
+	prov := startProvider(t, messagesAnswer("spent", 120, 30))
+	// The first request spends the whole budget; the second must not
+	// reach the provider.
+	wf := gatewayWorkflow(t, dir, prov.URL, "budget: {tokens: 150}\n", "-no-chunks", "-call-model", "3", "-record", rec)
+	r := acpflowEnv(t, dir, map[string]string{"GW_TEST_KEY": "sk-test-" + rand.Text()}, nil,
+		"run", wf, "--state", filepath.Join(dir, "state.db"), "--output", out, "--workspace", dir)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(prov.received()); n != 1 {
+		t.Errorf("the provider got %d requests, want 1: the budget was spent by the first", n)
+	}
+	res := readUsageResult(t, out)
+	if st := res.Steps["ask"]; st.Status != "failed" || !strings.Contains(st.Error, "budget reached: 150 tokens of 150") {
+		t.Errorf("step %s: %q, want failed saying the budget was reached", st.Status, st.Error)
+	}
+	calls := 0
+	for _, ev := range readRecords(t, rec) {
+		if ev["event"] == "model_call" {
+			calls++
+			if calls > 1 && ev["status"] != 429.0 {
+				t.Errorf("model call %d got %v, want the gateway's 429", calls, ev["status"])
+			}
+		}
+	}
+	assertAgentsGone(t, rec)
+}
+
+func TestAGatewayWithoutItsKeyFailsBeforeTheSpawn(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "rec.jsonl")
+	wf := gatewayWorkflow(t, dir, "https://api.anthropic.com", "", "-record", rec)
+	r := acpflowEnv(t, dir, nil, []string{"GW_TEST_KEY"}, "run", wf, "--state", filepath.Join(dir, "state.db"), "--workspace", dir)
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "agents.model-caller.gateway.key: no provider key") {
+		t.Errorf("exit %d, want 1 naming the missing key\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(rec); err == nil {
+		t.Errorf("the agent was started without a key")
+	}
+}
