@@ -223,3 +223,54 @@ func TestAGatewayWithoutItsKeyFailsBeforeTheSpawn(t *testing.T) {
 		t.Errorf("the agent was started without a key")
 	}
 }
+
+// The claude preset wires the gateway itself: `gateway:` at the workflow's
+// top with the key from acpflow's ANTHROPIC_API_KEY; the agent gets the
+// placeholder in ANTHROPIC_API_KEY, the gateway in ANTHROPIC_BASE_URL, and
+// no ANTHROPIC_AUTH_TOKEN at all, whatever the env policy would pass.
+func TestThePresetPointsItsAgentAtTheGateway(t *testing.T) {
+	dir := t.TempDir()
+	rec, out := filepath.Join(dir, "rec.jsonl"), filepath.Join(dir, "out.json")
+	key, token := "sk-canary-"+rand.Text(), "oauth-canary-"+rand.Text()
+	prov := startProvider(t, messagesAnswer("claude's answer", 10, 5))
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: gw
+policies: {env: {inherit: all}}
+gateway: {upstream: %s}
+agents:
+  claude:
+    preset: claude
+    command: %s
+    args: %s
+steps:
+  - {id: ask, uses: acp-subagent, with: {agent: claude, prompt: "hi"}}
+`, prov.URL, testAgent, agentArgs("-modes", "default", "-no-chunks", "-call-model", "1", "-record", rec)))
+	r := acpflowEnv(t, dir, map[string]string{"ANTHROPIC_API_KEY": key, "ANTHROPIC_AUTH_TOKEN": token}, nil,
+		"run", wf, "--state", filepath.Join(dir, "state.db"), "--output", out, "--workspace", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := prov.received(); len(got) != 1 || got[0] != key+"|" {
+		t.Errorf("the provider got %d requests, the first without the key alone", len(got))
+	}
+	for _, ev := range readRecords(t, rec) {
+		if ev["event"] != "start" {
+			continue
+		}
+		env := ev["env"].(map[string]any)
+		for k, v := range env {
+			if s := fmt.Sprint(v); strings.Contains(s, key) || strings.Contains(s, token) {
+				t.Errorf("the agent's %s holds a credential of acpflow's", k)
+			}
+		}
+		if _, ok := env["ANTHROPIC_AUTH_TOKEN"]; ok {
+			t.Errorf("the agent got ANTHROPIC_AUTH_TOKEN")
+		}
+		if !strings.HasPrefix(fmt.Sprint(env["ANTHROPIC_API_KEY"]), "acpflow-placeholder-") {
+			t.Errorf("the agent's ANTHROPIC_API_KEY is not the placeholder")
+		}
+	}
+	if !strings.Contains(readFile(t, out), "claude's answer") {
+		t.Errorf("no answer in the result:\n%s", readFile(t, out))
+	}
+	assertAgentsGone(t, rec)
+}
