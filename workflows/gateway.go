@@ -194,3 +194,20 @@ func (d *decoder) defaultGateway(n *node) {
 		}
 	}
 }
+
+// gatewayKeyWarning says that a `gateway: true` agent's key variable is
+// not set in acpflow's environment, where the gateway would read it ("":
+// it is, or the gateway names its key).
+func gatewayKeyWarning(a *steps.Agent, env Environment) string {
+	if a.Gateway.Key != "" {
+		return ""
+	}
+	keyEnv := a.Gateway.KeyEnv
+	if w, ok := acpagent.GatewayOf(a.Preset); ok && keyEnv == "" {
+		keyEnv = w.KeyEnv
+	}
+	if keyEnv == "" || env.Ambient[keyEnv] != "" {
+		return ""
+	}
+	return fmt.Sprintf("agent %q: its gateway reads the provider key from %s, which is not set in acpflow's environment: the step will fail before the agent starts", a.Name, keyEnv)
+}
