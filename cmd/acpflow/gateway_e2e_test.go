@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -271,6 +272,72 @@ steps:
 	}
 	if !strings.Contains(readFile(t, out), "claude's answer") {
 		t.Errorf("no answer in the result:\n%s", readFile(t, out))
+	}
+	assertAgentsGone(t, rec)
+}
+
+// A reused agent keeps its gateway for its life: the second step takes the
+// same process, its requests still carry the key to the provider, and
+// each step's usage is its own turn's.
+func TestAReusedAgentKeepsItsGatewayAndEachStepCountsItsOwnTurn(t *testing.T) {
+	dir := t.TempDir()
+	rec, out := filepath.Join(dir, "rec.jsonl"), filepath.Join(dir, "out.json")
+	key := "sk-canary-" + rand.Text()
+	prov := startProvider(t, messagesAnswer("again", 100, 20))
+	wf := writeWorkflow(t, dir, fmt.Sprintf(`name: gw
+agents:
+  model-caller:
+    command: %s
+    args: %s
+    reuse: true
+    gateway: {key: "${{ env.GW_TEST_KEY }}", upstream: %s, api: anthropic, base-url-env: ANTHROPIC_BASE_URL, key-env: ANTHROPIC_API_KEY, record: true}
+steps:
+  - {id: one, uses: acp-subagent, with: {agent: model-caller, prompt: "a"}}
+  - {id: two, uses: acp-subagent, needs: [one], with: {agent: model-caller, prompt: "b"}}
+`, testAgent, agentArgs("-no-chunks", "-call-model", "1", "-record", rec), prov.URL))
+	state := filepath.Join(dir, "state.db")
+	r := acpflowEnv(t, dir, map[string]string{"GW_TEST_KEY": key}, nil, "run", wf, "--json", "--state", state, "--output", out, "--workspace", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	starts := 0
+	for _, ev := range readRecords(t, rec) {
+		if ev["event"] == "start" {
+			starts++
+		}
+	}
+	if starts != 1 {
+		t.Errorf("the agent started %d times, want once (reused)", starts)
+	}
+	if got := prov.received(); len(got) != 2 || got[0] != key+"|" || got[1] != key+"|" {
+		t.Errorf("the provider got %d requests, not each with the key alone", len(got))
+	}
+	res := readUsageResult(t, out)
+	for _, id := range []string{"one", "two"} {
+		if u := res.Steps[id].Usage; u["total_tokens"] != 120.0 || u["source"] != "gateway" {
+			t.Errorf("%s's usage = %v, want its own turn's 120 tokens from the gateway", id, u)
+		}
+	}
+	// record: true keeps each exchange's bodies in the run's events, keys
+	// removed.
+	events := r.stdout
+	var exchanges []map[string]any
+	for _, line := range strings.Split(events, "\n") {
+		var ev map[string]any
+		if json.Unmarshal([]byte(line), &ev) == nil && ev["kind"] == "gateway_exchange" {
+			exchanges = append(exchanges, ev)
+		}
+	}
+	if len(exchanges) != 2 {
+		t.Fatalf("%d gateway_exchange events, want 2:\n%s", len(exchanges), events)
+	}
+	for i, x := range exchanges {
+		if req := fmt.Sprint(x["request"]); !strings.Contains(req, fmt.Sprintf("turn %d call 1", i+1)) || !strings.Contains(fmt.Sprint(x["response"]), `"text":"again"`) {
+			t.Errorf("exchange %d does not hold its bodies: %v", i+1, x)
+		}
+	}
+	if strings.Contains(events, key) || strings.Contains(readFile(t, state), key) {
+		t.Errorf("the key is in the run's events or store")
 	}
 	assertAgentsGone(t, rec)
 }

@@ -312,13 +312,14 @@ func (a *attempt) gatewayResult(res *steps.Result) {
 		return
 	}
 	a.p.gateway.detach(a.gwTurn)
+	// The agent's own figures are not the step's, even when the gateway
+	// metered nothing (no model request ended): unknown, never the
+	// agent's word. What its context holds is the agent's to say.
 	u, err := a.gwTurn.result()
-	if u != nil {
-		if res.Usage != nil {
-			u.ContextTokens, u.ContextSize = res.Usage.ContextTokens, res.Usage.ContextSize
-		}
-		res.Usage = u
+	if u != nil && res.Usage != nil {
+		u.ContextTokens, u.ContextSize = res.Usage.ContextTokens, res.Usage.ContextSize
 	}
+	res.Usage = u
 	if err == nil {
 		return
 	}
