@@ -341,3 +341,29 @@ steps:
 	}
 	assertAgentsGone(t, rec)
 }
+
+// A batch's budget (run --budget) is enforced at the gateway too: once
+// the first run has spent it, the next runs' model requests never reach
+// the provider, and their steps fail saying so.
+func TestABatchsBudgetStopsTheNextRunsRequestsAtTheGateway(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.jsonl")
+	inputs := filepath.Join(dir, "inputs.jsonl")
+	if err := os.WriteFile(inputs, []byte("{}\n{}\n{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prov := startProvider(t, messagesAnswer("spent", 120, 30))
+	wf := gatewayWorkflow(t, dir, prov.URL, "", "-no-chunks", "-call-model", "1")
+	r := acpflowEnv(t, dir, map[string]string{"GW_TEST_KEY": "sk-test-" + rand.Text()}, nil,
+		"run", wf, "--inputs", inputs, "--concurrency", "1", "--budget", "tokens=150",
+		"--state", filepath.Join(dir, "state.db"), "--output", out, "--workspace", dir)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(prov.received()); n != 1 {
+		t.Errorf("the provider got %d requests, want 1: the batch's budget was spent by the first run", n)
+	}
+	if got := readFile(t, out); strings.Count(got, "budget reached: the model gateway refused") != 2 || !strings.Contains(got, "batch budget reached: 150 tokens of 150") {
+		t.Errorf("want the two later runs failed saying the batch's budget was reached:\n%s", got)
+	}
+}
