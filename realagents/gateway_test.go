@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,5 +201,41 @@ func (s *sandbox) watchForCanary(canary string) func() canaryWatch {
 		mu.Lock()
 		defer mu.Unlock()
 		return w
+	}
+}
+
+// A provider that refuses the key: claude retries a 401 with backoff until
+// the step times out (measured: 14 requests in 40 s), so acpflow ends the
+// turn at the first refusal for good, and the step fails at once naming
+// it.
+func TestClaudeBehindAGatewayFailsTheStepOnTheProvidersRefusal(t *testing.T) {
+	s := newSandbox(t)
+	ta := needTurnAgent(t, "claude")
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+	}))
+	defer refuse.Close()
+	srv, err := modelserver.Start(modelserver.Script{{Say: "never"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	t.Setenv(gatewayCanaryVar, "sk-wrong-"+rand.Text())
+	gw := fmt.Sprintf("gateway: {key: \"${{ env.%s }}\", upstream: %q}", gatewayCanaryVar, refuse.URL)
+	path := s.writeWorkflowFile(fmt.Sprintf("name: turn\nagents:\n%s\nsteps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: \"Say hello.\"}\n", s.turnAgentYAML(ta, srv, gw)))
+	res, es, r := s.runTurn(path)
+	for _, e := range es {
+		if e["kind"] == "gateway_exchange" {
+			t.Logf("exchange %v %v: %v %v", e["method"], e["path"], e["status"], e["error_kind"])
+		}
+	}
+	t.Logf("step %s %s: %.300s", res.Status, res.StopReason, res.Error)
+	if res.Status != "failed" || !strings.HasPrefix(res.Error, "the provider refused: authentication (401): authentication_error: invalid x-api-key") {
+		t.Errorf("step %s: %q, want failed naming the 401\nstderr:\n%s", res.Status, res.Error, r.stderr)
+	}
+	if r.elapsed > time.Minute {
+		t.Errorf("the run took %s: the turn was not ended at the refusal", r.elapsed)
 	}
 }

@@ -194,7 +194,7 @@ func TestARunsBudgetStopsTheModelRequestsAtTheGateway(t *testing.T) {
 		t.Fatalf("exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if n := len(prov.received()); n != 1 {
-		t.Errorf("the provider got %d requests, want 1: the budget was spent by the first", n)
+		t.Errorf("the provider got %d requests, want 1: the budget was spent by the first\n%s", n, readFile(t, out))
 	}
 	res := readUsageResult(t, out)
 	if st := res.Steps["ask"]; st.Status != "failed" || !strings.Contains(st.Error, "budget reached: 150 tokens of 150") {

@@ -1,6 +1,7 @@
 package acpsubagent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -117,6 +118,10 @@ type gatewayRoute struct {
 // gatewayTurn is what one attempt learnt from the gateway.
 type gatewayTurn struct {
 	inv *steps.Invocation
+	// end cancels the attempt's turn with a cause; ended is the refusal
+	// it was ended on (nil: none).
+	end   context.CancelCauseFunc
+	ended error
 
 	mu        sync.Mutex
 	usage     steps.Usage
@@ -174,8 +179,8 @@ func pointAtGateway(plan *gatewayPlan, env map[string]string, url, placeholder s
 }
 
 // attach makes the attempt the one the gateway reports to.
-func (r *gatewayRoute) attach(inv *steps.Invocation) *gatewayTurn {
-	t := &gatewayTurn{inv: inv}
+func (r *gatewayRoute) attach(inv *steps.Invocation, end context.CancelCauseFunc) *gatewayTurn {
+	t := &gatewayTurn{inv: inv, end: end}
 	r.mu.Lock()
 	r.cur = t
 	r.mu.Unlock()
@@ -198,10 +203,18 @@ func (r *gatewayRoute) current() *gatewayTurn {
 	return r.cur
 }
 
+// errBetweenSteps refuses a model request no step would count: the
+// agent's step has ended (it is being torn down, or waits in the pool).
+var errBetweenSteps = errors.New("no step is using this agent now, and a request between steps would be spent where no budget counts it")
+
 // allow is the gateway's budget check: the budget of the run (and batch)
 // whose step uses the agent now.
 func (r *gatewayRoute) allow() error {
-	if t := r.current(); t != nil && t.inv.BudgetReached != nil {
+	t := r.current()
+	if t == nil {
+		return errBetweenSteps
+	}
+	if t.inv.BudgetReached != nil {
 		return t.inv.BudgetReached()
 	}
 	return nil
@@ -216,6 +229,11 @@ func (r *gatewayRoute) exchange(x gateway.Exchange) {
 	t.mu.Lock()
 	t.exchanges++
 	t.last = &x
+	var end error
+	if final(&x) && t.ended == nil {
+		end = refusalError(&x)
+		t.ended = end
+	}
 	var report *steps.Usage
 	if x.Metered {
 		t.metered = true
@@ -228,6 +246,26 @@ func (r *gatewayRoute) exchange(x gateway.Exchange) {
 	if report != nil {
 		t.inv.Emit(steps.UsageReport{Usage: *report})
 	}
+	if end != nil && t.end != nil {
+		t.end(end)
+	}
+}
+
+// final reports whether a model request was refused for good: a key the
+// provider does not take, a spent quota or a spent budget are refused
+// again on every retry (the gateway sends the same key), so the turn is
+// ended at once rather than after the agent's own retries (claude retries
+// a 401 with backoff until the step times out). A rate limit, an overload
+// or a refused path (an agent's probe) are left to the agent.
+func final(x *gateway.Exchange) bool {
+	if x.Refusal != nil {
+		return x.Refusal.Kind == gateway.RefusedBudget
+	}
+	if x.Error == nil {
+		return false
+	}
+	k := x.Error.Kind()
+	return k == gateway.ErrorAuthentication || k == gateway.ErrorQuota
 }
 
 // close stops the gateway once the agent's group is gone; nil has none.
@@ -300,7 +338,7 @@ func (a *attempt) useGateway(p *proc) {
 		return
 	}
 	a.scribe.Add([]string{p.gateway.placeholder})
-	a.gwTurn = p.gateway.attach(a.inv)
+	a.gwTurn = p.gateway.attach(a.inv, a.endTurn)
 }
 
 // gatewayResult puts what the gateway saw in the step's result: the
@@ -321,6 +359,14 @@ func (a *attempt) gatewayResult(res *steps.Result) {
 	}
 	res.Usage = u
 	if err == nil {
+		return
+	}
+	a.gwTurn.mu.Lock()
+	ended := a.gwTurn.ended
+	a.gwTurn.mu.Unlock()
+	if ended != nil {
+		// acpflow ended the turn on the refusal: that is the step's error.
+		res.StopReason, res.Err = steps.Error, ended
 		return
 	}
 	switch {

@@ -128,6 +128,8 @@ type attempt struct {
 	// none), and gwTurn what its gateway tells this attempt.
 	gwPlan *gatewayPlan
 	gwTurn *gatewayTurn
+	// endTurn cancels the attempt's context with a cause.
+	endTurn context.CancelCauseFunc
 }
 
 // Run runs one attempt: start, prompt, settle (docs/acp-subagent.md). The step settles
@@ -144,6 +146,10 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		own.Events = meteredSink{next: redactingSink{next: inv.Events, scribe: a.scribe}, a: a}
 	}
 	a.inv = &own
+	// The gateway ends the turn when the provider refuses for good
+	// (gateway.go): the step's context, with the refusal as its cause.
+	ctx, a.endTurn = context.WithCancelCause(ctx)
+	defer a.endTurn(nil)
 	res := a.run(ctx)
 	if res.StopReason == "" {
 		res.StopReason = steps.Error
