@@ -339,6 +339,7 @@ func (a *attempt) useGateway(p *proc) {
 	}
 	a.scribe.Add([]string{p.gateway.placeholder})
 	a.gwTurn = p.gateway.attach(a.inv, a.endTurn)
+	a.metered.Store(true)
 }
 
 // gatewayResult puts what the gateway saw in the step's result: the
@@ -387,7 +388,7 @@ type meteredSink struct {
 }
 
 func (m meteredSink) Emit(ev steps.Event) {
-	if u, ok := ev.Data.(steps.UsageReport); ok && m.a.gwTurn != nil && u.Source != steps.SourceGateway {
+	if u, ok := ev.Data.(steps.UsageReport); ok && m.a.metered.Load() && u.Source != steps.SourceGateway {
 		return
 	}
 	m.next.Emit(ev)

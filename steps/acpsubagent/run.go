@@ -128,6 +128,9 @@ type attempt struct {
 	// none), and gwTurn what its gateway tells this attempt.
 	gwPlan *gatewayPlan
 	gwTurn *gatewayTurn
+	// metered says a gateway meters the attempt (read by its event sink,
+	// from the agent's goroutines).
+	metered atomic.Bool
 	// endTurn cancels the attempt's context with a cause.
 	endTurn context.CancelCauseFunc
 }
