@@ -144,7 +144,7 @@ func TestTheGatewayKeepsTheKeyFromTheAgentAndMetersWhatTheProviderSaid(t *testin
 	}
 	events := acpflow(t, dir, "show", res.RunID, "--state", state, "--json")
 	for what, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "result": outText,
-		"show": show.stdout, "events": events.stdout, "store": readFile(t, state) + storeWAL(state)} {
+		"show": show.stdout, "show --json": events.stdout, "store": readFile(t, state) + storeWAL(state)} {
 		if strings.Contains(text, key) {
 			t.Errorf("the key is in the %s", what)
 		}
