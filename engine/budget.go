@@ -58,6 +58,26 @@ func (b Budget) Check(what string, spent *steps.Usage) error {
 	return nil
 }
 
+// Reached is Check for a budget that may not be spent any further: it
+// returns why once spent has used the whole budget (not only gone over
+// it), so that the model gateway refuses the request that would go over.
+func (b Budget) Reached(what string, spent *steps.Usage) error {
+	if err := b.Check(what, spent); err != nil || spent == nil {
+		return err
+	}
+	name := "budget"
+	if what != "" {
+		name = what + " budget"
+	}
+	if n, ok := spent.Tokens(); ok && b.Tokens > 0 && n >= b.Tokens {
+		return budgetError{fmt.Sprintf("%s reached: %s tokens of %s", name, Thousands(n), Thousands(b.Tokens))}
+	}
+	if b.Cost != nil && spent.Cost != nil && spent.Cost.Amount >= b.Cost.Amount {
+		return budgetError{fmt.Sprintf("%s reached: %s of %s", name, FormatCost(*spent.Cost), FormatCost(*b.Cost))}
+	}
+	return nil
+}
+
 // String is the budget as `--budget` takes it: tokens=N,cost=XCUR.
 func (b Budget) String() string {
 	var parts []string
@@ -145,6 +165,8 @@ type meter struct {
 	budget  Budget
 	exceed  func(error) // cancels the run: once
 	onTotal func(*steps.Usage)
+	// batch is the batch's Reached (nil: no batch budget).
+	batch func() error
 
 	mu      sync.Mutex
 	settled steps.Usage
@@ -203,6 +225,18 @@ func (m *meter) addSettled(u *steps.Usage) {
 	m.mu.Lock()
 	m.settled.Add(u)
 	m.mu.Unlock()
+}
+
+// reached is the run's budget check for one more model request
+// (steps.Invocation.BudgetReached): the run's, then the batch's.
+func (m *meter) reached() error {
+	if err := m.budget.Reached("", m.total()); err != nil {
+		return err
+	}
+	if m.batch != nil {
+		return m.batch()
+	}
+	return nil
 }
 
 func (m *meter) check() {
@@ -294,6 +328,12 @@ func (m *BatchMeter) Run(runID string, total *steps.Usage) {
 	m.runs[runID] = total.Clone()
 	m.mu.Unlock()
 	m.Check()
+}
+
+// Reached says why the batch may not spend more (its budget is used
+// whole), or nil.
+func (m *BatchMeter) Reached() error {
+	return m.budget.Reached("batch", m.Total())
 }
 
 // Total is everything the batch's runs reported.

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -90,6 +92,31 @@ func TestFormatCostIsBounded(t *testing.T) {
 	} {
 		if got := FormatCost(steps.Cost{Amount: tc.amount, Currency: "USD"}); got != tc.want || len(got) > 24 {
 			t.Errorf("FormatCost(%v) = %q, want %q", tc.amount, got, tc.want)
+		}
+	}
+}
+
+// Reached stops spending once a budget is used whole, a request before
+// Check (which cancels the run) says it is exceeded.
+func TestBudgetReachedOnceUsedWhole(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	b := Budget{Tokens: 150, Cost: &steps.Cost{Amount: 1, Currency: "USD"}}
+	for _, tc := range []struct {
+		spent *steps.Usage
+		want  string
+	}{
+		{nil, ""},
+		{&steps.Usage{TotalTokens: n(149)}, ""},
+		{&steps.Usage{TotalTokens: n(150)}, "batch budget reached: 150 tokens of 150"},
+		{&steps.Usage{TotalTokens: n(151)}, "batch budget exceeded: 151 tokens of 150"},
+		{&steps.Usage{Cost: &steps.Cost{Amount: 1, Currency: "USD"}}, "batch budget reached: 1.00 USD of 1.00 USD"},
+	} {
+		err := b.Reached("batch", tc.spent)
+		if got := fmt.Sprint(err); (err == nil) != (tc.want == "") || (err != nil && got != tc.want) {
+			t.Errorf("Reached(%v) = %v, want %q", tc.spent, err, tc.want)
+		}
+		if err != nil && !errors.Is(err, ErrBudgetExceeded) {
+			t.Errorf("Reached's error is not ErrBudgetExceeded")
 		}
 	}
 }

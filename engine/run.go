@@ -44,6 +44,10 @@ type Options struct {
 	// OnUsage, when set, hears the run's usage so far each time one of
 	// its agents reports more: what a batch's budget follows.
 	OnUsage func(runID string, total *steps.Usage)
+	// BatchReached, when set, says why the batch's budget allows no more
+	// spending (nil: it does): what a model gateway asks before each
+	// request, beside the run's own budget.
+	BatchReached func() error
 	// Batch is the scope the runs of a batch share (steps.Scope), which
 	// its owner ends after the batch; nil: the run has one of its own,
 	// ended before run_end.
@@ -156,6 +160,7 @@ func Run(ctx context.Context, wf *Workflow, opt Options) *RunResult {
 	// A budget exceeded cancels the run as a failed step does: running
 	// steps are cancelled with the budget's error, nothing new starts.
 	r.meter = newMeter(wf.Budget, cancel, onTotal)
+	r.meter.batch = opt.BatchReached
 	for _, done := range opt.Done {
 		r.meter.addSettled(done.Usage)
 	}

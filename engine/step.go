@@ -66,6 +66,8 @@ func (r *run) attempt(ctx context.Context, st *Step, n int, el *Element, linger 
 		Run: r.kept, Batch: r.batch,
 		ContinuedBy: r.continuedBy[st.ID],
 		SessionOf:   r.sessionOf,
+
+		BudgetReached: r.meter.reached,
 	}
 	out := st.Run.Run(stepCtx, inv)
 	meter.done(out.Usage)

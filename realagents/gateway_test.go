@@ -4,35 +4,41 @@ package realagents_test
 
 import (
 	"crypto/rand"
+	"encoding/json"
+	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	"github.com/acpflow/acpflow/internal/gateway"
 	"github.com/acpflow/acpflow/realagents/modelserver"
 )
 
-// gatewayProvider is the API each turn agent speaks to its model.
-var gatewayProvider = map[string]string{
-	"claude": "anthropic", "codex": "openai", "opencode": "openai", "qwen": "openai", "gemini": "gemini",
+// gatewayUpstream is where each preset's gateway forwards: the model
+// server at the path the agent's provider has (OpenAI's base ends in /v1).
+var gatewayUpstream = map[string]string{
+	"claude": "", "gemini": "", "codex": "/v1", "opencode": "/v1", "qwen": "/v1",
 }
 
-// viaGateway points an agent at a model gateway, holding its placeholder.
-type viaGateway struct {
-	*gateway.Gateway
-	placeholder string
-}
+// gatewayCanaryVar holds the canary key in acpflow's own environment.
+const gatewayCanaryVar = "REALAGENTS_GATEWAY_KEY"
 
-func (v viaGateway) AgentKey() string { return v.placeholder }
-
-// Each preset's real agent, given only a placeholder and the gateway's
-// URL, completes a whole turn: the gateway forwards with the key, the
-// agent's answer is the model's, the usage is the model server's, and the
-// key appears nowhere the agent or acpflow wrote.
+// Each preset's real agent, under `gateway:` in its YAML, completes a
+// whole turn: acpflow starts the gateway and points the agent at it (the
+// agentsetup's own base URL and key in env: are replaced), the model
+// server gets the canary key, the usage is the model server's, and the
+// canary appears nowhere in the agent's process tree (environ, cmdline)
+// while it runs, nor in any file under its HOME, its TMPDIR or acpflow's
+// output.
 func TestRealAgentsCompleteATurnThroughTheGateway(t *testing.T) {
+	canary := "sk-canary-" + rand.Text()
+	os.Setenv(gatewayCanaryVar, canary)
+	t.Cleanup(func() { os.Unsetenv(gatewayCanaryVar) })
 	forEachTurnAgent(t, func(t *testing.T, s *sandbox, ta *turnAgent) {
 		sent := &modelserver.Usage{Input: 321, Output: 54, CacheRead: 7}
 		srv, err := modelserver.Start(modelserver.Script{{Say: "Answered through the gateway.", Usage: sent}})
@@ -40,50 +46,196 @@ func TestRealAgentsCompleteATurnThroughTheGateway(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer srv.Close()
-		canary := "sk-canary-" + rand.Text()
-		var mu sync.Mutex
-		var exchanges []gateway.Exchange
-		placeholder := gateway.NewPlaceholder()
-		g, err := gateway.Start(gateway.Config{Provider: gatewayProvider[ta.name], Upstream: srv.URL(), Key: canary,
-			Placeholder: placeholder, OnExchange: func(x gateway.Exchange) {
-				mu.Lock()
-				exchanges = append(exchanges, x)
-				mu.Unlock()
-			}})
-		if err != nil {
-			t.Fatal(err)
+		gw := fmt.Sprintf("gateway: {key: \"${{ env.%s }}\", upstream: %q}", gatewayCanaryVar, srv.URL()+gatewayUpstream[ta.name])
+		agentYAML := s.turnAgentYAML(ta, srv, gw)
+		if ta.name == "opencode" {
+			s.opencodeOnOpenAI()
 		}
-		defer g.Close()
-		res, _, r := s.runTurn(s.writeTurnWorkflow(ta, viaGateway{g, placeholder}, "Say hello.", "", ""))
-		g.Close()
-		if res.Status != "completed" && res.Status != "succeeded" || !strings.Contains(res.Output, "Answered through the gateway.") {
+		path := s.writeWorkflowFile(fmt.Sprintf("name: turn\nagents:\n%s\nsteps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: \"Say hello.\"}\n", agentYAML))
+		watch := s.watchForCanary(canary)
+		res, es, r := s.runTurn(path)
+		seen := watch()
+		if res.Status != "succeeded" || !strings.Contains(res.Output, "Answered through the gateway.") {
 			t.Errorf("step %+v\nstderr:\n%s", res.stepResult, r.stderr)
 		}
+		if seen.procs == 0 {
+			t.Errorf("the watch saw none of the agent's processes")
+		}
+		for _, where := range seen.leaks {
+			t.Errorf("the key is in %s", where)
+		}
+		var out struct {
+			Steps map[string]struct {
+				Usage map[string]any `json:"usage"`
+			} `json:"steps"`
+		}
+		b, _ := os.ReadFile(filepath.Join(s.dir, "results.jsonl"))
+		json.Unmarshal(b, &out)
+		u := out.Steps["s"].Usage
+		t.Logf("usage %v", u)
+		// The turn's own request is among the agent's model requests
+		// (claude also asks for a title), each metered as the server said.
 		turns := 0
-		for _, x := range exchanges {
-			t.Logf("%s %s %s: %d, attempts %d, metered %v %+v, first byte %s", x.Method, x.Path, x.Model, x.Status, x.Attempts, x.Metered, x.Usage, x.FirstByte)
-			if x.Refusal != nil {
-				t.Errorf("the gateway refused %s %s: %+v", x.Method, x.Path, x.Refusal)
+		for _, e := range es {
+			if e["kind"] != "gateway_exchange" {
+				continue
 			}
-			if x.Metered && x.Usage.Input == int64(sent.Input) && x.Usage.Output == int64(sent.Output) && x.Usage.CacheRead == int64(sent.CacheRead) {
+			t.Logf("exchange %v %v %v: %v, usage %v, error %v, refusal %v", e["method"], e["path"], e["model"], e["status"], e["usage"], e["error"], e["refusal"])
+			x, _ := e["usage"].(map[string]any)
+			if x["output_tokens"] == float64(sent.Output) && x["cache_read_tokens"] == float64(sent.CacheRead) {
 				turns++
 			}
 		}
-		if turns == 0 {
-			t.Errorf("no exchange metered the script's usage: %+v", exchanges)
+		if turns == 0 || u["source"] != "gateway" || u["output_tokens"].(float64) < float64(sent.Output) {
+			t.Errorf("usage = %v, want the model server's (%d exchanges metered its turn), metered by the gateway", u, turns)
+		}
+		creds := srv.Credentials()
+		if len(creds) == 0 {
+			t.Errorf("no request reached the model server")
+		}
+		for _, c := range creds {
+			if !strings.HasSuffix(c, " "+canary) {
+				t.Errorf("%s reached the model server without the key", strings.Fields(c)[:2])
+			}
 		}
 		for _, text := range []string{r.stdout, r.stderr} {
 			if strings.Contains(text, canary) {
 				t.Error("the key is in acpflow's output")
 			}
 		}
-		filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
-				if b, _ := os.ReadFile(path); strings.Contains(string(b), canary) {
-					t.Errorf("the key is in %s", path)
+		for _, dir := range append([]string{s.dir}, seen.tmpdirs...) {
+			filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					if b, _ := os.ReadFile(path); strings.Contains(string(b), canary) {
+						t.Errorf("the key is in %s", path)
+					}
+				}
+				return nil
+			})
+		}
+	})
+}
+
+// opencodeOnOpenAI moves agentsetup's provider of opencode to the id
+// "openai", the provider the preset's gateway wiring points (a user's
+// openai/* models). The key and base URL the file still gives it are
+// agentsetup's dummies; the preset's OPENCODE_CONFIG_CONTENT must win.
+func (s *sandbox) opencodeOnOpenAI() {
+	s.t.Helper()
+	path := filepath.Join(s.home, ".config", "opencode", "opencode.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		s.t.Fatal(err)
+	}
+	providers := cfg["provider"].(map[string]any)
+	// opencode's own OpenAI client (the Responses API), as for a user's
+	// openai/* model: not the openai-compatible package.
+	openai := providers["scripted"].(map[string]any)
+	delete(openai, "npm")
+	delete(openai, "name")
+	providers["openai"] = openai
+	delete(providers, "scripted")
+	cfg["model"] = "openai/scripted-model"
+	b, _ = json.MarshalIndent(cfg, "", "  ")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// canaryWatch is what watchForCanary saw of the agent's process tree.
+type canaryWatch struct {
+	procs   int      // distinct processes of the agent's seen
+	leaks   []string // where the canary was
+	tmpdirs []string // the TMPDIRs the agent's processes had
+}
+
+// watchForCanary looks, every 50 ms until the returned func is called, at
+// every process that carries the sandbox's mark (the agent's tree) for the
+// canary in its environ and command line, and notes its TMPDIR.
+func (s *sandbox) watchForCanary(canary string) func() canaryWatch {
+	mark := markVar + "=" + s.mark + "\n"
+	var mu sync.Mutex
+	w := canaryWatch{}
+	seen, leaked, tmp := map[int]bool{}, map[string]bool{}, map[string]bool{}
+	look := func() {
+		for _, p := range survivors(func(p proc) bool { return strings.Contains(p.environ, mark) }) {
+			mu.Lock()
+			if !seen[p.pid] {
+				seen[p.pid] = true
+				w.procs++
+			}
+			for what, text := range map[string]string{"environ": p.environ, "cmdline": p.cmdline} {
+				if where := fmt.Sprintf("the %s of %s", what, p); strings.Contains(text, canary) && !leaked[where] {
+					leaked[where] = true
+					w.leaks = append(w.leaks, where)
 				}
 			}
-			return nil
-		})
-	})
+			for _, kv := range strings.Split(p.environ, "\n") {
+				if d, ok := strings.CutPrefix(kv, "TMPDIR="); ok && d != "" && !tmp[d] {
+					tmp[d] = true
+					w.tmpdirs = append(w.tmpdirs, d)
+				}
+			}
+			mu.Unlock()
+		}
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			look()
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() canaryWatch {
+		close(stop)
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return w
+	}
+}
+
+// A provider that refuses the key: claude retries a 401 with backoff until
+// the step times out (measured: 14 requests in 40 s), so acpflow ends the
+// turn at the first refusal for good, and the step fails at once naming
+// it.
+func TestClaudeBehindAGatewayFailsTheStepOnTheProvidersRefusal(t *testing.T) {
+	s := newSandbox(t)
+	ta := needTurnAgent(t, "claude")
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+	}))
+	defer refuse.Close()
+	srv, err := modelserver.Start(modelserver.Script{{Say: "never"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	t.Setenv(gatewayCanaryVar, "sk-wrong-"+rand.Text())
+	gw := fmt.Sprintf("gateway: {key: \"${{ env.%s }}\", upstream: %q}", gatewayCanaryVar, refuse.URL)
+	path := s.writeWorkflowFile(fmt.Sprintf("name: turn\nagents:\n%s\nsteps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: \"Say hello.\"}\n", s.turnAgentYAML(ta, srv, gw)))
+	res, es, r := s.runTurn(path)
+	for _, e := range es {
+		if e["kind"] == "gateway_exchange" {
+			t.Logf("exchange %v %v: %v %v", e["method"], e["path"], e["status"], e["error_kind"])
+		}
+	}
+	t.Logf("step %s %s: %.300s", res.Status, res.StopReason, res.Error)
+	if res.Status != "failed" || !strings.HasPrefix(res.Error, "the provider refused: authentication (401): authentication_error: invalid x-api-key") {
+		t.Errorf("step %s: %q, want failed naming the 401\nstderr:\n%s", res.Status, res.Error, r.stderr)
+	}
+	if r.elapsed > time.Minute {
+		t.Errorf("the run took %s: the turn was not ended at the refusal", r.elapsed)
+	}
 }

@@ -134,6 +134,7 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 		OnUsage:    onUsage(spec.Meter),
 		StateFiles: r.StateFiles(),
 	}}
+	req.Options.BatchReached = batchReached(spec.Meter)
 	if NeedsWorktrees(wf) {
 		if req.RunID == "" {
 			req.RunID = engine.NewRunID()
@@ -168,6 +169,15 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 	}
 	r.ended(res)
 	return res
+}
+
+// batchReached is the engine's budget check of a batch's meter (nil:
+// none).
+func batchReached(m *engine.BatchMeter) func() error {
+	if m == nil {
+		return nil
+	}
+	return m.Reached
 }
 
 // onUsage is the engine's hook for a batch's meter (nil: none).

@@ -121,6 +121,10 @@ type Invocation struct {
 	// SessionOf is the session id an earlier step of the run recorded ("":
 	// none), for continuing it where its agent is gone (after a resume).
 	SessionOf func(step string) string
+	// BudgetReached says why the run's (or its batch's) budget allows no
+	// more spending, or nil: a model gateway asks it before each request
+	// (docs/gateway.md). Nil: no budget.
+	BudgetReached func() error
 }
 
 // SessionStep is a prepared step that holds a conversation with an agent,
@@ -281,6 +285,13 @@ type Agent struct {
 	// so that neither the workflow's default nor `run --sandbox` replaces
 	// it.
 	SandboxSet bool
+	// Gateway is the agent's model gateway (`gateway:`, the workflow's
+	// when the agent sets none; nil: none): acpflow holds the provider
+	// key and the agent is pointed at a local endpoint (docs/gateway.md).
+	Gateway *Gateway
+	// GatewaySet says the file set gateway: on the agent (false
+	// included), so that the workflow's default does not replace it.
+	GatewaySet bool
 	// Reuse keeps the agent's processes alive between the steps and runs
 	// (of a batch) that start it the same way (command, args, env, auth):
 	// each step gets a session of its own on an idle one.

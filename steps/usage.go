@@ -1,6 +1,11 @@
 package steps
 
-import "math"
+import (
+	"maps"
+	"math"
+
+	"github.com/acpflow/acpflow/internal/gateway"
+)
 
 // Usage is what a step's agent reported of the tokens and money its turn
 // cost (docs/results.md#usage). A field is nil when the agent reported
@@ -25,7 +30,16 @@ type Usage struct {
 	Cost              *Cost  `json:"cost,omitempty"`
 	ContextTokens     *int64 `json:"context_tokens,omitempty"`
 	ContextSize       *int64 `json:"context_size,omitempty"`
+	// Source says who counted it: "gateway" when acpflow's model gateway
+	// metered the provider's answers (docs/gateway.md); "" when the agent
+	// reported it.
+	Source string `json:"source,omitempty"`
+	// Models is the gateway's count by model (empty without a gateway).
+	Models map[string]gateway.Usage `json:"models,omitempty"`
 }
+
+// SourceGateway is Usage.Source for usage the model gateway metered.
+const SourceGateway = "gateway"
 
 // Cost is an amount of money in an ISO 4217 currency.
 type Cost struct {
@@ -43,7 +57,9 @@ func (u *Usage) Tokens() (int64, bool) {
 
 // Empty reports whether nothing was reported at all.
 func (u *Usage) Empty() bool {
-	return u == nil || *u == Usage{}
+	return u == nil || (u.InputTokens == nil && u.OutputTokens == nil && u.TotalTokens == nil &&
+		u.ThoughtTokens == nil && u.CachedReadTokens == nil && u.CachedWriteTokens == nil &&
+		u.Cost == nil && u.ContextTokens == nil && u.ContextSize == nil && len(u.Models) == 0)
 }
 
 // Add adds o to u, field by field: a field is known in the sum when it is
@@ -54,6 +70,12 @@ func (u *Usage) Empty() bool {
 func (u *Usage) Add(o *Usage) {
 	if o == nil {
 		return
+	}
+	// A sum keeps its parts' source when they share one.
+	if u.Empty() {
+		u.Source = o.Source
+	} else if u.Source != o.Source {
+		u.Source = ""
 	}
 	add := func(dst **int64, v *int64) {
 		if v == nil {
@@ -82,6 +104,14 @@ func (u *Usage) Add(o *Usage) {
 	if o.ContextTokens != nil {
 		u.ContextTokens, u.ContextSize = o.ContextTokens, o.ContextSize
 	}
+	for m, mu := range o.Models {
+		if u.Models == nil {
+			u.Models = map[string]gateway.Usage{}
+		}
+		t := u.Models[m]
+		t.Add(mu)
+		u.Models[m] = t
+	}
 }
 
 // Clone is a deep copy of u (nil for nil).
@@ -92,6 +122,7 @@ func (u *Usage) Clone() *Usage {
 	c := &Usage{}
 	c.Add(u)
 	c.ContextTokens, c.ContextSize = ptr(u.ContextTokens), ptr(u.ContextSize)
+	c.Source, c.Models = u.Source, maps.Clone(u.Models)
 	return c
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	agentKeys   = []string{"builtin", "from", "command", "args", "env", "cwd", "auth", "preset", "mode", "config", "mcp-servers", "max-output", "reuse", "sandbox", "start-timeout", "dispose"}
+	agentKeys   = []string{"builtin", "from", "command", "args", "env", "cwd", "auth", "preset", "mode", "config", "mcp-servers", "max-output", "reuse", "sandbox", "gateway", "start-timeout", "dispose"}
 	disposeKeys = []string{"eof-grace", "eof-idle", "term-grace"}
 )
 
@@ -92,6 +92,12 @@ func (d *decoder) decodeAgent(name string, key, v *node) *steps.Agent {
 	}
 	if n := f["sandbox"]; n != nil {
 		a.Sandbox, a.SandboxSet = d.sandbox(n, ctx), true
+	}
+	if n := f["gateway"]; n != nil {
+		a.Gateway, a.GatewaySet = d.gateway(n, ctx, name), true
+		if msg := checkGateway(a); msg != "" {
+			d.at(n.pos, "%s", msg)
+		}
 	}
 	if n := f["start-timeout"]; n != nil {
 		if t, ok := d.duration(n, ctx+": start-timeout"); ok {

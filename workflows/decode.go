@@ -16,7 +16,7 @@ import (
 // The keys each mapping of the file accepts (docs/workflow.md). Decoding is strict:
 // any other key is an error with a suggestion from these lists.
 var (
-	workflowKeys = []string{"name", "description", "max-parallel", "budget", "inputs", "agents", "policies", "sandbox", "isolation", "base", "keep", "steps", "outputs"}
+	workflowKeys = []string{"name", "description", "max-parallel", "budget", "inputs", "agents", "policies", "sandbox", "gateway", "isolation", "base", "keep", "steps", "outputs"}
 	inputKeys    = []string{"type", "required", "default", "description"}
 	inputTypes   = []string{"string", "number", "boolean", "object", "array"}
 )
@@ -105,6 +105,9 @@ func (d *decoder) workflow(root *node) {
 				}
 			}
 		}
+	}
+	if n := f["gateway"]; n != nil {
+		d.defaultGateway(n)
 	}
 	d.wf.Isolation = d.isolation(root, f, "")
 	switch n := f["steps"]; {

@@ -128,6 +128,14 @@ func (d *decoder) needWarnings(env Environment) (out Errors, covered map[string]
 		if pn := at.get("preset"); pn != nil {
 			at = pn
 		}
+		if a.Gateway != nil {
+			// The gateway holds the key: the agent needs none of its own.
+			if msg := gatewayKeyWarning(a, env); msg != "" && !seen[name+"\x00"+msg] {
+				seen[name+"\x00"+msg] = true
+				out = append(out, d.make(at.pos, "warning: "+msg))
+			}
+			continue
+		}
 		msgs, judged := presetNeeds(name, a, p, stepEnv(s), engine.PoliciesOf(d.wf, s.step).Env, env)
 		for _, msg := range msgs {
 			if !seen[name+"\x00"+msg] {

@@ -42,7 +42,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "acpflow gateway: closed", http.StatusServiceUnavailable)
 		return
 	}
-	defer g.handlers.Done()
+	defer g.leave()
 	x := &exchange{Exchange: Exchange{Started: time.Now(), Method: r.Method, Path: g.secrets.string(pathOf(r.URL))}}
 	defer g.finish(x)
 	if !g.credentialOK(r) {
@@ -81,7 +81,35 @@ func (g *Gateway) enter() bool {
 		return false
 	}
 	g.handlers.Add(1)
+	g.active++
 	return true
+}
+
+// leave counts a request out, after its OnExchange.
+func (g *Gateway) leave() {
+	g.mu.Lock()
+	g.active--
+	g.mu.Unlock()
+	g.handlers.Done()
+}
+
+// Settle waits, up to limit, until no request is in flight, and reports
+// whether none is: a step whose turn ended reads its usage after the
+// last answer's OnExchange, which may run just after the agent read it.
+func (g *Gateway) Settle(limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		g.mu.Lock()
+		n := g.active
+		g.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // requestText is the request body decompressed (codex may gzip its

@@ -109,6 +109,7 @@ type Gateway struct {
 	mu      sync.Mutex
 	usage   map[string]Usage
 	closing bool // no request is counted in after it is set
+	active  int  // requests counted in and not yet reported (Settle)
 }
 
 // closeGrace is how long Close lets the streams in flight finish before it

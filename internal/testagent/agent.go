@@ -327,6 +327,7 @@ func (a *agent) prompt(t *turn) {
 		}
 		a.chunk(t.sessionID, "client said "+said+"\n")
 	}
+	a.callModel(t)
 	for _, action := range a.cfg.tries {
 		if t.isCancelled() {
 			a.endTurn(t, "cancelled")

@@ -59,6 +59,11 @@
 //	                         claude-agent-acp does when Claude Code has no credentials)
 //	-prompt-delay DUR        wait DUR before answering a prompt (a session/cancel ends the wait)
 //	-prompt-hang             never answer a prompt unless it is cancelled
+//	-call-model N            during each prompt, N times: POST a Messages request to
+//	                         $ANTHROPIC_BASE_URL/v1/messages with x-api-key $ANTHROPIC_API_KEY,
+//	                         as claude does, and add the answer's text (or, when the call
+//	                         failed, an apology naming the status) as a line of the output;
+//	                         each call is recorded as a model_call event
 //	-usage-tokens N          the prompt answer carries usage: inputTokens N-N/4, outputTokens
 //	                         N/4, totalTokens N (the turn's, as claude-agent-acp counts)
 //	-usage-json JSON         the prompt answer's usage is this JSON as given (over -usage-tokens;
@@ -155,7 +160,7 @@
 //	{"event":"prompt","params"}       {"event":"cancel","params"}
 //	{"event":"permission_answer","tool_call_id","result"|"error"}
 //	{"event":"client_error","method","code"[,"result"]}   (code 0: the client answered a result)
-//	{"event":"try","action","ok","line"}
+//	{"event":"try","action","ok","line"}   {"event":"model_call","status","text"}
 //	{"event":"crash","method"}        {"event":"hang","method","params"}
 //	{"event":"eof"}  {"event":"flushed"}  {"event":"sigterm"}
 //	{"event":"stdout_error","error"}  {"event":"lifetime_expired"}
@@ -205,6 +210,7 @@ type config struct {
 	ignoreCancel bool
 
 	usageTokens   int
+	callModel     int
 	usageJSON     json.RawMessage
 	usageUpdate   json.RawMessage
 	usageCost     float64
@@ -297,6 +303,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.promptDelay, "prompt-delay", 0, "wait before answering a prompt")
 	fs.BoolVar(&cfg.promptHang, "prompt-hang", false, "never answer a prompt unless cancelled")
 	fs.BoolVar(&cfg.ignoreCancel, "ignore-cancel", false, "ignore session/cancel (but record it)")
+	fs.IntVar(&cfg.callModel, "call-model", 0, "model calls per turn, to $ANTHROPIC_BASE_URL/v1/messages with $ANTHROPIC_API_KEY (model.go)")
 	fs.IntVar(&cfg.usageTokens, "usage-tokens", 0, "total tokens the prompt answer's usage reports")
 	fs.Float64Var(&cfg.usageCost, "usage-cost", 0, "cost per turn that a usage_update reports, cumulatively")
 	fs.StringVar(&cfg.usageCurrency, "usage-currency", "USD", "the currency of -usage-cost")

@@ -19,9 +19,10 @@ type Server struct {
 	srv    *http.Server
 	ln     net.Listener
 
-	mu   sync.Mutex
-	log  []Request
-	done chan struct{} // closed by Close: hanging replies give up
+	mu          sync.Mutex
+	log         []Request
+	credentials []string
+	done        chan struct{} // closed by Close: hanging replies give up
 }
 
 // Request is one request the server received, for assertions and for
@@ -64,7 +65,12 @@ func StartCued(script Script, cues ...Cue) (*Server, error) {
 	mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	mux.HandleFunc("POST /", s.gemini) // /v1beta/models/{model}:{method}
 	mux.HandleFunc("/", s.notFound)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.credentials = append(s.credentials, r.Method+" "+r.URL.Path+" "+credentialOf(r))
+		s.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}), ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
 }
@@ -108,6 +114,25 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.log...)
+}
+
+// Credentials are the key each request carried, as "METHOD PATH KEY", in
+// the order they came: what a test of a gateway checks the key against.
+func (s *Server) Credentials() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.credentials...)
+}
+
+// credentialOf is the key of a request, in whichever header or query
+// parameter its provider's clients send it ("" for none).
+func credentialOf(r *http.Request) string {
+	for _, h := range []string{"X-Api-Key", "X-Goog-Api-Key", "Authorization"} {
+		if v := r.Header.Get(h); v != "" {
+			return strings.TrimPrefix(v, "Bearer ")
+		}
+	}
+	return r.URL.Query().Get("key")
 }
 
 func (s *Server) record(r Request) {

@@ -50,6 +50,7 @@ func (a *attempt) continueSession(ctx, startCtx context.Context) error {
 			p.book.use(a.inv, a.cwd)
 			a.scribe.Add(p.secrets)
 			p.listen(a.scribe)
+			a.useGateway(p)
 			if a.fork {
 				return a.forkSession(startCtx, k.sessionID, true)
 			}

@@ -62,6 +62,9 @@ type proc struct {
 	// confinement is the process's sandbox (confine.go), released once it
 	// is gone; nil for none.
 	confinement *confine.Confinement
+	// gateway is the process's model gateway (gateway.go), closed once
+	// its group is gone; nil for none.
+	gateway *gatewayRoute
 
 	// secrets are the values the process's env policy kept from it or the
 	// workflow gave it explicitly: what no transcript may hold.
@@ -309,6 +312,7 @@ func (p *proc) teardown() {
 	if p.confinement != nil {
 		p.confinement.Release()
 	}
+	p.gateway.close()
 	p.spawner.ProcessEnded(p.child.Pid(), rep.Descendants)
 	td := acpagent.Teardown{
 		PID: p.child.Pid(), Tier: rep.Tier, Exit: rep.Exit, DurationMS: rep.Duration.Milliseconds(),

@@ -124,6 +124,15 @@ type attempt struct {
 	// startFailed says a start request got no answer or a refusal (the
 	// agent died, stalled or said no): what a likely cause explains.
 	startFailed bool
+	// gwPlan is the agent's gateway as this attempt resolved it (nil:
+	// none), and gwTurn what its gateway tells this attempt.
+	gwPlan *gatewayPlan
+	gwTurn *gatewayTurn
+	// metered says a gateway meters the attempt (read by its event sink,
+	// from the agent's goroutines).
+	metered atomic.Bool
+	// endTurn cancels the attempt's context with a cause.
+	endTurn context.CancelCauseFunc
 }
 
 // Run runs one attempt: start, prompt, settle (docs/acp-subagent.md). The step settles
@@ -137,9 +146,13 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 	// hold a secret it was given.
 	own := *inv
 	if inv.Events != nil {
-		own.Events = redactingSink{next: inv.Events, scribe: a.scribe}
+		own.Events = meteredSink{next: redactingSink{next: inv.Events, scribe: a.scribe}, a: a}
 	}
 	a.inv = &own
+	// The gateway ends the turn when the provider refuses for good
+	// (gateway.go): the step's context, with the refusal as its cause.
+	ctx, a.endTurn = context.WithCancelCause(ctx)
+	defer a.endTurn(nil)
 	res := a.run(ctx)
 	if res.StopReason == "" {
 		res.StopReason = steps.Error
@@ -166,6 +179,7 @@ func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result 
 		}
 		res.Usage = a.client.turnUsageSoFar()
 	}
+	a.gatewayResult(&res)
 	res.Permissions = append(early, res.Permissions...)
 	if a.prompted {
 		a.inv.Emit(steps.TurnEnd{StopReason: res.StopReason})
@@ -385,6 +399,11 @@ func (a *attempt) opened(id acp.SessionId, via string) {
 // what it gives is part of what makes two processes the same.
 func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	a.warnEmptyEnv()
+	plan, err := a.planGateway()
+	if err != nil {
+		return err
+	}
+	a.gwPlan = plan
 	env, err := a.buildEnv(ctx)
 	if err != nil {
 		return err
@@ -398,52 +417,24 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 		return ErrAbortedBeforeStart
 	}
 	sb := a.sandboxOf(a.inv.Outer)
-	var pl *pool
-	var key string
-	if a.agent.Reuse {
-		if pl = batchPool(a.inv); pl != nil {
-			// The sandbox is part of how the process was started: a
-			// confined agent never serves a step that asked for another.
-			key = reuseKey(path, args, env, a.agent.Auth+"\x00"+sb.String())
-			if p := pl.take(key, a.inv); p != nil {
-				a.p = p
-				p.book.use(a.inv, a.cwd)
-				p.listen(a.scribe)
-				a.inv.Emit(acpagent.Reused{PID: p.child.Pid()})
-				return a.checkMCP()
-			}
-		}
+	pl, key, taken := a.fromPool(path, args, env, sb)
+	if taken {
+		return a.checkMCP()
 	}
-	// After the pool's key: the directory is each process's own.
-	dir, err := presetDir(a.agent, env, args)
+	spec, held, err := a.prepareSpawn(sb, path, args, env)
 	if err != nil {
 		return err
 	}
-	spec := procgroup.Spec{Path: path, Args: args, Dir: a.cwd, OnDescendant: a.descendantSeen}
-	var c *confine.Confinement
-	if sb != nil {
-		if c, err = a.confineSpec(sb, env, &spec); err != nil {
-			if dir != "" {
-				os.RemoveAll(dir)
-			}
-			return err
-		}
-	}
-	spec.Env = policies.EnvList(env)
-	ac, err := spawn(c, spec)
+	ac, err := spawn(held.c, spec)
 	if err != nil {
-		if dir != "" {
-			os.RemoveAll(dir)
-		}
-		if c != nil {
-			c.Release()
-		}
+		held.release()
 		return fmt.Errorf("agent %s: cannot start %s: %w", a.agent.Name, path, err)
 	}
-	c.Attach(ac.child.Pid())
+	held.c.Attach(ac.child.Pid())
 	a.p = newProc(ac, a.agent, a.inv)
 	a.p.book.use(a.inv, a.cwd)
-	a.p.presetDir, a.p.confinement = dir, c
+	a.p.presetDir, a.p.confinement, a.p.gateway = held.dir, held.c, held.gw
+	a.useGateway(a.p)
 	a.p.pool, a.p.poolKey, a.p.secrets = pl, key, a.secrets
 	a.p.listen(a.scribe)
 	ac.connectTapped(a.p.handle, a.p.tapLine)
@@ -455,6 +446,79 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	}
 	a.inv.Emit(acpagent.Spawned{PID: ac.child.Pid(), StartTicks: ac.child.StartTicks(), Cwd: a.cwd})
 	return a.greet(startCtx)
+}
+
+// fromPool gives the attempt an idle process of the pool when the agent
+// is reused and one started the same way is there (taken); else it
+// returns the pool and key the new process goes back to when done.
+func (a *attempt) fromPool(path string, args []string, env map[string]string, sb *steps.Sandbox) (*pool, string, bool) {
+	if !a.agent.Reuse {
+		return nil, "", false
+	}
+	pl := batchPool(a.inv)
+	if pl == nil {
+		return nil, "", false
+	}
+	// The sandbox and the gateway are part of how the process was
+	// started: a confined agent never serves a step that asked for
+	// another.
+	key := reuseKey(path, args, env, a.agent.Auth+"\x00"+sb.String()+"\x00"+a.agent.Gateway.String())
+	p := pl.take(key, a.inv)
+	if p == nil {
+		return pl, key, false
+	}
+	a.p = p
+	p.book.use(a.inv, a.cwd)
+	p.listen(a.scribe)
+	a.useGateway(p)
+	a.inv.Emit(acpagent.Reused{PID: p.child.Pid()})
+	return pl, key, true
+}
+
+// spawnHeld is what a spawn holds besides its process, each process's
+// own (made after the pool's key): its model gateway, its preset's
+// config directory and its confinement, released together if the spawn
+// fails (else by the process's teardown).
+type spawnHeld struct {
+	gw  *gatewayRoute
+	dir string
+	c   *confine.Confinement
+}
+
+func (h spawnHeld) release() {
+	if h.dir != "" {
+		os.RemoveAll(h.dir)
+	}
+	if h.c != nil {
+		h.c.Release()
+	}
+	h.gw.close()
+}
+
+// prepareSpawn starts the gateway (pointing env at it), writes the
+// preset's files and confines the spec, in that order: the gateway's
+// variables are in the env the preset's files and the sandbox see.
+func (a *attempt) prepareSpawn(sb *steps.Sandbox, path string, args []string, env map[string]string) (procgroup.Spec, spawnHeld, error) {
+	var held spawnHeld
+	spec := procgroup.Spec{Path: path, Args: args, Dir: a.cwd, OnDescendant: a.descendantSeen}
+	var err error
+	if a.gwPlan != nil {
+		if held.gw, err = a.startGateway(env); err != nil {
+			return spec, held, err
+		}
+	}
+	if held.dir, err = presetDir(a.agent, env, args); err != nil {
+		held.release()
+		return spec, held, err
+	}
+	if sb != nil {
+		if held.c, err = a.confineSpec(sb, env, &spec); err != nil {
+			held.release()
+			return spec, held, err
+		}
+	}
+	spec.Env = policies.EnvList(env)
+	return spec, held, nil
 }
 
 // greet takes a freshly spawned agent through initialize (and
@@ -705,19 +769,19 @@ func (a *attempt) render(s string) (string, error) {
 	return a.inv.Render(s)
 }
 
-// buildEnv asks the env policy, within the outer policy, for the child's
-// environment, failing closed.
-func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
-	explicit := map[string]string{}
-	// setBy says who set each explicit name, for an outer policy's refusal.
-	setBy := map[string]string{}
-	// The secrets of the environment (redact.go): what a template
-	// produced in an explicit value, and credentials by name.
-	var secrets []string
+// explicitEnv is what the workflow sets in the agent's environment (the
+// agent's env:, the step's with.env), rendered, with who set each name,
+// and the secrets its templates produced. Under a gateway its variables
+// are left out: they are the gateway's to set.
+func (a *attempt) explicitEnv() (explicit, setBy map[string]string, secrets []string, err error) {
+	explicit, setBy = map[string]string{}, map[string]string{}
 	for k, v := range a.agent.Env {
+		if a.hidden(k) {
+			continue
+		}
 		pieces, err := redact.RenderPieces(v, a.render)
 		if err != nil {
-			return nil, fmt.Errorf("agents.%s.env.%s: %w", a.agent.Name, k, err)
+			return nil, nil, nil, fmt.Errorf("agents.%s.env.%s: %w", a.agent.Name, k, err)
 		}
 		explicit[k], setBy[k] = redact.Joined(pieces), "agent "+a.agent.Name+"'s env"
 		secrets = append(secrets, redact.Produced(pieces)...)
@@ -726,21 +790,35 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	switch env := a.inv.With["env"].(type) {
 	case map[string]any:
 		for k, v := range env {
-			explicit[k], setBy[k] = fmt.Sprint(v), stepEnv
+			if !a.hidden(k) {
+				explicit[k], setBy[k] = fmt.Sprint(v), stepEnv
+			}
 		}
 	case map[string]string:
 		for k, v := range env {
-			explicit[k], setBy[k] = v, stepEnv
+			if !a.hidden(k) {
+				explicit[k], setBy[k] = v, stepEnv
+			}
 		}
 	}
 	for k, v := range a.ownEnv {
 		if raw, ok := v.(string); ok && strings.Contains(raw, "${{") {
 			pieces, err := redact.RenderPieces(raw, a.render)
 			if err != nil {
-				return nil, fmt.Errorf("with.env.%s: %w", k, err)
+				return nil, nil, nil, fmt.Errorf("with.env.%s: %w", k, err)
 			}
 			secrets = append(secrets, redact.Produced(pieces)...)
 		}
+	}
+	return explicit, setBy, secrets, nil
+}
+
+// buildEnv asks the env policy, within the outer policy, for the child's
+// environment, failing closed.
+func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
+	explicit, setBy, secrets, err := a.explicitEnv()
+	if err != nil {
+		return nil, err
 	}
 	secrets = append(secrets, redact.CredentialValues(explicit)...)
 	secrets = append(secrets, redact.CredentialValues(a.inv.Ambient)...)
@@ -748,7 +826,7 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	req := &policies.EnvRequest{
 		Request: policies.Request{Kind: "env", Workflow: a.inv.Workflow, RunID: a.inv.RunID, Step: a.inv.StepID,
 			Agent: a.agent.Name, Workspace: a.inv.Workspace, Cwd: a.cwd},
-		Ambient:  a.inv.Ambient,
+		Ambient:  a.visibleAmbient(),
 		Explicit: explicit,
 	}
 	dec, err := a.inv.Outer.BuildEnv(ctx, a.inv.Env, req)
@@ -773,7 +851,8 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	}
 	withPWD(dec.Env, explicit, a.cwd)
 	// A module may add or change values: its credentials are secrets too.
-	a.secrets = append(secrets, redact.CredentialValues(dec.Env)...)
+	a.secrets = append(a.secrets, secrets...)
+	a.secrets = append(a.secrets, redact.CredentialValues(dec.Env)...)
 	a.scribe.Add(a.secrets)
 	names := make([]string, 0, len(dec.Env))
 	for k := range dec.Env {
