@@ -374,3 +374,30 @@ func storeWAL(state string) string {
 	b, _ := os.ReadFile(state + "-wal")
 	return string(b)
 }
+
+// Under sandbox: {network: gateway} the agent's only way out is its
+// gateway: its model calls still reach the provider with the key, and
+// the step's sandbox says what was enforced.
+func TestAnAgentSandboxedToItsGatewayStillReachesItsModel(t *testing.T) {
+	skipWithoutSandbox(t)
+	dir := t.TempDir()
+	out, rec := filepath.Join(dir, "out.json"), filepath.Join(dir, "rec.jsonl")
+	key := "sk-canary-" + rand.Text()
+	prov := startProvider(t, messagesAnswer("answered through the sandbox", 10, 5))
+	wf := gatewayWorkflow(t, dir, prov.URL, "sandbox: {network: gateway}\n", "-no-chunks", "-call-model", "1", "-record", rec)
+	r := acpflowEnv(t, dir, map[string]string{"GW_TEST_KEY": key}, nil, "run", wf, "--output", out, "--workspace", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := prov.received(); len(got) != 1 || got[0] != key+"|" {
+		t.Errorf("the provider got %d requests (%q), want one with the key", len(got), strings.ReplaceAll(strings.Join(got, ","), key, "KEY"))
+	}
+	assertAgentsGone(t, rec)
+	text := readFile(t, out)
+	if !strings.Contains(text, "answered through the sandbox") || !strings.Contains(text, `"network":"gateway"`) {
+		t.Errorf("the result lacks the answer or the sandbox's network:\n%s", text)
+	}
+	if strings.Contains(text, key) {
+		t.Error("the key is in the result")
+	}
+}

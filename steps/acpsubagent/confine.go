@@ -80,8 +80,11 @@ func relocate(p string, env map[string]string) string {
 // (makeStateDir). A sandbox the host cannot enforce, when the step does
 // not require it, is a warning and a record, not an error: the agent then
 // runs as spec already says, unconfined.
-func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *procgroup.Spec) (*confine.Confinement, error) {
+func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *procgroup.Spec, gw *gatewayRoute) (*confine.Confinement, error) {
 	r := a.confinement(sb, a.cwd, env, a.inv.Workspace, a.inv.StateFiles)
+	if gw != nil {
+		r.Gateway = gw.g // network: gateway serves it inside the sandbox
+	}
 	for _, d := range append(slices.Clone(r.StateDirs), r.Protect...) {
 		makeStateDir(d)
 	}

@@ -512,7 +512,7 @@ func (a *attempt) prepareSpawn(sb *steps.Sandbox, path string, args []string, en
 		return spec, held, err
 	}
 	if sb != nil {
-		if held.c, err = a.confineSpec(sb, env, &spec); err != nil {
+		if held.c, err = a.confineSpec(sb, env, &spec, held.gw); err != nil {
 			held.release()
 			return spec, held, err
 		}
