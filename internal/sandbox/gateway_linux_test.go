@@ -56,7 +56,12 @@ func serveHTTP(t *testing.T, h http.Handler) net.Listener {
 func (f fixture) startGateway(t *testing.T, spec Spec, g *hostGateway, op ...string) (*procgroup.Child, net.Listener) {
 	t.Helper()
 	spec.Network, spec.GatewayPort = NetworkGateway, g.port
-	c, ln, err := agentFor(t, spec, op...).StartGateway(f.env(spec), nil)
+	c, file, err := agentFor(t, spec, op...).StartGateway(f.env(spec), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.FileListener(file)
+	file.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

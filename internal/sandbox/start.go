@@ -4,15 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/acpflow/acpflow/internal/procgroup"
-	"golang.org/x/sys/unix"
 )
 
 // Start starts the agent l names in its sandbox, with env as its whole
@@ -45,13 +42,14 @@ func (l Launch) Start(env []string, onDescendant func(child int, p procgroup.Pro
 }
 
 // StartGateway is Start for network "gateway": it also returns the
-// listener on 127.0.0.1:GatewayPort in the agent's network namespace,
+// listening socket (as a file: net.FileListener) on 127.0.0.1:GatewayPort
+// in the agent's network namespace,
 // which the launcher made before it started the agent. Serve the step's
 // gateway on it (Accept works from outside the namespace) and close it
 // once the agent's group is gone; until then the agent's connections
 // to that port queue on it. A launcher that fails before it hands the
 // listener over is torn down, and the error quotes what it said.
-func (l Launch) StartGateway(env []string, onDescendant func(child int, p procgroup.Proc)) (*procgroup.Child, net.Listener, error) {
+func (l Launch) StartGateway(env []string, onDescendant func(child int, p procgroup.Proc)) (*procgroup.Child, *os.File, error) {
 	if l.spec.network() != NetworkGateway {
 		return nil, nil, fmt.Errorf("sandbox: StartGateway on network %q, which has no gateway", l.spec.network())
 	}
@@ -95,41 +93,6 @@ func (l Launch) start(env []string, onDescendant func(child int, p procgroup.Pro
 // gatewayWait bounds how long StartGateway waits for the listener: the
 // launcher sends it within milliseconds of its request, or exits.
 const gatewayWait = 30 * time.Second
-
-// receiveListener reads the listening socket the launcher sends on back
-// (handGatewayListener), which it closes.
-func receiveListener(back *os.File) (net.Listener, error) {
-	defer back.Close()
-	c, err := net.FileConn(back)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return nil, errors.New("the gateway channel is not a unix socket")
-	}
-	uc.SetReadDeadline(time.Now().Add(gatewayWait))
-	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := uc.ReadMsgUnix(buf, oob)
-	switch {
-	case errors.Is(err, io.EOF) || (err == nil && n == 0):
-		return nil, errors.New("it exited first")
-	case err != nil:
-		return nil, err
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return nil, errors.New("the launcher closed the gateway channel without a listener")
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		return nil, errors.New("the launcher sent no listener")
-	}
-	f := os.NewFile(uintptr(fds[0]), "gateway listener")
-	defer f.Close()
-	return net.FileListener(f)
-}
 
 // DismissWaiting ends every launcher started ahead and not used, and
 // waits for them to be gone; later Starts start their own again.

@@ -38,6 +38,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/acpflow/acpflow/internal/egress"
 	"github.com/acpflow/acpflow/internal/procgroup"
@@ -343,9 +344,16 @@ func (c *Confinement) Start(spec procgroup.Spec) (*procgroup.Child, error) {
 	if c.gateway == nil {
 		return c.launch.Start(spec.Env, spec.OnDescendant)
 	}
-	child, ln, err := c.launch.StartGateway(spec.Env, spec.OnDescendant)
+	child, f, err := c.launch.StartGateway(spec.Env, spec.OnDescendant)
 	if err != nil {
 		return nil, err
+	}
+	ln, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		child.Kill()
+		child.Teardown(procgroup.Ladder{EOFGrace: time.Second, TermGrace: time.Second})
+		return nil, fmt.Errorf("sandbox: the gateway's listener: %w", err)
 	}
 	c.ln = ln
 	c.gateway.Serve(ln)
