@@ -109,6 +109,7 @@ func (d *decoder) workflow(root *node) {
 	if n := f["gateway"]; n != nil {
 		d.defaultGateway(n)
 	}
+	d.checkGatewayNetwork(f["sandbox"])
 	d.wf.Isolation = d.isolation(root, f, "")
 	switch n := f["steps"]; {
 	case n != nil && n.bad:

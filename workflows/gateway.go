@@ -211,3 +211,24 @@ func gatewayKeyWarning(a *steps.Agent, env Environment) string {
 	}
 	return fmt.Sprintf("agent %q: its gateway reads the provider key from %s, which is not set in acpflow's environment: the step will fail before the agent starts", a.Name, keyEnv)
 }
+
+// checkGatewayNetwork refuses an agent whose sandbox lets it reach its
+// model gateway only (network: gateway) when it has no gateway: it could
+// reach nothing, and would fail at its spawn. wfSandbox is the workflow's
+// sandbox: node, where an agent that sets none got its network from.
+func (d *decoder) checkGatewayNetwork(wfSandbox *node) {
+	for _, name := range slices.Sorted(maps.Keys(d.agents)) {
+		a := d.agents[name]
+		if a.Sandbox == nil || a.Sandbox.Network != steps.NetworkGateway || a.Gateway != nil {
+			continue
+		}
+		at := wfSandbox
+		if a.SandboxSet {
+			at = d.agentNodes[name].get("sandbox")
+		}
+		if at == nil {
+			continue
+		}
+		d.at(at.pos, "agent %s: sandbox network: gateway lets it reach its model gateway only, and it has none: give it gateway: (docs/gateway.md), or use network: off", name)
+	}
+}

@@ -2,15 +2,12 @@ package main
 
 // End to end: sandbox: {network: gateway} (issue 37, SPEC §10 "Model
 // gateway") where there is no gateway to reach. A shell step never has
-// one: validate and run refuse it at the value, exit 2. An agent has one
-// only with gateway:; without, its step fails before the agent starts.
-// (The agent that reaches its gateway is tested in steps/confine and
-// internal/sandbox, until gateway: is wired into the step.)
+// one, and an agent only with gateway:: validate and run refuse both at
+// the value, exit 2. (The agent that reaches its gateway is
+// gateway_e2e_test.go's.)
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -33,17 +30,19 @@ func TestNetworkGatewayWithoutAGatewayIsRefused(t *testing.T) {
 			}
 		})
 	}
-	t.Run("an agent without gateway:", func(t *testing.T) {
-		record := filepath.Join(t.TempDir(), "record.jsonl")
-		body := fmt.Sprintf("name: gw\nagents:\n  a: {command: %s, args: %s, sandbox: {network: gateway}}\nsteps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: hi}\n",
-			testAgent, agentArgs("-record", record))
-		r, st := runConfined(t, t.TempDir(), ws, body, nil)
-		s := st["s"]
-		if r.code != 1 || s.Status != "failed" || !strings.Contains(s.Error, "agent a: sandbox: network: gateway") || !strings.Contains(s.Error, "only an agent with gateway: has one") {
-			t.Errorf("exit %d, step %s: %s\nwant 1 and a failed step saying the agent has no gateway", r.code, s.Status, s.Error)
-		}
-		if _, err := os.Stat(record); err == nil {
-			t.Error("the agent was started")
-		}
-	})
+	// An agent's own sandbox: or the workflow's: refused at the value.
+	for _, tt := range []struct{ name, body, at string }{
+		{"an agent's own sandbox", "agents:\n  a:\n    command: %s\n    sandbox: {network: gateway}\n", "wf.yaml:5:"},
+		{"the workflow's sandbox over an agent", "sandbox: {network: gateway}\nagents:\n  a:\n    command: %s\n", "wf.yaml:2:"},
+	} {
+		t.Run(tt.name+" without gateway:", func(t *testing.T) {
+			wf := writeWorkflow(t, t.TempDir(), "name: gw\n"+fmt.Sprintf(tt.body, testAgent)+"steps:\n  - {id: s, uses: acp-subagent, with: {agent: a, prompt: hi}}\n")
+			for _, cmd := range [][]string{{"validate", wf}, {"run", wf, "--workspace", ws}} {
+				r := acpflowEnv(t, ws, nil, nil, cmd...)
+				if r.code != 2 || !strings.Contains(r.stderr, tt.at) || !strings.Contains(r.stderr, "agent a: sandbox network: gateway") {
+					t.Errorf("%s: exit %d\n%s\nwant 2, at %s, saying the agent has no gateway", cmd[0], r.code, r.stderr, tt.at)
+				}
+			}
+		})
+	}
 }
