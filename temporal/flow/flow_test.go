@@ -2,9 +2,13 @@ package flow
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -692,4 +696,52 @@ steps:
 	if res.Status != engine.StatusSucceeded || sb == nil || !sb.Enforced || sb.Network != "off" || sb.LandlockABI == 0 {
 		t.Fatalf("status %s, sandbox %+v: want succeeded, enforced, network off", res.Status, sb)
 	}
+}
+
+// A gateway runs beside the activity, on the worker, and takes its key
+// from the worker's environment, as with: templates do: the key never
+// travels through Temporal, the provider gets it, and the step's usage is
+// the provider's, as on the CLI.
+func TestAGatewayRunsOnTheWorkerWithTheWorkersKey(t *testing.T) {
+	key := "sk-canary-" + rand.Text()
+	t.Setenv("GW_TEMPORAL_KEY", key)
+	var mu sync.Mutex
+	var got []string
+	prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5",`+
+			`"content":[{"type":"text","text":"from the provider"}],"stop_reason":"end_turn","usage":{"input_tokens":7,"output_tokens":3}}`)
+	}))
+	defer prov.Close()
+	f := newFixture(t, `name: gw
+agents:
+  caller:
+    command: TESTAGENT
+    args: ["-no-chunks", "-call-model", "1"]
+    gateway:
+      key: ${{ env.GW_TEMPORAL_KEY }}
+      upstream: `+prov.URL+`
+      api: anthropic
+      base-url-env: ANTHROPIC_BASE_URL
+      key-env: ANTHROPIC_API_KEY
+steps:
+  - {id: ask, uses: acp-subagent, with: {agent: caller, prompt: "hi"}}
+`, nil)
+	res := sameAsCLI(t, f)
+	u := res.Steps["ask"].Usage
+	if res.Status != engine.StatusSucceeded || u == nil || u.Source != "gateway" || u.InputTokens == nil || *u.InputTokens != 7 {
+		t.Fatalf("status %s, usage %+v: want succeeded, metered by the gateway (7 in)", res.Status, u)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0] != key || got[1] != key {
+		t.Errorf("the provider got %d requests, keys right: %v; want 2 (CLI and worker) with the key", len(got), []bool{len(got) > 0 && got[0] == key, len(got) > 1 && got[1] == key})
+	}
+	if b, _ := json.Marshal(res); strings.Contains(string(b), key) {
+		t.Error("the key is in the run's result")
+	}
+	f.settle(t)
 }
