@@ -326,6 +326,7 @@ func (c *Child) teardown(l Ladder) Report {
 		r.Tier = "kill"
 	}
 	r.Exit = exitWords(c.exitErr)
+	c.awaitDrained()
 	c.stdout.Close()
 	select {
 	case <-c.stderrDone:

@@ -46,3 +46,8 @@ func EnableSubreaper() error {
 // threadsSettled is never called on macOS: its process table counts no
 // threads (procInfo.threads is 1), so a zombie is dead.
 func threadsSettled(pid int) bool { return true }
+
+// fionread is the ioctl that counts the bytes waiting in a pipe: FIONREAD,
+// _IOR('f', 127, int) in <sys/filio.h>, which x/sys/unix does not name
+// for macOS.
+const fionread = 0x4004667f

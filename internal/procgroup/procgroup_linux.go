@@ -1,6 +1,10 @@
 package procgroup
 
-import "syscall"
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // IDMap is one line of a user namespace's uid or gid map (Spec's
 // UidMappings and GidMappings).
@@ -19,3 +23,7 @@ func sysProcAttr(spec Spec) (*syscall.SysProcAttr, error) {
 		AmbientCaps: spec.AmbientCaps,
 	}, nil
 }
+
+// fionread is the ioctl that counts the bytes waiting in a pipe
+// (FIONREAD, which Linux names TIOCINQ).
+const fionread = unix.TIOCINQ

@@ -326,3 +326,28 @@ func TestAKillDuringTheLadderIsReportedAsKill(t *testing.T) {
 	}
 	assertGroupGone(t, c.Pid())
 }
+
+// What a child writes to stdout as it exits reaches its reader even when
+// the reader takes it after the teardown has reaped the child: an agent's
+// last request must not be cut off by the pipe's close.
+func TestTeardownLeavesTheChildsLastWordsToItsReader(t *testing.T) {
+	c := startShell(t, t.TempDir(), `cat >/dev/null; head -c 60000 /dev/zero`)
+	read := make(chan int)
+	go func() {
+		<-c.Exited()
+		n, buf := 0, make([]byte, 1024)
+		for {
+			m, err := c.Stdout().Read(buf)
+			n += m
+			if err != nil {
+				read <- n
+				return
+			}
+			time.Sleep(2 * time.Millisecond) // a slow reader, still reading
+		}
+	}()
+	c.Teardown(Ladder{EOFGrace: time.Minute, TermGrace: time.Minute})
+	if n := <-read; n != 60000 {
+		t.Errorf("the reader got %d of the 60000 bytes the child wrote before it exited", n)
+	}
+}
