@@ -288,7 +288,12 @@ func (v *transcriptView) notification(m transcript.Message, arrow string, r *rpc
 			Title      *string      `json:"title"`
 			ToolKind   string       `json:"kind"`
 			Status     string       `json:"status"`
-			Entries    []struct {
+			// notice and compaction_update (ACP's, newer than the SDK)
+			Severity     string  `json:"severity"`
+			Description  *string `json:"description"`
+			CompactionID string  `json:"compactionId"`
+			Error        *string `json:"error"`
+			Entries      []struct {
 				Content string `json:"content"`
 				Status  string `json:"status"`
 			} `json:"entries"`
@@ -297,7 +302,7 @@ func (v *transcriptView) notification(m transcript.Message, arrow string, r *rpc
 	json.Unmarshal(r.Params, &p)
 	u := p.Update
 	switch u.Kind {
-	case "agent_message_chunk", "agent_thought_chunk", "user_message_chunk":
+	case "agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "compaction_summary_chunk":
 		if u.Content == nil || u.Content.Type != "text" {
 			v.line(m, "%s %s (%s)", arrow, u.Kind, termtext.Line(contentType(u.Content), kindMax))
 			return
@@ -330,9 +335,29 @@ func (v *transcriptView) notification(m transcript.Message, arrow string, r *rpc
 			items = append(items, "["+termtext.Line(e.Status, kindMax)+"] "+termtext.Line(e.Content, reasonMax))
 		}
 		v.block(m, arrow+" plan", strings.Join(items, "\n"))
+	case "notice":
+		v.block(m, arrow+" notice ("+termtext.Line(u.Severity, kindMax)+")", joinDetail(u.Title, u.Description))
+	case "compaction_update":
+		what := "compaction " + termtext.Line(u.CompactionID, idMax) + " " + termtext.Line(u.Status, kindMax)
+		if u.Error != nil {
+			what += ": " + termtext.Quote(*u.Error, reasonMax)
+		}
+		v.line(m, "%s %s", arrow, what)
 	default:
 		v.line(m, "%s update: %s", arrow, termtext.Line(u.Kind, kindMax))
 	}
+}
+
+// joinDetail is a notice's title with its description, if any, on the
+// lines below.
+func joinDetail(title, description *string) string {
+	var lines []string
+	for _, s := range []*string{title, description} {
+		if s != nil && *s != "" {
+			lines = append(lines, *s)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // textContent is an update's content block, as far as the view reads it.
@@ -354,9 +379,10 @@ func (v *transcriptView) flush() {
 		return
 	}
 	label := map[string]string{
-		"agent_message_chunk": "← agent",
-		"agent_thought_chunk": "← thought",
-		"user_message_chunk":  "← user message (replayed)",
+		"agent_message_chunk":      "← agent",
+		"agent_thought_chunk":      "← thought",
+		"user_message_chunk":       "← user message (replayed)",
+		"compaction_summary_chunk": "← compaction summary",
 	}[v.textKind]
 	at, text := v.textAt, v.text.String()
 	v.textKind = ""

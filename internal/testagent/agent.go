@@ -267,6 +267,9 @@ func (a *agent) prompt(t *turn) {
 	if a.cfg.usageUpdate != nil {
 		a.reportUsageAsGiven(t.sessionID)
 	}
+	for _, u := range a.cfg.updates {
+		a.wire.notify("session/update", map[string]any{"sessionId": t.sessionID, "update": u})
+	}
 	if !a.waitBeforeAnswering(t) {
 		a.endTurn(t, "cancelled")
 		return

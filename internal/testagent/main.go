@@ -70,6 +70,9 @@
 //	                         e.g. {"outputTokens": 7.5} or "lots": what a bad agent sends)
 //	-usage-update-json JSON  at the start of each turn, send a usage_update with these fields as
 //	                         given (a JSON object: used, size, cost, …)
+//	-update-json JSON        at the start of each turn, send this session update as given
+//	                         ({"sessionUpdate": "notice", ...}: kinds newer than the SDK;
+//	                         repeatable, sent in order)
 //	-usage-cost X            at the start of each turn, before any -prompt-delay or -hang,
 //	                         send a usage_update with the session's cumulative cost: X times
 //	                         the session's turns so far, in -usage-currency (default USD),
@@ -213,6 +216,7 @@ type config struct {
 	callModel     int
 	usageJSON     json.RawMessage
 	usageUpdate   json.RawMessage
+	updates       []json.RawMessage // -update-json, each sent as given at the start of each turn
 	usageCost     float64
 	usageCurrency string
 	permissions   []toolRequest
@@ -269,7 +273,7 @@ func parseFlags(args []string) (*config, error) {
 	var messageIDs string
 	var chunks, permOptions, capabilities, mcpCaps, promptCaps string
 	var stderrText, turnEndSpawn listFlag
-	var permissionJSON listFlag
+	var permissionJSON, updateJSON listFlag
 	var usageJSON, usageUpdate, agentInfo string
 
 	fs.StringVar(&cfg.stop, "stop", "end_turn", "stop reason of the prompt answer")
@@ -311,6 +315,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(&permissionJSON, "permission-json", "the params of a permission request to ask, as JSON (repeatable)")
 	fs.StringVar(&agentInfo, "agent-info", "", "the agentInfo JSON initialize answers")
 	fs.StringVar(&usageJSON, "usage-json", "", "the prompt answer's usage, as JSON given as it is")
+	fs.Var(&updateJSON, "update-json", `a session update sent at the start of each turn as given ({"sessionUpdate": KIND, ...}), as JSON (repeatable)`)
 	fs.StringVar(&usageUpdate, "usage-update-json", "", "the fields of a usage_update sent at the start of each turn, as JSON")
 	fs.Var(&unasked, "unasked", "KIND:TITLE of a tool call run without asking (repeatable)")
 	fs.BoolVar(&cfg.announceFirst, "announce-first", false, "announce each -permission call in_progress before asking")
@@ -411,6 +416,12 @@ func parseFlags(args []string) (*config, error) {
 			return nil, fmt.Errorf("-permission-json %q: want a JSON object: %v", p, err)
 		}
 		cfg.permissions = append(cfg.permissions, toolRequest{kind: "json", title: fmt.Sprint(i + 1), raw: json.RawMessage(p)})
+	}
+	for _, u := range updateJSON {
+		if !json.Valid([]byte(u)) {
+			return nil, fmt.Errorf("-update-json %q: not JSON", u)
+		}
+		cfg.updates = append(cfg.updates, json.RawMessage(u))
 	}
 	for name, v := range map[string]string{"-usage-json": usageJSON, "-usage-update-json": usageUpdate, "-agent-info": agentInfo} {
 		if v != "" && !json.Valid([]byte(v)) {
