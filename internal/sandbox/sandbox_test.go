@@ -697,6 +697,53 @@ func BenchmarkSpawn(b *testing.B) {
 			}
 		})
 	}
+	// Setup alone, what a step waits for before its agent runs: from the
+	// spawn until the agent's first byte on stdout (/bin/echo's), with
+	// its exit and teardown off the clock. The cycles above count, on top
+	// of it, what the exit costs: a sandboxed agent's launcher and
+	// namespaces are torn down before acpflow sees the process gone.
+	echo := []string{"ready"}
+	b.Run("setup/plain", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			pause()
+			b.StartTimer()
+			c, err := procgroup.Start(procgroup.Spec{Path: "/bin/echo", Args: echo, Dir: cwd})
+			if err != nil {
+				b.Fatal(err)
+			}
+			firstByte(b, c)
+			b.StopTimer()
+			wait(b, c)
+			b.StartTimer()
+		}
+	})
+	b.Run("setup/sandboxed", func(b *testing.B) {
+		spec := Spec{Cwd: cwd, TmpDir: tmp, Home: home}
+		l, _ := Command(launcher, launcherArgs, spec, "/bin/echo", echo)
+		DismissWaiting()
+		start(b, spec)
+		for b.Loop() {
+			b.StopTimer()
+			for !launcherWaiting(l) {
+				time.Sleep(time.Millisecond)
+			}
+			pause()
+			b.StartTimer()
+			l, err := Command(launcher, launcherArgs, spec, "/bin/echo", echo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, err := l.Start(nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			firstByte(b, c)
+			b.StopTimer()
+			wait(b, c)
+			b.StartTimer()
+		}
+	})
 	// What the first sandboxed step of a process pays: nothing started
 	// ahead.
 	b.Run("sandboxed-first/network=on", func(b *testing.B) {
@@ -710,6 +757,13 @@ func BenchmarkSpawn(b *testing.B) {
 		}
 	})
 	DismissWaiting()
+}
+
+// firstByte waits for the first byte c writes on stdout: the agent runs.
+func firstByte(b *testing.B, c *procgroup.Child) {
+	if _, err := io.ReadFull(c.Stdout(), make([]byte, 1)); err != nil {
+		b.Fatalf("no output: %v; %s", err, c.Stderr().String())
+	}
 }
 
 // pause is the time a step's agent would run between two spawns, long
