@@ -41,3 +41,29 @@ func (e *FieldError) Unwrap() error { return e.Err }
 func FieldErrorf(path []string, format string, args ...any) error {
 	return &FieldError{Path: path, Err: fmt.Errorf(format, args...)}
 }
+
+// WithPath is the path of a with: value, for a FieldError.
+func WithPath(keys ...string) []string {
+	return append([]string{"with"}, keys...)
+}
+
+// Describe names a raw configuration value in a message: its kind, or the
+// value itself when it is short and plain.
+func Describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "nothing"
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case bool:
+		return fmt.Sprintf("the boolean %t", x)
+	case string:
+		if x == "" {
+			return "an empty string"
+		}
+		return fmt.Sprintf("the string %q", x)
+	}
+	return fmt.Sprintf("%v", v)
+}

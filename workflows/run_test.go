@@ -60,7 +60,7 @@ func TestRunErrorsSayWhereAndWhat(t *testing.T) {
 	}{
 		{"run and uses", "    run: make\n    uses: acp-subagent\n", []string{`t.yaml:6:5: step "a": run: and uses: together: a step either runs a command line`}},
 		{"run and uses shell", "    run: make\n    uses: shell\n", []string{`t.yaml:6:5: step "a": run: and uses: together: run: is the shorthand of uses: shell`}},
-		{"run and with", "    run: make\n    with: {run: make}\n", []string{`t.yaml:6:5: step "a": with: goes with uses:; beside run:, write shell, env, cwd, sandbox on the step itself`}},
+		{"run and with", "    run: make\n    with: {run: make}\n", []string{`t.yaml:6:5: step "a": with: goes with uses:; beside run:, write shell, env, cwd, sandbox, output-schema on the step itself`}},
 		{"shell without run", "    uses: shell\n    with: {run: make}\n    shell: sh\n", []string{`t.yaml:7:5: step "a": shell: goes with run:`}},
 		{"env without run", "    uses: shell\n    with: {run: make}\n    env: {A: b}\n", []string{`t.yaml:7:5: step "a": env: goes with run:`}},
 		{"run not a string", "    run: [make]\n", []string{`t.yaml:5:10: step "a": run: want a command line (a string), got a list`}},

@@ -11,7 +11,7 @@ import (
 var stepKeys = []string{
 	"id", "name", "description", "uses", "with", "needs", "if",
 	"timeout", "retries", "continue-on-error", "policies", "for-each", "max-parallel",
-	"run", "shell", "env", "cwd", "sandbox",
+	"run", "shell", "env", "cwd", "sandbox", "output-schema",
 	"isolation", "base", "keep",
 }
 
@@ -20,7 +20,7 @@ var stepKeys = []string{
 // kind's with: key of the same name, as GitHub Actions writes them.
 const shellKind = "shell"
 
-var runKeys = []string{"shell", "env", "cwd", "sandbox"}
+var runKeys = []string{"shell", "env", "cwd", "sandbox", "output-schema"}
 
 // stepInfo is a step while the file is being checked: the engine's step
 // plus what the later checks (needs, references, Prepare) need to know.

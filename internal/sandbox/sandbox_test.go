@@ -703,12 +703,12 @@ func BenchmarkSpawn(b *testing.B) {
 	// of it, what the exit costs: a sandboxed agent's launcher and
 	// namespaces are torn down before acpflow sees the process gone.
 	echo := []string{"ready"}
-	b.Run("setup/plain", func(b *testing.B) {
+	timeSetup := func(b *testing.B, ready func(), start func() (*procgroup.Child, error)) {
 		for b.Loop() {
 			b.StopTimer()
-			pause()
+			ready()
 			b.StartTimer()
-			c, err := procgroup.Start(procgroup.Spec{Path: "/bin/echo", Args: echo, Dir: cwd})
+			c, err := start()
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -717,32 +717,30 @@ func BenchmarkSpawn(b *testing.B) {
 			wait(b, c)
 			b.StartTimer()
 		}
+	}
+	b.Run("setup/plain", func(b *testing.B) {
+		timeSetup(b, pause, func() (*procgroup.Child, error) {
+			return procgroup.Start(procgroup.Spec{Path: "/bin/echo", Args: echo, Dir: cwd})
+		})
 	})
 	b.Run("setup/sandboxed", func(b *testing.B) {
 		spec := Spec{Cwd: cwd, TmpDir: tmp, Home: home}
 		l, _ := Command(launcher, launcherArgs, spec, "/bin/echo", echo)
 		DismissWaiting()
 		start(b, spec)
-		for b.Loop() {
-			b.StopTimer()
+		ready := func() {
 			for !launcherWaiting(l) {
 				time.Sleep(time.Millisecond)
 			}
 			pause()
-			b.StartTimer()
+		}
+		timeSetup(b, ready, func() (*procgroup.Child, error) {
 			l, err := Command(launcher, launcherArgs, spec, "/bin/echo", echo)
 			if err != nil {
-				b.Fatal(err)
+				return nil, err
 			}
-			c, err := l.Start(nil, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			firstByte(b, c)
-			b.StopTimer()
-			wait(b, c)
-			b.StartTimer()
-		}
+			return l.Start(nil, nil)
+		})
 	})
 	// What the first sandboxed step of a process pays: nothing started
 	// ahead.

@@ -323,3 +323,15 @@ func hex2(c byte) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[c>>4], digits[c&0xf]})
 }
+
+// Cut is s cut to at most n bytes, not inside a character: for text kept
+// in a record or an error, where a cut character would be invalid UTF-8.
+func Cut(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -67,18 +67,18 @@ func checkAttach(with map[string]any) error {
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return steps.FieldErrorf(withPath("attach"), "with.attach: want a list of paths in the workspace, such as [README.md, docs/plan.md], got %s", describeWith(v))
+		return steps.FieldErrorf(steps.WithPath("attach"), "with.attach: want a list of paths in the workspace, such as [README.md, docs/plan.md], got %s", steps.Describe(v))
 	}
 	if len(list) > maxAttachments {
-		return steps.FieldErrorf(withPath("attach"), "with.attach: at most %d files, got %d", maxAttachments, len(list))
+		return steps.FieldErrorf(steps.WithPath("attach"), "with.attach: at most %d files, got %d", maxAttachments, len(list))
 	}
 	for i, item := range list {
 		s, ok := item.(string)
 		if !ok {
-			return steps.FieldErrorf(withPath("attach", strconv.Itoa(i)), "with.attach[%d]: want a path (a string), got %s", i, describeWith(item))
+			return steps.FieldErrorf(steps.WithPath("attach", strconv.Itoa(i)), "with.attach[%d]: want a path (a string), got %s", i, steps.Describe(item))
 		}
 		if s == "" {
-			return steps.FieldErrorf(withPath("attach", strconv.Itoa(i)), "with.attach[%d]: the path is empty", i)
+			return steps.FieldErrorf(steps.WithPath("attach", strconv.Itoa(i)), "with.attach[%d]: the path is empty", i)
 		}
 	}
 	return nil
@@ -113,12 +113,12 @@ func attachments(with map[string]any, workspace string) ([]attachment, error) {
 		for i, item := range v {
 			s, ok := item.(string)
 			if !ok {
-				return nil, fmt.Errorf("with.attach[%d]: want a path (a string), got %s", i, describeWith(item))
+				return nil, fmt.Errorf("with.attach[%d]: want a path (a string), got %s", i, steps.Describe(item))
 			}
 			paths = append(paths, s)
 		}
 	default:
-		return nil, fmt.Errorf("with.attach: want a list of paths in the workspace, got %s", describeWith(v))
+		return nil, fmt.Errorf("with.attach: want a list of paths in the workspace, got %s", steps.Describe(v))
 	}
 	if len(paths) > maxAttachments {
 		return nil, fmt.Errorf("with.attach: at most %d files, got %d", maxAttachments, len(paths))

@@ -7,6 +7,7 @@ import (
 	gojson "github.com/goccy/go-json"
 
 	"github.com/acpflow/acpflow/internal/bytesize"
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps/redact"
 )
@@ -121,7 +122,7 @@ func recordText(s string) string {
 	if len(s) <= maxRecordText {
 		return s
 	}
-	return cutUTF8(s, maxRecordText) + redact.CutMark + strconv.Itoa(len(s)) + " bytes)"
+	return termtext.Cut(s, maxRecordText) + redact.CutMark + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // recordLocations is locs as such a record keeps them: the first

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
@@ -114,7 +114,7 @@ func (t *transcriptText) write(text, messageID string) bool {
 		if len(sep) > left {
 			return false
 		}
-		text = cutUTF8(text, left-len(sep))
+		text = termtext.Cut(text, left-len(sep))
 	}
 	t.all.WriteString(sep)
 	t.all.WriteString(text)
@@ -136,17 +136,6 @@ func (t *transcriptText) newTurn() {
 	t.interrupt()
 	t.last.Reset()
 	t.messageID = ""
-}
-
-// cutUTF8 is s cut to at most n bytes, not inside a character.
-func cutUTF8(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 func (c *client) setSession(id string) {

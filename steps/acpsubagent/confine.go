@@ -152,12 +152,12 @@ func (s *subagent) CheckSandbox(c steps.SandboxCheck) error {
 	if !errors.As(err, &pe) {
 		return err
 	}
-	at := withPath("agent")
+	at := steps.WithPath("agent")
 	switch {
 	case pe.Key == "cwd" && s.withCwdSet:
-		at = withPath("cwd")
+		at = steps.WithPath("cwd")
 	case pe.Key == "write" && s.sandboxSet:
-		at = withPath("sandbox", "write")
+		at = steps.WithPath("sandbox", "write")
 	}
 	return &steps.FieldError{Path: at, Err: err}
 }

@@ -65,7 +65,7 @@ func (k *Kind) Schema() json.RawMessage { return withSchema }
 func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	name, ok := cfg.With["agent"].(string)
 	if !ok || name == "" {
-		return nil, steps.FieldErrorf(withPath("agent"), "with.agent must name an agent")
+		return nil, steps.FieldErrorf(steps.WithPath("agent"), "with.agent must name an agent")
 	}
 	agent, ok := cfg.Agents[name]
 	if !ok {
@@ -75,18 +75,18 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		}
 		sort.Strings(declared)
 		if len(declared) == 0 {
-			return nil, steps.FieldErrorf(withPath("agent"), "with.agent: unknown agent %q (the workflow declares no agents:)", name)
+			return nil, steps.FieldErrorf(steps.WithPath("agent"), "with.agent: unknown agent %q (the workflow declares no agents:)", name)
 		}
-		return nil, steps.FieldErrorf(withPath("agent"), "with.agent: unknown agent %q (declared: %s)", name, strings.Join(declared, ", "))
+		return nil, steps.FieldErrorf(steps.WithPath("agent"), "with.agent: unknown agent %q (declared: %s)", name, strings.Join(declared, ", "))
 	}
 	if cwd, ok := cfg.With["cwd"]; ok {
 		if s, _ := cwd.(string); s == "" {
-			return nil, steps.FieldErrorf(withPath("cwd"), "with.cwd is empty; omit the key to use the agent's cwd or the workspace")
+			return nil, steps.FieldErrorf(steps.WithPath("cwd"), "with.cwd is empty; omit the key to use the agent's cwd or the workspace")
 		}
 	}
 	if env, ok := cfg.With["env"]; ok {
 		if _, isMap := env.(map[string]any); !isMap {
-			return nil, steps.FieldErrorf(withPath("env"), "with.env must be a mapping of names to values")
+			return nil, steps.FieldErrorf(steps.WithPath("env"), "with.env must be a mapping of names to values")
 		}
 	}
 	if err := checkSessionKeys(cfg.With); err != nil {
@@ -105,7 +105,7 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 	}
 	s := &subagent{kind: k, id: cfg.ID, agent: agent, from: from, fork: fork, output: output}
 	if v, ok := cfg.With["mcp-servers"]; ok && v != nil {
-		s.ownMCP, _ = acpagent.MCPServersOf(v, withPath("mcp-servers")) // checked above
+		s.ownMCP, _ = acpagent.MCPServersOf(v, steps.WithPath("mcp-servers")) // checked above
 	}
 	s.ownEnv, _ = cfg.With["env"].(map[string]any)
 	if v, ok := cfg.With["cwd"].(string); ok {
@@ -119,7 +119,7 @@ func (k *Kind) Prepare(cfg steps.StepConfig) (steps.Step, error) {
 		if err != nil {
 			var fe *steps.FieldError
 			if errors.As(err, &fe) {
-				return nil, steps.FieldErrorf(withPath("sandbox"), "with.%s", fe.Err)
+				return nil, steps.FieldErrorf(steps.WithPath("sandbox"), "with.%s", fe.Err)
 			}
 			return nil, err
 		}
@@ -137,21 +137,21 @@ func continuation(with map[string]any) (from string, fork bool, err error) {
 		s, isString := v.(string)
 		switch {
 		case !isString:
-			return "", false, steps.FieldErrorf(withPath("session"), "with.session: want the id of an earlier step, got %s", describeWith(v))
+			return "", false, steps.FieldErrorf(steps.WithPath("session"), "with.session: want the id of an earlier step, got %s", steps.Describe(v))
 		case s == "":
-			return "", false, steps.FieldErrorf(withPath("session"), "with.session is empty; omit the key for a new session")
+			return "", false, steps.FieldErrorf(steps.WithPath("session"), "with.session is empty; omit the key for a new session")
 		case strings.Contains(s, "${{"):
-			return "", false, steps.FieldErrorf(withPath("session"), "with.session must name a step as written, not an expression (validate checks it)")
+			return "", false, steps.FieldErrorf(steps.WithPath("session"), "with.session must name a step as written, not an expression (validate checks it)")
 		}
 		from = s
 	}
 	if v, ok := with["fork"]; ok {
 		b, isBool := v.(bool)
 		if !isBool {
-			return "", false, steps.FieldErrorf(withPath("fork"), "with.fork: want true or false, got %s", describeWith(v))
+			return "", false, steps.FieldErrorf(steps.WithPath("fork"), "with.fork: want true or false, got %s", steps.Describe(v))
 		}
 		if b && from == "" {
-			return "", false, steps.FieldErrorf(withPath("fork"), "with.fork needs with.session: the step whose session to branch")
+			return "", false, steps.FieldErrorf(steps.WithPath("fork"), "with.fork needs with.session: the step whose session to branch")
 		}
 		fork = b
 	}
@@ -171,15 +171,15 @@ func checkSessionKeys(with map[string]any) error {
 		switch x := v.(type) {
 		case string:
 		case int, float64:
-			return steps.FieldErrorf(withPath("mode"), "with.mode: want a mode id (a string such as read-only), got the number %v; quote it if the agent's mode id is %q", x, fmt.Sprint(x))
+			return steps.FieldErrorf(steps.WithPath("mode"), "with.mode: want a mode id (a string such as read-only), got the number %v; quote it if the agent's mode id is %q", x, fmt.Sprint(x))
 		default:
-			return steps.FieldErrorf(withPath("mode"), "with.mode: want a mode id (a string such as read-only), got %s", describeWith(v))
+			return steps.FieldErrorf(steps.WithPath("mode"), "with.mode: want a mode id (a string such as read-only), got %s", steps.Describe(v))
 		}
 	}
 	if v, ok := with["config"]; ok {
 		cfg, isMap := v.(map[string]any)
 		if !isMap {
-			return steps.FieldErrorf(withPath("config"), "with.config: want a mapping of option ids to values (e.g. {model: o3}), got %s", describeWith(v))
+			return steps.FieldErrorf(steps.WithPath("config"), "with.config: want a mapping of option ids to values (e.g. {model: o3}), got %s", steps.Describe(v))
 		}
 		ids := make([]string, 0, len(cfg))
 		for id := range cfg {
@@ -188,10 +188,10 @@ func checkSessionKeys(with map[string]any) error {
 		sort.Strings(ids)
 		for _, id := range ids {
 			if id == "" {
-				return steps.FieldErrorf(withPath("config"), "with.config: an option id is empty")
+				return steps.FieldErrorf(steps.WithPath("config"), "with.config: an option id is empty")
 			}
 			if _, err := acpagent.ConfigValue(cfg[id]); err != nil {
-				return steps.FieldErrorf(withPath("config", id), "with.config.%s: %w", id, err)
+				return steps.FieldErrorf(steps.WithPath("config", id), "with.config.%s: %w", id, err)
 			}
 		}
 	}
@@ -202,39 +202,17 @@ func checkSessionKeys(with map[string]any) error {
 				break
 			}
 			if _, err := acpagent.ParseSize(x); err != nil {
-				return steps.FieldErrorf(withPath("max-output"), "with.max-output: %w", err)
+				return steps.FieldErrorf(steps.WithPath("max-output"), "with.max-output: %w", err)
 			}
 		case int, float64:
 			if _, err := acpagent.SizeOf(x); err != nil {
-				return steps.FieldErrorf(withPath("max-output"), "with.max-output: %w", err)
+				return steps.FieldErrorf(steps.WithPath("max-output"), "with.max-output: %w", err)
 			}
 		default:
-			return steps.FieldErrorf(withPath("max-output"), "with.max-output: want a size such as 8 MiB or a whole number of bytes, got %s", describeWith(v))
+			return steps.FieldErrorf(steps.WithPath("max-output"), "with.max-output: want a size such as 8 MiB or a whole number of bytes, got %s", steps.Describe(v))
 		}
 	}
 	return nil
-}
-
-// withPath is the path of a with: value, for a steps.FieldError.
-func withPath(keys ...string) []string {
-	return append([]string{"with"}, keys...)
-}
-
-// describeWith names a raw with: value in a message.
-func describeWith(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "nothing"
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	case bool:
-		return fmt.Sprintf("the boolean %t", x)
-	case string:
-		return fmt.Sprintf("the string %q", x)
-	}
-	return fmt.Sprintf("%v", v)
 }
 
 // resolveCwd finds the child's working directory: the step's cwd, else the

@@ -19,7 +19,7 @@ import (
 // checked when the step runs.
 func checkToolKeys(with map[string]any) error {
 	if v, ok := with["mcp-servers"]; ok {
-		if _, err := acpagent.MCPServersOf(v, withPath("mcp-servers")); err != nil {
+		if _, err := acpagent.MCPServersOf(v, steps.WithPath("mcp-servers")); err != nil {
 			return err
 		}
 	}

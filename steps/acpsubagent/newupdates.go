@@ -6,6 +6,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	gojson "github.com/goccy/go-json"
 
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
@@ -59,6 +60,6 @@ func (p *proc) newerUpdate(params json.RawMessage) bool {
 	if name == "" {
 		name = "unknown"
 	}
-	c.inv.Emit(acpagent.AgentUpdate{Kind: cutUTF8(name, maxUpdateKind), Update: n.Update})
+	c.inv.Emit(acpagent.AgentUpdate{Kind: termtext.Cut(name, maxUpdateKind), Update: n.Update})
 	return true
 }

@@ -59,7 +59,7 @@ func (e *nonProtocolLine) Error() string {
 // cut to maxQuotedLine bytes, escaped for a terminal.
 func (e *nonProtocolLine) quoted(scrub func(string) string) string {
 	s := scrub(string(e.head))
-	shown := cutUTF8(s, maxQuotedLine)
+	shown := termtext.Cut(s, maxQuotedLine)
 	q := termtext.Quote(shown, 0)
 	if len(shown) < len(s) || e.size > len(e.head) {
 		q += fmt.Sprintf("… (cut from %d bytes)", e.size)

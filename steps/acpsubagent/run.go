@@ -82,7 +82,7 @@ func (s *subagent) JSONShape() *steps.Shape {
 	if s.output == nil {
 		return nil
 	}
-	return s.output.shape
+	return s.output.Shape()
 }
 
 // attempt is the state of one Run.
@@ -605,7 +605,7 @@ func (a *attempt) prompt(ctx context.Context) steps.Result {
 		return res
 	}
 	for retry := 1; res.StopReason == steps.Completed; retry++ {
-		value, wrong := a.output.check(a.client.final())
+		value, wrong := a.output.Check(a.client.final())
 		if wrong == nil {
 			res.JSON = value
 			return res

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	acp "github.com/coder/acp-go-sdk"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"

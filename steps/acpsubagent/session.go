@@ -10,6 +10,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
@@ -199,7 +200,7 @@ func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered,
 		if err := g.restore(current); err != nil {
 			return fmt.Errorf("agent %s: %w", a.agent.Name, err)
 		}
-		a.inv.Emit(acpagent.ModeRestored{From: cutUTF8(current, 80), To: g.safe})
+		a.inv.Emit(acpagent.ModeRestored{From: termtext.Cut(current, 80), To: g.safe})
 		current = g.safe
 	}
 	a.client.mu.Lock()
@@ -269,7 +270,7 @@ const maxOffered = 20
 func offeredList(values []string) string {
 	shown := make([]string, 0, min(len(values), maxOffered))
 	for _, v := range values[:min(len(values), maxOffered)] {
-		shown = append(shown, cutUTF8(v, 80))
+		shown = append(shown, termtext.Cut(v, 80))
 	}
 	list := strings.Join(shown, ", ")
 	if len(values) > maxOffered {

@@ -113,7 +113,7 @@ func (c *client) judgeUnasked(f acpagent.ToolCallFields) {
 			what = rec.Title
 		}
 		c.failTurn(fmt.Errorf("agent %s ran a %s call without asking, which the permission policy would not have allowed: %q (would %s, %s rule %s%s); the turn was cancelled (unasked: fail)",
-			agentName(c.inv), rec.Kind, termtext.Sanitize(cutUTF8(what, 200)), rec.Would, rec.Policy, rec.Rule, reasonNote(rec.Reason)))
+			agentName(c.inv), rec.Kind, termtext.Sanitize(termtext.Cut(what, 200)), rec.Would, rec.Policy, rec.Rule, reasonNote(rec.Reason)))
 	}
 }
 
@@ -125,7 +125,7 @@ func reasonNote(reason string) string {
 	if reason == "" {
 		return ""
 	}
-	return ": " + termtext.Sanitize(cutUTF8(reason, 200))
+	return ": " + termtext.Sanitize(termtext.Cut(reason, 200))
 }
 
 // failTurn ends the turn with err (the first one wins): the turn cancels
@@ -199,13 +199,13 @@ func (c *client) modeChanged(id string) {
 		c.mu.Lock()
 		c.mode = g.safe
 		c.mu.Unlock()
-		c.inv.Emit(acpagent.ModeRestored{From: cutUTF8(id, 80), To: g.safe})
+		c.inv.Emit(acpagent.ModeRestored{From: termtext.Cut(id, 80), To: g.safe})
 	}()
 }
 
 // restore sets the session back from mode id to the safe mode.
 func (g *modeGuard) restore(id string) error {
-	shown := termtext.Sanitize(cutUTF8(id, 80))
+	shown := termtext.Sanitize(termtext.Cut(id, 80))
 	if g.safe == "" {
 		return fmt.Errorf("the agent switched to mode %q, in which it decides alone, and acpflow has no mode to set it back to: set mode: to one in which it asks", shown)
 	}
@@ -253,5 +253,5 @@ func (c *client) modelFailure() error {
 	if msg = strings.TrimSpace(msg); msg == "" {
 		msg = "the agent said nothing more"
 	}
-	return fmt.Errorf("agent %s reported a failed model call: %s", agentName(c.inv), termtext.Sanitize(cutUTF8(msg, 2000)))
+	return fmt.Errorf("agent %s reported a failed model call: %s", agentName(c.inv), termtext.Sanitize(termtext.Cut(msg, 2000)))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/confine"
+	"github.com/acpflow/acpflow/steps/outputschema"
 	"github.com/acpflow/acpflow/steps/redact"
 )
 
@@ -51,6 +52,19 @@ type step struct {
 	// ${{ }}, rendered at run time).
 	cwd    string
 	cwdSet bool
+	// output is with.output-schema, which stdout must match; nil: none.
+	output *outputschema.Schema
+}
+
+var _ steps.StructuredStep = (*step)(nil)
+
+// JSONShape implements steps.StructuredStep: the type output-schema gives
+// the step's value; nil without one.
+func (s *step) JSONShape() *steps.Shape {
+	if s.output == nil {
+		return nil
+	}
+	return s.output.Shape()
 }
 
 // Run implements steps.Step: resolve the cwd, ask the env policy, start
@@ -142,6 +156,7 @@ func (s *step) attempt(ctx context.Context, inv *steps.Invocation, scrub *redact
 		return failed(fmt.Errorf("cannot read the command's output: %w", err))
 	}
 	res := settle(ctx, inv, child, out)
+	res = s.checked(res)
 	if c != nil {
 		record = c.Record()
 	}
@@ -227,6 +242,23 @@ func settle(ctx context.Context, inv *steps.Invocation, child *procgroup.Child, 
 			res.Err = fmt.Errorf("%w\nstderr (last lines):\n%s", res.Err, indent(tail))
 		}
 	}
+	return res
+}
+
+// checked is res with output-schema's verdict on the stdout of a command
+// that succeeded: its value (the whole stdout as JSON, else its last
+// ```json block), or a failed step saying what does not match.
+func (s *step) checked(res steps.Result) steps.Result {
+	if res.StopReason != steps.Completed || s.output == nil {
+		return res
+	}
+	value, wrong := s.output.Check(res.Output)
+	if wrong != nil {
+		res.StopReason = steps.Error
+		res.Err = fmt.Errorf("stdout does not match with.output-schema: %s", strings.Join(wrong, "; "))
+		return res
+	}
+	res.JSON = value
 	return res
 }
 
@@ -488,9 +520,9 @@ func (s *step) CheckSandbox(c steps.SandboxCheck) error {
 	var at []string // the step: the workflow's sandbox, or its workspace
 	switch {
 	case pe.Key == "cwd" && s.cwdSet:
-		at = withPath("cwd")
+		at = steps.WithPath("cwd")
 	case pe.Key == "write" && s.sandboxSet:
-		at = withPath("sandbox", "write")
+		at = steps.WithPath("sandbox", "write")
 	}
 	return &steps.FieldError{Path: at, Err: err}
 }

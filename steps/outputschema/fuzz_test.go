@@ -1,4 +1,4 @@
-package acpsubagent
+package outputschema
 
 import (
 	"encoding/json"
@@ -48,8 +48,8 @@ func FuzzOutputSchema(f *testing.F) {
 			return
 		}
 		compiled.shapeOf()
-		o := &outputSchema{schema: compiled, retries: 1}
-		o.check(answer)
+		o := &Schema{doc: compiled, answer: "the final message"}
+		o.Check(answer)
 
 		var v any
 		if json.Unmarshal([]byte(answer), &v) != nil {

@@ -1,4 +1,4 @@
-package acpsubagent
+package outputschema
 
 import (
 	"encoding/json"
