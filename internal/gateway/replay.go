@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,15 +28,20 @@ type Answer struct {
 	// Cut says the recorded body was cut at the record limit: it cannot
 	// be given whole, and asking for it is a divergence.
 	Cut bool
+	// Request is the recorded request's body (decompressed), read for its
+	// shape (requestShape); nil matches any.
+	Request []byte
+	shape   string
 }
 
 // Replay is a model provider on loopback that answers from a recording,
 // for a gateway to forward to in place of the real one: a recorded agent
 // runs again offline, deterministic, with no key. Each request takes the
 // first recorded answer not yet given whose method and path (and model,
-// when both name one) are the request's: the recording's order, which
-// two requests racing each other for different models cannot upset. A
-// request no recorded answer is left for is the replay's divergence: it
+// when both name one) are the request's, preferring one whose request had
+// the same shape: the recording's order, which two requests racing each
+// other (claude's turn and its title, for the same model) cannot upset.
+// A request no recorded answer is left for is the replay's divergence: it
 // is answered with the provider's own error (400, not to be retried) and
 // Diverged names it.
 type Replay struct {
@@ -59,6 +66,10 @@ func StartReplay(api string, answers []Answer) (*Replay, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("replay: listen on loopback: %w", err)
+	}
+	answers = slices.Clone(answers)
+	for i := range answers {
+		answers[i].shape = requestShape(answers[i].Request)
 	}
 	r := &Replay{provider: p, ln: ln, answers: answers, given: make([]bool, len(answers))}
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
@@ -109,7 +120,8 @@ func (r *Replay) Requests() int {
 func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(req.Body, maxRequestBody))
 	path := pathOf(req.URL)
-	a, err := r.take(req.Method, path, modelOf(req.URL.Path, requestText(req.Header, body)))
+	plain := requestText(req.Header, body)
+	a, err := r.take(req.Method, path, modelOf(req.URL.Path, plain), requestShape(plain))
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Should-Retry", "false")
@@ -149,23 +161,62 @@ func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 // take gives request number n (counted here) its recorded answer, or
 // says why there is none, which is the replay's divergence.
-func (r *Replay) take(method, path, model string) (*Answer, error) {
+func (r *Replay) take(method, path, model, shape string) (*Answer, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.requests++
 	n := r.requests
+	i := r.match(method, path, model, shape)
+	if i < 0 {
+		return nil, r.diverge(fmt.Errorf("model request %d (%s %s) has no recorded answer%s", n, method, path, r.nextHint(model)))
+	}
+	r.given[i] = true
+	a := &r.answers[i]
+	if a.Cut {
+		return nil, r.diverge(fmt.Errorf("model request %d (%s %s): its recorded answer was cut at the record limit and cannot be replayed", n, method, path))
+	}
+	return a, nil
+}
+
+// match is the index of the answer a request takes, -1 for none: the
+// first left for its method, path and model whose request had its shape,
+// else the first left for them.
+func (r *Replay) match(method, path, model, shape string) int {
+	first := -1
 	for i := range r.answers {
 		a := &r.answers[i]
 		if r.given[i] || a.Method != method || a.Path != path || (a.Model != "" && model != "" && a.Model != model) {
 			continue
 		}
-		r.given[i] = true
-		if a.Cut {
-			return nil, r.diverge(fmt.Errorf("model request %d (%s %s): its recorded answer was cut at the record limit and cannot be replayed", n, method, path))
+		if shape == "" || a.shape == "" || a.shape == shape {
+			return i
 		}
-		return a, nil
+		if first < 0 {
+			first = i
+		}
 	}
-	return nil, r.diverge(fmt.Errorf("model request %d (%s %s) has no recorded answer%s", n, method, path, r.nextHint(model)))
+	return first
+}
+
+// requestShape is what tells apart two requests of an agent's that race
+// for the same path and model: how long the conversation is, how many
+// tools it offers, whether it streams. Not the text: a request holds the
+// date, the cwd and ids that change every run. "" for a body that is not
+// a JSON object (or was cut), which any shape matches.
+func requestShape(body []byte) string {
+	var q struct {
+		Messages []json.RawMessage `json:"messages"` // Anthropic, Chat Completions
+		Input    json.RawMessage   `json:"input"`    // Responses: a string or a list
+		Contents []json.RawMessage `json:"contents"` // Gemini
+		Tools    []json.RawMessage `json:"tools"`
+		Stream   bool              `json:"stream"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &q) != nil {
+		return ""
+	}
+	var input []json.RawMessage
+	_ = json.Unmarshal(q.Input, &input)
+	return fmt.Sprintf("items=%d tools=%d stream=%t", len(q.Messages)+len(input)+len(q.Contents), len(q.Tools), q.Stream)
 }
 
 // nextHint says what the recording holds instead, for a divergence.

@@ -131,3 +131,25 @@ func TestACutRecordingOrAnAbandonedRequestReplaysAsRecorded(t *testing.T) {
 		t.Errorf("a request abandoned in the recording got %d, want no answer until the agent gives up", resp.StatusCode)
 	}
 }
+
+func TestTwoRequestsForOneModelTakeTheAnswerOfTheirShape(t *testing.T) {
+	// Recorded: the turn (tools offered) first, then a title (none).
+	turn := Answer{Method: "POST", Path: "/v1/messages", Model: "m", Status: 200, Body: []byte(`{"turn":true}`),
+		Request: []byte(`{"model":"m","messages":[{"role":"user","content":"at 10:02"}],"tools":[{"name":"Bash"}],"stream":true}`)}
+	title := Answer{Method: "POST", Path: "/v1/messages", Model: "m", Status: 200, Body: []byte(`{"title":true}`),
+		Request: []byte(`{"model":"m","messages":[{"role":"user","content":"title for: at 10:02"}],"stream":true}`)}
+	g, r, _ := replayGateway(t, "anthropic", turn, title)
+	ag := agentOf("anthropic", g.cfg.Placeholder)
+	// Replayed: the title comes first this time, and the date moved on.
+	ag.body = `{"model":"m","messages":[{"role":"user","content":"title for: at 11:40"}],"stream":true}`
+	if _, _, body := call(t, g.URL(), ag); string(body) != `{"title":true}` {
+		t.Errorf("the title request got %s, want the recorded title", body)
+	}
+	ag.body = `{"model":"m","messages":[{"role":"user","content":"at 11:40"}],"tools":[{"name":"Bash"}],"stream":true}`
+	if _, _, body := call(t, g.URL(), ag); string(body) != `{"turn":true}` {
+		t.Errorf("the turn's request got %s, want the recorded turn", body)
+	}
+	if r.Diverged() != nil {
+		t.Error(r.Diverged())
+	}
+}

@@ -87,7 +87,7 @@ func (m *modelReplay) start(plan *gatewayPlan) (*modelReplay, string, error) {
 			continue // the gateway answered it itself; it will again
 		}
 		answers = append(answers, gateway.Answer{Method: x.Method, Path: x.Path, Model: x.Model, Status: x.Status,
-			ContentType: x.ContentType, Body: x.Response, Cut: x.ResponseTruncated})
+			ContentType: x.ContentType, Body: x.Response, Cut: x.ResponseTruncated, Request: x.Request})
 	}
 	srv, err := gateway.StartReplay(plan.wiring.API, answers)
 	if err != nil {
