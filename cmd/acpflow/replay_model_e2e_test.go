@@ -185,13 +185,17 @@ func TestARecordedRunReplaysAgainstTheRealAgentOffline(t *testing.T) {
 	if !strings.Contains(show.stdout, "model POST /v1/messages claude-sonnet-4-5 → 200") {
 		t.Errorf("show --transcript does not show the model exchanges:\n%s", show.stdout)
 	}
+	raw := acpflow(t, dir, "show", recorded.RunID, "--transcript", "--json", "--state", state)
+	if n := strings.Count(raw.stdout, `"dir":"model"`); n != 2 {
+		t.Errorf("show --transcript --json has %d model exchanges, want 2:\n%s", n, raw.stdout)
+	}
 	export := acpflow(t, dir, "export", recorded.RunID, "--state", state)
 	stream, _ := json.Marshal(strings.Join(messagesStream("First answer, «streamed»."), ""))
 	if !strings.Contains(export.stdout, `"exchanges"`) || !strings.Contains(export.stdout, string(stream)) {
 		t.Errorf("the export does not hold the recorded stream byte for byte:\n%s", export.stdout)
 	}
 	replayShow := acpflow(t, dir, "show", replayed.RunID, "--transcript", "--state", state)
-	for what, text := range map[string]string{"show --transcript": show.stdout + replayShow.stdout, "export": export.stdout,
+	for what, text := range map[string]string{"show --transcript": show.stdout + replayShow.stdout + raw.stdout, "export": export.stdout,
 		"store": readFile(t, state) + storeWAL(state), "replay's output": r.stdout + r.stderr} {
 		if strings.Contains(text, key) {
 			t.Errorf("the key is in the %s", what)
