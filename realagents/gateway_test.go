@@ -241,8 +241,11 @@ func TestClaudeBehindAGatewayFailsTheStepOnTheProvidersRefusal(t *testing.T) {
 }
 
 // gatewayReplayAgents are the presets whose recorded turns replay offline:
-// claude (Anthropic Messages) and the OpenAI-speaking ones.
-var gatewayReplayAgents = []string{"claude", "codex", "opencode", "qwen"}
+// claude (Anthropic Messages), codex (OpenAI Responses), qwen (OpenAI Chat
+// Completions) and gemini. opencode is not among them: the model server
+// does not know the shell tool of its openai provider, so the scripted
+// turn cannot be recorded.
+var gatewayReplayAgents = []string{"claude", "codex", "qwen", "gemini"}
 
 // A turn recorded through the gateway (record: true) replays with the
 // real agent and no model server: the agent is started again as it was,
@@ -310,6 +313,7 @@ func TestRealAgentsReplayAGatewayRecordedTurnOffline(t *testing.T) {
 				}
 			}
 			export := s.acpflow(time.Minute, "export", rec.RunID, "--state", filepath.Join(s.dir, "state.db"))
+			t.Logf("the exported recording is %d bytes", len(export.stdout))
 			if !strings.Contains(export.stdout, `"exchanges"`) {
 				t.Errorf("the export holds no model exchanges")
 			}
