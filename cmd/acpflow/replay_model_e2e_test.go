@@ -107,16 +107,16 @@ steps:
 }
 
 // replayRun replays step ask of run runID with prompt, without the key in
-// acpflow's environment.
-func replayRun(t *testing.T, dir, state, runID, prompt string) (result, replayResult) {
+// acpflow's environment; extra is more of the replay agent's keys ("": none).
+func replayRun(t *testing.T, dir, state, runID, prompt, extra string) (result, replayResult) {
 	t.Helper()
 	wf := filepath.Join(dir, "replay.yaml")
 	if err := os.WriteFile(wf, []byte(fmt.Sprintf(`name: replayed
 agents:
-  again: {builtin: replay, from: %s/ask}
+  again: {builtin: replay, from: %s/ask%s}
 steps:
   - {id: ask, uses: acp-subagent, with: {agent: again, prompt: %q}}
-`, runID, prompt)), 0o644); err != nil {
+`, runID, extra, prompt)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "replayed.json")
@@ -153,7 +153,7 @@ func TestARecordedRunReplaysAgainstTheRealAgentOffline(t *testing.T) {
 		t.Fatalf("the recording made %d model requests, want 2", n)
 	}
 
-	r, replayed := replayRun(t, dir, state, recorded.RunID, "Say it twice.")
+	r, replayed := replayRun(t, dir, state, recorded.RunID, "Say it twice.", "")
 	if r.code != 0 {
 		t.Fatalf("replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -214,13 +214,39 @@ func TestAReplayWhoseAgentAsksSomethingElseFailsNamingTheDivergence(t *testing.T
 	prov := startStreamingProvider(t, "one", "two")
 	recorded := recordModelRun(t, dir, state, rec, "sk-test-"+rand.Text(), prov)
 
-	r, replayed := replayRun(t, dir, state, recorded.RunID, "Say it thrice: model calls: 3")
+	r, replayed := replayRun(t, dir, state, recorded.RunID, "Say it thrice: model calls: 3", "")
 	if r.code != 1 {
 		t.Fatalf("replay: exit %d, want 1\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	want := "the replay diverged from the recording: model request 3 (POST /v1/messages) has no recorded answer"
 	if st := replayed.Steps["ask"]; st.Status != "failed" || !strings.Contains(st.Error, want) {
 		t.Errorf("step %s: %q, want failed with %q", st.Status, st.Error, want)
+	}
+	if n := prov.count(); n != 2 {
+		t.Errorf("the provider got %d requests during the replay, want none", n-2)
+	}
+	assertAgentsGone(t, rec)
+}
+
+// Replayed under sandbox: {network: gateway}, the agent reaches its
+// gateway and nothing else, and the turn is the recorded one: the replay
+// needs no network at all.
+func TestAReplayConfinedToItsGatewayNeedsNoNetwork(t *testing.T) {
+	skipWithoutSandbox(t)
+	dir := t.TempDir()
+	state, rec := filepath.Join(dir, "state.db"), filepath.Join(dir, "rec.jsonl")
+	prov := startStreamingProvider(t, "confined", "still confined")
+	recorded := recordModelRun(t, dir, state, rec, "sk-test-"+rand.Text(), prov)
+
+	r, replayed := replayRun(t, dir, state, recorded.RunID, "Say it twice.", ", sandbox: {network: gateway}")
+	if r.code != 0 {
+		t.Fatalf("replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got, want := replayed.Steps["ask"].Output, recorded.Steps["ask"].Output; got != want {
+		t.Errorf("replayed output %q, recorded %q", got, want)
+	}
+	if !strings.Contains(readFile(t, filepath.Join(dir, "replayed.json")), `"network":"gateway"`) {
+		t.Errorf("the replay's sandbox is not network: gateway:\n%s", readFile(t, filepath.Join(dir, "replayed.json")))
 	}
 	if n := prov.count(); n != 2 {
 		t.Errorf("the provider got %d requests during the replay, want none", n-2)

@@ -144,3 +144,16 @@ func (a *attempt) modelAgent(plan *gatewayPlan, args []string) transcript.ModelA
 	return transcript.ModelAgent{Preset: a.agent.Preset, Command: a.agent.Command, Args: args, Auth: a.agent.Auth,
 		BaseURLEnv: plan.cfg.BaseURLEnv, KeyEnv: plan.cfg.KeyEnv}
 }
+
+// replayNetwork is the sandbox of an agent that plays a recording's
+// agent side: `network: gateway` is no network for it, which has no
+// gateway and calls no model (the recorded agent of a model replay has
+// one and keeps it).
+func (a *attempt) replayNetwork(sb *steps.Sandbox) *steps.Sandbox {
+	if sb == nil || sb.Network != steps.NetworkGateway || a.agent.Builtin != replayagent.Name {
+		return sb
+	}
+	off := *sb
+	off.Network = steps.NetworkOff
+	return &off
+}

@@ -423,7 +423,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	if ctx.Err() != nil {
 		return ErrAbortedBeforeStart
 	}
-	sb := a.sandboxOf(a.inv.Outer)
+	sb := a.replayNetwork(a.sandboxOf(a.inv.Outer))
 	pl, key, taken := a.fromPool(path, args, env, sb)
 	if taken {
 		return a.checkMCP()
