@@ -239,3 +239,91 @@ func TestClaudeBehindAGatewayFailsTheStepOnTheProvidersRefusal(t *testing.T) {
 		t.Errorf("the run took %s: the turn was not ended at the refusal", r.elapsed)
 	}
 }
+
+// gatewayReplayAgents are the presets whose recorded turns replay offline:
+// claude (Anthropic Messages), codex (OpenAI Responses), qwen (OpenAI Chat
+// Completions) and gemini. opencode is not among them: the model server
+// does not know the shell tool of its openai provider, so the scripted
+// turn cannot be recorded.
+var gatewayReplayAgents = []string{"claude", "codex", "qwen", "gemini"}
+
+// A turn recorded through the gateway (record: true) replays with the
+// real agent and no model server: the agent is started again as it was,
+// its gateway answers from the recording, it runs the same tools under
+// the same policy and ends its turn with the same words; no key is read
+// (none is set) and the recording holds none.
+func TestRealAgentsReplayAGatewayRecordedTurnOffline(t *testing.T) {
+	for _, name := range gatewayReplayAgents {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s, ta := newSandbox(t), needTurnAgent(t, name)
+			canary := "sk-canary-" + rand.Text()
+			srv, err := modelserver.Start(replayScript(s.dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := fmt.Sprintf("gateway: {key: %q, upstream: %q, record: true}", canary, srv.URL()+gatewayUpstream[name])
+			agentYAML := s.turnAgentYAML(ta, srv, gw)
+			_, env := s.turnAgentEnv(ta, srv)
+			if name == "opencode" {
+				s.opencodeOnOpenAI()
+			}
+			stepYAML := fmt.Sprintf("steps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: %q}\n", replayPrompt)
+			policies := "policies:\n" + indent(recordPolicy, "  ") + "\n"
+			rec, _, r := s.flowOne("run", s.writeWorkflowFile("name: turn\nagents:\n"+agentYAML+"\n"+policies+stepYAML), "--workspace", s.dir)
+			served := len(srv.Requests())
+			srv.Close()
+			want := rec.Steps["s"]
+			if want.Status != "succeeded" || !strings.Contains(want.Output, "FINAL done") || served == 0 {
+				t.Fatalf("recording: step %+v after %d model requests\nstderr:\n%s", want.stepResult, served, r.stderr)
+			}
+			// The recorded turn's work is undone: the replay must do it again.
+			os.RemoveAll(filepath.Join(s.dir, "made"))
+			os.Remove(filepath.Join(s.dir, "written.txt"))
+
+			envJSON, _ := json.Marshal(env)
+			replayWF := fmt.Sprintf("name: turn\nagents:\n  a:\n    builtin: replay\n    from: %s/s\n    env: %s\n%s%s", rec.RunID, envJSON, policies, stepYAML)
+			start := time.Now()
+			got, es, r := s.flowOne("run", s.writeWorkflowFile(replayWF), "--workspace", s.dir)
+			g := got.Steps["s"]
+			t.Logf("recorded in %d ms with %d model requests; replayed in %s", want.DurationMS, served, time.Since(start))
+			for _, f := range []struct{ name, got, want string }{
+				{"status", g.Status, want.Status}, {"stop_reason", g.StopReason, want.StopReason},
+				{"final", g.Final, want.Final}, {"output", g.Output, want.Output},
+			} {
+				if f.got != f.want {
+					t.Errorf("replayed %s = %q, recorded %q", f.name, f.got, f.want)
+				}
+			}
+			if g.Error != "" {
+				t.Errorf("replay failed: %s\nstderr:\n%s", g.Error, r.stderr)
+			}
+			if len(g.Permissions) != len(want.Permissions) {
+				t.Errorf("replay asked %d permissions, recorded %d", len(g.Permissions), len(want.Permissions))
+			}
+			if b, err := os.ReadFile(filepath.Join(s.dir, "made", "shell.txt")); err != nil || string(b) != "recorded\n" {
+				t.Errorf("the replayed agent did not run the command again: %q, %v", b, err)
+			}
+			for _, e := range es {
+				if e["kind"] == "gateway_exchange" {
+					t.Logf("replayed exchange %v %v %v: %v", e["method"], e["path"], e["model"], e["status"])
+				}
+				if e["kind"] == "warning" {
+					t.Logf("warning: %v", e["message"])
+				}
+			}
+			export := s.acpflow(time.Minute, "export", rec.RunID, "--state", filepath.Join(s.dir, "state.db"))
+			t.Logf("the exported recording is %d bytes", len(export.stdout))
+			if !strings.Contains(export.stdout, `"exchanges"`) {
+				t.Errorf("the export holds no model exchanges")
+			}
+			store, _ := os.ReadFile(filepath.Join(s.dir, "state.db"))
+			wal, _ := os.ReadFile(filepath.Join(s.dir, "state.db-wal"))
+			for what, text := range map[string]string{"export": export.stdout, "store": string(store) + string(wal), "replay's output": r.stdout + r.stderr} {
+				if strings.Contains(text, canary) {
+					t.Errorf("the key is in the %s", what)
+				}
+			}
+		})
+	}
+}

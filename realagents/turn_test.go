@@ -123,6 +123,19 @@ steps:
 // under `agents:`, with agentYAML (reuse:, …, may be "") added under it.
 func (s *sandbox) turnAgentYAML(ta *turnAgent, srv modelEndpoint, agentYAML string) string {
 	s.t.Helper()
+	a, env := s.turnAgentEnv(ta, srv)
+	envJSON, _ := json.Marshal(env)
+	// As a user writes it: the preset, with the local install as its
+	// command. The preset keeps its own args, env, files, _meta and mode
+	// (no mode: here), which is what is under test.
+	return fmt.Sprintf("  a:\n    preset: %s\n    command: %q\n    env: %s\n%s\n%s",
+		a.Name, a.Command, envJSON, indent(a.YAML(), "    "), indent(agentYAML, "    "))
+}
+
+// turnAgentEnv sets ta up for srv and returns it with the env its
+// workflow gives it (the sandbox's mark among it).
+func (s *sandbox) turnAgentEnv(ta *turnAgent, srv modelEndpoint) (agentsetup.Agent, map[string]string) {
+	s.t.Helper()
 	a, err := agentsetup.Setup(ta.name, nodeModules, s.home, srv.URL())
 	if err != nil {
 		s.t.Fatal(err)
@@ -142,12 +155,7 @@ func (s *sandbox) turnAgentYAML(ta *turnAgent, srv modelEndpoint, agentYAML stri
 		}
 		env[k] = v
 	}
-	envJSON, _ := json.Marshal(env)
-	// As a user writes it: the preset, with the local install as its
-	// command. The preset keeps its own args, env, files, _meta and mode
-	// (no mode: here), which is what is under test.
-	return fmt.Sprintf("  a:\n    preset: %s\n    command: %q\n    env: %s\n%s\n%s",
-		a.Name, a.Command, envJSON, indent(a.YAML(), "    "), indent(agentYAML, "    "))
+	return a, env
 }
 
 // replaceUnderHome replaces old with new in every file agentsetup wrote

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/acpflow/acpflow/internal/gateway"
+	"github.com/acpflow/acpflow/internal/replayagent"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
@@ -216,10 +217,12 @@ func gatewayKeyWarning(a *steps.Agent, env Environment) string {
 // model gateway only (network: gateway) when it has no gateway: it could
 // reach nothing, and would fail at its spawn. wfSandbox is the workflow's
 // sandbox: node, where an agent that sets none got its network from.
+// A replay agent is let be: a recording with model exchanges replays the
+// real agent with a gateway, and one without plays with no network.
 func (d *decoder) checkGatewayNetwork(wfSandbox *node) {
 	for _, name := range slices.Sorted(maps.Keys(d.agents)) {
 		a := d.agents[name]
-		if a.Sandbox == nil || a.Sandbox.Network != steps.NetworkGateway || a.Gateway != nil {
+		if a.Sandbox == nil || a.Sandbox.Network != steps.NetworkGateway || a.Gateway != nil || a.Builtin == replayagent.Name {
 			continue
 		}
 		at := wfSandbox

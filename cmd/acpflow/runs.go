@@ -286,8 +286,37 @@ func writeRawTranscript(w io.Writer, f *transcript.File, step string) error {
 			bw.Write(b)
 			bw.WriteByte('\n')
 		}
+		if err := writeRawExchanges(bw, &t); err != nil {
+			return err
+		}
 	}
 	return bw.Flush()
+}
+
+// writeRawExchanges writes each model exchange an attempt's gateway
+// recorded as one JSON line after its messages, with dir "model".
+func writeRawExchanges(w *bufio.Writer, t *transcript.Step) error {
+	if t.Model == nil {
+		return nil
+	}
+	for i := range t.Model.Exchanges {
+		x := &t.Model.Exchanges[i]
+		line := struct {
+			Step     string               `json:"step"`
+			Index    *int                 `json:"index,omitempty"`
+			Attempt  int                  `json:"attempt"`
+			Dir      string               `json:"dir"`
+			AtMS     int64                `json:"at_ms"`
+			Exchange *transcript.Exchange `json:"exchange"`
+		}{t.Step, t.Index, t.Attempt, "model", x.AtMS, x}
+		b, err := json.Marshal(line)
+		if err != nil {
+			return err
+		}
+		w.Write(b)
+		w.WriteByte('\n')
+	}
+	return nil
 }
 
 // printDetail prints a run for a person. Nearly everything in it may have

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/acpflow/acpflow/internal/bytesize"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
@@ -80,13 +81,52 @@ func (v *transcriptView) step(s *transcript.Step) {
 	fmt.Fprintf(v.w, ": %d messages\n", len(s.Messages))
 	v.pending = map[string]string{}
 	v.stepID = s.Step
+	var exchanges []transcript.Exchange
+	if s.Model != nil {
+		exchanges = s.Model.Exchanges
+	}
 	for _, m := range s.Messages {
+		for len(exchanges) > 0 && exchanges[0].AtMS <= m.AtMS {
+			v.exchange(&exchanges[0])
+			exchanges = exchanges[1:]
+		}
 		v.message(m)
+	}
+	for i := range exchanges {
+		v.exchange(&exchanges[i])
 	}
 	v.flush()
 	if s.Truncated {
 		fmt.Fprintf(v.w, "  … truncated: the transcript reached its size cap and later messages were not kept\n")
 	}
+	if s.Model != nil && s.Model.Truncated {
+		fmt.Fprintf(v.w, "  … truncated: the model exchanges reached their size cap and later ones were not kept\n")
+	}
+}
+
+// exchange prints one model request the agent made through its gateway
+// (record: true) and how it was answered.
+func (v *transcriptView) exchange(x *transcript.Exchange) {
+	v.flush()
+	what := fmt.Sprintf("model %s %s", termtext.Line(x.Method, idMax), termtext.Line(x.Path, commandMax))
+	if x.Model != "" {
+		what += " " + termtext.Line(x.Model, idMax)
+	}
+	switch {
+	case x.Refused != "":
+		what += fmt.Sprintf(" → %d, refused by the gateway (%s)", x.Status, termtext.Line(x.Refused, idMax))
+	case x.Status == 0:
+		what += " → no answer (the agent gave up on it)"
+	default:
+		what += fmt.Sprintf(" → %d", x.Status)
+	}
+	if len(x.Response) > 0 {
+		what += fmt.Sprintf(" (%s, %s)", orWord(termtext.Line(x.ContentType, idMax), "no type"), bytesize.Format(int64(len(x.Response))))
+	}
+	if x.RequestTruncated || x.ResponseTruncated {
+		what += ", cut at the record limit"
+	}
+	fmt.Fprintf(v.w, "  %s  %s\n", offset(x.AtMS), what)
 }
 
 func (v *transcriptView) message(m transcript.Message) {

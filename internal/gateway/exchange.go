@@ -38,11 +38,18 @@ type Exchange struct {
 	// (0 when none came).
 	Duration  time.Duration `json:"duration"`
 	FirstByte time.Duration `json:"first_byte,omitempty"`
-	// Request and Response are the bodies (decompressed), kept only with
-	// Config.Record, each cut at Config.RecordLimit (Truncated says so).
-	Request   []byte `json:"request,omitempty"`
-	Response  []byte `json:"response,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"`
+	// ContentType is the answer's Content-Type (a stream's is
+	// text/event-stream): what a replay answers with.
+	ContentType string `json:"content_type,omitempty"`
+	// Request and Response are the bodies (the request decompressed, the
+	// answer as it came, a stream byte for byte), kept only with
+	// Config.Record, each cut at Config.RecordLimit (Truncated says so,
+	// and RequestCut or ResponseCut which).
+	Request     []byte `json:"request,omitempty"`
+	Response    []byte `json:"response,omitempty"`
+	Truncated   bool   `json:"truncated,omitempty"`
+	RequestCut  bool   `json:"-"`
+	ResponseCut bool   `json:"-"`
 }
 
 // ProviderError is an error a provider answered with: 401, 403, 429, 529,
@@ -129,6 +136,9 @@ const (
 	RefusedTooLarge   = "too-large"  // a request body over maxRequestBody
 	RefusedPath       = "path"       // a path outside Upstream's
 	RefusedUpstream   = "upstream"   // the provider could not be reached
+	// RefusedReplay is a Replay's answer to a request its recording has
+	// no answer for; the gateway forwards it as the provider's.
+	RefusedReplay = "replay"
 )
 
 // maxMessage bounds a provider's error message kept in an Exchange.

@@ -65,7 +65,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	plain := requestText(r.Header, body)
 	x.Model = g.secrets.string(modelOf(r.URL.Path, plain))
 	if g.cfg.Record {
-		x.Request, x.Truncated = g.recorded(plain)
+		x.Request, x.RequestCut = g.recorded(plain)
+		x.Truncated = x.RequestCut
 	}
 	r = r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x))
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
@@ -258,7 +259,7 @@ func budgetMessage(err error) string {
 // the proxy copies it to the agent.
 func (g *Gateway) meterResponse(resp *http.Response) error {
 	x := exchangeOf(resp.Request.Context())
-	x.Status = resp.StatusCode
+	x.Status, x.ContentType = resp.StatusCode, resp.Header.Get("Content-Type")
 	if x.Refusal != nil || resp.StatusCode == http.StatusSwitchingProtocols {
 		// A protocol switch (a WebSocket) is passed through unmetered: the
 		// proxy needs its body as it came, and no provider answers a model
@@ -338,7 +339,7 @@ func (g *Gateway) refusalResponse(req *http.Request, x *exchange, kind, msg stri
 func (g *Gateway) refusal(x *exchange, kind, msg string) (int, []byte) {
 	msg = g.secrets.message(msg)
 	status := refusalStatus[kind]
-	x.Refusal, x.Status = &Refusal{Kind: kind, Message: msg}, status
+	x.Refusal, x.Status, x.ContentType = &Refusal{Kind: kind, Message: msg}, status, "application/json"
 	body := g.provider.refusal(refusal{kind: kind, status: status, message: msg})
 	if g.cfg.Record {
 		x.Response = body
@@ -374,7 +375,8 @@ func (g *Gateway) finish(x *exchange) {
 	if x.record != nil {
 		var cut bool
 		x.Response, cut = g.recorded(x.record.buf)
-		x.Truncated = x.Truncated || cut || x.record.over
+		x.ResponseCut = cut || x.record.over
+		x.Truncated = x.Truncated || x.ResponseCut
 	}
 	if g.cfg.OnExchange != nil {
 		g.cfg.OnExchange(x.Exchange)

@@ -9,7 +9,8 @@
 //
 // One Gateway serves one step; it knows nothing of workflows, steps or
 // budgets: the caller decides through Config.Allow and learns through
-// Config.OnExchange.
+// Config.OnExchange. A Replay stands for the provider when a recorded
+// step's agent runs again against its recorded answers.
 package gateway
 
 import (

@@ -66,6 +66,7 @@ var (
 	anthropicTypes = map[string]string{
 		RefusedBudget: "rate_limit_error", RefusedCredential: "authentication_error",
 		RefusedTooLarge: "request_too_large", RefusedPath: "not_found_error", RefusedUpstream: "api_error",
+		RefusedReplay: "invalid_request_error",
 	}
 	openaiTypes = map[string][2]string{ // type, code
 		RefusedBudget:     {"insufficient_quota", "insufficient_quota"},
@@ -73,10 +74,12 @@ var (
 		RefusedTooLarge:   {"invalid_request_error", "request_too_large"},
 		RefusedPath:       {"invalid_request_error", "not_found"},
 		RefusedUpstream:   {"server_error", "upstream_unreachable"},
+		RefusedReplay:     {"invalid_request_error", "replay_diverged"},
 	}
 	geminiStatuses = map[string]string{
 		RefusedBudget: "RESOURCE_EXHAUSTED", RefusedCredential: "UNAUTHENTICATED",
 		RefusedTooLarge: "INVALID_ARGUMENT", RefusedPath: "NOT_FOUND", RefusedUpstream: "UNAVAILABLE",
+		RefusedReplay: "FAILED_PRECONDITION",
 	}
 )
 

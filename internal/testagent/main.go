@@ -63,7 +63,10 @@
 //	                         $ANTHROPIC_BASE_URL/v1/messages with x-api-key $ANTHROPIC_API_KEY,
 //	                         as claude does, and add the answer's text (or, when the call
 //	                         failed, an apology naming the status) as a line of the output;
-//	                         each call is recorded as a model_call event
+//	                         each call is recorded as a model_call event; a prompt holding
+//	                         "model calls: K" makes it K calls instead
+//	-stream-model            ask -call-model's answers as streams ("stream": true) and join
+//	                         the text deltas of the event stream
 //	-usage-tokens N          the prompt answer carries usage: inputTokens N-N/4, outputTokens
 //	                         N/4, totalTokens N (the turn's, as claude-agent-acp counts)
 //	-usage-json JSON         the prompt answer's usage is this JSON as given (over -usage-tokens;
@@ -214,6 +217,7 @@ type config struct {
 
 	usageTokens   int
 	callModel     int
+	streamModel   bool
 	usageJSON     json.RawMessage
 	usageUpdate   json.RawMessage
 	updates       []json.RawMessage // -update-json, each sent as given at the start of each turn
@@ -308,6 +312,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&cfg.promptHang, "prompt-hang", false, "never answer a prompt unless cancelled")
 	fs.BoolVar(&cfg.ignoreCancel, "ignore-cancel", false, "ignore session/cancel (but record it)")
 	fs.IntVar(&cfg.callModel, "call-model", 0, "model calls per turn, to $ANTHROPIC_BASE_URL/v1/messages with $ANTHROPIC_API_KEY (model.go)")
+	fs.BoolVar(&cfg.streamModel, "stream-model", false, "ask -call-model's answers as event streams (model.go)")
 	fs.IntVar(&cfg.usageTokens, "usage-tokens", 0, "total tokens the prompt answer's usage reports")
 	fs.Float64Var(&cfg.usageCost, "usage-cost", 0, "cost per turn that a usage_update reports, cumulatively")
 	fs.StringVar(&cfg.usageCurrency, "usage-currency", "USD", "the currency of -usage-cost")

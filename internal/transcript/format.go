@@ -23,6 +23,7 @@ type stepJSON struct {
 	Messages    []Message          `json:"messages"`
 	Permissions []permissionRecord `json:"permissions,omitempty"`
 	Spawn       *Spawn             `json:"spawn,omitempty"`
+	Model       *Model             `json:"model,omitempty"`
 }
 
 // permissionRecord is a policies.PermissionRecord as the format writes it.
@@ -67,7 +68,7 @@ func (s *Step) UnmarshalJSON(b []byte) error {
 // file is s as the format writes it.
 func (s *Step) file() *stepJSON {
 	f := &stepJSON{Step: s.Step, Index: s.Index, Attempt: s.Attempt, Agent: s.Agent, Truncated: s.Truncated,
-		Messages: s.Messages, Spawn: s.Spawn}
+		Messages: s.Messages, Spawn: s.Spawn, Model: s.Model}
 	if s.Permissions != nil {
 		f.Permissions = make([]permissionRecord, len(s.Permissions))
 		for i, p := range s.Permissions {
@@ -80,7 +81,7 @@ func (s *Step) file() *stepJSON {
 // step is the Step f describes.
 func (f *stepJSON) step() Step {
 	s := Step{Step: f.Step, Index: f.Index, Attempt: f.Attempt, Agent: f.Agent, Truncated: f.Truncated,
-		Messages: f.Messages, Spawn: f.Spawn}
+		Messages: f.Messages, Spawn: f.Spawn, Model: f.Model}
 	if f.Permissions != nil {
 		s.Permissions = make([]policies.PermissionRecord, len(f.Permissions))
 		for i, r := range f.Permissions {

@@ -38,6 +38,17 @@ func everyField() *transcript.File {
 			}},
 			Spawn: &transcript.Spawn{Policy: policies.SourceWorkflow, Rule: "1", Deny: "no", Cwd: "/ws",
 				Ambient: []string{"HOME", "PATH"}, Explicit: []string{"K"}, Env: []string{"PATH"}},
+			Model: &transcript.Model{
+				Agent: transcript.ModelAgent{Preset: "claude", Command: "npx", Args: []string{"-y", "pkg"}, Auth: "key",
+					Mode: "default", Config: map[string]string{"model": "sonnet"}, BaseURLEnv: "BASE", KeyEnv: "KEY"},
+				API: "anthropic", Upstream: "https://api.anthropic.com",
+				Exchanges: []transcript.Exchange{{AtMS: 30, Method: "POST", Path: "/v1/messages", Model: "claude-sonnet-4-5",
+					Status: 200, ContentType: "text/event-stream", Refused: "budget",
+					Request: transcript.Body(`{"model":"claude-sonnet-4-5"}`), Response: transcript.Body("event: ping\ndata: {}\n\n"),
+					RequestTruncated: true, ResponseTruncated: true},
+					{AtMS: 40, Method: "POST", Path: "/v1/messages", Status: 200, Response: transcript.Body{0xff, 0x00, 'x'}}},
+				Truncated: true,
+			},
 		},
 		{Step: "bare", Attempt: 1, Messages: []transcript.Message{}},
 	}}

@@ -52,6 +52,8 @@ type Step struct {
 	// Spawn is nil when the attempt asked no env policy (it continued a
 	// session on a live process) or was recorded before spawns were.
 	Spawn *Spawn
+	// Model is nil unless the agent's gateway recorded its exchanges.
+	Model *Model
 }
 
 // Spawn is what the env policy decided before an attempt's spawn, by name

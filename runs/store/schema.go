@@ -217,4 +217,11 @@ ALTER TABLE steps ADD COLUMN exit_code INTEGER;
 ALTER TABLE runs ADD COLUMN worktrees_json TEXT;
 CREATE INDEX runs_with_worktrees ON runs (started_at) WHERE worktrees_json IS NOT NULL;
 `,
+	// 13: the model side of a step attempt whose gateway recorded
+	// (transcript.Model: the agent that ran and its model exchanges, keys
+	// removed) as JSON, which `builtin: replay` plays against the real
+	// agent; NULL for every other attempt.
+	`
+ALTER TABLE transcripts ADD COLUMN model_json TEXT;
+`,
 }

@@ -46,7 +46,7 @@ const (
 	endChildSQL       = `UPDATE children SET ended_at = ? WHERE run_id = ? AND step_id = ? AND pid = ? AND ended_at IS NULL`
 	runStartedSQL     = `SELECT started_at FROM runs WHERE id = ?`
 	finishRunSQL      = `UPDATE runs SET status = ?, error = ?, outputs_json = ?, ended_at = ?, duration_ms = ? WHERE id = ?`
-	saveTranscriptSQL = `INSERT OR REPLACE INTO transcripts (run_id, step_id, item, attempt, agent, truncated, messages_json, spawn_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	saveTranscriptSQL = `INSERT OR REPLACE INTO transcripts (run_id, step_id, item, attempt, agent, truncated, messages_json, spawn_json, model_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 var insertEventsSQL = insertEventSQL + strings.Repeat(`, (?, ?, ?, ?, ?)`, eventsPerInsert-1)

@@ -29,17 +29,29 @@ func (s *Store) SaveTranscript(ctx context.Context, runID string, t *transcript.
 	if t.Truncated {
 		truncated = 1
 	}
-	var spawn sql.NullString
-	if t.Spawn != nil {
-		b, err := json.Marshal(t.Spawn)
-		if err != nil {
-			return fmt.Errorf("store: spawn of step %s of run %s: %w", t.Step, runID, err)
-		}
-		spawn = sql.NullString{String: string(b), Valid: true}
+	spawn, err := nullJSON(t.Spawn != nil, t.Spawn)
+	if err != nil {
+		return fmt.Errorf("store: spawn of step %s of run %s: %w", t.Step, runID, err)
+	}
+	model, err := nullJSON(t.Model != nil, t.Model)
+	if err != nil {
+		return fmt.Errorf("store: model exchanges of step %s of run %s: %w", t.Step, runID, err)
 	}
 	// One statement, prepared: it is written for every step of every run.
 	return s.exec(durable(ctx), fmt.Sprintf("store: save the transcript of step %s of run %s", t.Step, runID),
-		&s.stmts.saveTranscript, runID, t.Step, item, t.Attempt, t.Agent, truncated, string(body), spawn)
+		&s.stmts.saveTranscript, runID, t.Step, item, t.Attempt, t.Agent, truncated, string(body), spawn, model)
+}
+
+// nullJSON is v as JSON when set, else NULL.
+func nullJSON(set bool, v any) (sql.NullString, error) {
+	if !set {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return sql.NullString{}, err
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
 }
 
 // Transcripts reads a run's transcripts, in the order of its steps (file
@@ -49,7 +61,7 @@ func (s *Store) Transcripts(ctx context.Context, runID string) ([]transcript.Ste
 	if err := s.Ready(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT t.step_id, t.item, t.attempt, t.agent, t.truncated, t.messages_json, t.spawn_json
+	rows, err := s.r.QueryContext(ctx, `SELECT t.step_id, t.item, t.attempt, t.agent, t.truncated, t.messages_json, t.spawn_json, t.model_json
 FROM transcripts t LEFT JOIN steps s ON s.run_id = t.run_id AND s.step_id = t.step_id
 WHERE t.run_id = ? ORDER BY COALESCE(s.ord, 0), t.step_id, t.item, t.attempt`, runID)
 	if err != nil {
@@ -61,8 +73,8 @@ WHERE t.run_id = ? ORDER BY COALESCE(s.ord, 0), t.step_id, t.item, t.attempt`, r
 		var t transcript.Step
 		var item, truncated int
 		var body string
-		var spawn sql.NullString
-		if err := rows.Scan(&t.Step, &item, &t.Attempt, &t.Agent, &truncated, &body, &spawn); err != nil {
+		var spawn, model sql.NullString
+		if err := rows.Scan(&t.Step, &item, &t.Attempt, &t.Agent, &truncated, &body, &spawn, &model); err != nil {
 			return nil, fmt.Errorf("store: read the transcripts of run %s: %w", runID, err)
 		}
 		if item >= 0 {
@@ -76,6 +88,12 @@ WHERE t.run_id = ? ORDER BY COALESCE(s.ord, 0), t.step_id, t.item, t.attempt`, r
 			t.Spawn = &transcript.Spawn{}
 			if err := json.Unmarshal([]byte(spawn.String), t.Spawn); err != nil {
 				return nil, fmt.Errorf("store: the spawn of step %s of run %s: %w", t.Step, runID, err)
+			}
+		}
+		if model.Valid {
+			t.Model = &transcript.Model{}
+			if err := json.Unmarshal([]byte(model.String), t.Model); err != nil {
+				return nil, fmt.Errorf("store: the model exchanges of step %s of run %s: %w", t.Step, runID, err)
 			}
 		}
 		out = append(out, t)

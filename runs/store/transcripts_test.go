@@ -83,3 +83,36 @@ func TestATranscriptRecordedBeforeSpawnsWereKeptReadsWithoutOne(t *testing.T) {
 		t.Errorf("the old transcript reads back as %+v", got)
 	}
 }
+
+func TestATranscriptKeepsItsModelExchangesAndOneWithoutStaysWithout(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	if err := s.CreateRun(ctx, Run{ID: "run-1"}); err != nil {
+		t.Fatal(err)
+	}
+	model := &transcript.Model{
+		Agent: transcript.ModelAgent{Preset: "claude", Command: "npx", Args: []string{"-y", "pkg"}, Mode: "default"},
+		API:   "anthropic", Upstream: "https://api.anthropic.com",
+		Exchanges: []transcript.Exchange{{AtMS: 5, Method: "POST", Path: "/v1/messages", Model: "claude-sonnet-4-5", Status: 200,
+			ContentType: "text/event-stream", Request: transcript.Body(`{"stream":true}`),
+			Response: transcript.Body("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")},
+			{AtMS: 9, Method: "POST", Path: "/v1/messages", Status: 200, Response: transcript.Body{0xff, 0xfe}}},
+	}
+	recorded := transcript.Step{Step: "ask", Attempt: 1, Agent: "claude", Messages: []transcript.Message{}, Model: model}
+	plain := transcript.Step{Step: "ask", Attempt: 2, Agent: "claude", Messages: []transcript.Message{}}
+	for _, st := range []transcript.Step{recorded, plain} {
+		if err := s.SaveTranscript(ctx, "run-1", &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Transcripts(ctx, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !reflect.DeepEqual(got[0].Model, model) {
+		t.Fatalf("model read back = %+v, want %+v", got[0].Model, model)
+	}
+	if got[1].Model != nil {
+		t.Errorf("an attempt saved without exchanges reads back with %+v", got[1].Model)
+	}
+}

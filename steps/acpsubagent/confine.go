@@ -28,15 +28,16 @@ func (s *subagent) sandboxOf(outer policies.Outer) *steps.Sandbox {
 // confinement is what the agent's sandbox asks of package confine, for an
 // agent in cwd with env (its HOME, "" for acpflow's user's, and the
 // variables that move its state: homeVars): the agent's part of it is its
-// preset's state dirs, writable, and settings, read-only.
-func (s *subagent) confinement(sb *steps.Sandbox, cwd string, env map[string]string, workspace string, stateFiles []string) confine.Request {
+// preset's state dirs, writable, and settings, read-only. agent is the
+// step's, or the recorded one a replay runs.
+func (s *subagent) confinement(agent *steps.Agent, sb *steps.Sandbox, cwd string, env map[string]string, workspace string, stateFiles []string) confine.Request {
 	home := env["HOME"]
-	r := confine.Request{Who: "agent " + s.agent.Name, Sandbox: sb, Cwd: cwd, Workspace: workspace,
+	r := confine.Request{Who: "agent " + agent.Name, Sandbox: sb, Cwd: cwd, Workspace: workspace,
 		Home: home, StateFiles: stateFiles, Self: s.kind.Self}
 	if home == "" {
 		home = confine.UserHome()
 	}
-	if p, ok := acpagent.LookupPreset(s.agent.Preset); ok && filepath.IsAbs(home) {
+	if p, ok := acpagent.LookupPreset(agent.Preset); ok && filepath.IsAbs(home) {
 		for _, d := range p.StateDirs {
 			r.StateDirs = append(r.StateDirs, confine.Resolve(relocate(d, env), home, workspace))
 		}
@@ -81,7 +82,7 @@ func relocate(p string, env map[string]string) string {
 // not require it, is a warning and a record, not an error: the agent then
 // runs as spec already says, unconfined.
 func (a *attempt) confineSpec(sb *steps.Sandbox, env map[string]string, spec *procgroup.Spec, gw *gatewayRoute) (*confine.Confinement, error) {
-	r := a.confinement(sb, a.cwd, env, a.inv.Workspace, a.inv.StateFiles)
+	r := a.confinement(a.agent, sb, a.cwd, env, a.inv.Workspace, a.inv.StateFiles)
 	if gw != nil {
 		r.Gateway = gw.g // network: gateway serves it inside the sandbox
 	}
@@ -147,7 +148,7 @@ func (s *subagent) CheckSandbox(c steps.SandboxCheck) error {
 			env[k] = v
 		}
 	}
-	err := s.confinement(sb, cwd, env, c.Workspace, c.StateFiles).Check()
+	err := s.confinement(s.agent, sb, cwd, env, c.Workspace, c.StateFiles).Check()
 	var pe *confine.PathError
 	if !errors.As(err, &pe) {
 		return err

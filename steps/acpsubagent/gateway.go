@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/internal/gateway"
+	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/steps/redact"
@@ -54,6 +55,11 @@ func (a *attempt) planGateway() (*gatewayPlan, error) {
 	plan := &gatewayPlan{cfg: cfg, wiring: w, upstream: cfg.Upstream}
 	if plan.upstream == "" {
 		plan.upstream = steps.DefaultUpstream[w.API]
+	}
+	if a.replay != nil {
+		plan.key = replayKey()
+		a.scribe.Add([]string{plan.key})
+		return plan, nil
 	}
 	key, err := a.gatewayKey(plan, where)
 	if err != nil {
@@ -110,6 +116,12 @@ func (a *attempt) visibleAmbient() map[string]string {
 type gatewayRoute struct {
 	g           *gateway.Gateway
 	placeholder string
+	// model is what a step using the process keeps of its model side
+	// when the gateway records (nil: it does not): the agent, its API and
+	// upstream; replay is the recording the gateway forwards to instead
+	// of the provider (nil: none).
+	model  *transcript.Model
+	replay *modelReplay
 
 	mu  sync.Mutex
 	cur *gatewayTurn
@@ -118,8 +130,10 @@ type gatewayRoute struct {
 // gatewayTurn is what one attempt learnt from the gateway.
 type gatewayTurn struct {
 	inv *steps.Invocation
+	// scribe keeps the exchanges when the gateway records.
+	scribe *scribe
 	// end cancels the attempt's turn with a cause; ended is the refusal
-	// it was ended on (nil: none).
+	// (or the replay's divergence) it was ended on (nil: none).
 	end   context.CancelCauseFunc
 	ended error
 
@@ -130,22 +144,35 @@ type gatewayTurn struct {
 	last      *gateway.Exchange
 }
 
-// startGateway starts the process's gateway and points env at it.
-func (a *attempt) startGateway(env map[string]string) (*gatewayRoute, error) {
+// startGateway starts the process's gateway and points env at it; args
+// are the agent's, as spawned, which a recording keeps. A replay's
+// gateway forwards to the recording instead of the provider.
+func (a *attempt) startGateway(env map[string]string, args []string) (*gatewayRoute, error) {
 	plan := a.gwPlan
 	r := &gatewayRoute{placeholder: gateway.NewPlaceholder()}
+	if plan.cfg.Record {
+		r.model = &transcript.Model{Agent: a.modelAgent(plan, args), API: plan.wiring.API, Upstream: plan.upstream}
+	}
+	upstream := plan.upstream
+	if a.replay != nil {
+		var err error
+		if r.replay, upstream, err = a.replay.start(plan); err != nil {
+			return nil, fmt.Errorf("agents.%s: %w", a.agent.Name, err)
+		}
+	}
 	g, err := gateway.Start(gateway.Config{
-		Provider: plan.wiring.API, Upstream: plan.upstream, Key: plan.key, Placeholder: r.placeholder,
+		Provider: plan.wiring.API, Upstream: upstream, Key: plan.key, Placeholder: r.placeholder,
 		Prices: plan.cfg.Prices, Allow: r.allow, OnExchange: r.exchange, Record: plan.cfg.Record,
 		Retry: gateway.Retry{Attempts: plan.cfg.Retry},
 	})
 	if err != nil {
+		r.replay.close()
 		return nil, fmt.Errorf("agents.%s.gateway: %w", a.agent.Name, err)
 	}
 	r.g = g
 	a.scribe.Add([]string{r.placeholder})
 	if err := pointAtGateway(plan, env, g.URL(), r.placeholder); err != nil {
-		g.Close()
+		r.close()
 		return nil, fmt.Errorf("agents.%s.gateway: %w", a.agent.Name, err)
 	}
 	return r, nil
@@ -179,8 +206,8 @@ func pointAtGateway(plan *gatewayPlan, env map[string]string, url, placeholder s
 }
 
 // attach makes the attempt the one the gateway reports to.
-func (r *gatewayRoute) attach(inv *steps.Invocation, end context.CancelCauseFunc) *gatewayTurn {
-	t := &gatewayTurn{inv: inv, end: end}
+func (r *gatewayRoute) attach(inv *steps.Invocation, end context.CancelCauseFunc, sc *scribe) *gatewayTurn {
+	t := &gatewayTurn{inv: inv, end: end, scribe: sc}
 	r.mu.Lock()
 	r.cur = t
 	r.mu.Unlock()
@@ -230,9 +257,16 @@ func (r *gatewayRoute) exchange(x gateway.Exchange) {
 	t.exchanges++
 	t.last = &x
 	var end error
-	if final(&x) && t.ended == nil {
-		end = refusalError(&x)
+	if t.ended == nil {
+		if err := r.replay.diverged(); err != nil {
+			end = err
+		} else if final(&x) {
+			end = refusalError(&x)
+		}
 		t.ended = end
+	}
+	if r.model != nil {
+		t.scribe.exchange(recordedExchange(&x), x.Started)
 	}
 	var report *steps.Usage
 	if x.Metered {
@@ -268,11 +302,26 @@ func final(x *gateway.Exchange) bool {
 	return k == gateway.ErrorAuthentication || k == gateway.ErrorQuota
 }
 
-// close stops the gateway once the agent's group is gone; nil has none.
+// close stops the gateway once the agent's group is gone, and the
+// recording it forwarded to; nil has none.
 func (r *gatewayRoute) close() {
 	if r != nil {
-		r.g.Close()
+		if r.g != nil {
+			r.g.Close()
+		}
+		r.replay.close()
 	}
+}
+
+// recordedExchange is x as a transcript keeps it.
+func recordedExchange(x *gateway.Exchange) transcript.Exchange {
+	rx := transcript.Exchange{Method: x.Method, Path: x.Path, Model: x.Model, Status: x.Status,
+		ContentType: x.ContentType, Request: x.Request, Response: x.Response,
+		RequestTruncated: x.RequestCut, ResponseTruncated: x.ResponseCut}
+	if x.Refusal != nil {
+		rx.Refused = x.Refusal.Kind
+	}
+	return rx
 }
 
 // stepUsage is one exchange's usage in a step's terms.
@@ -338,7 +387,10 @@ func (a *attempt) useGateway(p *proc) {
 		return
 	}
 	a.scribe.Add([]string{p.gateway.placeholder})
-	a.gwTurn = p.gateway.attach(a.inv, a.endTurn)
+	if m := p.gateway.model; m != nil {
+		a.scribe.recordModel(*m)
+	}
+	a.gwTurn = p.gateway.attach(a.inv, a.endTurn, a.scribe)
 	a.metered.Store(true)
 }
 
@@ -351,6 +403,7 @@ func (a *attempt) gatewayResult(res *steps.Result) {
 		return
 	}
 	a.p.gateway.detach(a.gwTurn)
+	a.p.gateway.replay.settle(a, res)
 	// The agent's own figures are not the step's, even when the gateway
 	// metered nothing (no model request ended): unknown, never the
 	// agent's word. What its context holds is the agent's to say.

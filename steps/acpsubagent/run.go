@@ -88,6 +88,12 @@ func (s *subagent) JSONShape() *steps.Shape {
 // attempt is the state of one Run.
 type attempt struct {
 	*subagent
+	// agent is the step's agent, or for a replay of a recorded model side
+	// the recorded agent (replay.go); the subagent's is left as it is.
+	agent *steps.Agent
+	// replay is the recording a replayed agent's gateway answers from
+	// (nil: none).
+	replay *modelReplay
 	inv    *steps.Invocation
 	cwd    string
 	client *client
@@ -141,7 +147,7 @@ type attempt struct {
 // run still does. A process that a later step continues, or that the pool
 // takes back, outlives the step (proc.release).
 func (s *subagent) Run(ctx context.Context, inv *steps.Invocation) steps.Result {
-	a := &attempt{subagent: s, scribe: newScribe(s.agent.Name, nil, inv.Workspace)}
+	a := &attempt{subagent: s, agent: s.agent, scribe: newScribe(s.agent.Name, nil, inv.Workspace)}
 	// Every event of the attempt passes the scribe: the agent's words may
 	// hold a secret it was given.
 	own := *inv
@@ -287,6 +293,7 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 	if ctx.Err() != nil {
 		return steps.Result{StopReason: steps.Aborted, Err: ErrAbortedBeforeStart}
 	}
+	a.replayModel()
 	cwd, err := resolveCwd(a.inv, a.agent)
 	if err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
@@ -416,7 +423,7 @@ func (a *attempt) obtain(ctx, startCtx context.Context) error {
 	if ctx.Err() != nil {
 		return ErrAbortedBeforeStart
 	}
-	sb := a.sandboxOf(a.inv.Outer)
+	sb := a.replayNetwork(a.sandboxOf(a.inv.Outer))
 	pl, key, taken := a.fromPool(path, args, env, sb)
 	if taken {
 		return a.checkMCP()
@@ -503,7 +510,7 @@ func (a *attempt) prepareSpawn(sb *steps.Sandbox, path string, args []string, en
 	spec := procgroup.Spec{Path: path, Args: args, Dir: a.cwd, OnDescendant: a.descendantSeen}
 	var err error
 	if a.gwPlan != nil {
-		if held.gw, err = a.startGateway(env); err != nil {
+		if held.gw, err = a.startGateway(env, args); err != nil {
 			return spec, held, err
 		}
 	}

@@ -3,6 +3,7 @@ package acpsubagent
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +26,8 @@ type scribe struct {
 	session string
 	t       transcript.Step
 	size    int
+	// modelSize is the JSON of the model exchanges kept (t.Model).
+	modelSize int
 }
 
 // newScribe starts a transcript of an attempt by agent, scrubbing secrets
@@ -89,7 +92,70 @@ func (s *scribe) done() *transcript.Step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.t
+	if t.Model != nil {
+		m := *t.Model
+		m.Exchanges = slices.Clip(m.Exchanges)
+		t.Model = &m
+	}
 	return &t
+}
+
+// recordModel starts keeping the attempt's model side: its gateway
+// records (record: true). The agent's args are scrubbed like any line.
+func (s *scribe) recordModel(m transcript.Model) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m.Agent.Args = slices.Clone(m.Agent.Args)
+	for i, a := range m.Agent.Args {
+		m.Agent.Args[i] = s.Text(a)
+	}
+	m.Exchanges = []transcript.Exchange{}
+	s.t.Model = &m
+}
+
+// modelSession keeps the session's mode and config in the model side, if
+// one is kept: a replay sets them again.
+func (s *scribe) modelSession(mode string, config map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.t.Model == nil {
+		return
+	}
+	s.t.Model.Agent.Mode, s.t.Model.Agent.Config = s.Text(mode), nil
+	for k, v := range config {
+		if s.t.Model.Agent.Config == nil {
+			s.t.Model.Agent.Config = map[string]string{}
+		}
+		s.t.Model.Agent.Config[k] = s.Text(v)
+	}
+}
+
+// exchange keeps one model exchange, its bodies scrubbed of the attempt's
+// secrets (the gateway has removed the key and the placeholder), within
+// transcript.MaxModelBytes: past it, none more and the model side is
+// marked truncated.
+func (s *scribe) exchange(x transcript.Exchange, started time.Time) {
+	x.AtMS = max(started.Sub(s.begin).Milliseconds(), 0)
+	x.Path = s.Text(x.Path)
+	if s.MayHold(x.Request) {
+		x.Request = transcript.Body(s.Text(string(x.Request)))
+	}
+	if s.MayHold(x.Response) {
+		x.Response = transcript.Body(s.Text(string(x.Response)))
+	}
+	size := x.Size()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.t.Model
+	if m == nil || m.Truncated {
+		return
+	}
+	if s.modelSize+size > transcript.MaxModelBytes {
+		m.Truncated = true
+		return
+	}
+	s.modelSize += size
+	m.Exchanges = append(m.Exchanges, x)
 }
 
 // namesSession reports whether line is for session id or names none: a

@@ -104,6 +104,7 @@ func forkOffered(r acp.UnstableForkSessionResponse) offered {
 // against what the agent offered in session/new, so a typo names the
 // values that exist instead of failing somewhere inside the agent.
 func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered, st sessionSettings) error {
+	a.scribe.modelSession(st.mode, st.config)
 	mode := st.mode
 	if o := modeOption(off.options); st.mode != "" && off.modes == nil && o != nil {
 		// The agent keeps its mode as a config option of category mode
