@@ -217,4 +217,10 @@ ALTER TABLE steps ADD COLUMN exit_code INTEGER;
 ALTER TABLE runs ADD COLUMN worktrees_json TEXT;
 CREATE INDEX runs_with_worktrees ON runs (started_at) WHERE worktrees_json IS NOT NULL;
 `,
+	// 13: the id of the OpenTelemetry trace a run exported (docs/traces.md,
+	// issue 39), 32 hex digits; '' when it exported none. A resume's
+	// export replaces it.
+	`
+ALTER TABLE runs ADD COLUMN trace_id TEXT NOT NULL DEFAULT '';
+`,
 }
