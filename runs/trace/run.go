@@ -12,6 +12,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/redact"
 )
@@ -121,9 +122,9 @@ func (r *Run) Emit(e steps.Event) {
 	case steps.TurnEnd:
 		r.turnEnded(r.unit(e), e.Time, string(d.StopReason))
 	case steps.Permission:
-		r.decided(e, "permission", d.PermissionRecord.ToolCallID, permissionAttrs(d.PermissionRecord, r.content))
+		r.decided(e, "permission", d.PermissionRecord)
 	case steps.Unasked:
-		r.decided(e, "unasked", d.PermissionRecord.ToolCallID, permissionAttrs(d.PermissionRecord, r.content))
+		r.decided(e, "unasked", d.PermissionRecord)
 	case steps.Warning:
 		r.parent(e).s.AddEvent("warning", oteltrace.WithTimestamp(e.Time),
 			oteltrace.WithAttributes(attribute.String("message", r.scrub.Text(d.Message))))
@@ -265,14 +266,13 @@ func (r *Run) parent(e steps.Event) *span {
 }
 
 // decided records a permission decision or an unasked call: a span below
-// its tool call's when the call is known, else below the turn.
-func (r *Run) decided(e steps.Event, name, toolCallID string, attrs []attribute.KeyValue) {
+// its tool call's (a permission of no step: below the run's).
+func (r *Run) decided(e steps.Event, name string, p policies.PermissionRecord) {
 	parent := r.parent(e)
-	if e.Step != "" {
-		if tool := r.unit(e).tools[toolCallID]; tool != nil {
-			parent = tool
-		}
+	if e.Step != "" && p.ToolCallID != "" {
+		parent = r.toolSpan(r.unit(e), e, p.ToolCallID, p.Kind, p.Title)
 	}
+	attrs := permissionAttrs(p, r.content)
 	_, s := r.t.tracer.Start(parent.ctx, name, oteltrace.WithTimestamp(e.Time), oteltrace.WithAttributes(r.scrubbed(attrs)...))
 	s.End(oteltrace.WithTimestamp(e.Time))
 }

@@ -128,21 +128,7 @@ func (r *Run) toolCall(u *unit, e steps.Event) {
 		return
 	}
 	c := d.Update
-	sp := u.tools[c.ID]
-	if sp == nil {
-		attrs := []attribute.KeyValue{
-			attribute.String("gen_ai.operation.name", "execute_tool"),
-			attribute.String("gen_ai.tool.call.id", c.ID),
-			attribute.String("gen_ai.tool.type", c.Kind),
-		}
-		if r.content && c.Title != "" {
-			attrs = append(attrs, attribute.String("acpflow.tool.title", c.Title))
-		}
-		ctx, s := r.t.tracer.Start(r.parent(e).ctx, strings.TrimSpace("execute_tool "+c.Kind), oteltrace.WithTimestamp(e.Time),
-			oteltrace.WithAttributes(r.scrubbed(attrs)...))
-		sp = &span{s: s, ctx: ctx}
-		u.tools[c.ID] = sp
-	}
+	sp := r.toolSpan(u, e, c.ID, c.Kind, c.Title)
 	switch c.Status {
 	case "completed":
 		sp.s.SetStatus(codes.Ok, "")
@@ -153,6 +139,29 @@ func (r *Run) toolCall(u *unit, e steps.Event) {
 	}
 	sp.s.SetAttributes(attribute.String("acpflow.tool.status", c.Status))
 	endSpan(sp, e.Time)
+}
+
+// toolSpan is the span of u's tool call id, opened at e when it has
+// none: by the tool_call update, or by a permission request or unasked
+// record that comes before it (the agent's notification and its request
+// are not ordered).
+func (r *Run) toolSpan(u *unit, e steps.Event, id, kind, title string) *span {
+	if sp := u.tools[id]; sp != nil {
+		return sp
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "execute_tool"),
+		attribute.String("gen_ai.tool.call.id", id),
+		attribute.String("gen_ai.tool.type", kind),
+	}
+	if r.content && title != "" {
+		attrs = append(attrs, attribute.String("acpflow.tool.title", title))
+	}
+	ctx, s := r.t.tracer.Start(r.parent(e).ctx, strings.TrimSpace("execute_tool "+kind), oteltrace.WithTimestamp(e.Time),
+		oteltrace.WithAttributes(r.scrubbed(attrs)...))
+	sp := &span{s: s, ctx: ctx}
+	u.tools[id] = sp
+	return sp
 }
 
 // permissionAttrs are a permission record's attributes: the decision and
