@@ -108,7 +108,7 @@ func (r *Run) Emit(e steps.Event) {
 	if r.done {
 		return
 	}
-	switch d := e.Data.(type) {
+	switch d := typed(e).(type) {
 	case steps.RunStart:
 		r.root.SetAttributes(attribute.String("acpflow.run.id", e.RunID), attribute.StringSlice("acpflow.steps", d.Steps))
 	case steps.StepStart:
@@ -285,6 +285,51 @@ func (r *Run) scrubbed(attrs []attribute.KeyValue) []attribute.KeyValue {
 		}
 	}
 	return attrs
+}
+
+// typed is e's payload as the engine's own type, whatever form it came
+// in: acpflow-temporal hands on, with --json, every event as the line a
+// worker wrote.
+func typed(e steps.Event) steps.EventData {
+	switch e.Data.(type) {
+	case steps.RunStart, steps.StepStart, steps.StepEnd, steps.TurnEnd, steps.Permission, steps.Unasked,
+		steps.Retry, steps.ElementEnd, steps.Warning:
+		return e.Data
+	}
+	var into steps.EventData
+	switch e.Type() + "/" + e.Kind() {
+	case "run_start/":
+		into = decode[steps.RunStart](e.Data)
+	case "step_start/":
+		into = decode[steps.StepStart](e.Data)
+	case "step_end/":
+		into = decode[steps.StepEnd](e.Data)
+	case "turn_end/":
+		into = decode[steps.TurnEnd](e.Data)
+	case "permission/":
+		into = decode[steps.Permission](e.Data)
+	case "unasked/":
+		into = decode[steps.Unasked](e.Data)
+	case "step_update/retry":
+		into = decode[steps.Retry](e.Data)
+	case "step_update/element_end":
+		into = decode[steps.ElementEnd](e.Data)
+	case "step_update/warning":
+		into = decode[steps.Warning](e.Data)
+	}
+	if into == nil {
+		return e.Data
+	}
+	return into
+}
+
+// decode is d's payload as a T, nil when it is not one.
+func decode[T steps.EventData](d steps.EventData) steps.EventData {
+	var v T
+	if !fields(d, &v) {
+		return nil
+	}
+	return v
 }
 
 // fields decodes an update's payload into v (its JSON as the stream
