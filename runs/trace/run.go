@@ -87,8 +87,8 @@ func (t *Tracer) Begin(info RunInfo) *Run {
 	if info.Resumed {
 		attrs = append(attrs, attribute.Bool("acpflow.run.resumed", true))
 	}
-	r.ctx, r.root = t.tracer.Start(context.Background(), "run "+info.Workflow,
-		oteltrace.WithNewRoot(), oteltrace.WithAttributes(attrs...))
+	root := r.start(context.Background(), "run "+info.Workflow, time.Now(), attrs, oteltrace.WithNewRoot())
+	r.ctx, r.root = root.ctx, root.s
 	return r
 }
 
@@ -110,7 +110,7 @@ func (r *Run) Emit(e steps.Event) {
 	}
 	switch d := typed(e).(type) {
 	case steps.RunStart:
-		r.root.SetAttributes(attribute.String("acpflow.run.id", e.RunID), attribute.StringSlice("acpflow.steps", d.Steps))
+		r.set(r.root, attribute.String("acpflow.run.id", e.RunID), attribute.StringSlice("acpflow.steps", d.Steps))
 	case steps.StepStart:
 		r.attemptStarted(e, d)
 	case steps.Retry:
@@ -138,9 +138,7 @@ func (r *Run) step(id string, t time.Time) *span {
 	if sp := r.steps[id]; sp != nil {
 		return sp
 	}
-	ctx, s := r.t.tracer.Start(r.ctx, "step "+id, oteltrace.WithTimestamp(t),
-		oteltrace.WithAttributes(attribute.String("acpflow.step.id", id)))
-	sp := &span{s: s, ctx: ctx}
+	sp := r.start(r.ctx, "step "+id, t, []attribute.KeyValue{attribute.String("acpflow.step.id", id)})
 	r.steps[id] = sp
 	return sp
 }
@@ -168,18 +166,15 @@ func (r *Run) attemptStarted(e steps.Event, d steps.StepStart) {
 	parent := st.ctx
 	if e.Index != nil {
 		if u.element == nil {
-			ctx, s := r.t.tracer.Start(st.ctx, "element "+strconv.Itoa(*e.Index), oteltrace.WithTimestamp(e.Time),
-				oteltrace.WithAttributes(attribute.Int("acpflow.element.index", *e.Index)))
-			u.element = &span{s: s, ctx: ctx}
+			u.element = r.start(st.ctx, "element "+strconv.Itoa(*e.Index), e.Time,
+				[]attribute.KeyValue{attribute.Int("acpflow.element.index", *e.Index)})
 			if d.Elements > 0 {
-				st.s.SetAttributes(attribute.Int("acpflow.step.elements", d.Elements))
+				r.set(st.s, attribute.Int("acpflow.step.elements", d.Elements))
 			}
 		}
 		parent = u.element.ctx
 	}
-	ctx, s := r.t.tracer.Start(parent, "attempt "+strconv.Itoa(d.Attempt), oteltrace.WithTimestamp(e.Time),
-		oteltrace.WithAttributes(attribute.Int("acpflow.attempt", d.Attempt)))
-	u.attempt = &span{s: s, ctx: ctx}
+	u.attempt = r.start(parent, "attempt "+strconv.Itoa(d.Attempt), e.Time, []attribute.KeyValue{attribute.Int("acpflow.attempt", d.Attempt)})
 }
 
 // attemptEnded ends u's open attempt, and what is open inside it, at t;
@@ -198,7 +193,7 @@ func (r *Run) elementEnded(e steps.Event, d steps.ElementEnd) {
 	u := r.unit(e)
 	r.attemptEnded(u, e.Time, d.Status, d.Error)
 	if u.element != nil && u.element.end.IsZero() {
-		u.element.s.SetAttributes(attribute.Int("acpflow.attempts", d.Attempts), attribute.String("acpflow.stop_reason", d.StopReason))
+		r.set(u.element.s, attribute.Int("acpflow.attempts", d.Attempts), attribute.String("acpflow.stop_reason", d.StopReason))
 		r.endWith(u.element, e.Time, d.Status, d.Error)
 	}
 }
@@ -216,10 +211,10 @@ func (r *Run) stepEnded(e steps.Event, d steps.StepEnd) {
 			delete(r.units, k)
 		}
 	}
-	st.s.SetAttributes(attribute.String("acpflow.step.status", d.Status), attribute.String("acpflow.stop_reason", d.StopReason),
+	r.set(st.s, attribute.String("acpflow.step.status", d.Status), attribute.String("acpflow.stop_reason", d.StopReason),
 		attribute.Int("acpflow.attempts", d.Attempts))
 	if d.Usage != nil {
-		st.s.SetAttributes(usageAttrs(d.Usage)...)
+		r.set(st.s, usageAttrs(d.Usage)...)
 	}
 	r.endWith(st, e.Time, d.Status, d.Error)
 }
@@ -235,7 +230,7 @@ func (r *Run) endWith(sp *span, t time.Time, status, msg string) {
 	case "":
 	default:
 		if msg != "" {
-			sp.s.SetAttributes(attribute.String("acpflow.reason", r.scrub.Text(msg)))
+			r.set(sp.s, attribute.String("acpflow.reason", msg))
 		}
 	}
 	sp.s.End(oteltrace.WithTimestamp(t))
@@ -273,15 +268,35 @@ func (r *Run) decided(e steps.Event, name string, p policies.PermissionRecord) {
 		parent = r.toolSpan(r.unit(e), e, p.ToolCallID, p.Kind, p.Title)
 	}
 	attrs := permissionAttrs(p, r.content)
-	_, s := r.t.tracer.Start(parent.ctx, name, oteltrace.WithTimestamp(e.Time), oteltrace.WithAttributes(r.scrubbed(attrs)...))
-	s.End(oteltrace.WithTimestamp(e.Time))
+	endSpan(r.start(parent.ctx, name, e.Time, attrs), e.Time)
+}
+
+// start opens a span named name below parent at t. Every span is opened
+// here and every attribute set through set, so that no string reaches
+// the trace without the run's scrubbing.
+func (r *Run) start(parent context.Context, name string, t time.Time, attrs []attribute.KeyValue, opts ...oteltrace.SpanStartOption) *span {
+	opts = append(opts, oteltrace.WithTimestamp(t), oteltrace.WithAttributes(r.scrubbed(attrs)...))
+	ctx, s := r.t.tracer.Start(parent, r.scrub.Text(name), opts...)
+	return &span{s: s, ctx: ctx}
+}
+
+// set sets attributes of s, scrubbed.
+func (r *Run) set(s oteltrace.Span, attrs ...attribute.KeyValue) {
+	s.SetAttributes(r.scrubbed(attrs)...)
 }
 
 // scrubbed is attrs with every string scrubbed of the run's secrets.
 func (r *Run) scrubbed(attrs []attribute.KeyValue) []attribute.KeyValue {
 	for i, a := range attrs {
-		if a.Value.Type() == attribute.STRING {
+		switch a.Value.Type() {
+		case attribute.STRING:
 			attrs[i] = attribute.String(string(a.Key), r.scrub.Text(a.Value.AsString()))
+		case attribute.STRINGSLICE:
+			list := a.Value.AsStringSlice()
+			for j := range list {
+				list[j] = r.scrub.Text(list[j])
+			}
+			attrs[i] = attribute.StringSlice(string(a.Key), list)
 		}
 	}
 	return attrs
@@ -296,19 +311,25 @@ func typed(e steps.Event) steps.EventData {
 		steps.Retry, steps.ElementEnd, steps.Warning:
 		return e.Data
 	}
+	// Only a step_update has a kind: a permission's "kind" member is its
+	// tool's, which a line's reader may take for one.
+	what := e.Type()
+	if what == "step_update" {
+		what += "/" + e.Kind()
+	}
 	var into steps.EventData
-	switch e.Type() + "/" + e.Kind() {
-	case "run_start/":
+	switch what {
+	case "run_start":
 		into = decode[steps.RunStart](e.Data)
-	case "step_start/":
+	case "step_start":
 		into = decode[steps.StepStart](e.Data)
-	case "step_end/":
+	case "step_end":
 		into = decode[steps.StepEnd](e.Data)
-	case "turn_end/":
+	case "turn_end":
 		into = decode[steps.TurnEnd](e.Data)
-	case "permission/":
+	case "permission":
 		into = decode[steps.Permission](e.Data)
-	case "unasked/":
+	case "unasked":
 		into = decode[steps.Unasked](e.Data)
 	case "step_update/retry":
 		into = decode[steps.Retry](e.Data)
@@ -362,9 +383,9 @@ func (r *Run) End(res *engine.RunResult) {
 	}
 	if res != nil {
 		r.sandboxDenials(res, now)
-		r.root.SetAttributes(attribute.String("acpflow.run.status", string(res.Status)))
+		r.set(r.root, attribute.String("acpflow.run.status", string(res.Status)))
 		if res.Usage != nil {
-			r.root.SetAttributes(usageAttrs(&res.Usage.Usage)...)
+			r.set(r.root, usageAttrs(&res.Usage.Usage)...)
 		}
 	}
 	for _, st := range r.steps {

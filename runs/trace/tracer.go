@@ -89,9 +89,6 @@ func newExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error)
 		otlptracehttp.WithEndpointURL(u), otlptracehttp.WithHeaders(cfg.Headers))
 }
 
-// Config is the tracer's configuration.
-func (t *Tracer) Config() Config { return t.cfg }
-
 // Close sends what is queued, within ShutdownTimeout, and says once what
 // did not reach the collector: "" when every span did.
 func (t *Tracer) Close() string {

@@ -59,9 +59,8 @@ func (r *Run) agentStarting(u *unit, e steps.Event) {
 		from = e.Time
 	}
 	parent := r.parent(e)
-	ctx, s := r.t.tracer.Start(parent.ctx, "agent.start", oteltrace.WithTimestamp(from), oteltrace.WithAttributes(
-		attribute.String("gen_ai.agent.name", d.AgentName), attribute.String("acpflow.agent.version", d.AgentVersion)))
-	u.start = &span{s: s, ctx: ctx}
+	u.start = r.start(parent.ctx, "agent.start", from, []attribute.KeyValue{
+		attribute.String("gen_ai.agent.name", d.AgentName), attribute.String("acpflow.agent.version", d.AgentVersion)})
 }
 
 // turnStarted ends the agent's start and opens its turn in the session.
@@ -88,8 +87,7 @@ func (r *Run) turnStarted(u *unit, e steps.Event) {
 	if d.Via != "" {
 		attrs = append(attrs, attribute.String("acpflow.session.via", d.Via), attribute.String("acpflow.session.from", d.From))
 	}
-	ctx, s := r.t.tracer.Start(r.parent(e).ctx, name, oteltrace.WithTimestamp(e.Time), oteltrace.WithAttributes(attrs...))
-	u.turn = &span{s: s, ctx: ctx}
+	u.turn = r.start(r.parent(e).ctx, name, e.Time, attrs)
 	u.tools = map[string]*span{}
 }
 
@@ -102,12 +100,12 @@ func (r *Run) turnEnded(u *unit, t time.Time, stopReason string) {
 		endSpan(tool, t)
 	}
 	if stopReason != "" {
-		u.turn.s.SetAttributes(attribute.String("acpflow.stop_reason", stopReason))
+		r.set(u.turn.s, attribute.String("acpflow.stop_reason", stopReason))
 	}
 	if len(u.message) > 0 {
 		msg, _ := json.Marshal([]map[string]any{{"role": "assistant",
 			"parts": []map[string]string{{"type": "text", "content": r.scrub.Text(string(u.message))}}}})
-		u.turn.s.SetAttributes(attribute.String("gen_ai.output.messages", string(msg)))
+		r.set(u.turn.s, attribute.String("gen_ai.output.messages", string(msg)))
 		u.message = nil
 	}
 	endSpan(u.turn, t)
@@ -137,7 +135,7 @@ func (r *Run) toolCall(u *unit, e steps.Event) {
 	default:
 		return
 	}
-	sp.s.SetAttributes(attribute.String("acpflow.tool.status", c.Status))
+	r.set(sp.s, attribute.String("acpflow.tool.status", c.Status))
 	endSpan(sp, e.Time)
 }
 
@@ -157,9 +155,7 @@ func (r *Run) toolSpan(u *unit, e steps.Event, id, kind, title string) *span {
 	if r.content && title != "" {
 		attrs = append(attrs, attribute.String("acpflow.tool.title", title))
 	}
-	ctx, s := r.t.tracer.Start(r.parent(e).ctx, strings.TrimSpace("execute_tool "+kind), oteltrace.WithTimestamp(e.Time),
-		oteltrace.WithAttributes(r.scrubbed(attrs)...))
-	sp := &span{s: s, ctx: ctx}
+	sp := r.start(r.parent(e).ctx, strings.TrimSpace("execute_tool "+kind), e.Time, attrs)
 	u.tools[id] = sp
 	return sp
 }
@@ -229,12 +225,11 @@ func (r *Run) modelCall(e steps.Event) {
 		attrs = append(attrs, attribute.String("acpflow.gateway.request", d.Request), attribute.String("acpflow.gateway.response", d.Response))
 	}
 	start := e.Time.Add(-time.Duration(d.DurationMS) * time.Millisecond)
-	_, s := r.t.tracer.Start(r.parent(e).ctx, strings.TrimSpace("chat "+d.Model), oteltrace.WithTimestamp(start),
-		oteltrace.WithSpanKind(oteltrace.SpanKindClient), oteltrace.WithAttributes(r.scrubbed(attrs)...))
+	sp := r.start(r.parent(e).ctx, strings.TrimSpace("chat "+d.Model), start, attrs, oteltrace.WithSpanKind(oteltrace.SpanKindClient))
 	if d.ErrorKind != "" || d.Status >= 400 {
-		s.SetStatus(codes.Error, d.ErrorKind)
+		sp.s.SetStatus(codes.Error, d.ErrorKind)
 	}
-	s.End(oteltrace.WithTimestamp(e.Time))
+	endSpan(sp, e.Time)
 }
 
 // providerOf names the provider whose API a gateway path is
@@ -269,13 +264,12 @@ func (r *Run) sandboxDenials(res *engine.RunResult, fallback time.Time) {
 			denied = append(denied[:len(denied):len(denied)], steps.Denial{Op: "more", Count: sr.Sandbox.DeniedMore})
 		}
 		for _, d := range denied {
-			_, s := r.t.tracer.Start(st.ctx, "sandbox.denied", oteltrace.WithTimestamp(at), oteltrace.WithAttributes(r.scrubbed([]attribute.KeyValue{
+			endSpan(r.start(st.ctx, "sandbox.denied", at, []attribute.KeyValue{
 				attribute.String("acpflow.sandbox.by", d.By),
 				attribute.String("acpflow.sandbox.op", d.Op),
 				attribute.String("acpflow.sandbox.target", d.Target()),
 				attribute.Int("acpflow.sandbox.count", d.Count),
-			})...))
-			s.End(oteltrace.WithTimestamp(at))
+			}), at)
 		}
 	}
 }
