@@ -170,3 +170,68 @@ func TestADeadCollectorLeavesTheRunsResultAlone(t *testing.T) {
 		t.Errorf("no result with a closed port: %v", err)
 	}
 }
+
+// A batch's runs export a trace each, carrying the batch's id, over gRPC
+// when the variables say so; a model call through the gateway is a
+// GenAI client span with its model and tokens, and the provider key is
+// nowhere in the trace.
+func TestABatchThroughAGatewayExportsATracePerRun(t *testing.T) {
+	rcv, err := otlpreceiver.StartGRPC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	dir := t.TempDir()
+	key := "sk-canary-" + randomMark()
+	prov := startProvider(t, messagesAnswer("ok", 120, 30))
+	wf := gatewayWorkflow(t, dir, prov.URL, "inputs:\n  n: {type: number}\n", "-no-chunks", "-call-model", "1")
+	inputs := filepath.Join(dir, "in.jsonl")
+	writeFile(t, dir, "in.jsonl", "{\"n\": 1}\n{\"n\": 2}\n")
+	r := acpflowEnv(t, dir, map[string]string{"GW_TEST_KEY": key, "OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, nil,
+		"run", wf, "--inputs", inputs, "--state", filepath.Join(dir, "state.db"), "--workspace", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	runsOf := map[string]string{} // trace id → run id
+	var batch string
+	for _, s := range rcv.Spans() {
+		switch {
+		case s.Name == "run gw":
+			runsOf[s.TraceID], _ = s.Attrs["acpflow.run.id"].(string)
+			if b, _ := s.Attrs["acpflow.batch.id"].(string); b == "" || batch != "" && b != batch {
+				t.Errorf("run span %v: want the one batch's id", s.Attrs)
+			} else {
+				batch = b
+			}
+		case strings.HasPrefix(s.Name, "chat "):
+			if s.Kind != 3 /* client */ || s.Attrs["gen_ai.system"] != "anthropic" || s.Attrs["gen_ai.request.model"] == "" ||
+				s.Attrs["gen_ai.usage.input_tokens"] != int64(120) || s.Attrs["gen_ai.usage.output_tokens"] != int64(30) {
+				t.Errorf("model span %q: kind %v, %v", s.Name, s.Kind, s.Attrs)
+			}
+		}
+	}
+	if len(runsOf) != 2 {
+		t.Errorf("%d traces, want one per line: %v", len(runsOf), runsOf)
+	}
+	if strings.Contains(string(rcv.JSON()), key) {
+		t.Errorf("the provider key reached the collector")
+	}
+	// The batch's record names each run's trace.
+	shown := acpflowEnv(t, dir, nil, nil, "show", batch, "--json", "--state", filepath.Join(dir, "state.db"))
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(shown.stdout), "\n") {
+		var run struct {
+			RunID   string `json:"run_id"`
+			TraceID string `json:"trace_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &run); err != nil {
+			t.Fatalf("show %s --json: %q: %v", batch, line, err)
+		}
+		if n++; runsOf[run.TraceID] != run.RunID {
+			t.Errorf("run %s: trace_id %q, whose run span names run %q", run.RunID, run.TraceID, runsOf[run.TraceID])
+		}
+	}
+	if n != 2 {
+		t.Errorf("show %s --json: %d runs, want 2:\n%s", batch, n, shown.stdout)
+	}
+}
