@@ -41,6 +41,15 @@ type Tracer struct {
 
 // New starts exporting with cfg (Configure). Nothing is sent yet: an
 // unreachable collector is no error here, only at Close's report.
+//
+// # Notes
+//
+// The SDK reports a failed export to its process-wide error handler,
+// whose default prints a line on stderr at each failure, through the
+// view's lines. New replaces it with one that drops them: the exporter's
+// wrapper has seen each error already, and Close reports the first. It
+// is the one global New touches, and every acpflow process that exports
+// wants it so.
 func New(ctx context.Context, cfg Config, getenv func(string) string) (*Tracer, error) {
 	t := &Tracer{cfg: cfg, where: cfg.where()}
 	for _, v := range cfg.Headers {
@@ -126,6 +135,11 @@ func (t *Tracer) exportFailed(err error) {
 	}
 	t.mu.Unlock()
 }
+
+var (
+	_ sdktrace.SpanProcessor = (*countingProcessor)(nil)
+	_ sdktrace.SpanExporter  = (*countingExporter)(nil)
+)
 
 // countingProcessor counts the spans ended, whether the queue takes them
 // or drops them.
