@@ -89,11 +89,20 @@ func Configure(tel *policies.Telemetry, getenv func(string) string) (cfg Config,
 	if cfg.Protocol != ProtocolGRPC {
 		cfg.Protocol = ProtocolHTTP
 	}
-	if cfg.Endpoint == "" { // telemetry: without an endpoint: the OTLP default
+	switch {
+	case cfg.Endpoint == "": // telemetry: without an endpoint: the OTLP default
 		cfg.Endpoint = "http://localhost:4318"
 		if cfg.Protocol == ProtocolGRPC {
 			cfg.Endpoint = "http://localhost:4317"
 		}
+	case !strings.Contains(cfg.Endpoint, "://"):
+		// host:port, as gRPC endpoints are often given: TLS unless
+		// OTEL_EXPORTER_OTLP_INSECURE says otherwise, as the SDK does.
+		scheme := "https://"
+		if insecure, _ := strconv.ParseBool(firstSet(getenv, "OTEL_EXPORTER_OTLP_TRACES_INSECURE", "OTEL_EXPORTER_OTLP_INSECURE")); insecure {
+			scheme = "http://"
+		}
+		cfg.Endpoint = scheme + cfg.Endpoint
 	}
 	return cfg, true
 }

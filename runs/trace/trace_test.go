@@ -320,6 +320,10 @@ func TestConfigureReadsTheStandardVariables(t *testing.T) {
 	if cfg.Endpoint != "https://org:4318" || cfg.Protocol != "http/protobuf" || cfg.Headers["a"] != "2" || !cfg.Content {
 		t.Errorf("the policy over the environment: %+v", cfg)
 	}
+	cfg, _ = trace.Configure(nil, env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317", "OTEL_EXPORTER_OTLP_INSECURE": "true"}))
+	if cfg.Endpoint != "http://collector:4317" {
+		t.Errorf("host:port with OTEL_EXPORTER_OTLP_INSECURE: endpoint %q", cfg.Endpoint)
+	}
 	if got := trace.Link("http://j/trace/{trace_id}", "abc"); got != "http://j/trace/abc" {
 		t.Errorf("Link = %q", got)
 	}
