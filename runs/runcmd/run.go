@@ -479,7 +479,8 @@ func (x *Executor) StartTraces(ctx context.Context) (func(), error) {
 	if !ok {
 		return func() {}, nil
 	}
-	t, err := trace.New(ctx, cfg, os.Getenv)
+	// Not cancelled with the runs: an interrupted run's trace still goes.
+	t, err := trace.New(context.WithoutCancel(ctx), cfg, os.Getenv)
 	if err != nil {
 		return nil, UsageError(err)
 	}
