@@ -70,7 +70,8 @@ func Configure(tel *policies.Telemetry, getenv func(string) string) (cfg Config,
 		From:     "$OTEL_EXPORTER_OTLP_ENDPOINT",
 	}
 	cfg.Content, _ = strconv.ParseBool(getenv(contentEnv))
-	cfg.Headers = parseHeaders(getenv("OTEL_EXPORTER_OTLP_HEADERS"), parseHeaders(getenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS"), nil))
+	// The _TRACES_ form wins over the general one, the policy over both.
+	cfg.Headers = parseHeaders(getenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS"), parseHeaders(getenv("OTEL_EXPORTER_OTLP_HEADERS"), nil))
 	cfg.Endpoint, cfg.Signal = getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), true
 	if cfg.Endpoint == "" {
 		cfg.Endpoint, cfg.Signal = getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), false
