@@ -69,6 +69,9 @@ type Policies struct {
 	// SandboxRequired is an outer policy file's `sandbox: required`: every
 	// agent runs sandboxed, whatever the workflow says.
 	SandboxRequired bool
+	// Telemetry is an outer policy file's `telemetry:` (docs/traces.md);
+	// nil: none.
+	Telemetry *policies.Telemetry
 }
 
 // Step is a step of the workflow.

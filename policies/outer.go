@@ -29,6 +29,44 @@ type OuterPolicy struct {
 	// sandboxed (docs/sandbox.md), and no workflow can turn it off or make
 	// it optional.
 	SandboxRequired bool
+	// Telemetry is the file's `telemetry:`: where each run's trace goes
+	// (docs/traces.md); nil: the file has none.
+	Telemetry *Telemetry
+}
+
+// Telemetry is an outer policy file's `telemetry:` (docs/traces.md): the
+// OTLP collector each run exports its trace to, and what the trace may
+// hold. It sits in the outer policy because who runs acpflow (an
+// organisation, a user), not a workflow, decides where records of its
+// runs go and whether prompts may leave the machine.
+type Telemetry struct {
+	File string // the outer policy file that set it, for messages
+	// Endpoint is the collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT
+	// ("": that variable's).
+	Endpoint string
+	// Protocol is "http/protobuf" or "grpc" ("": OTEL_EXPORTER_OTLP_PROTOCOL's,
+	// else http/protobuf).
+	Protocol string
+	// Headers are sent with every export, beside OTEL_EXPORTER_OTLP_HEADERS'.
+	Headers map[string]string
+	// Content lets prompts, messages, commands and model exchanges into
+	// the trace; false keeps them out.
+	Content bool
+	// TraceURL is where a trace is seen, with {trace_id} in it: what `show`
+	// and the UI link to.
+	TraceURL string
+}
+
+// Telemetry is the telemetry: of the outermost file that has one, nil
+// for none: the organisation's collector is where its runs' traces go, and
+// a user's file does not send them elsewhere.
+func (o Outer) Telemetry() *Telemetry {
+	for _, l := range o {
+		if l.Telemetry != nil {
+			return l.Telemetry
+		}
+	}
+	return nil
 }
 
 // SandboxRequiredBy is the outer policy file that requires a sandbox for

@@ -27,6 +27,9 @@ func RunJSON(r Run) map[string]any {
 	if r.Usage != nil {
 		m["usage"] = r.Usage
 	}
+	if r.TraceID != "" {
+		m["trace_id"] = r.TraceID
+	}
 	return m
 }
 

@@ -25,6 +25,8 @@ type Recorder struct {
 	Resume bool
 	// Owner is the acpflow process running it.
 	Owner store.Owner
+	// TraceID is the trace the run exports (runs/trace); "": none.
+	TraceID string
 
 	mu      sync.Mutex
 	err     error
@@ -68,6 +70,9 @@ func (r *Recorder) RunStarted(res *engine.RunResult) {
 	r.mu.Unlock()
 	if r.Resume {
 		r.fail(r.Store.ReopenRun(ctx, res.RunID, r.Owner.PID, r.Owner.StartTicks))
+		if r.TraceID != "" {
+			r.fail(r.Store.SetRunTrace(ctx, res.RunID, r.TraceID))
+		}
 		return
 	}
 	r.fail(r.Store.CreateRun(ctx, store.Run{
@@ -76,6 +81,9 @@ func (r *Recorder) RunStarted(res *engine.RunResult) {
 		Workspace: res.Workspace, Inputs: res.Inputs, StartedAt: res.StartedAt,
 		OwnerPID: r.Owner.PID, OwnerStartTicks: r.Owner.StartTicks,
 	}))
+	if r.TraceID != "" {
+		r.fail(r.Store.SetRunTrace(ctx, res.RunID, r.TraceID))
+	}
 	if res.Worktree != nil {
 		// Made before the run started: recorded with it.
 		r.fail(r.Store.SetRunWorktrees(ctx, res.RunID, []*engine.Worktree{res.Worktree}))

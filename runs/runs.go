@@ -20,6 +20,7 @@ import (
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs/store"
+	"github.com/acpflow/acpflow/runs/trace"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -58,6 +59,9 @@ type Runner struct {
 	// summed; zero: no limit. A resumed batch takes its recorded one
 	// unless this is set.
 	Budget engine.Budget
+	// Traces exports each run as an OpenTelemetry trace (docs/traces.md);
+	// nil: none.
+	Traces *trace.Tracer
 
 	mu                       sync.Mutex
 	runs, failed, failedRuns int
@@ -146,14 +150,16 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 			return res
 		}
 	}
+	tr := r.traceRun(wf, spec, &req)
 	if r.Store != nil {
 		rec = &Recorder{
 			Store: r.Store, Workflow: wf, BatchID: spec.BatchID, BatchLine: spec.BatchLine,
-			Resume: spec.Resume, Owner: CurrentOwner(),
+			Resume: spec.Resume, Owner: CurrentOwner(), TraceID: tr.TraceID(),
 		}
 		req.Recorder = rec
 	}
 	res, err := r.backend().Run(ctx, wf, req)
+	defer func() { tr.End(res) }()
 	if err != nil {
 		if ctx.Err() == nil { // interrupted: the error is the interrupt
 			r.notice("%s", err)

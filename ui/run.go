@@ -13,6 +13,7 @@ import (
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/runs/trace"
 	"github.com/acpflow/acpflow/ui/dag"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -83,6 +84,9 @@ type runView struct {
 	Timeline   *timeline
 	Commands   []string
 	NoWorkflow bool
+	// TraceURL is where the run's trace is seen (Config.TraceURL), "" for
+	// no link.
+	TraceURL string
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +131,8 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 		return nil, http.StatusInternalServerError, err
 	}
 	run := d.Run
-	v := &runView{Title: "run " + run.ID, Run: run, Running: run.Status == engine.StatusRunning, Duration: "-", Usage: "-"}
+	v := &runView{Title: "run " + run.ID, Run: run, Running: run.Status == engine.StatusRunning, Duration: "-", Usage: "-",
+		TraceURL: trace.Link(s.cfg.TraceURL, run.TraceID)}
 	if !run.EndedAt.IsZero() {
 		v.Duration, v.Usage = runcmd.DurationText(run.DurationMS), runcmd.RunUsageText(run.Usage)
 	}

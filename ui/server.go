@@ -52,6 +52,9 @@ type Config struct {
 	Outer policies.Outer
 	// Poll is how often the store is looked at for changes (0: 50 ms).
 	Poll time.Duration
+	// TraceURL is where a run's trace is seen, {trace_id} standing for
+	// its id (docs/traces.md); "": the run page names the id unlinked.
+	TraceURL string
 }
 
 // Server serves the UI over one store.

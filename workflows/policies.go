@@ -16,8 +16,8 @@ import (
 var (
 	policyKeys = []string{"permission", "env", "ask-fallback", "unasked"}
 	// policyFileKeys are a bare policy file's: an outer policy may also
-	// require a sandbox.
-	policyFileKeys = append(slices.Clone(policyKeys), "sandbox")
+	// require a sandbox and say where traces go.
+	policyFileKeys = append(slices.Clone(policyKeys), "sandbox", "telemetry")
 )
 
 // decodePolicies reads a `policies:` block, at the top of the file or on a
@@ -57,6 +57,9 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 		default:
 			p.SandboxRequired = true
 		}
+	}
+	if x := f["telemetry"]; x != nil && !x.bad {
+		p.Telemetry = d.telemetry(x)
 	}
 	return p
 }
@@ -195,8 +198,8 @@ func parsePolicyFile(name string, src []byte, check func(d *decoder, root *node)
 		}
 	}
 	p := d.decodePolicies(root, "policy file")
-	if root.kind == mappingNode && root.get("permission") == nil && root.get("env") == nil && root.get("sandbox") == nil {
-		d.at(root.pos, "a policy file needs a top-level permission:, env: or sandbox:")
+	if root.kind == mappingNode && root.get("permission") == nil && root.get("env") == nil && root.get("sandbox") == nil && root.get("telemetry") == nil {
+		d.at(root.pos, "a policy file needs a top-level permission:, env:, sandbox: or telemetry:")
 	}
 	if err := d.result(); err != nil {
 		return engine.Policies{}, err

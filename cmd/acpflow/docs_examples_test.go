@@ -219,7 +219,7 @@ func TestDocsLinksResolve(t *testing.T) {
 }
 
 // bareKeys are the top-level keys of a bare (outer) policy file.
-var bareKeys = []string{"permission", "env", "sandbox"}
+var bareKeys = []string{"permission", "env", "sandbox", "telemetry"}
 
 // demoWorkflow is the workflow a bare policy file in the docs is validated
 // with, as --policy.

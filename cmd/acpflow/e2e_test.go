@@ -126,7 +126,7 @@ func assertAgentsGone(t *testing.T, path string) { agentrecord.AssertGone(t, pat
 // assertNoProcessFrom proves that no process runs a binary built for the
 // tests (acpflow itself, its demo agent, the test agent) once a command
 // has returned.
-func assertNoProcessFrom(t *testing.T, dir string) {
+func assertNoProcessFrom(t testing.TB, dir string) {
 	t.Helper()
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/runs/trace"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -24,4 +25,16 @@ func loadOuter(flag string) (policies.Outer, error) {
 		return nil, runcmd.UsageError(err)
 	}
 	return outer, nil
+}
+
+// traceText is a run's trace id, with where it is seen when a trace URL
+// template is configured (telemetry.trace-url, $ACPFLOW_TRACE_URL).
+// An outer policy that does not load only costs the link here: the
+// commands that run anything report it.
+func traceText(id string) string {
+	outer, _ := workflows.LoadOuterPolicy("", os.Getenv)
+	if link := trace.Link(trace.URLTemplate(outer.Telemetry(), os.Getenv), id); link != "" {
+		return id + "  " + link
+	}
+	return id
 }

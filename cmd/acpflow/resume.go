@@ -69,6 +69,11 @@ func (r *resume) run(cmd *cobra.Command, args []string) error {
 	x.ResumeHint = localRun.ResumeRun
 	x.Runner.Outer = outer
 	defer x.Runner.Close()
+	endTraces, err := x.StartTraces(ctx)
+	if err != nil {
+		return err
+	}
+	defer endTraces()
 	if kind == runs.KindBatch {
 		return r.batch(ctx, cmd, x, id)
 	}

@@ -337,6 +337,9 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 	if r.BatchID != "" {
 		fmt.Fprintf(w, "  batch:     %s line %d\n", r.BatchID, r.BatchLine)
 	}
+	if r.TraceID != "" {
+		fmt.Fprintf(w, "  trace:     %s\n", traceText(r.TraceID))
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error:     %s\n", runcmd.IndentLines(r.Error, "    "))
 	}

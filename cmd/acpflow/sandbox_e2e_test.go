@@ -53,6 +53,7 @@ type sandboxWorld struct {
 	env               []string // acpflow's environment over the test's (NAME=VALUE)
 	agent             string   // the agent's command: testAgent unless a test names another
 	agentEnv          []string // the agent's env: besides HOME and the mark (NAME=VALUE)
+	policies          string   // the workflow's policies: block, "" for none
 }
 
 const plantedKey = "-----BEGIN OPENSSH PRIVATE KEY-----\nE2E-PLANTED-KEY\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -165,6 +166,9 @@ func (w *sandboxWorld) run(t *testing.T, agentKeys string, runArgs []string, tri
 	}
 	body := fmt.Sprintf("name: sandbox\nagents:\n  a:\n    command: %s\n    args: %s\n    env: {%s}\n%s\nsteps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: go}\n",
 		w.agent, agentArgs(args...), env, prefixLines(agentKeys, "    "))
+	if w.policies != "" {
+		body += "policies:\n" + prefixLines(w.policies, "  ") + "\n"
+	}
 	wf := writeWorkflow(t, dir, body)
 	out := filepath.Join(dir, "out.jsonl")
 	os.Remove(filepath.Join(w.ws, acpflowPIDFile))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/runs/trace"
 	"github.com/acpflow/acpflow/ui"
 )
 
@@ -87,7 +88,7 @@ func (u *uiServe) run(cmd *cobra.Command, _ []string) error {
 		return runcmd.UsageError(err)
 	}
 	defer s.Close()
-	srv, err := ui.New(ui.Config{Store: s, Token: token, Outer: outer})
+	srv, err := ui.New(ui.Config{Store: s, Token: token, Outer: outer, TraceURL: trace.URLTemplate(outer.Telemetry(), os.Getenv)})
 	if err != nil {
 		return err
 	}

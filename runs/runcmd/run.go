@@ -20,6 +20,7 @@ import (
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/trace"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -231,6 +232,11 @@ func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
 	}
 	x := NewExecutor(c.Name, r, out, f.Timeout)
 	x.ResumeHint = c.ResumeRun
+	endTraces, err := x.StartTraces(ctx)
+	if err != nil {
+		return err
+	}
+	defer endTraces()
 	if ri.lines != nil {
 		b := runs.NewBatch(wf, workspace, f.InputsFile, f.Concurrency, ri.first)
 		b.Budget, r.Budget = budget.String(), budget
@@ -461,4 +467,27 @@ func Interruptible(parent context.Context, name, says string) (context.Context, 
 	return runs.Interruptible(parent, func() {
 		fmt.Fprintln(os.Stderr, name+": "+says)
 	})
+}
+
+// StartTraces makes the runs export their traces when the outer policy's
+// telemetry: or the OTEL_* variables ask for it (docs/traces.md). The
+// func returned sends what is queued, within trace.ShutdownTimeout, and
+// warns once on stderr of the spans the collector did not get: the runs'
+// results and exit code never depend on it.
+func (x *Executor) StartTraces(ctx context.Context) (func(), error) {
+	cfg, ok := trace.Configure(x.Runner.Outer.Telemetry(), os.Getenv)
+	if !ok {
+		return func() {}, nil
+	}
+	// Not cancelled with the runs: an interrupted run's trace still goes.
+	t, err := trace.New(context.WithoutCancel(ctx), cfg, os.Getenv)
+	if err != nil {
+		return nil, UsageError(err)
+	}
+	x.Runner.Traces = t
+	return func() {
+		if msg := t.Close(); msg != "" {
+			fmt.Fprintf(os.Stderr, "%s: warning: %s\n", x.name, termtext.Sanitize(msg))
+		}
+	}, nil
 }

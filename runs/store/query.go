@@ -54,7 +54,7 @@ type RunDetail struct {
 }
 
 const runColumns = `id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,
-	status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks, usage_json`
+	status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks, usage_json, trace_id`
 
 // ListRuns lists runs newest first (by start time, then id).
 func (s *Store) ListRuns(ctx context.Context, f Filter) ([]Run, error) {
@@ -378,7 +378,7 @@ func scanRun(sc scanner) (Run, error) {
 	var inputs, outputs string
 	var ticks int64
 	err := sc.Scan(&r.ID, &batchID, &batchLine, &r.Workflow, &r.WorkflowFile, &r.WorkflowHash, &r.Workspace, &inputs,
-		&r.Status, &r.Error, &outputs, &started, &ended, &r.DurationMS, &resumedFrom, &r.OwnerPID, &ticks, &usage)
+		&r.Status, &r.Error, &outputs, &started, &ended, &r.DurationMS, &resumedFrom, &r.OwnerPID, &ticks, &usage, &r.TraceID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, err
 	}

@@ -104,6 +104,9 @@ type Run struct {
 	// (its workflow's; name order for a run recorded before that order
 	// was kept).
 	OutputNames []string
+	// TraceID is the OpenTelemetry trace the run exported (SetRunTrace),
+	// "" for none.
+	TraceID string
 }
 
 // CreateBatch records a new batch and its input lines, if any.
@@ -265,6 +268,12 @@ func (s *Store) SetRunUsage(ctx context.Context, id string, u *engine.RunUsage) 
 		return fmt.Errorf("store: run %s: %w", id, err)
 	}
 	return s.update(ctx, "run", id, `UPDATE runs SET usage_json = ? WHERE id = ?`, usage, id)
+}
+
+// SetRunTrace records the id of the trace a run exports (docs/traces.md).
+func (s *Store) SetRunTrace(ctx context.Context, id, traceID string) error {
+	ctx = durable(ctx)
+	return s.update(ctx, "run", id, `UPDATE runs SET trace_id = ? WHERE id = ?`, traceID, id)
 }
 
 // SetBatchError records why a batch stopped before its end ("" clears

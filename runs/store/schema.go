@@ -224,4 +224,10 @@ CREATE INDEX runs_with_worktrees ON runs (started_at) WHERE worktrees_json IS NO
 	`
 ALTER TABLE transcripts ADD COLUMN model_json TEXT;
 `,
+	// 14: the id of the OpenTelemetry trace a run exported (docs/traces.md,
+	// issue 39), 32 hex digits; '' when it exported none. A resume's
+	// export replaces it.
+	`
+ALTER TABLE runs ADD COLUMN trace_id TEXT NOT NULL DEFAULT '';
+`,
 }

@@ -194,6 +194,7 @@ func TestAStepRecordedBeforeStructuredOutputReadsBackWithNoValue(t *testing.T) {
 		`DROP INDEX runs_with_worktrees`,
 		`ALTER TABLE runs DROP COLUMN worktrees_json`,
 		`ALTER TABLE transcripts DROP COLUMN model_json`,
+		`ALTER TABLE runs DROP COLUMN trace_id`,
 		`INSERT INTO steps (run_id, step_id, status, output_json, final_json) VALUES ('old', 'a', 'succeeded', '"{\"x\":1}"', '"{\"x\":1}"')`,
 		`PRAGMA user_version = 6`,
 	} {
