@@ -52,6 +52,9 @@ type Config struct {
 	Outer policies.Outer
 	// Poll is how often the store is looked at for changes (0: 50 ms).
 	Poll time.Duration
+	// Pending counts the requests waiting on a person, by step, for the
+	// graph's "pending" mark; nil: none are.
+	Pending PendingApprovals
 }
 
 // Server serves the UI over one store.
@@ -169,6 +172,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/runs", s.apiRuns)
 	mux.HandleFunc("GET /api/runs/{id}", s.apiRun)
 	mux.HandleFunc("POST /api/runs/{id}/cancel", s.apiCancel)
+	mux.HandleFunc("/", s.notFound)
 	return s.guard(mux)
 }
 
