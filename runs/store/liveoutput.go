@@ -27,9 +27,9 @@ type LiveOutput struct {
 // StepLiveOutput reads the output a step's latest attempts have written so
 // far, one LiveOutput per element (one for a step without for-each), in
 // index order. It reads the log backwards from the newest event and stops
-// at each attempt's step_start, or once maxBytes of text are read in all:
-// what a page shows of a running step costs the same after an hour of
-// output as after a second.
+// at each attempt's step_start, or once maxBytes of text, or liveMaxRows
+// rows of it, are read in all: what a page shows of a running step costs
+// the same after an hour of output as after a second.
 func (s *Store) StepLiveOutput(ctx context.Context, runID, stepID string, maxBytes int) ([]LiveOutput, error) {
 	if err := s.Ready(ctx); err != nil {
 		return nil, err
@@ -63,6 +63,7 @@ func (s *Store) StepLiveOutput(ctx context.Context, runID, stepID string, maxByt
 		default:
 			p.pieces = append(p.pieces, text.String)
 			r.read += len(text.String)
+			r.rows++
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -74,7 +75,8 @@ func (s *Store) StepLiveOutput(ctx context.Context, runID, stepID string, maxByt
 // liveReader gathers StepLiveOutput's text, newest first, by element.
 type liveReader struct {
 	byKey map[int64]*liveParts // by index; -1 for a step without for-each
-	read  int
+	read  int                  // bytes of text
+	rows  int                  // rows of text
 }
 
 type liveParts struct {
@@ -83,7 +85,12 @@ type liveParts struct {
 	closed bool     // its attempt's step_start was read: older text is an earlier attempt's
 }
 
-func (r *liveReader) budget(max int) bool { return r.read < max }
+// liveMaxRows bounds the rows StepLiveOutput reads: chunks are joined as
+// they are written (coalesce), so this is about a minute of a streaming
+// step's output, unless other events of the step split it finer.
+const liveMaxRows = 1024
+
+func (r *liveReader) budget(max int) bool { return r.read < max && r.rows < liveMaxRows }
 
 func (r *liveReader) parts(index sql.NullInt64) *liveParts {
 	key := int64(-1)
