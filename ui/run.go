@@ -13,6 +13,7 @@ import (
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/ui/dag"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -153,18 +154,10 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 	for _, sid := range order {
 		sv := stepView{ID: sid, Status: string(dag.Pending), Href: "/runs/" + url.PathEscape(run.ID) + "/steps/" + url.PathEscape(sid), Duration: "-", Usage: "-"}
 		if i, ok := rows[sid]; ok {
-			rec := d.Steps[i]
-			sv.Recorded, sv.Status, sv.Attempts, sv.Error, sv.Started = true, string(rec.Status), rec.Attempts, rec.Error, rec.StartedAt
-			if !rec.EndedAt.IsZero() {
-				sv.Duration = runcmd.DurationText(rec.DurationMS)
-			}
-			if rec.Usage != nil {
-				sv.Usage = runcmd.UsageText(rec.Usage)
-			}
-			if n, ok := rec.Output.([]any); ok && total[sid] == 0 {
+			sv.recorded(&d.Steps[i], pending[sid])
+			if n, ok := d.Steps[i].Output.([]any); ok && total[sid] == 0 {
 				total[sid] = len(n)
 			}
-			sv.Marks = decisionMarks(rec.Permissions, pending[sid])
 		}
 		if sv.Status == string(engine.StatusRunning) && !v.Running {
 			sv.Status = string(dag.Cancelled) // its acpflow ended the run without ending it
@@ -190,6 +183,20 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 	v.Graph = svg
 	v.Timeline = buildTimeline(run, evs, time.Now())
 	return v, 0, nil
+}
+
+// recorded fills in what the store's row of the step says: its state,
+// attempts, error, time, usage, and the marks of its decisions (with
+// pending requests waiting on a person).
+func (sv *stepView) recorded(rec *store.Step, pending int) {
+	sv.Recorded, sv.Status, sv.Attempts, sv.Error, sv.Started = true, string(rec.Status), rec.Attempts, rec.Error, rec.StartedAt
+	if !rec.EndedAt.IsZero() {
+		sv.Duration = runcmd.DurationText(rec.DurationMS)
+	}
+	if rec.Usage != nil {
+		sv.Usage = runcmd.UsageText(rec.Usage)
+	}
+	sv.Marks = decisionMarks(rec.Permissions, pending)
 }
 
 // runCommands are the commands the run's page offers to copy: show,

@@ -209,10 +209,14 @@ steps:
     run: 'echo ${{ item }}; test ${{ index }} != 2'
 `, testAgent, agentArgs("-chunk", strings.Repeat("unbroken", 60), "-permission", "execute:"+long+" --flag="+strings.Repeat("x", 150),
 		"-unasked", "edit:"+long), long)), 0o644)
-	cmd := exec.Command(acpflowBin, "run", wf, "--state", state)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err == nil {
-		t.Fatalf("the run succeeded, want its last element failed\n%s", out)
+	lines := filepath.Join(dir, "lines.jsonl")
+	os.WriteFile(lines, []byte("{}\n{}\n"), 0o644)
+	for _, args := range [][]string{{"run", wf, "--state", state}, {"run", wf, "--inputs", lines, "--state", state}} {
+		cmd := exec.Command(acpflowBin, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Fatalf("%s succeeded, want its last element failed\n%s", args, out)
+		}
 	}
 	runID := firstRunID(t, acpflow(t, dir, "runs", "--state", state, "--json").stdout)
 
@@ -243,6 +247,9 @@ steps:
 				t.Errorf("the answer step's node is marked %q, want rejected unasked", marks)
 			}
 			screenshot(t, ctx, "run-phone")
+		}
+		if p.name == "agent step" {
+			screenshot(t, ctx, "step-phone")
 		}
 	}
 	// The for-each step lists its elements by index, each with its item.

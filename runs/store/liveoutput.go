@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // LiveOutput is what one attempt of a step (of a for-each element, when
@@ -61,7 +62,7 @@ func (s *Store) StepLiveOutput(ctx context.Context, runID, stepID string, maxByt
 				return nil, err
 			}
 		default:
-			p.pieces = append(p.pieces, text.String)
+			p.pieces = append(p.pieces, lastBytes(text.String, maxBytes-r.read))
 			r.read += len(text.String)
 			r.rows++
 		}
@@ -126,4 +127,17 @@ func (r *liveReader) outputs() []LiveOutput {
 		return *a.Index - *b.Index
 	})
 	return out
+}
+
+// lastBytes is the end of s, at most n bytes of it, from a character's
+// start: a joined row may hold more than the bytes still wanted.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - max(n, 0)
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
 }
