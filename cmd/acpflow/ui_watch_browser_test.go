@@ -248,9 +248,6 @@ steps:
 			}
 			screenshot(t, ctx, "run-phone")
 		}
-		if p.name == "agent step" {
-			screenshot(t, ctx, "step-phone")
-		}
 	}
 	// The for-each step lists its elements by index, each with its item.
 	do(t, ctx, "open the for-each step", chromedp.Navigate(ui.url+"/runs/"+runID+"/steps/each"), chromedp.WaitReady(`table.elements`))
