@@ -57,7 +57,7 @@ func (a *StartAttempt) StepStart() steps.StepStart {
 	ev := steps.StepStart{Attempt: a.N}
 	if a.Element != nil {
 		index := a.Element.Index
-		ev.Index, ev.Elements = &index, a.Elements
+		ev.Index, ev.Elements, ev.Item = &index, a.Elements, steps.ItemJSON(a.Element.Item)
 	}
 	return ev
 }

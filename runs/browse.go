@@ -19,6 +19,8 @@ type (
 	Event = store.Event
 	// Watcher tells when anything was committed to the store.
 	Watcher = store.Watcher
+	// LiveOutput is what a step's attempt has written so far.
+	LiveOutput = store.LiveOutput
 )
 
 // OpenReadOnly opens an existing run store for reading only (the web UI):
@@ -52,6 +54,12 @@ func (v *Service) ListBatches(ctx context.Context, workflow, id string, limit in
 // attempts started and ended (store.TimelineEvents), in order.
 func (v *Service) TimelineEvents(ctx context.Context, runID string) ([]Event, error) {
 	return v.store.TimelineEvents(ctx, runID)
+}
+
+// StepLiveOutput reads what a step's latest attempts have written so far
+// (store.StepLiveOutput): at most maxBytes of text, the newest.
+func (v *Service) StepLiveOutput(ctx context.Context, runID, stepID string, maxBytes int) ([]LiveOutput, error) {
+	return v.store.StepLiveOutput(ctx, runID, stepID, maxBytes)
 }
 
 // Watch is a Watcher of the store; Close it when done.

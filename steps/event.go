@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acpflow/acpflow/policies"
 )
@@ -278,11 +279,37 @@ type RunEnd struct {
 
 // StepStart begins an attempt of a step; Index is the for-each element's,
 // and Elements how many elements the step has (what `N/M done` counts
-// to; 0 for a step without for-each).
+// to; 0 for a step without for-each). Item is the element's item as JSON,
+// so that a view can say which element is which while it runs; one longer
+// than MaxItemJSON is that much of its JSON text, cut, as a string.
 type StepStart struct {
-	Attempt  int  `json:"attempt"`
-	Index    *int `json:"index,omitempty"`
-	Elements int  `json:"elements,omitempty"`
+	Attempt  int             `json:"attempt"`
+	Index    *int            `json:"index,omitempty"`
+	Elements int             `json:"elements,omitempty"`
+	Item     json.RawMessage `json:"item,omitempty"`
+}
+
+// MaxItemJSON bounds the item a step_start carries: an element's item may
+// be a large value, and it is written at each attempt of each element.
+const MaxItemJSON = 1024
+
+// ItemJSON is a for-each item as step_start carries it: its JSON, or when
+// that is longer than MaxItemJSON (or not encodable), its first bytes cut
+// at a character's end and marked with "…", as a JSON string.
+func ItemJSON(item any) json.RawMessage {
+	b, err := json.Marshal(item)
+	if err == nil && len(b) <= MaxItemJSON {
+		return b
+	}
+	if err != nil {
+		b = []byte(fmt.Sprint(item))
+	}
+	cut := min(len(b), MaxItemJSON)
+	for cut > 0 && cut < len(b) && !utf8.RuneStart(b[cut]) {
+		cut--
+	}
+	s, _ := json.Marshal(string(b[:cut]) + "…")
+	return s
 }
 
 // StepEnd says a step settled; it is a skipped step's only event.

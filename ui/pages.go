@@ -91,7 +91,7 @@ func (s *Server) render(w http.ResponseWriter, name string, data any) {
 func (s *Server) fail(w http.ResponseWriter, code int, err error) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	s.tmpl.ExecuteTemplate(w, "error.html", map[string]any{"Title": http.StatusText(code), "Error": err.Error()})
+	s.tmpl.ExecuteTemplate(w, "error.html", map[string]any{"Title": http.StatusText(code), "Error": err.Error(), "NotFound": code == http.StatusNotFound})
 }
 
 // storeCode is the HTTP status of a store error: not found, or the server's.

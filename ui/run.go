@@ -13,6 +13,7 @@ import (
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/runs/trace"
 	"github.com/acpflow/acpflow/ui/dag"
 	"github.com/acpflow/acpflow/workflows"
@@ -69,6 +70,10 @@ type stepView struct {
 	Error                    string
 	Started                  time.Time
 	Recorded                 bool // the store has a row for it (it started, or was skipped)
+	// Since is a running step's start, for the page's ticking clock.
+	Since string
+	// Marks are the decisions its node is marked with (decisionMarks).
+	Marks []string
 }
 
 // runView is what the run page shows.
@@ -150,23 +155,20 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 		}
 	}
 	attempt, total := stepStarts(evs)
+	pending := s.pendingOf(ctx, run.ID)
 	for _, sid := range order {
 		sv := stepView{ID: sid, Status: string(dag.Pending), Href: "/runs/" + url.PathEscape(run.ID) + "/steps/" + url.PathEscape(sid), Duration: "-", Usage: "-"}
 		if i, ok := rows[sid]; ok {
-			rec := d.Steps[i]
-			sv.Recorded, sv.Status, sv.Attempts, sv.Error, sv.Started = true, string(rec.Status), rec.Attempts, rec.Error, rec.StartedAt
-			if !rec.EndedAt.IsZero() {
-				sv.Duration = runcmd.DurationText(rec.DurationMS)
-			}
-			if rec.Usage != nil {
-				sv.Usage = runcmd.UsageText(rec.Usage)
-			}
-			if n, ok := rec.Output.([]any); ok && total[sid] == 0 {
+			sv.recorded(&d.Steps[i], pending[sid])
+			if n, ok := d.Steps[i].Output.([]any); ok && total[sid] == 0 {
 				total[sid] = len(n)
 			}
 		}
 		if sv.Status == string(engine.StatusRunning) && !v.Running {
 			sv.Status = string(dag.Cancelled) // its acpflow ended the run without ending it
+		}
+		if sv.Status == string(engine.StatusRunning) {
+			sv.Since, sv.Duration = since(sv.Started), elapsed(sv.Started, time.Now())
 		}
 		sv.Attempts = max(sv.Attempts, attempt[sid])
 		sv.Elements = elementsText(els[sid], total[sid])
@@ -186,6 +188,20 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 	v.Graph = svg
 	v.Timeline = buildTimeline(run, evs, time.Now())
 	return v, 0, nil
+}
+
+// recorded fills in what the store's row of the step says: its state,
+// attempts, error, time, usage, and the marks of its decisions (with
+// pending requests waiting on a person).
+func (sv *stepView) recorded(rec *store.Step, pending int) {
+	sv.Recorded, sv.Status, sv.Attempts, sv.Error, sv.Started = true, string(rec.Status), rec.Attempts, rec.Error, rec.StartedAt
+	if !rec.EndedAt.IsZero() {
+		sv.Duration = runcmd.DurationText(rec.DurationMS)
+	}
+	if rec.Usage != nil {
+		sv.Usage = runcmd.UsageText(rec.Usage)
+	}
+	sv.Marks = decisionMarks(rec.Permissions, pending)
 }
 
 // runCommands are the commands the run's page offers to copy: show,
@@ -250,7 +266,7 @@ func stepDetail(elements string, attempts int) string {
 func runGraph(steps []stepView, needs map[string][]string) dag.Graph {
 	g := dag.Graph{}
 	for _, sv := range steps {
-		g.Nodes = append(g.Nodes, dag.Node{ID: sv.ID, Label: sv.ID, State: dag.State(sv.Status), Detail: sv.Detail, Href: sv.Href})
+		g.Nodes = append(g.Nodes, dag.Node{ID: sv.ID, Label: sv.ID, State: dag.State(sv.Status), Detail: sv.Detail, Href: sv.Href, Marks: sv.Marks})
 		for _, n := range needs[sv.ID] {
 			g.Edges = append(g.Edges, dag.Edge{From: n, To: sv.ID})
 		}
@@ -311,6 +327,15 @@ type timeline struct {
 	Width, Height, Axis int
 	Rows                []timelineRow
 	Span                string
+	// Ticks are the time axis's marks above the bars, from the run's start.
+	Ticks         []timelineTick
+	AxisY, BarsX1 int
+}
+
+// timelineTick is one mark of the time axis: its x and the time it says.
+type timelineTick struct {
+	X     int
+	Label string
 }
 
 type timelineRow struct {
@@ -334,6 +359,7 @@ const (
 	tlLabel = 220 // the label column, in pixels
 	tlBars  = 640
 	tlRow   = 20
+	tlAxis  = 20 // the time axis's band above the rows
 )
 
 // attemptSpans reads from the events each step attempt's span, in the
@@ -423,14 +449,17 @@ func buildTimeline(run runs.Run, evs []runs.Event, now time.Time) *timeline {
 			turnEnd = a.end
 		}
 		x, tx, ex := px(a.start), px(turnEnd), px(a.end)
-		row := timelineRow{Label: a.label, Status: a.status, Y: 4 + i*tlRow, TextY: 4 + i*tlRow + 13,
+		y := tlAxis + 4 + i*tlRow
+		row := timelineRow{Label: a.label, Status: a.status, Y: y, TextY: y + 13,
 			X: tlLabel + x, TurnW: max(tx-x, 2), DownX: tlLabel + tx, DownW: ex - tx,
 			Turn: runcmd.DurationText(turnEnd.Sub(a.start).Milliseconds()), Teardown: runcmd.DurationText(a.end.Sub(turnEnd).Milliseconds()),
 			Open: a.status == "running"}
 		tl.Rows = append(tl.Rows, row)
 	}
-	tl.Height = 8 + len(spans)*tlRow
+	tl.Height = tlAxis + 8 + len(spans)*tlRow
 	tl.Axis = tl.Height - 2
+	tl.AxisY, tl.BarsX1 = tlAxis, tlLabel+tlBars
+	tl.Ticks = timeTicks(total, tlLabel, tlBars)
 	return tl
 }
 
@@ -448,4 +477,48 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// tickSteps are the times between the axis's marks it chooses from.
+var tickSteps = []time.Duration{
+	100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond,
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
+}
+
+// timeTicks marks the axis of a span of total drawn width px from x0: at
+// most 6 marks, a round time apart, the first at the start.
+func timeTicks(total time.Duration, x0, width int) []timelineTick {
+	step := tickSteps[len(tickSteps)-1]
+	for _, s := range tickSteps {
+		if total/s <= 5 {
+			step = s
+			break
+		}
+	}
+	var ticks []timelineTick
+	for t := time.Duration(0); t <= total && len(ticks) < 12; t += step {
+		ticks = append(ticks, timelineTick{X: x0 + int(float64(t)/float64(total)*float64(width)), Label: tickText(t, step)})
+	}
+	return ticks
+}
+
+// tickText words an axis mark: 0, 500ms, 15s, 2m, 1m30s, 1h, 1h30m.
+func tickText(t, step time.Duration) string {
+	switch {
+	case t == 0:
+		return "0"
+	case step < time.Second:
+		return t.String()
+	case t < time.Minute:
+		return fmt.Sprintf("%ds", int(t.Seconds()))
+	case t < time.Hour && t%time.Minute == 0:
+		return fmt.Sprintf("%dm", int(t.Minutes()))
+	case t < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(t.Minutes()), int(t.Seconds())%60)
+	case t%time.Hour == 0:
+		return fmt.Sprintf("%dh", int(t.Hours()))
+	}
+	return fmt.Sprintf("%dh%02dm", int(t.Hours()), int(t.Minutes())%60)
 }

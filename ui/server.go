@@ -55,6 +55,9 @@ type Config struct {
 	// TraceURL is where a run's trace is seen, {trace_id} standing for
 	// its id (docs/traces.md); "": the run page names the id unlinked.
 	TraceURL string
+	// Pending counts the requests waiting on a person, by step, for the
+	// graph's "pending" mark; nil: none are.
+	Pending PendingApprovals
 }
 
 // Server serves the UI over one store.
@@ -172,6 +175,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/runs", s.apiRuns)
 	mux.HandleFunc("GET /api/runs/{id}", s.apiRun)
 	mux.HandleFunc("POST /api/runs/{id}/cancel", s.apiCancel)
+	mux.HandleFunc("/", s.notFound)
 	return s.guard(mux)
 }
 

@@ -1,11 +1,14 @@
 package ui
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
@@ -57,16 +60,15 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 			attempts = append(attempts, attemptOf(&ts[i], rec.Permissions))
 		}
 	}
-	els, err := st.Elements(ctx, id)
-	if err != nil {
-		s.fail(w, http.StatusInternalServerError, err)
-		return
-	}
 	v := map[string]any{
 		"Title": "step " + stepID + " of run " + id, "Run": d.Run, "Step": rec, "Attempts": attempts,
 		"Running": string(d.Run.Status) == "running",
 		"Perms":   permViews(rec.Permissions), "Stderr": tail(rec.Stderr, stderrLines),
-		"Duration": runcmd.DurationText(rec.DurationMS), "Elements": els[stepID],
+		"Duration": runcmd.DurationText(rec.DurationMS),
+	}
+	if err := s.watchStep(ctx, d, rec, v); err != nil {
+		s.fail(w, http.StatusInternalServerError, err)
+		return
 	}
 	if sb := rec.Sandbox; sb != nil {
 		b, _ := json.MarshalIndent(sb, "", "  ")
@@ -76,6 +78,33 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, "step.html", v)
+}
+
+// watchStep adds to a step page's values what watching it needs: its
+// elements in index order with their items and, while it runs, its elapsed
+// time and the output its attempts have written so far.
+func (s *Server) watchStep(ctx context.Context, d *runs.RunDetail, rec *store.Step, v map[string]any) error {
+	st, now := s.cfg.Store, time.Now()
+	els, err := st.Elements(ctx, d.Run.ID)
+	if err != nil {
+		return err
+	}
+	evs, err := st.TimelineEvents(ctx, d.Run.ID)
+	if err != nil {
+		return err
+	}
+	running := d.Run.Status == engine.StatusRunning
+	v["Elements"], v["ElementsWaiting"] = elementRows(evs, rec.StepID, els[rec.StepID], !running, now)
+	if !running || rec.Status != engine.StatusRunning {
+		return nil
+	}
+	live, err := s.liveViews(ctx, d.Run.ID, rec.StepID, now)
+	if err != nil {
+		return err
+	}
+	v["Live"], v["LiveMax"] = live, liveOutputMax>>10
+	v["Since"], v["Duration"] = since(rec.StartedAt), elapsed(rec.StartedAt, now)
+	return nil
 }
 
 func stepIDs(d *runs.RunDetail) string {

@@ -45,6 +45,16 @@ type turn struct {
 
 func (t *turn) cancel() { t.once.Do(func() { close(t.cancelled) }) }
 
+// sleep waits d, or until the turn is cancelled.
+func (t *turn) sleep(d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-t.cancelled:
+	}
+}
+
 func (t *turn) isCancelled() bool {
 	select {
 	case <-t.cancelled:
@@ -353,6 +363,9 @@ func (a *agent) prompt(t *turn) {
 	for i, text := range a.chunks(t) {
 		if a.cfg.noise {
 			a.noise(t.sessionID, i)
+		}
+		if i > 0 && a.cfg.chunkEvery > 0 {
+			t.sleep(a.cfg.chunkEvery)
 		}
 		if t.isCancelled() {
 			a.endTurn(t, "cancelled")

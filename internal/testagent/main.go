@@ -191,6 +191,7 @@ type config struct {
 	noise       bool
 	flood       int
 	floodSize   int
+	chunkEvery  time.Duration // the wait before each chunk but the first
 	modes       []string
 	configOpts  []string
 	record      string
@@ -290,6 +291,7 @@ func parseFlags(args []string) (*config, error) {
 	var configOpts listFlag
 	fs.IntVar(&cfg.flood, "flood", 0, "stream this many chunks before the others")
 	fs.IntVar(&cfg.floodSize, "flood-size", 1, "bytes per flood chunk")
+	fs.DurationVar(&cfg.chunkEvery, "chunk-every", 0, "wait this long before each -chunk but the first (an answer written over time)")
 	fs.StringVar(&modes, "modes", "", "comma-separated modes session/new offers")
 	fs.Var(&configOpts, "config-option", "ID=V1|V2: a select config option session/new offers (repeatable)")
 	fs.StringVar(&cfg.record, "record", "", "append one JSON line per event to this file")

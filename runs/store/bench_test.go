@@ -73,3 +73,43 @@ func BenchmarkEventWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkStepLiveOutput is what a running step's page costs the store
+// at each live update: the newest 64 KiB of the step's text read back from
+// a log of 100,000 chunks (an agent streaming tokens for a long while),
+// after another step's 100,000. "joined": the chunks as the queue joins
+// them (100 a batch); "apart": each chunk followed by another event of its
+// step, so that none is joined (the worst case).
+func BenchmarkStepLiveOutput(b *testing.B) {
+	for _, apart := range []bool{false, true} {
+		name := map[bool]string{false: "joined", true: "apart"}[apart]
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			s := openTest(b)
+			if err := s.CreateRun(ctx, Run{ID: "bench"}); err != nil {
+				b.Fatal(err)
+			}
+			for _, step := range []string{"other", "talk"} {
+				s.AppendEvent(Event{RunID: "bench", StepID: step, Type: "step_start", Fields: map[string]any{"attempt": 1}})
+				for i := range 100_000 {
+					s.AppendEvent(Event{RunID: "bench", StepID: step, Type: "step_update", FieldsJSON: []byte(`{"kind":"agent_message_chunk","text":"a token "}`)})
+					if apart {
+						s.AppendEvent(Event{RunID: "bench", StepID: step, Type: "step_update", FieldsJSON: []byte(`{"kind":"usage_update"}`)})
+					}
+					if i%100 == 99 {
+						if err := s.Flush(ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				outs, err := s.StepLiveOutput(ctx, "bench", "talk", 64<<10)
+				if err != nil || len(outs) != 1 || !outs[0].Cut || len(outs[0].Text) < 8<<10 {
+					b.Fatalf("%v %v", len(outs), err)
+				}
+			}
+		})
+	}
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // Event is one event of a run's stream (docs/results.md `--json`): run_start,
-// step_update (one per chunk of agent text), permission, and so on.
+// step_update (a chunk of agent text; consecutive chunks are joined as
+// they are written, see coalesce), permission, and so on.
 type Event struct {
 	Seq    int64 // assigned by the store, increasing in the order written; 0 in AppendEvent
 	RunID  string
@@ -39,6 +40,7 @@ const (
 // queuedEvent is an event encoded for its row.
 type queuedEvent struct {
 	runID, stepID, typ, time, fields string
+	chunk                            *textChunk // set when it is a chunk of output (chunkOf)
 }
 
 // eventQueue is the events' writer: AppendEvent adds to pending under mu,
@@ -98,7 +100,8 @@ func (s *Store) AppendEvent(e Event) {
 		}
 		fields = string(b)
 	}
-	s.events.add(queuedEvent{runID: e.RunID, stepID: e.StepID, typ: e.Type, time: e.Time.UTC().Format(timeLayout), fields: fields})
+	s.events.add(queuedEvent{runID: e.RunID, stepID: e.StepID, typ: e.Type, time: e.Time.UTC().Format(timeLayout), fields: fields,
+		chunk: chunkOf(e.RunID, e.StepID, e.Type, fields)})
 }
 
 func (q *eventQueue) add(e queuedEvent) {
@@ -169,7 +172,7 @@ func (q *eventQueue) writePending() {
 	q.pending = q.spare[:0]
 	q.mu.Unlock()
 
-	for batch := all; len(batch) > 0; {
+	for batch := coalesce(all); len(batch) > 0; {
 		n := min(len(batch), eventBatchSize)
 		if err := q.write(batch[:n]); err != nil {
 			q.mu.Lock()

@@ -24,6 +24,8 @@
         });
         document.body.dataset.refreshed = String(Date.now());
         wire();
+        follow();
+        tick();
       })
       .catch(function () {})
       .finally(function () {
@@ -55,8 +57,36 @@
     });
   }
 
+  // elapsedText words milliseconds as the server does (Go's Duration, to
+  // the second): 0s, 42s, 3m5s, 1h0m12s.
+  function elapsedText(ms) {
+    var s = Math.max(0, Math.floor(ms / 1000)), h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60);
+    s = s % 60;
+    if (h) return h + "h" + m + "m" + s + "s";
+    if (m) return m + "m" + s + "s";
+    return s + "s";
+  }
+
+  // tick brings every running clock (an element with data-since, the
+  // start of a step or element still running) to now: between changes of
+  // the store the page is not fetched again, and the time goes on.
+  function tick() {
+    document.querySelectorAll(".elapsed[data-since]").forEach(function (el) {
+      var t = Date.parse(el.dataset.since);
+      if (!isNaN(t)) el.textContent = elapsedText(Date.now() - t);
+    });
+  }
+
+  // follow keeps the output of a running step scrolled to its newest line.
+  function follow() {
+    document.querySelectorAll(".live-output").forEach(function (p) { p.scrollTop = p.scrollHeight; });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     wire();
+    follow();
+    tick();
+    setInterval(tick, 1000);
     if (!window.EventSource || !document.querySelector("[data-live]")) return;
     var es = new EventSource("/events");
     es.addEventListener("hello", function () { if (status) status.className = "live on"; });

@@ -49,6 +49,9 @@ type Node struct {
 	State  State  // Pending when empty
 	Detail string // second line, e.g. "3/5 done · attempt 2"; none when empty
 	Href   string // the node links there when not empty
+	// Marks are drawn as dots at the node's top right, each of class
+	// "mark-M": the decisions on the step (pending, rejected, unasked).
+	Marks []string
 }
 
 // Edge says From is a need of To.
@@ -87,7 +90,34 @@ svg.dag .state-failed rect    { fill: #ffebe9; stroke: #cf222e; }
 svg.dag .state-skipped rect   { fill: #ffffff; stroke: #afb8c1; }
 svg.dag .state-skipped .label { fill: #6e7781; }
 svg.dag .state-cancelled rect { fill: #fff8c5; stroke: #9a6700; }
+svg.dag .mark circle { stroke: #ffffff; stroke-width: 1; }
+svg.dag .mark text { font-size: 10px; font-weight: 700; fill: #ffffff; }
+svg.dag .mark-rejected circle { fill: #b42318; }
+svg.dag .mark-unasked circle { fill: #8a4b00; }
+svg.dag .mark-pending circle { fill: #0550ae; }
 `
+
+// markStep is the room one mark takes at a node's right, and markGlyphs
+// the letter drawn in each kind's dot (the node's title words them).
+const markStep = 15.0
+
+var markGlyphs = map[string]string{"rejected": "✕", "unasked": "!", "pending": "?"}
+
+// markDot is one mark as drawn.
+type markDot struct {
+	Kind, Glyph   string
+	CX, CY, TextY float64
+}
+
+// MarkDots places the node's marks in a row inside its top right corner.
+func (n drawnNode) MarkDots() []markDot {
+	dots := make([]markDot, len(n.Marks))
+	for i, m := range n.Marks {
+		cx := n.X + n.W - 9 - float64(i)*markStep
+		dots[i] = markDot{Kind: m, Glyph: markGlyphs[m], CX: cx, CY: n.Y + 9, TextY: n.Y + 12.5}
+	}
+	return dots
+}
 
 // Sizes in SVG user units (px). Labels are drawn in a monospace font so their width follows
 // from their length; long ones are cut with an ellipsis and shown whole in the node's <title>.
@@ -186,7 +216,7 @@ func prepare(g Graph) (*prepared, error) {
 		if dw := float64(utf8.RuneCountInString(dn.ShownDetail)) * detailFont * charWidth; dw > w {
 			w = dw
 		}
-		dn.W = max(minNodeW, w+2*padX)
+		dn.W = max(minNodeW, w+2*padX) + 2*markStep*float64(len(n.Marks))
 		dn.H = oneLineH
 		if dn.ShownDetail != "" {
 			dn.H = twoLineH
