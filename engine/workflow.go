@@ -28,6 +28,9 @@ type Workflow struct {
 	Inputs      []*Input
 	Agents      map[string]*steps.Agent
 	Policies    Policies
+	// Approvals is the workflow's `approvals:` (a webhook its asks go
+	// to); nil: none.
+	Approvals *policies.Approvals
 	Steps       []*Step // in file order
 	Outputs     []*Output
 	// Budget is what one run may spend (`budget:`); zero: no limit.
@@ -69,6 +72,9 @@ type Policies struct {
 	// SandboxRequired is an outer policy file's `sandbox: required`: every
 	// agent runs sandboxed, whatever the workflow says.
 	SandboxRequired bool
+	// Approvals is an outer policy file's `approvals:` (a webhook its
+	// asks go to); nil: none.
+	Approvals *policies.Approvals
 }
 
 // Step is a step of the workflow.

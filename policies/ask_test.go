@@ -18,15 +18,15 @@ type person struct {
 	block  bool // wait for ctx to end instead of answering
 }
 
-func (p *person) Ask(ctx context.Context, q *Question) (string, error) {
+func (p *person) Ask(ctx context.Context, q *Question) (Reply, error) {
 	p.mu.Lock()
 	p.asked = append(p.asked, q)
 	p.mu.Unlock()
 	if p.block {
 		<-ctx.Done()
-		return "", ctx.Err()
+		return Reply{}, ctx.Err()
 	}
-	return p.answer, p.err
+	return Reply{OptionID: p.answer, By: ByTerminal}, p.err
 }
 
 var askOptions = []Option{

@@ -29,6 +29,9 @@ type OuterPolicy struct {
 	// sandboxed (docs/sandbox.md), and no workflow can turn it off or make
 	// it optional.
 	SandboxRequired bool
+	// Approvals is the file's `approvals:`: a webhook every ask of every
+	// run goes to, besides the workflow's own; nil: none.
+	Approvals *Approvals
 }
 
 // SandboxRequiredBy is the outer policy file that requires a sandbox for

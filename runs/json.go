@@ -105,3 +105,34 @@ func elementsJSON(done []Element) []map[string]any {
 	}
 	return out
 }
+
+// ApprovalJSON is an approval as `approvals --json`, `show --json`,
+// export and the web UI's API give it (docs/policies.md#approvals).
+func ApprovalJSON(a Approval) map[string]any {
+	m := map[string]any{
+		"approval_id": a.ID, "run_id": a.RunID, "workflow": a.Workflow, "step": a.StepID, "status": a.Status,
+		"rule": a.Rule, "reason": a.Reason, "fallback": a.Fallback,
+		"created_at": a.CreatedAt.UTC().Format(time.RFC3339Nano), "expires_at": a.Deadline.UTC().Format(time.RFC3339Nano),
+	}
+	if r := a.Request; r != nil {
+		locs := r.Tool.Locations
+		if locs == nil {
+			locs = []policies.ToolLocation{}
+		}
+		m["agent"] = r.Agent
+		m["tool"] = map[string]any{"kind": r.Tool.Kind, "title": r.Tool.Title, "command": r.Tool.Command, "locations": locs}
+	}
+	if a.Status == ApprovalAnswered {
+		answer := map[string]any{"decision": a.Decision, "by": a.AnsweredBy, "at": a.AnsweredAt.UTC().Format(time.RFC3339Nano), "for_run": a.ForRun}
+		if a.OptionID != "" {
+			answer["option_id"] = a.OptionID
+		}
+		m["answer"] = answer
+	}
+	late := make([]map[string]any, len(a.Late))
+	for i, l := range a.Late {
+		late[i] = map[string]any{"decision": l.Decision, "for_run": l.ForRun, "by": l.By, "at": l.At.UTC().Format(time.RFC3339Nano)}
+	}
+	m["late"] = late
+	return m
+}

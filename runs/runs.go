@@ -130,7 +130,7 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 		Timeout:    r.Timeout,
 		Done:       spec.Done,
 		Batch:      spec.Shared,
-		Asker:      r.Asker,
+		Asker:      r.asker(wf),
 		OnUsage:    onUsage(spec.Meter),
 		StateFiles: r.StateFiles(),
 	}}

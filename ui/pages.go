@@ -29,7 +29,7 @@ const (
 	maxPage  = 500
 )
 
-var runStatuses = []string{"running", "succeeded", "failed", "cancelled"}
+var runStatuses = []string{"running", "waiting", "succeeded", "failed", "cancelled"}
 
 var funcs = template.FuncMap{
 	"pretty": prettyJSON,

@@ -127,7 +127,7 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 		return nil, http.StatusInternalServerError, err
 	}
 	run := d.Run
-	v := &runView{Title: "run " + run.ID, Run: run, Running: run.Status == engine.StatusRunning, Duration: "-", Usage: "-"}
+	v := &runView{Title: "run " + run.ID, Run: run, Running: run.Status.Live(), Duration: "-", Usage: "-"}
 	if !run.EndedAt.IsZero() {
 		v.Duration, v.Usage = runcmd.DurationText(run.DurationMS), runcmd.RunUsageText(run.Usage)
 	}
@@ -187,7 +187,7 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 // its transcript, export; and resume first for a run that can be resumed.
 func runCommands(run runs.Run) []string {
 	cmds := []string{"acpflow show " + run.ID, "acpflow show " + run.ID + " --transcript", "acpflow export " + run.ID + " > " + run.ID + ".transcript.json"}
-	if run.Status != engine.StatusSucceeded && run.Status != engine.StatusRunning {
+	if run.Status != engine.StatusSucceeded && !run.Status.Live() {
 		cmds = append([]string{"acpflow resume " + run.ID}, cmds...)
 	}
 	return cmds

@@ -38,7 +38,7 @@ steps:
 func TestAskFallbackMistakesArePlaced(t *testing.T) {
 	for want, policiesYAML := range map[string]string{
 		`wf.yaml:6:17: ask-fallback: want one of allow, allow_always, reject, reject_always, cancel; got "ask"`: "  permission: ask\n  ask-fallback: ask\n",
-		`wf.yaml:6:17: ask-fallback goes with the permission: it falls back for`:                                "  env: {inherit: all}\n  ask-fallback: allow\n",
+		`wf.yaml:6:17: ask-fallback goes with the permission: it applies to`:                                "  env: {inherit: all}\n  ask-fallback: allow\n",
 		`wf.yaml:6:17: ask-fallback is set twice: here and under permission:`:                                   "  permission: {default: ask, ask-fallback: reject}\n  ask-fallback: allow\n",
 	} {
 		_, err := Parse("wf.yaml", []byte("name: ask\nagents:\n  demo: {builtin: demo}\npolicies:\n"+policiesYAML+

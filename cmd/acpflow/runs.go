@@ -454,7 +454,7 @@ func printElements(w io.Writer, outputs any, status engine.Status, done []runs.E
 		el, ok := byIndex[i]
 		if !ok {
 			state := "not started"
-			if status == engine.StatusRunning {
+			if status.Live() {
 				state = "running"
 			}
 			fmt.Fprintf(tw, "    #%d\t%s\t\t\t\n", i, state)
