@@ -66,6 +66,13 @@ func DetailJSON(d *RunDetail, els map[string][]Element) map[string]any {
 		stepsOut[st.StepID] = step
 	}
 	m["steps"] = stepsOut
+	if len(d.Approvals) > 0 {
+		list := make([]map[string]any, len(d.Approvals))
+		for i, a := range d.Approvals {
+			list[i] = ApprovalJSON(a)
+		}
+		m["approvals"] = list
+	}
 	// The worktrees, where the result has them (isolation: worktree).
 	for _, wt := range d.Worktrees {
 		step, _ := stepsOut[wt.Step].(map[string]any)

@@ -83,6 +83,8 @@ type runView struct {
 	Timeline   *timeline
 	Commands   []string
 	NoWorkflow bool
+	// Approvals are the run's asks waiting for an answer.
+	Approvals []approvalView
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
@@ -132,6 +134,7 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 		v.Duration, v.Usage = runcmd.DurationText(run.DurationMS), runcmd.RunUsageText(run.Usage)
 	}
 	v.Commands = runCommands(run)
+	v.Approvals = approvalViews(d.Approvals)
 
 	// The steps, in the workflow's order: the file's when it is unchanged,
 	// else run_start's list, else the store's rows.

@@ -51,6 +51,8 @@ type RunDetail struct {
 	// Worktrees are the run's git worktrees (isolation: worktree), its
 	// own first; nil: none.
 	Worktrees []*engine.Worktree
+	// Approvals are the asks put to people, oldest first; nil: none.
+	Approvals []Approval
 }
 
 const runColumns = `id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,
@@ -170,6 +172,21 @@ func (s *Store) GetRun(ctx context.Context, id string) (*RunDetail, error) {
 	}
 	if d.Worktrees, err = decodeWorktrees(id, wts); err != nil {
 		return nil, err
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE run_id = ? ORDER BY created_at, id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("store: read approvals of run %s: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, err
+		}
+		d.Approvals = append(d.Approvals, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read approvals of run %s: %w", id, err)
 	}
 	return d, nil
 }
