@@ -193,6 +193,11 @@ func TestAStepRecordedBeforeStructuredOutputReadsBackWithNoValue(t *testing.T) {
 		`ALTER TABLE steps DROP COLUMN exit_code`,
 		`DROP INDEX runs_with_worktrees`,
 		`ALTER TABLE runs DROP COLUMN worktrees_json`,
+		`DROP TABLE approvals`,
+		`ALTER TABLE permissions DROP COLUMN ask`,
+		`ALTER TABLE permissions DROP COLUMN approval_id`,
+		`ALTER TABLE permissions DROP COLUMN answered_by`,
+		`ALTER TABLE permissions DROP COLUMN answered_at`,
 		`INSERT INTO steps (run_id, step_id, status, output_json, final_json) VALUES ('old', 'a', 'succeeded', '"{\"x\":1}"', '"{\"x\":1}"')`,
 		`PRAGMA user_version = 6`,
 	} {
