@@ -29,7 +29,7 @@ func (d *decoder) decodeApprovals(n *node, from string) *policies.Approvals {
 	}
 	switch v := f["secret"]; {
 	case v == nil:
-		d.at(n.pos, "approvals: secret: is missing: it signs each request (X-Acpflow-Signature) and its answer links; write ${{ env.NAME }}")
+		d.at(n.pos, "approvals: secret: is missing: it signs each request (X-Acpflow-Signature); write ${{ env.NAME }}")
 	default:
 		s, ok := d.str(v, "approvals.secret")
 		if !ok {
