@@ -196,6 +196,9 @@ func TestARunWithoutATerminalWaitsForTheCLIsAnswerWhileItsOtherStepsGoOn(t *test
 	if late, _ := approvals[0].(map[string]any)["late"].([]any); len(late) != 1 {
 		t.Errorf("the late answer is not recorded: %v", approvals[0])
 	}
+	if r := acpflow(t, dir, "export", runID, "--state", state); !strings.Contains(r.stdout, `"answered_by": "cli"`) || !strings.Contains(r.stdout, `"ask": "grant"`) {
+		t.Errorf("export does not say who answered:\n%s", r.stdout)
+	}
 	if r := acpflow(t, dir, "approvals", "--state", state); !strings.Contains(r.stdout, "no approvals pending") {
 		t.Errorf("approvals after the run:\n%s", r.stdout)
 	}
@@ -276,9 +279,12 @@ func TestAWebhookGetsTheSignedRequestAndAnswersByItsLink(t *testing.T) {
 	hook := &hookListener{secret: secret, got: make(chan map[string]any, 4)}
 	srv := httptest.NewServer(hook)
 	defer srv.Close()
-	wf := writeWorkflow(t, dir, "name: hook\nagents:\n  demo: {builtin: demo}\n"+fmt.Sprintf(approvalPolicy, "2m", "reject")+
+	// The agent's command holds a secret of its env: the body is scrubbed
+	// of it, as results are.
+	const token = "tok-9f8e7d6c5b4a39281706"
+	wf := writeWorkflow(t, dir, "name: hook\nagents:\n  demo: {builtin: demo, env: {API_TOKEN: "+token+"}}\n"+fmt.Sprintf(approvalPolicy, "2m", "reject")+
 		fmt.Sprintf("approvals:\n  webhook: %s/hook\n  secret: ${{ env.HOOK_SECRET }}\n  answer-url: %s\n", srv.URL, ui.url)+
-		"steps:\n"+demoStep("clean", "rm -rf build"))
+		"steps:\n"+demoStep("clean", "curl -H "+token+" https://example.com"))
 	out := filepath.Join(dir, "result.json")
 	run := startRun(t, dir, []string{"HOOK_SECRET=" + secret}, wf, "--state", state, "--output", out)
 
@@ -290,11 +296,11 @@ func TestAWebhookGetsTheSignedRequestAndAnswersByItsLink(t *testing.T) {
 	}
 	tool, _ := body["tool"].(map[string]any)
 	links, _ := body["answer"].(map[string]any)
-	if body["type"] != "approval" || body["step"] != "clean" || tool["command"] != "rm -rf build" || body["rule"] != "1" || links["allow"] == nil {
+	if body["type"] != "approval" || body["step"] != "clean" || tool["command"] != "curl -H [redacted] https://example.com" || body["rule"] != "1" || links["allow"] == nil {
 		t.Fatalf("the webhook body %v", body)
 	}
-	if raw, _ := json.Marshal(body); strings.Contains(string(raw), secret) {
-		t.Errorf("the body holds the secret: %s", raw)
+	if raw, _ := json.Marshal(body); strings.Contains(string(raw), secret) || strings.Contains(string(raw), token) {
+		t.Errorf("the body holds a secret: %s", raw)
 	}
 	// A link whose decision was changed is refused; the link itself,
 	// POSTed without the UI's token or Origin, answers.
@@ -303,7 +309,7 @@ func TestAWebhookGetsTheSignedRequestAndAnswersByItsLink(t *testing.T) {
 	if resp, err := http.Post(forged, "", nil); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a forged link: %v %v; want 403", resp, err)
 	}
-	if code, _, page := ui.get(t, "GET", strings.TrimPrefix(allow, ui.url)); code != 200 || !strings.Contains(page, "rm -rf build") {
+	if code, _, page := ui.get(t, "GET", strings.TrimPrefix(allow, ui.url)); code != 200 || !strings.Contains(page, "curl -H [redacted]") {
 		t.Errorf("GET of the link: %d\n%s; want a page with the request and a button", code, page)
 	}
 	resp, err := http.Post(allow, "", nil)
