@@ -16,11 +16,11 @@ type Status string
 
 // Statuses (docs: the result JSON).
 const (
-	StatusRunning   Status = "running" // started and not ended; the run store's word
+	StatusRunning Status = "running" // started and not ended; the run store's word
 	// StatusWaiting is a running run, as a reader of the run store sees
 	// it, while a step of it waits for a person's answer (an approval):
 	// never recorded, never a result's.
-	StatusWaiting Status = "waiting"
+	StatusWaiting   Status = "waiting"
 	StatusSucceeded Status = "succeeded"
 	StatusFailed    Status = "failed"
 	StatusSkipped   Status = "skipped" // steps only

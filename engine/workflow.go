@@ -31,8 +31,8 @@ type Workflow struct {
 	// Approvals is the workflow's `approvals:` (a webhook its asks go
 	// to); nil: none.
 	Approvals *policies.Approvals
-	Steps       []*Step // in file order
-	Outputs     []*Output
+	Steps     []*Step // in file order
+	Outputs   []*Output
 	// Budget is what one run may spend (`budget:`); zero: no limit.
 	Budget Budget
 	// Isolation is the workflow's `isolation: worktree` (nil: none): each

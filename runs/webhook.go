@@ -171,8 +171,8 @@ func WebhookBody(a store.Approval, answerURL string) map[string]any {
 	}
 	return map[string]any{
 		"type": "approval", "approval_id": a.ID, "run_id": a.RunID, "workflow": a.Workflow, "step": a.StepID, "agent": req.Agent,
-		"tool":       map[string]any{"kind": req.Tool.Kind, "title": req.Tool.Title, "command": req.Tool.Command, "locations": locs},
-		"rule":       a.Rule, "reason": a.Reason, "fallback": a.Fallback,
+		"tool": map[string]any{"kind": req.Tool.Kind, "title": req.Tool.Title, "command": req.Tool.Command, "locations": locs},
+		"rule": a.Rule, "reason": a.Reason, "fallback": a.Fallback,
 		"created_at": a.CreatedAt.UTC().Format(time.RFC3339), "expires_at": a.Deadline.UTC().Format(time.RFC3339),
 		"answer": links,
 		"text": fmt.Sprintf("acpflow: run %s, step %s asks to %s %q (rule %s). Allow: %s  Reject: %s  (no answer by %s: %s)",
