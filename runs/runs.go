@@ -67,6 +67,9 @@ type Runner struct {
 	// preflighted holds the repositories and bases whose worktree
 	// preflight passed (isolation.go): once per command, not per run.
 	preflighted sync.Map
+	// untoldSecrets holds the approvals: whose unset secret was told
+	// (webhooks): once per command, not once per run of a batch.
+	untoldSecrets sync.Map
 }
 
 // maxStoreErrs bounds the store errors kept for the end's warning: a store

@@ -47,7 +47,9 @@ func (r *Runner) webhooks(wf *engine.Workflow) []webhook {
 			secret = r.Ambient[c.SecretEnv]
 		}
 		if secret == "" {
-			r.notice("approvals: in %s: the webhook's secret ($%s) is not set: its requests are not sent", c.From, c.SecretEnv)
+			if _, told := r.untoldSecrets.LoadOrStore(c.From, true); !told { // once a command, not once a run
+				r.notice("approvals: in %s: the webhook's secret ($%s) is not set: its requests are not sent", c.From, c.SecretEnv)
+			}
 			continue
 		}
 		base := c.AnswerURL

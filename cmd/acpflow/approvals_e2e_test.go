@@ -181,6 +181,14 @@ func TestARunWithoutATerminalWaitsForTheCLIsAnswerWhileItsOtherStepsGoOn(t *test
 	if !strings.Contains(output, "permission execute rm -rf build: allow-once\\npermission execute rm -rf build: allow-once\\npermission execute rm -rf dist: reject-once") {
 		t.Errorf("the agent did not get the answers in order:\n%s", output)
 	}
+	checkAnswersShown(t, dir, state, runID, id)
+}
+
+// checkAnswersShown checks that show, show --json and export say who
+// answered approval id of run, when, the grant it gave and the late
+// answer it refused, and that nothing is left pending.
+func checkAnswersShown(t *testing.T, dir, state, runID, id string) {
+	t.Helper()
 	// show: each answer's source and time, the grant, the late answer.
 	shown := acpflow(t, dir, "show", runID, "--state", state).stdout
 	for _, want := range []string{"approval " + id + ": step clean", "allow by cli at", "granted for the rest of the run",
@@ -325,5 +333,30 @@ func TestAWebhookGetsTheSignedRequestAndAnswersByItsLink(t *testing.T) {
 	}
 	if hook.attempts < 2 || hook.badSigned != 0 {
 		t.Errorf("%d attempts, %d badly signed; want a retry after the refused first one, every body signed", hook.attempts, hook.badSigned)
+	}
+}
+
+// A question on the terminal is also an approval the CLI can answer: the
+// CLI's answer wins, the terminal's question is withdrawn and says why,
+// and the record says the CLI answered.
+func TestAnAnswerFromTheCLIWithdrawsTheTerminalsQuestion(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.db")
+	wf := writeWorkflow(t, dir, "name: both\nagents:\n  demo: {builtin: demo}\n"+fmt.Sprintf(approvalPolicy, "2m", "reject")+
+		"steps:\n"+demoStep("clean", "rm -rf build"))
+	out := filepath.Join(dir, "result.json")
+	shown := onTerminal(t, dir, func(string, int) string {
+		id := pendingApprovals(t, dir, state, 1)[0]["approval_id"].(string)
+		if r := acpflow(t, dir, "approve", id, "allow", "--state", state); r.code != 0 {
+			t.Errorf("approve: exit %d %s", r.code, r.stderr)
+		}
+		return "" // nothing typed
+	}, "run", wf, "--state", state, "--output", out)
+	if !strings.Contains(shown, "no longer waiting for an answer (approval ap-") || !strings.Contains(shown, "was answered allow by cli") {
+		t.Errorf("the terminal did not say the question was answered elsewhere:\n%s", shown)
+	}
+	_, perms := permissionsOf(t, out)
+	if p := perms["clean"]; len(p) != 1 || p[0]["option_id"] != "allow-once" || p[0]["answered_by"] != "cli" {
+		t.Errorf("records %v; want allow-once answered by the CLI", p)
 	}
 }
