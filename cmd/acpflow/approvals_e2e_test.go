@@ -165,6 +165,10 @@ func TestARunWithoutATerminalWaitsForTheCLIsAnswerWhileItsOtherStepsGoOn(t *test
 		t.Fatalf("run: exit %d\n%s", code, run.stderr.String())
 	}
 
+	if view := run.stdout.String() + run.stderr.String(); !strings.Contains(view, "waiting for an answer: acpflow approve "+id+" allow|reject") ||
+		!strings.Contains(view, "answered by cli ("+id+")") || !strings.Contains(view, "granted for the run by cli ("+id+")") {
+		t.Errorf("the run's lines do not say what it waits for and who answered:\n%s", view)
+	}
 	status, perms := permissionsOf(t, out)
 	p := perms["clean"]
 	if status != "succeeded" || len(p) != 3 {
