@@ -72,7 +72,7 @@ func (r *Runner) asker(wf *engine.Workflow) policies.Asker {
 
 // Ask implements policies.Asker.
 func (h *approvalHub) Ask(ctx context.Context, q *policies.Question) (policies.Reply, error) {
-	if g, ok := h.granted(q.Request); ok {
+	if g, ok := h.granted(ctx, q); ok {
 		return g, nil
 	}
 	a, err := h.open(ctx, q)
@@ -237,12 +237,38 @@ func (h *approvalHub) grant(req *policies.PermissionRequest, r policies.Reply) {
 	h.grants[grantKey{req.RunID, req.Tool.Kind, req.Tool.Command}] = policies.Reply{Decision: d, By: r.By, At: r.At, Approval: r.Approval, Grant: true}
 }
 
-// granted is the grant that answers req, if there is one.
-func (h *approvalHub) granted(req *policies.PermissionRequest) (policies.Reply, bool) {
+// granted is the grant that answers q's request, if there is one: one
+// this process kept, else one recorded in the store for the run (an
+// answer for the rest of the run given before the run was resumed).
+func (h *approvalHub) granted(ctx context.Context, q *policies.Question) (policies.Reply, bool) {
+	req := q.Request
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	g, ok := h.grants[grantKey{req.RunID, req.Tool.Kind, req.Tool.Command}]
-	return g, ok
+	h.mu.Unlock()
+	if ok {
+		return g, true
+	}
+	shown := q.Shown
+	if shown == nil {
+		shown = req
+	}
+	if shown.Tool.Command != req.Tool.Command {
+		// A command with a secret in it is stored scrubbed: two such
+		// commands could read the same, and a grant covers one command.
+		return policies.Reply{}, false
+	}
+	list, err := h.store.ApprovalsOfRun(ctx, req.RunID)
+	if err != nil {
+		return policies.Reply{}, false
+	}
+	for _, a := range list {
+		if a.ForRun && a.Status == store.ApprovalAnswered && a.Request != nil &&
+			a.Request.Tool.Kind == shown.Tool.Kind && a.Request.Tool.Command == shown.Tool.Command {
+			h.grant(req, replyOf(a))
+			return h.granted(ctx, q)
+		}
+	}
+	return policies.Reply{}, false
 }
 
 // PendingApprovals lists the approvals waiting for an answer across the
