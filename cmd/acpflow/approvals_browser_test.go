@@ -58,4 +58,8 @@ func TestTheUIListsAPendingRequestAndApprovingItReachesTheAgent(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("article.approval").length`)); err != nil || n != 0 {
 		t.Errorf("%d requests still listed (%v) after the answer", n, err)
 	}
+	do(t, ctx, "open the step", chromedp.Navigate(ui.url+"/runs/"+runID+"/steps/clean"), chromedp.WaitReady(`.answered-by`))
+	if by, err := chromedp.Run(ctx, chromedp.TextContent(`.answered-by`)); err != nil || !strings.Contains(by, "answered by ui at") {
+		t.Errorf("the step's decision says %q (%v); want who answered and when", by, err)
+	}
 }
