@@ -6,8 +6,8 @@
 set -u
 cd "$(dirname "$0")"
 status=0
-go test "$@" ./... || status=1
-(cd temporal && go test "$@" ./...) || status=1
+go test -timeout 30m "$@" ./... || status=1
+(cd temporal && go test -timeout 30m "$@" ./...) || status=1
 if [ "$status" -ne 0 ]; then
   echo "FAIL: the tests of at least one module failed (see above)" >&2
 fi

@@ -16,12 +16,20 @@ type Status string
 
 // Statuses (docs: the result JSON).
 const (
-	StatusRunning   Status = "running" // started and not ended; the run store's word
+	StatusRunning Status = "running" // started and not ended; the run store's word
+	// StatusWaiting is a running run, as a reader of the run store sees
+	// it, while a step of it waits for a person's answer (an approval):
+	// never recorded, never a result's.
+	StatusWaiting   Status = "waiting"
 	StatusSucceeded Status = "succeeded"
 	StatusFailed    Status = "failed"
 	StatusSkipped   Status = "skipped" // steps only
 	StatusCancelled Status = "cancelled"
 )
+
+// Live reports whether a run with status s has not ended: running, or
+// waiting for a person.
+func (s Status) Live() bool { return s == StatusRunning || s == StatusWaiting }
 
 // RunResult is one run's result, the object `--output` writes (docs/results.md).
 type RunResult struct {

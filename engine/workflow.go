@@ -28,8 +28,11 @@ type Workflow struct {
 	Inputs      []*Input
 	Agents      map[string]*steps.Agent
 	Policies    Policies
-	Steps       []*Step // in file order
-	Outputs     []*Output
+	// Approvals is the workflow's `approvals:` (a webhook its asks go
+	// to); nil: none.
+	Approvals *policies.Approvals
+	Steps     []*Step // in file order
+	Outputs   []*Output
 	// Budget is what one run may spend (`budget:`); zero: no limit.
 	Budget Budget
 	// Isolation is the workflow's `isolation: worktree` (nil: none): each
@@ -72,6 +75,9 @@ type Policies struct {
 	// Telemetry is an outer policy file's `telemetry:` (docs/traces.md);
 	// nil: none.
 	Telemetry *policies.Telemetry
+	// Approvals is an outer policy file's `approvals:` (a webhook its
+	// asks go to); nil: none.
+	Approvals *policies.Approvals
 }
 
 // Step is a step of the workflow.

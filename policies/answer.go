@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/acpflow/acpflow/internal/suggest"
@@ -69,25 +71,63 @@ func ParseDecision(s string) (Decision, error) {
 }
 
 // Asker puts a permission request to a person (`ask`). Implementations
-// must be safe for concurrent use and put one question at a time.
+// must be safe for concurrent use.
 type Asker interface {
-	// Ask returns the id of the option the person picked, one of
-	// q.Request.Options. It returns ctx's error when ctx ends first (the
-	// turn was cancelled, the step timed out), and ErrNoOneToAsk when
-	// there is no one after all (the terminal went away): the fallback
-	// decides then.
-	Ask(ctx context.Context, q *Question) (optionID string, err error)
+	// Ask returns the person's answer to q. It returns ctx's error when
+	// ctx ends first (the turn was cancelled, the step timed out, the
+	// ask-timeout passed), and ErrNoOneToAsk when there is no one after
+	// all (the terminal went away): the fallback decides then.
+	Ask(ctx context.Context, q *Question) (Reply, error)
 }
 
 // ErrNoOneToAsk is an Asker's answer when it cannot put the question.
 var ErrNoOneToAsk = errors.New("no one to ask")
 
-// Question is what a person is asked: the request as the policy saw it and
-// the rule that decided to ask.
+// Who answered an ask (Reply.By, PermissionRecord.AnsweredBy): the
+// approvers of docs/policies.md#approvals.
+const (
+	ByTerminal = "terminal" // the person at acpflow's terminal
+	ByUI       = "ui"       // acpflow ui
+	ByWebhook  = "webhook"  // a webhook's signed answer link
+	ByCLI      = "cli"      // acpflow approve
+)
+
+// DefaultAskTimeout is how long an ask waits for an answer when the policy
+// sets no ask-timeout: long enough for a person called away, short enough
+// that a forgotten run fails closed the same evening.
+const DefaultAskTimeout = 10 * time.Minute
+
+// Reply is a person's answer to a Question: an option of the agent's
+// (OptionID, what the terminal picks), or a decision turned into an option
+// as a policy's decision is (SelectOption: what the web UI, a webhook's
+// link and `acpflow approve` answer, allow or reject).
+type Reply struct {
+	OptionID string
+	Decision Decision // when OptionID is ""
+	By       string   // ByTerminal, ByUI, ByWebhook or ByCLI
+	At       time.Time
+	Approval string // the approval's id; "" for the terminal alone
+	// Grant says the answer was given before, for the rest of the run
+	// (`--for run`), and this request is its repeat: no one was asked.
+	Grant bool
+}
+
+// Question is what a person is asked: the request as the policy saw it,
+// the rule that decided to ask, and what happens without an answer.
 type Question struct {
-	Request *PermissionRequest
-	Rule    string
-	Reason  string
+	Request  *PermissionRequest
+	Rule     string
+	Reason   string
+	Timeout  time.Duration // the ask-timeout
+	Fallback Decision      // the ask-fallback
+	// Shown is the request as it may be shown outside this process (the
+	// run store, the web UI, a webhook): scrubbed of the step's secrets as
+	// its records are; nil: Request itself.
+	Shown *PermissionRequest
+	// Pending, when set, is told once the request waits for an answer:
+	// the approval's id ("" when only the terminal is asked) and who may
+	// answer (ByTerminal, ByUI, ...), so a view can say the step waits.
+	Pending func(approval string, approvers []string)
 }
 
 // DecisionOf is the decision that selecting an option of this kind
@@ -313,40 +353,50 @@ func AnswerAsking(ctx context.Context, p Permission, src Source, req *Permission
 	return rec
 }
 
+// errAskTimedOut is the cause of an ask's context when its ask-timeout
+// passed.
+var errAskTimedOut = errors.New("no answer within the ask-timeout")
+
 // asked answers a request its policy decided to ask about. Options that
 // are ambiguous are put to no one: the number a person picks would name an
 // id that more than one option has; the fallback's answer is then
-// `cancelled`, as any answer to them.
+// `cancelled`, as any answer to them. The person has the ask-timeout to
+// answer; then the fallback decides, and the reason says so.
 func asked(ctx context.Context, v Verdict, src Source, req *PermissionRequest, asker Asker) PermissionRecord {
 	rec := record(req, src, v)
 	ambiguous := Ambiguous(req.Options)
+	fallback := v.Fallback
+	if fallback == "" {
+		fallback = Reject
+	}
+	timeout := v.Timeout
+	if timeout <= 0 {
+		timeout = DefaultAskTimeout
+	}
 	if asker != nil && ambiguous == "" {
-		id, err := asker.Ask(ctx, &Question{Request: req, Rule: v.Rule, Reason: v.Reason})
+		actx, cancel := context.WithTimeoutCause(ctx, timeout, errAskTimedOut)
+		q := &Question{Request: req, Rule: v.Rule, Reason: v.Reason, Timeout: timeout, Fallback: fallback}
+		reply, err := asker.Ask(actx, q)
+		timedOut := err != nil && errors.Is(context.Cause(actx), errAskTimedOut)
+		cancel()
 		switch {
 		case err == nil:
-			for _, o := range req.Options {
-				if o.ID == id {
-					d, ok := DecisionOf(o.Kind)
-					if !ok {
-						d = Reject // an option of no known kind grants nothing
-					}
-					rec.Decision, rec.Outcome, rec.OptionID, rec.Ask = d, OutcomeSelected, o.ID, "person"
-					return rec
-				}
+			if err = answerWith(&rec, reply, req); err == nil {
+				return rec
 			}
-			err = fmt.Errorf("the answer %q is none of the options", id)
 		case ctx.Err() != nil:
 			rec.Decision, rec.Outcome, rec.Ask = Cancel, OutcomeCancelled, "unanswered"
 			rec.Reason = joinReason("the turn ended while waiting for an answer", v.Reason)
+			rec.Approval = reply.Approval
 			return rec
+		case timedOut:
+			rec.Reason = joinReason(fmt.Sprintf("no answer within the ask-timeout (%s): ask-fallback %s", timeout, fallback), v.Reason)
+			rec.Approval = reply.Approval
+			err = ErrNoOneToAsk
 		}
 		if !errors.Is(err, ErrNoOneToAsk) {
 			rec.Reason = joinReason("asking failed: "+err.Error(), v.Reason)
 		}
-	}
-	fallback := v.Fallback
-	if fallback == "" {
-		fallback = Reject
 	}
 	rec.Decision, rec.Ask = fallback, "fallback"
 	rec.Outcome, rec.OptionID = SelectOption(fallback, req.Tool.Kind, req.Options)
@@ -360,6 +410,41 @@ func asked(ctx context.Context, v Verdict, src Source, req *PermissionRequest, a
 		rec.Reason = joinReason(rec.Reason, reasonNoOption)
 	}
 	return rec
+}
+
+// answerWith makes rec the answer r gives to req: the option picked, or
+// the option r's decision selects (cancelled where the agent offered none
+// of its family, and the reason says so), with who answered and when.
+func answerWith(rec *PermissionRecord, r Reply, req *PermissionRequest) error {
+	if r.OptionID == "" {
+		if r.Decision != Allow && r.Decision != Reject {
+			return fmt.Errorf("the answer %q is neither allow nor reject", r.Decision)
+		}
+		rec.Decision = r.Decision
+		rec.Outcome, rec.OptionID = SelectOption(r.Decision, req.Tool.Kind, req.Options)
+		if rec.Outcome == OutcomeCancelled {
+			rec.Reason = joinReason(rec.Reason, reasonNoOption)
+		}
+	} else {
+		i := slices.IndexFunc(req.Options, func(o Option) bool { return o.ID == r.OptionID })
+		if i < 0 {
+			return fmt.Errorf("the answer %q is none of the options", r.OptionID)
+		}
+		d, ok := DecisionOf(req.Options[i].Kind)
+		if !ok {
+			d = Reject // an option of no known kind grants nothing
+		}
+		rec.Decision, rec.Outcome, rec.OptionID = d, OutcomeSelected, r.OptionID
+	}
+	rec.Ask = "person"
+	if r.Grant {
+		rec.Ask = "grant"
+	}
+	rec.Approval, rec.AnsweredBy = r.Approval, r.By
+	if !r.At.IsZero() {
+		rec.AnsweredAt = r.At.UTC().Format(time.RFC3339Nano)
+	}
+	return nil
 }
 
 func joinReason(a, b string) string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // person is an Asker that answers with a fixed option, or an error, and
@@ -18,15 +19,15 @@ type person struct {
 	block  bool // wait for ctx to end instead of answering
 }
 
-func (p *person) Ask(ctx context.Context, q *Question) (string, error) {
+func (p *person) Ask(ctx context.Context, q *Question) (Reply, error) {
 	p.mu.Lock()
 	p.asked = append(p.asked, q)
 	p.mu.Unlock()
 	if p.block {
 		<-ctx.Done()
-		return "", ctx.Err()
+		return Reply{}, ctx.Err()
 	}
-	return p.answer, p.err
+	return Reply{OptionID: p.answer, By: ByTerminal}, p.err
 }
 
 var askOptions = []Option{
@@ -160,3 +161,36 @@ func TestAnOuterAskIsFinalWhateverThePersonOrItsFallbackSays(t *testing.T) {
 		t.Errorf("a workflow's ask: %+v, want the person's allow, layer workflow", rec)
 	}
 }
+
+// An ask waits its ask-timeout for an answer, then the fallback decides
+// and the reason says why; an answer given as a decision (the web UI's,
+// acpflow approve's) selects the option that decision would.
+func TestAnAskWaitsItsTimeoutAndTakesADecisionAsAnAnswer(t *testing.T) {
+	pol := mustPermission(t, map[string]any{"default": "ask", "ask-fallback": "allow", "ask-timeout": "50ms"})
+	p := &person{block: true}
+	rec := AnswerAsking(context.Background(), pol, SourceWorkflow, askRequest(), p)
+	if rec.Decision != Allow || rec.OptionID != "yes" || rec.Ask != "fallback" || !strings.Contains(rec.Reason, "no answer within the ask-timeout (50ms): ask-fallback allow") {
+		t.Errorf("record %+v, want the fallback after the ask-timeout", rec)
+	}
+	if len(p.asked) != 1 || p.asked[0].Timeout != 50*time.Millisecond || p.asked[0].Fallback != Allow {
+		t.Errorf("asked %+v, want the question to carry its timeout and fallback", p.asked)
+	}
+	at := time.Now()
+	d := decider{Reply{Decision: Reject, By: ByUI, At: at, Approval: "ap-1"}}
+	rec = AnswerAsking(context.Background(), pol, SourceWorkflow, askRequest(), d)
+	if rec.Decision != Reject || rec.OptionID != "no" || rec.Ask != "person" || rec.AnsweredBy != ByUI || rec.Approval != "ap-1" || rec.AnsweredAt == "" {
+		t.Errorf("record %+v, want reject-once answered in the UI under ap-1", rec)
+	}
+	d.r.Grant = true
+	if rec = AnswerAsking(context.Background(), pol, SourceWorkflow, askRequest(), d); rec.Ask != "grant" {
+		t.Errorf("a grant's record %+v, want ask grant", rec)
+	}
+	if _, err := ParsePermission(map[string]any{"default": "ask", "ask-timeout": "0s"}, t.TempDir()); err == nil {
+		t.Error("an ask-timeout of 0 was taken")
+	}
+}
+
+// decider answers with a fixed Reply.
+type decider struct{ r Reply }
+
+func (d decider) Ask(context.Context, *Question) (Reply, error) { return d.r, nil }

@@ -29,6 +29,9 @@ type OuterPolicy struct {
 	// sandboxed (docs/sandbox.md), and no workflow can turn it off or make
 	// it optional.
 	SandboxRequired bool
+	// Approvals is the file's `approvals:`: a webhook every ask of every
+	// run goes to, besides the workflow's own; nil: none.
+	Approvals *Approvals
 	// Telemetry is the file's `telemetry:`: where each run's trace goes
 	// (docs/traces.md); nil: the file has none.
 	Telemetry *Telemetry

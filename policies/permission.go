@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"time"
 
 	gojson "github.com/goccy/go-json"
 )
@@ -64,6 +65,9 @@ type Verdict struct {
 	// Fallback is what decides an Ask when no one can be asked (the
 	// policy's ask-fallback); "" means Reject.
 	Fallback Decision
+	// Timeout is how long an Ask waits for an answer before Fallback
+	// decides (the policy's ask-timeout); 0 means DefaultAskTimeout.
+	Timeout time.Duration
 }
 
 // Permission answers permission requests. Implementations must be safe for
@@ -95,10 +99,19 @@ type PermissionRecord struct {
 	Rule   string `json:"rule"`
 	Reason string `json:"reason"`
 	// Ask says who answered when the policy decided ask: "person" (the
-	// option a person picked), "fallback" (no one to ask: the policy's
-	// ask-fallback) or "unanswered" (the turn ended while waiting);
-	// Decision is then what the answer amounts to.
+	// option a person picked), "grant" (an earlier answer given for the
+	// rest of the run), "fallback" (no one to ask, or no answer within
+	// the ask-timeout: the policy's ask-fallback) or "unanswered" (the
+	// turn ended while waiting); Decision is then what the answer amounts
+	// to.
 	Ask string `json:"ask,omitempty"`
+	// Approval is the id of the pending approval the request was (or, for
+	// a grant, once was) put to people under (docs/policies.md#approvals).
+	Approval string `json:"approval_id,omitempty"`
+	// AnsweredBy is which approver answered: terminal, ui, webhook or cli.
+	AnsweredBy string `json:"answered_by,omitempty"`
+	// AnsweredAt is when, RFC 3339 in UTC.
+	AnsweredAt string `json:"answered_at,omitempty"`
 	// PolicyStderr is what a WASM policy module wrote to stderr.
 	PolicyStderr string `json:"policy_stderr,omitempty"`
 }

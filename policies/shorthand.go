@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Shorthand is the one-word permission policy (`permission: reject`): it
@@ -57,6 +58,23 @@ func (a *AskFallback) DecidePermission(ctx context.Context, req *PermissionReque
 	v, err := a.Permission.DecidePermission(ctx, req)
 	if v.Decision == Ask {
 		v.Fallback = a.Fallback
+	}
+	return v, err
+}
+
+// AskTimeout is a permission policy with its ask-timeout: how long its ask
+// waits for an answer before the ask-fallback decides
+// (docs/policies.md#approvals).
+type AskTimeout struct {
+	Permission
+	Timeout time.Duration
+}
+
+// DecidePermission asks the policy, and gives an ask its timeout.
+func (a *AskTimeout) DecidePermission(ctx context.Context, req *PermissionRequest) (Verdict, error) {
+	v, err := a.Permission.DecidePermission(ctx, req)
+	if v.Decision == Ask {
+		v.Timeout = a.Timeout
 	}
 	return v, err
 }

@@ -77,7 +77,7 @@ func (es SpecErrors) Unwrap() []error {
 
 // Keys each form accepts, in the order they are checked and suggested.
 var (
-	permissionSpecKeys     = []string{"rules", "default", "ask-fallback", "unasked", "wasm", "config", "limits"}
+	permissionSpecKeys     = []string{"rules", "default", "ask-fallback", "ask-timeout", "unasked", "wasm", "config", "limits"}
 	permissionRuleSpecKeys = []string{"if", "then", "reason"}
 	envSpecKeys            = []string{"inherit", "scrub-credentials", "rules", "wasm", "config", "limits"}
 	envRuleSpecKeys        = []string{"if", "then"}
@@ -182,6 +182,9 @@ func (p *specParser) permission(v any, baseDir string, forms formLookup) Permiss
 	if x, ok := m["ask-fallback"]; ok && perm != nil {
 		perm = p.askFallback("ask-fallback", perm, x)
 	}
+	if x, ok := m["ask-timeout"]; ok && perm != nil {
+		perm = p.askTimeout("ask-timeout", perm, x)
+	}
 	if x, ok := m["unasked"]; ok && perm != nil {
 		perm = p.unasked("unasked", perm, x)
 	}
@@ -251,6 +254,27 @@ func (p *specParser) askFallback(path string, perm Permission, v any) Permission
 		return perm
 	}
 	return &AskFallback{Permission: perm, Fallback: Decision(d)}
+}
+
+// WithAskTimeout gives perm the ask-timeout v, the decoded YAML value
+// written beside `permission:` in a policies block: a duration above 0,
+// once per policy. The error, if any, is a SpecErrors at path "".
+func WithAskTimeout(perm Permission, v any) (Permission, error) {
+	return withSetting(perm, v, (*specParser).askTimeout)
+}
+
+// askTimeout reads the ask-timeout v at path and wraps perm in it.
+func (p *specParser) askTimeout(path string, perm Permission, v any) Permission {
+	d, err := parseTimeout(v)
+	if err != nil {
+		p.failErr(path, err)
+		return perm
+	}
+	if carries[*AskTimeout](perm) {
+		p.fail(path, "ask-timeout is set twice: here and under permission:")
+		return perm
+	}
+	return &AskTimeout{Permission: perm, Timeout: d}
 }
 
 // permissionMapping is the mapping form of a permission policy but its

@@ -52,13 +52,15 @@ func UnaskedOf(p Permission) Unasked {
 	return UnaskedFail
 }
 
-// unwrapSetting is the policy a setting (ask-fallback:, unasked:) wraps,
+// unwrapSetting is the policy a setting (ask-fallback:, ask-timeout:, unasked:) wraps,
 // nil for a policy that is no setting.
 func unwrapSetting(p Permission) Permission {
 	switch x := p.(type) {
 	case *WithUnasked:
 		return x.Permission
 	case *AskFallback:
+		return x.Permission
+	case *AskTimeout:
 		return x.Permission
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/runs/store"
 )
@@ -82,7 +81,7 @@ func (v *Service) Interrupt(ctx context.Context, runID string) (store.Owner, err
 	}
 	r := d.Run
 	owner := store.Owner{PID: r.OwnerPID, StartTicks: r.OwnerStartTicks}
-	if r.Status != engine.StatusRunning {
+	if !r.Status.Live() {
 		return owner, &NotRunningError{RunID: runID, Status: string(r.Status)}
 	}
 	if owner.PID == 0 || !ownerAlive(owner) {

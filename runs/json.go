@@ -69,6 +69,13 @@ func DetailJSON(d *RunDetail, els map[string][]Element) map[string]any {
 		stepsOut[st.StepID] = step
 	}
 	m["steps"] = stepsOut
+	if len(d.Approvals) > 0 {
+		list := make([]map[string]any, len(d.Approvals))
+		for i, a := range d.Approvals {
+			list[i] = ApprovalJSON(a)
+		}
+		m["approvals"] = list
+	}
 	// The worktrees, where the result has them (isolation: worktree).
 	for _, wt := range d.Worktrees {
 		step, _ := stepsOut[wt.Step].(map[string]any)
@@ -107,4 +114,35 @@ func elementsJSON(done []Element) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// ApprovalJSON is an approval as `approvals --json`, `show --json`,
+// export and the web UI's API give it (docs/policies.md#approvals).
+func ApprovalJSON(a Approval) map[string]any {
+	m := map[string]any{
+		"approval_id": a.ID, "run_id": a.RunID, "workflow": a.Workflow, "step": a.StepID, "status": a.Status,
+		"rule": a.Rule, "reason": a.Reason, "fallback": a.Fallback,
+		"created_at": a.CreatedAt.UTC().Format(time.RFC3339Nano), "expires_at": a.Deadline.UTC().Format(time.RFC3339Nano),
+	}
+	if r := a.Request; r != nil {
+		locs := r.Tool.Locations
+		if locs == nil {
+			locs = []policies.ToolLocation{}
+		}
+		m["agent"] = r.Agent
+		m["tool"] = map[string]any{"kind": r.Tool.Kind, "title": r.Tool.Title, "command": r.Tool.Command, "locations": locs}
+	}
+	if a.Status == ApprovalAnswered {
+		answer := map[string]any{"decision": a.Decision, "by": a.AnsweredBy, "at": a.AnsweredAt.UTC().Format(time.RFC3339Nano), "for_run": a.ForRun}
+		if a.OptionID != "" {
+			answer["option_id"] = a.OptionID
+		}
+		m["answer"] = answer
+	}
+	late := make([]map[string]any, len(a.Late))
+	for i, l := range a.Late {
+		late[i] = map[string]any{"decision": l.Decision, "for_run": l.ForRun, "by": l.By, "at": l.At.UTC().Format(time.RFC3339Nano)}
+	}
+	m["late"] = late
+	return m
 }

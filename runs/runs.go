@@ -71,6 +71,9 @@ type Runner struct {
 	// preflighted holds the repositories and bases whose worktree
 	// preflight passed (isolation.go): once per command, not per run.
 	preflighted sync.Map
+	// untoldSecrets holds the approvals: whose unset secret was told
+	// (webhooks): once per command, not once per run of a batch.
+	untoldSecrets sync.Map
 }
 
 // maxStoreErrs bounds the store errors kept for the end's warning: a store
@@ -134,7 +137,7 @@ func (r *Runner) Run(ctx context.Context, wf *engine.Workflow, spec Spec) *engin
 		Timeout:    r.Timeout,
 		Done:       spec.Done,
 		Batch:      spec.Shared,
-		Asker:      r.Asker,
+		Asker:      r.asker(wf),
 		OnUsage:    onUsage(spec.Meter),
 		StateFiles: r.StateFiles(),
 	}}

@@ -94,7 +94,7 @@ func (v *Service) Worktrees(ctx context.Context) ([]WorktreeInfo, error) {
 		info.RunStatus = "unrecorded"
 		if r, ok := runOf[mk.RunID]; ok {
 			info.Workflow, info.RunStatus = r.Workflow, string(r.Status)
-			if r.Status == engine.StatusRunning && !info.InUse {
+			if r.Status.Live() && !info.InUse {
 				info.RunStatus = "interrupted"
 			}
 		}

@@ -29,9 +29,16 @@ const (
 	maxPage  = 500
 )
 
-var runStatuses = []string{"running", "succeeded", "failed", "cancelled"}
+var runStatuses = []string{"running", "waiting", "succeeded", "failed", "cancelled"}
 
 var funcs = template.FuncMap{
+	// approvalList is what the approval-list template takes: the pending
+	// approvals, whether the list is the whole page's (All: it says when
+	// there are none), and whether it is an answer link's (Link: its one
+	// button is the link's own).
+	"approvalList": func(list []approvalView, all, link bool) map[string]any {
+		return map[string]any{"Approvals": list, "All": all, "Link": link}
+	},
 	"pretty": prettyJSON,
 	"dur":    runcmd.DurationText,
 	"when": func(t time.Time) string {
@@ -228,9 +235,15 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 		q.Set("before", next)
 		nextURL = "/?" + q.Encode()
 	}
+	pending, err := s.cfg.Store.PendingApprovals(r.Context())
+	if err != nil {
+		s.fail(w, http.StatusInternalServerError, err)
+		return
+	}
 	s.render(w, "runs.html", map[string]any{
 		"Title": "runs", "Q": lq, "Runs": rowsOf(list), "Next": nextURL, "Batches": batches,
 		"Statuses": runStatuses, "Store": s.cfg.Store.Path(), "First": lq.Before == "",
+		"Approvals": approvalViews(pending),
 	})
 }
 

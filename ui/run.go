@@ -92,6 +92,8 @@ type runView struct {
 	// TraceURL is where the run's trace is seen (Config.TraceURL), "" for
 	// no link.
 	TraceURL string
+	// Approvals are the run's asks waiting for an answer.
+	Approvals []approvalView
 }
 
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
@@ -136,12 +138,13 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 		return nil, http.StatusInternalServerError, err
 	}
 	run := d.Run
-	v := &runView{Title: "run " + run.ID, Run: run, Running: run.Status == engine.StatusRunning, Duration: "-", Usage: "-",
+	v := &runView{Title: "run " + run.ID, Run: run, Running: run.Status.Live(), Duration: "-", Usage: "-",
 		TraceURL: trace.Link(s.cfg.TraceURL, run.TraceID)}
 	if !run.EndedAt.IsZero() {
 		v.Duration, v.Usage = runcmd.DurationText(run.DurationMS), runcmd.RunUsageText(run.Usage)
 	}
 	v.Commands = runCommands(run)
+	v.Approvals = approvalViews(d.Approvals)
 
 	// The steps, in the workflow's order: the file's when it is unchanged,
 	// else run_start's list, else the store's rows.
@@ -155,7 +158,7 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 		}
 	}
 	attempt, total := stepStarts(evs)
-	pending := s.pendingOf(ctx, run.ID)
+	pending := pendingByStep(d.Approvals)
 	for _, sid := range order {
 		sv := stepView{ID: sid, Status: string(dag.Pending), Href: "/runs/" + url.PathEscape(run.ID) + "/steps/" + url.PathEscape(sid), Duration: "-", Usage: "-"}
 		if i, ok := rows[sid]; ok {
@@ -208,7 +211,7 @@ func (sv *stepView) recorded(rec *store.Step, pending int) {
 // its transcript, export; and resume first for a run that can be resumed.
 func runCommands(run runs.Run) []string {
 	cmds := []string{"acpflow show " + run.ID, "acpflow show " + run.ID + " --transcript", "acpflow export " + run.ID + " > " + run.ID + ".transcript.json"}
-	if run.Status != engine.StatusSucceeded && run.Status != engine.StatusRunning {
+	if run.Status != engine.StatusSucceeded && !run.Status.Live() {
 		cmds = append([]string{"acpflow resume " + run.ID}, cmds...)
 	}
 	return cmds

@@ -55,9 +55,6 @@ type Config struct {
 	// TraceURL is where a run's trace is seen, {trace_id} standing for
 	// its id (docs/traces.md); "": the run page names the id unlinked.
 	TraceURL string
-	// Pending counts the requests waiting on a person, by step, for the
-	// graph's "pending" mark; nil: none are.
-	Pending PendingApprovals
 }
 
 // Server serves the UI over one store.
@@ -176,6 +173,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/runs/{id}", s.apiRun)
 	mux.HandleFunc("POST /api/runs/{id}/cancel", s.apiCancel)
 	mux.HandleFunc("/", s.notFound)
+	mux.HandleFunc("GET /approvals", s.approvalsPage)
+	mux.HandleFunc("GET /api/approvals", s.apiApprovals)
+	mux.HandleFunc("POST /api/approvals/{id}", s.apiAnswer)
+	mux.HandleFunc("GET /approvals/{id}/answer", s.answerLink)
+	mux.HandleFunc("POST /approvals/{id}/answer", s.answerLink)
 	return s.guard(mux)
 }
 
@@ -192,6 +194,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("Cache-Control", "no-store")
 		if s.hosts != nil && !s.hosts[r.Host] {
 			http.Error(w, fmt.Sprintf("acpflow ui: Host %q is not this server's address; open it by the address it printed", r.Host), http.StatusMisdirectedRequest)
+			return
+		}
+		if isAnswerLink(r.URL.Path) {
+			next.ServeHTTP(w, r) // its signature is its authority (answerLink)
 			return
 		}
 		if !s.authorized(w, r) {

@@ -200,7 +200,7 @@ func TestTheAPIServesTheShapesOfRunsJSONAndShowJSONAndPagesByCursor(t *testing.T
 	if got := f.get("/api/runs/r007").Body.String(); got != string(want)+"\n" {
 		t.Errorf("/api/runs/r007:\n%s\nwant\n%s", got, want)
 	}
-	if rec := f.get("/api/runs?status=bogus"); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "want one of running, succeeded, failed, cancelled") {
+	if rec := f.get("/api/runs?status=bogus"); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "want one of running, waiting, succeeded, failed, cancelled") {
 		t.Errorf("a bad status: %d %s", rec.Code, rec.Body)
 	}
 	if rec := f.get("/api/runs/nosuchrun"); rec.Code != http.StatusNotFound {

@@ -150,11 +150,6 @@ const (
 	markPending  = "pending"  // a request waiting on a person (approvals)
 )
 
-// PendingApprovals, when set, counts the permission requests of a run's
-// steps that wait on a person, by step: the graph marks those steps
-// "pending". nil (today) marks none; approvals that wait (issue 38) set it.
-type PendingApprovals func(ctx context.Context, runID string) (map[string]int, error)
-
 // decisionMarks are the marks of a step's recorded decisions, and of its
 // requests pending, in the order the graph draws them.
 func decisionMarks(perms []store.Permission, pending int) []string {
@@ -180,15 +175,18 @@ func decisionMarks(perms []store.Permission, pending int) []string {
 	return marks
 }
 
-// pendingOf is the hook's count of pending requests by step; none without
-// a hook, or when it fails (the graph is drawn without the marks).
-func (s *Server) pendingOf(ctx context.Context, runID string) map[string]int {
-	if s.cfg.Pending == nil {
-		return nil
-	}
-	m, err := s.cfg.Pending(ctx, runID)
-	if err != nil {
-		return nil
+// pendingByStep counts a run's requests waiting on a person (approvals
+// still pending before their deadline), by step.
+func pendingByStep(list []store.Approval) map[string]int {
+	var m map[string]int
+	now := time.Now()
+	for _, a := range list {
+		if a.Status == store.ApprovalPending && a.Deadline.After(now) {
+			if m == nil {
+				m = map[string]int{}
+			}
+			m[a.StepID]++
+		}
 	}
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs/store"
 )
 
@@ -121,21 +122,26 @@ func TestForEachElementsAreListedInIndexOrderWithTheirItems(t *testing.T) {
 }
 
 func TestTheGraphMarksStepsWithRejectedUnaskedOrPendingDecisions(t *testing.T) {
-	pending := func(ctx context.Context, runID string) (map[string]int, error) {
-		return map[string]int{"s": 1}, nil
-	}
 	for name, c := range map[string]struct {
-		cfg   Config
-		perms []store.Permission
-		want  string
+		pending bool // an approval of the step waits
+		perms   []store.Permission
+		want    string
 	}{
 		"allowed only":         {perms: []store.Permission{{Decision: "allow"}}},
 		"rejected and unasked": {perms: []store.Permission{{Decision: "allow"}, {Decision: "reject"}, {Decision: "unasked", Would: "allow"}}, want: "rejected unasked"},
-		"waiting on a person":  {cfg: Config{Pending: pending}, perms: []store.Permission{{Decision: "cancel"}}, want: "pending rejected"},
+		"waiting on a person":  {pending: true, perms: []store.Permission{{Decision: "cancel"}}, want: "pending rejected"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, c.cfg)
+			f := newFixture(t, Config{})
 			runningStep(t, f, time.Now(), c.perms...)
+			if c.pending {
+				now := time.Now()
+				err := f.w.CreateApproval(context.Background(), store.Approval{ID: "ap-1", RunID: "r", StepID: "s", AnswerKey: "k",
+					Request: &policies.PermissionRequest{}, CreatedAt: now, Deadline: now.Add(time.Hour)})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
 			body := f.get("/runs/r").Body.String()
 			m := regexp.MustCompile(`<g class="node state-running" id="node-s" data-step="s" data-state="running"(?: data-marks="([^"]*)")?>`).FindStringSubmatch(body)
 			if m == nil || m[1] != c.want {

@@ -16,7 +16,7 @@ import (
 // The keys each mapping of the file accepts (docs/workflow.md). Decoding is strict:
 // any other key is an error with a suggestion from these lists.
 var (
-	workflowKeys = []string{"name", "description", "max-parallel", "budget", "inputs", "agents", "policies", "sandbox", "gateway", "isolation", "base", "keep", "steps", "outputs"}
+	workflowKeys = []string{"name", "description", "max-parallel", "budget", "inputs", "agents", "policies", "approvals", "sandbox", "gateway", "isolation", "base", "keep", "steps", "outputs"}
 	inputKeys    = []string{"type", "required", "default", "description"}
 	inputTypes   = []string{"string", "number", "boolean", "object", "array"}
 )
@@ -93,6 +93,9 @@ func (d *decoder) workflow(root *node) {
 	}
 	if n := f["policies"]; n != nil {
 		d.wf.Policies = d.decodePolicies(n, "policies")
+	}
+	if n := f["approvals"]; n != nil {
+		d.wf.Approvals = d.decodeApprovals(n, "the workflow")
 	}
 	if n := f["sandbox"]; n != nil {
 		// The default of every agent that sets none, and of every step

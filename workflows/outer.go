@@ -99,7 +99,7 @@ func LoadOuterPolicy(flag string, getenv func(string) string) (policies.Outer, e
 		if err != nil {
 			return nil, fmt.Errorf("the outer policy (%s) does not load:\n%w", f.From, err)
 		}
-		outer = append(outer, policies.OuterPolicy{File: f.Path, Permission: p.Permission, Env: p.Env, SandboxRequired: p.SandboxRequired, Telemetry: p.Telemetry})
+		outer = append(outer, policies.OuterPolicy{File: f.Path, Permission: p.Permission, Env: p.Env, SandboxRequired: p.SandboxRequired, Telemetry: p.Telemetry, Approvals: p.Approvals})
 	}
 	return outer, nil
 }

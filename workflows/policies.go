@@ -14,10 +14,10 @@ import (
 )
 
 var (
-	policyKeys = []string{"permission", "env", "ask-fallback", "unasked"}
+	policyKeys = []string{"permission", "env", "ask-fallback", "ask-timeout", "unasked"}
 	// policyFileKeys are a bare policy file's: an outer policy may also
-	// require a sandbox and say where traces go.
-	policyFileKeys = append(slices.Clone(policyKeys), "sandbox", "telemetry")
+	// require a sandbox, say where traces go and where asks go.
+	policyFileKeys = append(slices.Clone(policyKeys), "sandbox", "telemetry", "approvals")
 )
 
 // decodePolicies reads a `policies:` block, at the top of the file or on a
@@ -44,11 +44,13 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 		d.specErrors(x, "env", err)
 		p.Env = env
 	}
-	if x := f["ask-fallback"]; x != nil && !x.bad {
-		p.Permission = d.askFallback(x, f["permission"], p.Permission)
+	for _, s := range permissionSettings {
+		if x := f[s.key]; x != nil && !x.bad {
+			p.Permission = d.permissionSetting(x, f["permission"], p.Permission, s.key, s.with)
+		}
 	}
-	if x := f["unasked"]; x != nil && !x.bad {
-		p.Permission = d.unasked(x, f["permission"], p.Permission)
+	if x := f["approvals"]; x != nil && !x.bad {
+		p.Approvals = d.decodeApprovals(x, d.file)
 	}
 	if x := f["sandbox"]; x != nil && !x.bad {
 		switch s, _ := x.str(); {
@@ -64,35 +66,29 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 	return p
 }
 
-// unasked reads an unasked: written beside permission: (it may also be
-// written inside the permission's mapping; one place only) and gives it
-// to perm.
-func (d *decoder) unasked(x, permNode *node, perm policies.Permission) policies.Permission {
-	switch {
-	case permNode == nil:
-		d.at(x.pos, "unasked goes with the permission: it applies to, in the same policies: block")
-	case perm != nil:
-		withUnasked, err := policies.WithUnaskedSetting(perm, x.plain())
-		d.specErrors(x, "unasked", err)
-		if err == nil {
-			return withUnasked
-		}
-	}
-	return perm
+// permissionSettings are the settings written beside permission: that
+// wrap it (each may also be written inside the permission's mapping; one
+// place only), in the order they are read.
+var permissionSettings = []struct {
+	key  string
+	with func(policies.Permission, any) (policies.Permission, error)
+}{
+	{"ask-fallback", policies.WithAskFallback},
+	{"ask-timeout", policies.WithAskTimeout},
+	{"unasked", policies.WithUnaskedSetting},
 }
 
-// askFallback reads an ask-fallback written beside permission: (it may
-// also be written inside the permission's mapping; one place only) and
-// gives it to perm.
-func (d *decoder) askFallback(x, permNode *node, perm policies.Permission) policies.Permission {
+// permissionSetting reads the setting key written beside permission: and
+// gives it to perm (with).
+func (d *decoder) permissionSetting(x, permNode *node, perm policies.Permission, key string, with func(policies.Permission, any) (policies.Permission, error)) policies.Permission {
 	switch {
 	case permNode == nil:
-		d.at(x.pos, "ask-fallback goes with the permission: it falls back for, in the same policies: block")
+		d.at(x.pos, "%s goes with the permission: it applies to, in the same policies: block", key)
 	case perm != nil: // else permission: did not load, and its own errors say why
-		withFallback, err := policies.WithAskFallback(perm, x.plain())
-		d.specErrors(x, "ask-fallback", err)
+		wrapped, err := with(perm, x.plain())
+		d.specErrors(x, key, err)
 		if err == nil {
-			return withFallback
+			return wrapped
 		}
 	}
 	return perm
@@ -198,8 +194,8 @@ func parsePolicyFile(name string, src []byte, check func(d *decoder, root *node)
 		}
 	}
 	p := d.decodePolicies(root, "policy file")
-	if root.kind == mappingNode && root.get("permission") == nil && root.get("env") == nil && root.get("sandbox") == nil && root.get("telemetry") == nil {
-		d.at(root.pos, "a policy file needs a top-level permission:, env:, sandbox: or telemetry:")
+	if root.kind == mappingNode && root.get("permission") == nil && root.get("env") == nil && root.get("sandbox") == nil && root.get("telemetry") == nil && root.get("approvals") == nil {
+		d.at(root.pos, "a policy file needs a top-level permission:, env:, sandbox:, telemetry: or approvals:")
 	}
 	if err := d.result(); err != nil {
 		return engine.Policies{}, err

@@ -12,7 +12,7 @@ import (
 
 // runStatuses are the words of `runs --status`: a recorded run's statuses.
 var runStatuses = []string{
-	string(engine.StatusRunning), string(engine.StatusSucceeded), string(engine.StatusFailed), string(engine.StatusCancelled),
+	string(engine.StatusRunning), string(engine.StatusWaiting), string(engine.StatusSucceeded), string(engine.StatusFailed), string(engine.StatusCancelled),
 }
 
 // checkWord refuses a flag's value that is not one of the words it takes

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
@@ -70,7 +71,17 @@ func readAnswer(r *bufio.Reader) (string, error) {
 }
 
 // Ask implements policies.Asker.
-func (a *termAsker) Ask(ctx context.Context, q *policies.Question) (string, error) {
+func (a *termAsker) Ask(ctx context.Context, q *policies.Question) (policies.Reply, error) {
+	if q.Pending != nil {
+		q.Pending("", []string{policies.ByTerminal})
+	}
+	id, err := a.pick(ctx, q)
+	return policies.Reply{OptionID: id, By: policies.ByTerminal, At: time.Now()}, err
+}
+
+// pick puts q on the terminal, once it is q's turn, and returns the id of
+// the option typed.
+func (a *termAsker) pick(ctx context.Context, q *policies.Question) (string, error) {
 	select {
 	case a.turn <- struct{}{}:
 	case <-ctx.Done():

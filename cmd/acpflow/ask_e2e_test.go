@@ -184,16 +184,18 @@ func TestAskPutsTheRequestToThePersonAtTheTerminal(t *testing.T) {
 	}
 }
 
+// With no one at a terminal, an ask waits for the other approvers (the
+// web UI, acpflow approve) until its ask-timeout, then falls back.
 func TestAskWithNoOneToAskFallsBack(t *testing.T) {
 	dir := t.TempDir()
 	wf := writeWorkflow(t, dir, "name: ask\ninputs:\n  n: {type: number, default: 0}\nagents:\n  demo: {builtin: demo}\n"+
-		fmt.Sprintf(askPolicy, "allow")+"steps:\n"+askStep("clean", "rm -rf build"))
+		fmt.Sprintf(approvalPolicy, "1s", "allow")+"steps:\n"+askStep("clean", "rm -rf build"))
 	check := func(name, result string) {
 		t.Helper()
 		status, perms := permissionsOf(t, result)
 		p := perms["clean"]
 		if status != "succeeded" || len(p) != 1 || p[0]["decision"] != "allow" || p[0]["option_id"] != "allow-once" ||
-			p[0]["ask"] != "fallback" || !strings.Contains(fmt.Sprint(p[0]["reason"]), "no one to ask: ask-fallback allow") {
+			p[0]["ask"] != "fallback" || !strings.Contains(fmt.Sprint(p[0]["reason"]), "no answer within the ask-timeout (1s): ask-fallback allow") {
 			t.Errorf("%s: status %s, records %v; want the ask-fallback's allow, said so", name, status, p)
 		}
 	}

@@ -27,7 +27,7 @@ func TestAnOverlongLineAtTheTerminalIsNoAnswer(t *testing.T) {
 	done := make(chan struct{})
 	var got string
 	var err error
-	go func() { got, err = a.Ask(ctx, q); close(done) }()
+	go func() { got, err = a.pick(ctx, q); close(done) }()
 	<-out.asked
 	go a.read(in)
 	<-done

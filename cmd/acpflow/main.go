@@ -64,6 +64,8 @@ func newRootCmd() *cobra.Command {
 		newPromptCmd(),
 		newVersionCmd(),
 		newWorktreesCmd(),
+		newApprovalsCmd(),
+		newApproveCmd(),
 		newUICmd(),
 	)
 	return root

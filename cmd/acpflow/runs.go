@@ -349,6 +349,9 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 	for _, wt := range d.Worktrees {
 		fmt.Fprintf(w, "  worktree:  %s\n", worktreeText(wt))
 	}
+	for _, a := range d.Approvals {
+		printApproval(w, a)
+	}
 	printMap(w, "inputs", r.Inputs, nil)
 	printMap(w, "outputs", r.Outputs, r.OutputNames)
 	for _, st := range d.Steps {
@@ -416,7 +419,37 @@ func printPermission(w io.Writer, p store.Permission) {
 	if p.Reason != "" {
 		fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
 	}
+	switch {
+	case p.AnsweredBy != "" && p.Ask == "grant":
+		fmt.Fprintf(w, "; granted for the run by %s at %s (approval %s)", termtext.Line(p.AnsweredBy, idMax), p.AnsweredAt, p.Approval)
+	case p.AnsweredBy != "":
+		fmt.Fprintf(w, "; answered by %s at %s", termtext.Line(p.AnsweredBy, idMax), p.AnsweredAt)
+		if p.Approval != "" {
+			fmt.Fprintf(w, " (approval %s)", p.Approval)
+		}
+	}
 	fmt.Fprintln(w)
+}
+
+// printApproval prints one ask put to people: where it is, its answer
+// (who, when, for the rest of the run) and the answers that came late.
+func printApproval(w io.Writer, a runs.Approval) {
+	what := ""
+	if a.Request != nil {
+		what = termtext.Line(a.Request.Tool.Kind, kindMax) + " " + termtext.Quote(a.Request.Tool.Command, commandMax)
+	}
+	fmt.Fprintf(w, "  approval %s: step %s, %s (rule %s): %s", a.ID, termtext.Line(a.StepID, idMax), what, termtext.Line(a.Rule, idMax),
+		strings.ReplaceAll(a.Status, "_", " "))
+	if a.Status == runs.ApprovalAnswered {
+		fmt.Fprintf(w, ", %s by %s at %s", termtext.Line(a.Decision, idMax), termtext.Line(a.AnsweredBy, idMax), a.AnsweredAt.UTC().Format(time.RFC3339))
+		if a.ForRun {
+			fmt.Fprint(w, ", granted for the rest of the run")
+		}
+	}
+	fmt.Fprintln(w)
+	for _, l := range a.Late {
+		fmt.Fprintf(w, "    late answer (refused): %s by %s at %s\n", termtext.Line(l.Decision, idMax), termtext.Line(l.By, idMax), l.At.UTC().Format(time.RFC3339))
+	}
 }
 
 // printMap prints inputs or outputs, in the order of names (the
@@ -486,7 +519,7 @@ func printElements(w io.Writer, outputs any, status engine.Status, done []runs.E
 		el, ok := byIndex[i]
 		if !ok {
 			state := "not started"
-			if status == engine.StatusRunning {
+			if status.Live() {
 				state = "running"
 			}
 			fmt.Fprintf(tw, "    #%d\t%s\t\t\t\n", i, state)

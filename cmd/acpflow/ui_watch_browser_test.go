@@ -17,35 +17,20 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// startRun starts `acpflow run wf` in the background; the cleanup kills
-// it if the test did not wait for it. Its exit comes on the channel.
-func startRun(t *testing.T, dir, wf, state string) <-chan error {
+// runInBackground starts `acpflow run wf` (startRun); its exit comes on
+// the channel, an error saying the exit code and stderr when it failed.
+func runInBackground(t *testing.T, dir, wf, state string) <-chan error {
 	t.Helper()
-	run := exec.Command(acpflowBin, "run", wf, "--state", state)
-	run.Dir = dir
-	var stderr strings.Builder
-	run.Stderr = &stderr
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
+	r := startRun(t, dir, nil, wf, "--state", state)
 	exited := make(chan error, 1)
-	done := make(chan struct{})
 	go func() {
-		err := run.Wait()
-		if err != nil {
-			err = fmt.Errorf("%w\n%s", err, stderr.String())
+		<-r.done
+		if r.code != 0 {
+			exited <- fmt.Errorf("exit %d\n%s", r.code, r.stderr.String())
+			return
 		}
-		exited <- err
-		close(done)
+		exited <- nil
 	}()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			run.Process.Kill()
-			<-done
-		}
-	})
 	return exited
 }
 
@@ -93,7 +78,7 @@ steps:
 	ui := startUI(t, state)
 	ctx := newBrowser(t)
 	openPrintedLink(t, ctx, ui)
-	exited := startRun(t, dir, wf, state)
+	exited := runInBackground(t, dir, wf, state)
 
 	do(t, ctx, "open the running run", chromedp.Navigate(ui.url+"/"),
 		chromedp.WaitReady(`tr.run.status-running a.run-link`),

@@ -42,6 +42,9 @@ type permissionRecord struct {
 	Rule         string            `json:"rule"`
 	Reason       string            `json:"reason"`
 	Ask          string            `json:"ask,omitempty"`
+	Approval     string            `json:"approval_id,omitempty"`
+	AnsweredBy   string            `json:"answered_by,omitempty"`
+	AnsweredAt   string            `json:"answered_at,omitempty"`
 	PolicyStderr string            `json:"policy_stderr,omitempty"`
 }
 
@@ -96,7 +99,7 @@ func recordOf(p policies.PermissionRecord) permissionRecord {
 		ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title, Command: p.Command,
 		Decision: p.Decision, Would: p.Would, Outcome: p.Outcome, OptionID: p.OptionID,
 		Layer: p.Layer, Policy: p.Policy, Rule: p.Rule, Reason: p.Reason,
-		Ask: p.Ask, PolicyStderr: p.PolicyStderr,
+		Ask: p.Ask, Approval: p.Approval, AnsweredBy: p.AnsweredBy, AnsweredAt: p.AnsweredAt, PolicyStderr: p.PolicyStderr,
 	}
 	if p.Locations != nil {
 		r.Locations = make([]toolLocation, len(p.Locations))
@@ -112,7 +115,7 @@ func (r *permissionRecord) record() policies.PermissionRecord {
 		ToolCallID: r.ToolCallID, Kind: r.Kind, Title: r.Title, Command: r.Command,
 		Decision: r.Decision, Would: r.Would, Outcome: r.Outcome, OptionID: r.OptionID,
 		Layer: r.Layer, Policy: r.Policy, Rule: r.Rule, Reason: r.Reason,
-		Ask: r.Ask, PolicyStderr: r.PolicyStderr,
+		Ask: r.Ask, Approval: r.Approval, AnsweredBy: r.AnsweredBy, AnsweredAt: r.AnsweredAt, PolicyStderr: r.PolicyStderr,
 	}
 	if r.Locations != nil {
 		p.Locations = make([]policies.ToolLocation, len(r.Locations))

@@ -123,7 +123,10 @@ func (s *liveStep) apply(e steps.Event) bool {
 		s.state = "cancelling"
 	case acpagent.Asking:
 		s.state = "asking you"
-		s.last = "waiting for your answer: " + termtext.Quote(d.Title, titleMax)
+		if !atTerminal(d) {
+			s.state = "waiting"
+		}
+		s.last = waitingText(d) + ": " + termtext.Quote(d.Title, titleMax)
 	case steps.UsageReport:
 		s.usage = UsageText(&d.Usage)
 	case acpagent.SchemaRetry:
@@ -131,8 +134,8 @@ func (s *liveStep) apply(e steps.Event) bool {
 		s.last = firstLine(termtext.Sanitize("output-schema: " + strings.Join(d.Errors, "; ")))
 	case steps.Permission:
 		// The agent's kind and title, escaped onto the step's one line.
-		s.last = fmt.Sprintf("permission %s %s: %s%s", termtext.Line(d.Kind, kindMax), termtext.Quote(d.Title, titleMax), d.Decision, askSuffix(d.Ask))
-		if s.state == "asking you" {
+		s.last = fmt.Sprintf("permission %s %s: %s%s", termtext.Line(d.Kind, kindMax), termtext.Quote(d.Title, titleMax), d.Decision, askSuffix(d.PermissionRecord))
+		if s.state == "asking you" || s.state == "waiting" {
 			s.state = "prompting"
 		}
 	case steps.Unasked:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -150,9 +151,9 @@ func plainLine(e steps.Event) string {
 		return "started"
 	case steps.Permission:
 		return fmt.Sprintf("permission %s %s: %s -> %s (%s, rule %s%s)%s", termtext.Line(d.Kind, kindMax), termtext.Quote(d.Title, titleMax), d.Decision,
-			termtext.Line(outcome(d.PermissionRecord), idMax), PolicyName(d.Layer, d.Policy), d.Rule, askSuffix(d.Ask), ReasonSuffix(d.Reason))
+			termtext.Line(outcome(d.PermissionRecord), idMax), PolicyName(d.Layer, d.Policy), d.Rule, askSuffix(d.PermissionRecord), ReasonSuffix(d.Reason))
 	case acpagent.Asking:
-		return fmt.Sprintf("permission %s: waiting for your answer", termtext.Quote(d.Title, titleMax))
+		return fmt.Sprintf("permission %s: %s", termtext.Quote(d.Title, titleMax), waitingText(d))
 	case steps.Unasked:
 		return fmt.Sprintf("unasked %s %s: ran without asking; the policy would %s (%s, rule %s)%s", termtext.Line(d.Kind, kindMax),
 			termtext.Quote(unaskedWhat(d.PermissionRecord), commandMax), d.Would, PolicyName(d.Layer, d.Policy), d.Rule, ReasonSuffix(d.Reason))
@@ -399,11 +400,31 @@ func outcome(r policies.PermissionRecord) string {
 
 // askSuffix says who answered a request its policy asked about when a
 // person did (the reason says it when the fallback did).
-func askSuffix(ask string) string {
-	if ask == "person" {
+func askSuffix(r policies.PermissionRecord) string {
+	switch {
+	case r.Ask == "person" && (r.AnsweredBy == "" || r.AnsweredBy == policies.ByTerminal):
 		return ", you answered"
+	case r.Ask == "person":
+		return ", answered by " + termtext.Line(r.AnsweredBy, idMax) + " (" + r.Approval + ")"
+	case r.Ask == "grant":
+		return ", granted for the run by " + termtext.Line(r.AnsweredBy, idMax) + " (" + r.Approval + ")"
 	}
 	return ""
+}
+
+// atTerminal says whether the request is put to the person at this
+// terminal.
+func atTerminal(d acpagent.Asking) bool {
+	return d.Approval == "" || slices.Contains(d.Approvers, policies.ByTerminal)
+}
+
+// waitingText says what a step waiting for a person waits for: the
+// terminal, or an approval others answer (docs/policies.md#approvals).
+func waitingText(d acpagent.Asking) string {
+	if atTerminal(d) {
+		return "waiting for your answer"
+	}
+	return "waiting for an answer: acpflow approve " + d.Approval + " allow|reject, or acpflow ui"
 }
 
 // PolicyName says which policy made a permission decision: "workflow

@@ -94,6 +94,12 @@ func (s *Store) claim(ctx context.Context, kind, id string, me Owner, alive Aliv
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			return fmt.Errorf("store: claim %s %s: its owner changed while it was claimed", kind, id)
 		}
+		if kind == KindRun {
+			// The asks of the process that ran it wait for no one now.
+			if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = ? WHERE run_id = ? AND status = ?`, ApprovalWithdrawn, id, ApprovalPending); err != nil {
+				return fmt.Errorf("store: claim run %s: %w", id, err)
+			}
+		}
 		return nil
 	})
 	return was, err

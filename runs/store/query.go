@@ -51,16 +51,31 @@ type RunDetail struct {
 	// Worktrees are the run's git worktrees (isolation: worktree), its
 	// own first; nil: none.
 	Worktrees []*engine.Worktree
+	// Approvals are the asks put to people, oldest first; nil: none.
+	Approvals []Approval
 }
 
 const runColumns = `id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,
-	status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks, usage_json, trace_id`
+	` + waitingStatus + `, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks, usage_json, trace_id`
+
+// waitingStatus is a run's status as read: waiting (engine.StatusWaiting)
+// while it is running and one of its approvals is pending, before that
+// approval's deadline (an approval left pending by a process that was
+// killed does not keep its run waiting).
+const waitingStatus = `CASE WHEN status = 'running' AND EXISTS (SELECT 1 FROM approvals
+	WHERE approvals.run_id = runs.id AND approvals.status = 'pending' AND approvals.deadline > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+	THEN 'waiting' ELSE status END`
 
 // ListRuns lists runs newest first (by start time, then id).
 func (s *Store) ListRuns(ctx context.Context, f Filter) ([]Run, error) {
 	var where []string
 	var args []any
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case engine.StatusWaiting: // running is every live run, waiting ones too
+		where = append(where, waitingStatus+` = ?`)
+		args = append(args, string(f.Status))
+	default:
 		where = append(where, `status = ?`)
 		args = append(args, string(f.Status))
 	}
@@ -158,6 +173,21 @@ func (s *Store) GetRun(ctx context.Context, id string) (*RunDetail, error) {
 	if d.Worktrees, err = decodeWorktrees(id, wts); err != nil {
 		return nil, err
 	}
+	rows, err = tx.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE run_id = ? ORDER BY created_at, id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("store: read approvals of run %s: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			return nil, err
+		}
+		d.Approvals = append(d.Approvals, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: read approvals of run %s: %w", id, err)
+	}
 	return d, nil
 }
 
@@ -213,7 +243,8 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	}
 	rows.Close()
 
-	rows, err = tx.QueryContext(ctx, `SELECT step_id, tool_call_id, kind, title, command, locations_json, decision, would, outcome, option_id, layer, policy, rule, reason
+	rows, err = tx.QueryContext(ctx, `SELECT step_id, tool_call_id, kind, title, command, locations_json, decision, would, outcome, option_id, layer, policy, rule, reason,
+		ask, approval_id, answered_by, answered_at
 		FROM permissions WHERE run_id = ? ORDER BY step_id, seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: read permissions of run %s: %w", runID, err)
@@ -223,7 +254,8 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 		var stepID string
 		var p Permission
 		var locations string
-		if err := rows.Scan(&stepID, &p.ToolCallID, &p.Kind, &p.Title, &p.Command, &locations, &p.Decision, &p.Would, &p.Outcome, &p.OptionID, &p.Layer, &p.Policy, &p.Rule, &p.Reason); err != nil {
+		if err := rows.Scan(&stepID, &p.ToolCallID, &p.Kind, &p.Title, &p.Command, &locations, &p.Decision, &p.Would, &p.Outcome, &p.OptionID, &p.Layer, &p.Policy, &p.Rule, &p.Reason,
+			&p.Ask, &p.Approval, &p.AnsweredBy, &p.AnsweredAt); err != nil {
 			return nil, fmt.Errorf("store: read permissions of run %s: %w", runID, err)
 		}
 		if err := json.Unmarshal([]byte(locations), &p.Locations); err != nil {

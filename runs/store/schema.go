@@ -230,4 +230,36 @@ ALTER TABLE transcripts ADD COLUMN model_json TEXT;
 	`
 ALTER TABLE runs ADD COLUMN trace_id TEXT NOT NULL DEFAULT '';
 `,
+	// 15: approvals (issue 38): every ask put to people, pending until the
+	// first answer (or its ask-timeout), so that another process (acpflow
+	// ui, acpflow approve) sees and answers it; request_json is the
+	// question as shown (scrubbed); answer_key signs its answer links;
+	// late_json the answers that came after the first. A permission
+	// record says who answered its ask, when, and under which approval.
+	`
+CREATE TABLE approvals (
+	id           TEXT PRIMARY KEY,
+	run_id       TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	step_id      TEXT NOT NULL,
+	workflow     TEXT NOT NULL DEFAULT '',
+	request_json TEXT NOT NULL,
+	fallback     TEXT NOT NULL DEFAULT '',
+	answer_key   TEXT NOT NULL,
+	status       TEXT NOT NULL,
+	created_at   TEXT NOT NULL,
+	deadline     TEXT NOT NULL,
+	decision     TEXT NOT NULL DEFAULT '',
+	option_id    TEXT NOT NULL DEFAULT '',
+	for_run      INTEGER NOT NULL DEFAULT 0,
+	answered_by  TEXT NOT NULL DEFAULT '',
+	answered_at  TEXT,
+	late_json    TEXT NOT NULL DEFAULT '[]'
+) STRICT;
+CREATE INDEX approvals_pending ON approvals (created_at) WHERE status = 'pending';
+CREATE INDEX approvals_by_run ON approvals (run_id, created_at);
+ALTER TABLE permissions ADD COLUMN ask TEXT NOT NULL DEFAULT '';
+ALTER TABLE permissions ADD COLUMN approval_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE permissions ADD COLUMN answered_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE permissions ADD COLUMN answered_at TEXT NOT NULL DEFAULT '';
+`,
 }

@@ -62,6 +62,9 @@ type Permission struct {
 	Policy     string     // workflow, step or default; an outer decision's file
 	Rule       string
 	Reason     string
+	// Ask, Approval, AnsweredBy and AnsweredAt say who answered an ask
+	// (policies.PermissionRecord); "" for any other record.
+	Ask, Approval, AnsweredBy, AnsweredAt string
 }
 
 // Location is one file a permission's tool call would reach.
@@ -121,7 +124,8 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)
 			}
 			_, err = ins.ExecContext(ctx,
-				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Command, locations, p.Decision, p.Would, p.Outcome, p.OptionID, p.Layer, p.Policy, p.Rule, p.Reason)
+				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Command, locations, p.Decision, p.Would, p.Outcome, p.OptionID, p.Layer, p.Policy, p.Rule, p.Reason,
+				p.Ask, p.Approval, p.AnsweredBy, p.AnsweredAt)
 			if err != nil {
 				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)
 			}

@@ -195,6 +195,11 @@ func TestAStepRecordedBeforeStructuredOutputReadsBackWithNoValue(t *testing.T) {
 		`ALTER TABLE runs DROP COLUMN worktrees_json`,
 		`ALTER TABLE transcripts DROP COLUMN model_json`,
 		`ALTER TABLE runs DROP COLUMN trace_id`,
+		`DROP TABLE approvals`,
+		`ALTER TABLE permissions DROP COLUMN ask`,
+		`ALTER TABLE permissions DROP COLUMN approval_id`,
+		`ALTER TABLE permissions DROP COLUMN answered_by`,
+		`ALTER TABLE permissions DROP COLUMN answered_at`,
 		`INSERT INTO steps (run_id, step_id, status, output_json, final_json) VALUES ('old', 'a', 'succeeded', '"{\"x\":1}"', '"{\"x\":1}"')`,
 		`PRAGMA user_version = 6`,
 	} {

@@ -25,6 +25,9 @@ type client struct {
 	inv  *steps.Invocation
 	cwd  string
 	gate *stdoutGate // nil when the client is not a step's (probe)
+	// scribe scrubs what the client shows outside the process (a question
+	// put to approvers); nil: nothing to scrub (probe, tests).
+	scribe *scribe
 
 	mu          sync.Mutex
 	sessionID   string // set once session/new answered; updates for others are ignored
@@ -539,16 +542,24 @@ func (c *client) answer(ctx context.Context, req *policies.PermissionRequest) po
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	defer context.AfterFunc(c.turnEnded, stop)()
-	return c.inv.Outer.AnswerAsking(ctx, c.inv.Permission, c.inv.PermissionSource, req, stepAsker{c.inv})
+	return c.inv.Outer.AnswerAsking(ctx, c.inv.Permission, c.inv.PermissionSource, req, stepAsker{c})
 }
 
 // stepAsker puts a question to the invocation's asker with the step it
-// comes from, so a person knows which agent asks.
-type stepAsker struct{ inv *steps.Invocation }
+// comes from, so a person knows which agent asks, and the request
+// scrubbed of the step's secrets for whoever is shown it outside this
+// process.
+type stepAsker struct{ c *client }
 
-func (s stepAsker) Ask(ctx context.Context, q *policies.Question) (string, error) {
-	s.inv.Emit(acpagent.Asking{ToolCallID: q.Request.Tool.ID, Title: q.Request.Tool.Title})
-	return s.inv.Asker.Ask(ctx, q)
+func (s stepAsker) Ask(ctx context.Context, q *policies.Question) (policies.Reply, error) {
+	inv := s.c.inv
+	if s.c.scribe != nil {
+		q.Shown = s.c.scribe.request(q.Request)
+	}
+	q.Pending = func(approval string, approvers []string) {
+		inv.Emit(acpagent.Asking{ToolCallID: q.Request.Tool.ID, Title: q.Request.Tool.Title, Approval: approval, Approvers: approvers})
+	}
+	return inv.Asker.Ask(ctx, q)
 }
 
 // permissionRequest flattens the ACP request into the policy's input

@@ -41,6 +41,23 @@ func (r redactingSink) Emit(ev steps.Event) {
 	r.next.Emit(ev)
 }
 
+// request is req as approvers outside this process are shown it (the run
+// store, the web UI, a webhook): its agent's words scrubbed as a
+// permission record's are, its raw input scrubbed as a value.
+func (s *scribe) request(req *policies.PermissionRequest) *policies.PermissionRequest {
+	shown := *req
+	rec := s.Permission(policies.PermissionRecord{Title: req.Tool.Title, Command: req.Tool.Command, Locations: req.Tool.Locations})
+	shown.Tool.Title, shown.Tool.Command, shown.Tool.Locations = rec.Title, rec.Command, rec.Locations
+	shown.Tool.RawInput = s.Value(req.Tool.RawInput)
+	shown.Options = make([]policies.Option, len(req.Options))
+	for i, o := range req.Options {
+		o.Name = s.Text(o.Name)
+		shown.Options[i] = o
+	}
+	shown.Config = nil
+	return &shown
+}
+
 // event is d with the agent's words scrubbed.
 func (s *scribe) event(d steps.EventData) steps.EventData {
 	switch x := d.(type) {

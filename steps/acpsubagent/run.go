@@ -385,7 +385,7 @@ func (a *attempt) openSession(ctx, startCtx context.Context) error {
 func (a *attempt) opened(id acp.SessionId, via string) {
 	a.sessionID = id
 	a.scribe.follow(string(id))
-	a.client = &client{inv: a.inv, cwd: a.cwd, gate: a.p.gate, overflow: make(chan struct{}),
+	a.client = &client{inv: a.inv, cwd: a.cwd, gate: a.p.gate, scribe: a.scribe, overflow: make(chan struct{}),
 		tools: map[string]*toolState{}, failed: make(chan struct{})}
 	// From the first update on: an agent may speak while the session is
 	// configured (gemini answers session/set_mode with a message).

@@ -47,6 +47,11 @@
           .catch(function (e) { out.textContent = String(e); c.disabled = false; });
       });
     }
+    document.querySelectorAll("button.approve").forEach(function (b) {
+      if (b.dataset.wired) return;
+      b.dataset.wired = "1";
+      b.addEventListener("click", function () { answer(b); });
+    });
     document.querySelectorAll(".copy-button").forEach(function (b) {
       if (b.dataset.wired) return;
       b.dataset.wired = "1";
@@ -80,6 +85,21 @@
   // follow keeps the output of a running step scrolled to its newest line.
   function follow() {
     document.querySelectorAll(".live-output").forEach(function (p) { p.scrollTop = p.scrollHeight; });
+  // answer sends a pending approval's answer (allow, reject, allow for the
+  // rest of the run); the list drops it once the store says so.
+  function answer(b) {
+    var p = b.parentElement, out = p.querySelector(".approve-result");
+    p.querySelectorAll("button.approve").forEach(function (x) { x.disabled = true; });
+    fetch("/api/approvals/" + encodeURIComponent(b.dataset.approval), {
+      method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ decision: b.dataset.decision, "for": b.dataset.for || "" })
+    })
+      .then(function (r) { return r.json(); })
+      .then(function (j) { if (out) out.textContent = j.message || j.error || ""; })
+      .catch(function (e) {
+        if (out) out.textContent = String(e);
+        p.querySelectorAll("button.approve").forEach(function (x) { x.disabled = false; });
+      });
   }
 
   document.addEventListener("DOMContentLoaded", function () {

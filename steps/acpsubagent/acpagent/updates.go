@@ -102,6 +102,11 @@ type CancelSent struct{}
 type Asking struct {
 	ToolCallID string `json:"tool_call_id"`
 	Title      string `json:"title"`
+	// Approval is the pending approval's id (acpflow approve ID), ""
+	// when only the terminal is asked; Approvers are who may answer:
+	// terminal, ui, cli, webhook (docs/policies.md#approvals).
+	Approval  string   `json:"approval_id,omitempty"`
+	Approvers []string `json:"approvers,omitempty"`
 }
 
 // SchemaRetry is a follow-up prompt sent in the step's session because

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs"
+	"github.com/acpflow/acpflow/runs/runcmd"
+)
+
+func newApprovalsCmd() *cobra.Command {
+	var statePath string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List the permission requests waiting for a person, across the runs of the store",
+		Long: `List the permission requests that a policy decided to ask about (then: ask)
+and that wait for an answer, in every run of the store: each one's id, run,
+step, tool kind and command, the rule that asked, and when its ask-timeout
+ends (then its ask-fallback decides). Answer one with acpflow approve ID, in
+the web UI (acpflow ui), at the terminal of the run, or through a webhook's
+answer link: the first answer wins.`,
+		Example: `  acpflow approvals
+  acpflow approvals --json`,
+		Args: runcmd.Args(""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			svc, err := openStore(statePath)
+			if err != nil {
+				return runcmd.UsageError(err)
+			}
+			defer svc.Close()
+			list, err := svc.PendingApprovals(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				out := make([]map[string]any, len(list))
+				for i, a := range list {
+					out[i] = runs.ApprovalJSON(a)
+				}
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			printApprovals(cmd.OutOrStdout(), list)
+			return nil
+		},
+	}
+	addStateFlag(cmd, &statePath)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print a JSON array instead of a table")
+	return cmd
+}
+
+// printApprovals prints pending approvals as a table, the agent's words
+// escaped and bounded.
+func printApprovals(w io.Writer, list []runs.Approval) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "no approvals pending")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRUN\tSTEP\tKIND\tCOMMAND\tRULE\tFALLBACK IN")
+	for _, a := range list {
+		kind, what := "", ""
+		if a.Request != nil {
+			kind, what = a.Request.Tool.Kind, a.Request.Tool.Command
+			if what == "" {
+				what = a.Request.Tool.Title
+			}
+		}
+		left := time.Until(a.Deadline).Round(time.Second)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s (%s)\n", a.ID, a.RunID, termtext.Line(a.StepID, 60), termtext.Line(kind, 40),
+			termtext.Quote(what, 80), termtext.Line(a.Rule, 40), max(left, 0), a.Fallback)
+	}
+	tw.Flush()
+}
+
+func newApproveCmd() *cobra.Command {
+	var statePath, forWhat string
+	cmd := &cobra.Command{
+		Use:   "approve ID allow|reject",
+		Short: "Answer a permission request waiting for a person",
+		Long: `Answer a pending permission request (acpflow approvals lists them): allow
+selects the agent's allow-once option, reject its reject option. With
+--for run, the same answer is given, without asking, to every later request
+of the run with the same tool kind and command (recorded as a grant).
+
+The first answer wins, whoever gives it (the terminal, the web UI, a
+webhook's link, this command); a later one is refused (exit 1) and recorded
+as late. The waiting step reads the answer within 200 ms.`,
+		Example: `  acpflow approve ap-3f9a0c1d2e4b allow
+  acpflow approve ap-3f9a0c1d2e4b reject
+  acpflow approve ap-3f9a0c1d2e4b allow --for run`,
+		Args: runcmd.Args("acpflow approvals lists the pending ones", "ID", "ANSWER"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d := policies.Decision(args[1])
+			if d != policies.Allow && d != policies.Reject {
+				return runcmd.UsageErrorf("answer %q: want allow or reject", args[1])
+			}
+			if forWhat != "" && forWhat != "run" {
+				return runcmd.UsageErrorf("--for %q: the one scope is run (the rest of this run)", forWhat)
+			}
+			svc, err := openStore(statePath)
+			if err != nil {
+				return runcmd.UsageError(err)
+			}
+			defer svc.Close()
+			a, err := svc.Approve(cmd.Context(), args[0], d, forWhat == "run", policies.ByCLI)
+			var late *runs.LateError
+			switch {
+			case errors.As(err, &late):
+				return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
+			case err != nil:
+				return runcmd.UsageError(err)
+			}
+			scope := ""
+			if a.ForRun {
+				scope = " for the rest of the run"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "approval %s: %s%s (run %s, step %s)\n", a.ID, a.Decision, scope, a.RunID, a.StepID)
+			return nil
+		},
+	}
+	addStateFlag(cmd, &statePath)
+	cmd.Flags().StringVar(&forWhat, "for", "", "run: give the same answer to the run's later requests of the same tool kind and command")
+	return cmd
+}

@@ -1,0 +1,48 @@
+package runs
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/runs/store"
+)
+
+// An answer given for the rest of a run is recorded in the store, so a
+// process that takes the run up again (acpflow resume) answers a repeat
+// with it, asking no one; a command with a secret in it (stored
+// scrubbed) is asked again.
+func TestAGrantRecordedInTheStoreAnswersTheRepeatAfterAResume(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateRun(ctx, store.Run{ID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	req := &policies.PermissionRequest{Request: policies.Request{RunID: "r1", Step: "s"},
+		Tool: policies.Tool{Kind: "execute", Command: "make deploy"}, Options: []policies.Option{{ID: "y", Kind: "allow_once"}}}
+	now := time.Now()
+	if err := s.CreateApproval(ctx, store.Approval{ID: "ap-1", RunID: "r1", Request: req, AnswerKey: "k", CreatedAt: now, Deadline: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AnswerApproval(ctx, "ap-1", store.Answer{Decision: "allow", ForRun: true, By: policies.ByCLI, At: now}); err != nil {
+		t.Fatal(err)
+	}
+	h := &approvalHub{store: s, notice: func(string, ...any) {}, grants: map[grantKey]policies.Reply{}}
+	r, err := h.Ask(ctx, &policies.Question{Request: req, Timeout: time.Second})
+	if err != nil || !r.Grant || r.Decision != policies.Allow || r.Approval != "ap-1" || r.By != policies.ByCLI {
+		t.Errorf("Ask = %+v, %v; want ap-1's grant", r, err)
+	}
+	scrubbed := *req
+	scrubbed.Tool.Command = "make deploy TOKEN=[redacted]"
+	secret := *req
+	secret.Tool.Command = "make deploy TOKEN=s3cr3t"
+	if _, ok := h.granted(ctx, &policies.Question{Request: &secret, Shown: &scrubbed}); ok {
+		t.Error("a command with a secret in it was granted")
+	}
+}
