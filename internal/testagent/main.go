@@ -26,8 +26,13 @@
 //	-modes A,B               session/new offers these modes (the first current); session/set_mode
 //	                         to one of them is recorded and answered {}
 //	-config-option ID=V1|V2  session/new offers a select config option ID with these values
-//	                         (repeatable; ID "mode" is of category mode, as opencode's);
+//	                         (repeatable; ID "mode" is of category mode, as opencode's; ID:CAT
+//	                         gives it category CAT, as Copilot's allow_all:permissions=off|on);
 //	                         session/set_config_option is recorded and answered {}
+//	-switch-option ID=VALUE  at the start of a turn, after -switch-mode, send config_option_update
+//	                         with option ID at VALUE (as Copilot's allow_all turned on), then wait
+//	                         up to 2 s for a session/set_config_option ("option set back" in the
+//	                         output)
 //	-record FILE             append one JSON line per event to FILE (see below)
 //	-session-id ID           the session id session/new answers (default random "ta-…")
 //	-no-session-id           session/new answers {} (no sessionId)
@@ -220,6 +225,7 @@ type config struct {
 	unasked       []toolRequest
 	announceFirst bool
 	switchMode    string
+	switchOption  string
 	refuseSetMode bool
 	systemError   string
 	messageIDs    []string
@@ -315,6 +321,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(&unasked, "unasked", "KIND:TITLE of a tool call run without asking (repeatable)")
 	fs.BoolVar(&cfg.announceFirst, "announce-first", false, "announce each -permission call in_progress before asking")
 	fs.StringVar(&cfg.switchMode, "switch-mode", "", "switch to this mode at the start of a turn")
+	fs.StringVar(&cfg.switchOption, "switch-option", "", "ID=VALUE: set this config option at the start of a turn")
 	fs.BoolVar(&cfg.refuseSetMode, "refuse-set-mode", false, "answer session/set_mode with an error")
 	fs.StringVar(&cfg.systemError, "system-error", "", "report a failed model call with this text, as codex-acp does")
 	fs.StringVar(&messageIDs, "message-ids", "", "comma-separated messageId of each chunk, in order")

@@ -63,6 +63,12 @@ type Preset struct {
 	// back to Mode. Modes that agents in general name so (AutoMode) need
 	// not be listed.
 	AutoModes []string
+	// DecideAloneEnv are environment variables that make the agent approve
+	// everything itself (Copilot's COPILOT_ALLOW_ALL, which its session
+	// does not report): under a permission policy other than allow they
+	// are dropped from its environment, wherever they come from. Names
+	// that say so (DecideAloneEnv) need not be listed.
+	DecideAloneEnv []string
 	// AuthAliases map the authenticate method ids of the adapter's earlier
 	// releases to today's, so that an old workflow keeps working (with a
 	// warning).

@@ -26,11 +26,13 @@ var (
 	_ steps.Update = Teardown{}
 )
 
-// ModeRestored is the mode guard setting a session back from a mode in
-// which the agent decides alone.
+// ModeRestored is the mode guard setting a session back to the mode acpflow
+// chose, from one the agent switched to without being asked (or, with
+// Option, a permission config option back to the value acpflow left it at).
 type ModeRestored struct {
-	From string `json:"from"`
-	To   string `json:"to"`
+	Option string `json:"option,omitempty"`
+	From   string `json:"from"`
+	To     string `json:"to"`
 }
 
 // Env is the env policy's decision for a spawn: how many variables the
