@@ -8,6 +8,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -152,4 +153,24 @@ func TestValidateRefusesAWideningModeOrOptionByItsWords(t *testing.T) {
 			t.Fatalf("exit %d\n%s", r.code, r.stderr)
 		}
 	})
+}
+
+// The wording of an unasked call and of `prompt -- COMMAND`: the article
+// agrees with the kind, and the agent is named after its command.
+func TestAnUnaskedCallUnderPromptNamesTheAgentAfterItsCommand(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "agent.jsonl")
+	r := acpflow(t, dir, "prompt", "--permission", "reject", "--state", filepath.Join(dir, "state.db"), "--", testAgent, "-unasked", "execute:rm -rf build", "-record", rec, "go")
+	assertAgentsGone(t, rec)
+	if r.code != 1 || !strings.Contains(r.stderr, "agent testagent ran an execute call without asking") {
+		t.Fatalf("exit %d, want 1 and the agent named testagent with \"an execute\"\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "agent agent") {
+		t.Errorf("the agent is still called agent:\n%s", r.stderr)
+	}
+	for cmd, want := range map[string]string{"npx -y @github/copilot@1.0.102 --acp": "copilot", "/usr/bin/codex-acp": "codex-acp", "node ./agent.js": "agent", "./9lives": "agent"} {
+		if got := commandAgentName(strings.Fields(cmd)); got != want {
+			t.Errorf("commandAgentName(%q) = %q, want %q", cmd, got, want)
+		}
+	}
 }

@@ -113,9 +113,17 @@ func (c *client) judgeUnasked(f acpagent.ToolCallFields) {
 		if what == "" {
 			what = rec.Title
 		}
-		c.failTurn(fmt.Errorf("agent %s ran a %s call without asking, which the permission policy would not have allowed: %q (would %s, %s rule %s%s); the turn was cancelled (unasked: fail)",
-			agentName(c.inv), rec.Kind, termtext.Sanitize(cutUTF8(what, 200)), rec.Would, rec.Policy, rec.Rule, reasonNote(rec.Reason)))
+		c.failTurn(fmt.Errorf("agent %s ran %s call without asking, which the permission policy would not have allowed: %q (would %s, %s rule %s%s); the turn was cancelled (unasked: fail)",
+			agentName(c.inv), withArticle(rec.Kind), termtext.Sanitize(cutUTF8(what, 200)), rec.Would, rec.Policy, rec.Rule, reasonNote(rec.Reason)))
 	}
+}
+
+// withArticle is a word with its indefinite article: "an execute", "a delete".
+func withArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }
 
 // unaskedJudgeLimit bounds a policy's verdict on an unasked call, as a
