@@ -174,3 +174,24 @@ func TestAnUnaskedCallUnderPromptNamesTheAgentAfterItsCommand(t *testing.T) {
 		}
 	}
 }
+
+// The class is "an execute, edit, delete or move call that started
+// without a request and ended failed" (codex-acp's commands in its own
+// read-only sandbox): recorded with its status, never failing the step;
+// one that completed still does.
+func TestAnUnaskedCallThatFailedIsRecordedButDoesNotFailTheStep(t *testing.T) {
+	a := runAlone(t, "", "permission: reject", "-unasked-failed", "execute:echo hi > out.txt")
+	if a.r.code != 0 || a.step["status"] != "succeeded" {
+		t.Fatalf("exit %d, step %v: %v\n%s", a.r.code, a.step["status"], a.step["error"], a.r.stderr)
+	}
+	if p := a.permissions(); len(p) != 1 || p[0]["decision"] != "unasked" || p[0]["would"] != "reject" || p[0]["status"] != "failed" || p[0]["command"] != "echo hi > out.txt" {
+		t.Errorf("permissions %v; want one unasked record, would reject, status failed", p)
+	}
+	a = runAlone(t, "", "permission: reject", "-unasked", "delete:build")
+	if a.r.code != 1 {
+		t.Fatalf("a completed unasked delete: exit %d, want 1", a.r.code)
+	}
+	if p := a.permissions(); len(p) != 1 || p[0]["status"] != "completed" {
+		t.Errorf("permissions %v; want status completed", p)
+	}
+}

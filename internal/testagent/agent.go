@@ -281,7 +281,11 @@ func (a *agent) prompt(t *turn) {
 			"status": "pending", "rawInput": map[string]any{"command": tool.title}}
 		a.update(t.sessionID, call)
 		a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
-		a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed"})
+		status := "completed"
+		if tool.failed {
+			status = "failed"
+		}
+		a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": status})
 		a.chunk(t.sessionID, fmt.Sprintf("ran %s %s unasked\n", tool.kind, tool.title))
 	}
 	for i, tool := range a.cfg.permissions {

@@ -88,6 +88,8 @@
 //	-unasked KIND:TITLE      during the prompt, run this tool call without asking: a tool_call
 //	                         (pending), tool_call_updates in_progress and completed, and the
 //	                         line "ran KIND TITLE unasked" in the output (repeatable)
+//	-unasked-failed KIND:TITLE  the same, but the call ends failed (as codex-acp reports a command
+//	                         that failed in its own sandbox), after the -unasked ones
 //	-permission-json JSON    ask session/request_permission with these params as given (a JSON
 //	                         object, e.g. {"toolCall": {…}, "options": […]}; sessionId is
 //	                         set), after the -permission ones; repeatable; adds "permission
@@ -260,6 +262,7 @@ type config struct {
 type toolRequest struct {
 	kind, title string
 	raw         json.RawMessage
+	failed      bool // an -unasked-failed call: it ends failed
 }
 
 // listFlag is a repeatable string flag.
@@ -271,7 +274,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
-	var chunk, hangOn, permission, askClient, answer, unasked, tries listFlag
+	var chunk, hangOn, permission, askClient, answer, unasked, unaskedFailed, tries listFlag
 	var messageIDs string
 	var chunks, permOptions, capabilities, mcpCaps, promptCaps string
 	var stderrText, turnEndSpawn listFlag
@@ -319,6 +322,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&usageJSON, "usage-json", "", "the prompt answer's usage, as JSON given as it is")
 	fs.StringVar(&usageUpdate, "usage-update-json", "", "the fields of a usage_update sent at the start of each turn, as JSON")
 	fs.Var(&unasked, "unasked", "KIND:TITLE of a tool call run without asking (repeatable)")
+	fs.Var(&unaskedFailed, "unasked-failed", "KIND:TITLE of a tool call run without asking that fails (repeatable)")
 	fs.BoolVar(&cfg.announceFirst, "announce-first", false, "announce each -permission call in_progress before asking")
 	fs.StringVar(&cfg.switchMode, "switch-mode", "", "switch to this mode at the start of a turn")
 	fs.StringVar(&cfg.switchOption, "switch-option", "", "ID=VALUE: set this config option at the start of a turn")
@@ -398,12 +402,12 @@ func parseFlags(args []string) (*config, error) {
 	if messageIDs != "" {
 		cfg.messageIDs = strings.Split(messageIDs, ",")
 	}
-	for _, p := range unasked {
+	for i, p := range append(append([]string(nil), unasked...), unaskedFailed...) {
 		kind, title, ok := strings.Cut(p, ":")
 		if !ok {
 			return nil, fmt.Errorf("-unasked %q: want KIND:TITLE", p)
 		}
-		cfg.unasked = append(cfg.unasked, toolRequest{kind: kind, title: title})
+		cfg.unasked = append(cfg.unasked, toolRequest{kind: kind, title: title, failed: i >= len(unasked)})
 	}
 	for _, p := range permission {
 		kind, title, ok := strings.Cut(p, ":")

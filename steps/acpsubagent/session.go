@@ -36,7 +36,7 @@ func (a *attempt) sessionSettings(stepOnly bool) (sessionSettings, error) {
 		if err != nil {
 			return st, fmt.Errorf("agents.%s.mode: %w", a.agent.Name, err)
 		}
-		st.mode = m
+		st.mode = a.allowMode(m)
 	}
 	for id, v := range a.agent.Config {
 		r, err := a.render(v)
@@ -46,6 +46,17 @@ func (a *attempt) sessionSettings(stepOnly bool) (sessionSettings, error) {
 		st.config[id] = r
 	}
 	return a.stepSettings(st)
+}
+
+// allowMode is the mode to set instead of mode: the preset's AllowMode when
+// mode is the preset's own and the permission policy, with the outer one,
+// allows everything.
+func (a *attempt) allowMode(mode string) string {
+	p, ok := acpagent.LookupPreset(a.agent.Preset)
+	if !ok || p.AllowMode == "" || mode != p.Mode || !a.inv.Outer.AllowsAll(a.inv.Permission) {
+		return mode
+	}
+	return p.AllowMode
 }
 
 // stepSettings lays the step's with.mode and with.config over st.

@@ -38,18 +38,18 @@ type toolState struct {
 }
 
 // toolSeen keeps a tool_call or tool_call_update and judges the call when
-// it ran without asking: when the agent reports it completed with no
-// permission request for its id.
+// it ran without asking: when the agent reports it ended (completed or
+// failed) with no permission request for its id.
 //
 // # Notes
 //
 // "in_progress" is no proof that a call runs: codex-acp announces a patch,
 // and opencode every call, as in progress before it asks (opencode 0.3–0.8
-// s before). "failed" is none either: gemini reports a write it refused
-// itself, without asking and without running it, as failed. Only a
-// completed call has run; judging it then costs the early warning, not
-// the verdict, since the call has run by the time any report of it
-// arrives.
+// s before). So a call is judged when it ends. One that failed is
+// recorded too (codex-acp 2.6 runs `echo hi > out.txt` unasked in its
+// read-only sandbox, where it fails: SPEC §10 wants it on the record) but
+// fails the step only once one completed: gemini reports a write it
+// refused itself, without asking and without running it, as failed.
 func (c *client) toolSeen(id string, merge func(f *acpagent.ToolCallFields)) {
 	c.mu.Lock()
 	st := c.tools[id]
@@ -61,8 +61,8 @@ func (c *client) toolSeen(id string, merge func(f *acpagent.ToolCallFields)) {
 		c.tools[id] = st
 	}
 	merge(&st.fields)
-	ran := st.fields.Status != nil && *st.fields.Status == acp.ToolCallStatusCompleted
-	judge := ran && !st.asked && !st.judged && mustAsk(st.fields.Kind)
+	ended := st.fields.Status != nil && (*st.fields.Status == acp.ToolCallStatusCompleted || *st.fields.Status == acp.ToolCallStatusFailed)
+	judge := ended && !st.asked && !st.judged && mustAsk(st.fields.Kind)
 	if judge {
 		st.judged = true
 	}
@@ -104,6 +104,10 @@ func (c *client) judgeUnasked(f acpagent.ToolCallFields) {
 	ctx, cancel := context.WithTimeout(context.Background(), unaskedJudgeLimit)
 	defer cancel()
 	rec, fail := c.inv.Outer.JudgeUnasked(ctx, c.inv.Permission, c.inv.PermissionSource, req)
+	rec.Status = string(*f.Status)
+	// A call that failed changed nothing the policy must answer for: it
+	// is on the record, and the turn goes on.
+	fail = fail && *f.Status == acp.ToolCallStatusCompleted
 	c.mu.Lock()
 	c.permissions = append(c.permissions, rec)
 	c.mu.Unlock()
@@ -339,6 +343,11 @@ func (c *client) modelFailure() error {
 	if !failed {
 		return nil
 	}
+	// The turn's last message is the error's words, not an answer: the
+	// step's final stays empty.
+	c.mu.Lock()
+	c.output.last.Reset()
+	c.mu.Unlock()
 	if msg = strings.TrimSpace(msg); msg == "" {
 		msg = "the agent said nothing more"
 	}

@@ -58,6 +58,11 @@ type Preset struct {
 	// that executes or writes reaches acpflow's permission policy, where the
 	// agent has one; "" sets no mode.
 	Mode string
+	// AllowMode, where set, replaces Mode under `permission: allow` (with
+	// no mode: of the workflow's): a mode in which the commands the policy
+	// allows can run (codex: its read-only mode's own sandbox fails an
+	// allowed rm). Under any other policy Mode stays.
+	AllowMode string
 	// AutoModes are the agent's session modes in which it, a classifier or
 	// a reviewer model decides alone; the mode guard sets a session in one
 	// back to Mode. Modes that agents in general name so (AutoMode) need
