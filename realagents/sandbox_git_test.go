@@ -30,6 +30,7 @@ import (
 var agentSettings = map[string]string{
 	"claude":   "~/.claude/settings.json",
 	"codex":    "~/.codex/config.toml",
+	"copilot":  "~/.copilot/settings.json",
 	"gemini":   "~/.gemini/settings.json",
 	"opencode": "~/.config/opencode/opencode.json",
 	"qwen":     "~/.qwen/settings.json",

@@ -54,6 +54,7 @@ func (s *subagent) confinement(sb *steps.Sandbox, cwd string, env map[string]str
 var homeVars = []struct{ dir, name string }{
 	{"~/.claude", "CLAUDE_CONFIG_DIR"},
 	{"~/.codex", "CODEX_HOME"},
+	{"~/.copilot", "COPILOT_HOME"},
 	{"~/.config", "XDG_CONFIG_HOME"},
 	{"~/.local/share", "XDG_DATA_HOME"},
 	{"~/.local/state", "XDG_STATE_HOME"},
