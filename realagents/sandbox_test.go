@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/internal/egress"
-	"github.com/acpflow/acpflow/realagents/agentsetup"
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/agentsetup"
+	"github.com/acpflow/acpflow/internal/modelserver"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // codex-acp 2.6.0: its config file (the model server as a custom provider,

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/agentsetup"
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/agentsetup"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // GitHub Copilot CLI: agentsetup points it at the model server with its
