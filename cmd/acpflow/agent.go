@@ -100,6 +100,7 @@ asking. --wide prints every column and every preset's notes, however wide.`,
 			return nil
 		},
 	}
+	cmd.AddCommand(newAgentsVerifyCmd())
 	cmd.Flags().BoolVar(&wide, "wide", false, "every column (the keys each preset reads, its auth methods) and every preset's notes, however wide")
 	return cmd
 }

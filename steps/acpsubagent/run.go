@@ -386,7 +386,7 @@ func (a *attempt) opened(id acp.SessionId, via string) {
 	a.client.turnEnded, a.client.endTurn = context.WithCancel(context.Background())
 	a.client.setSession(string(id))
 	a.p.route(id, a.client)
-	ev := acpagent.Session{SessionID: string(id), Via: via}
+	ev := acpagent.Session{SessionID: string(id), Via: via, StartMode: cutUTF8(a.offered.startMode(), 200), WideningOptions: a.offered.widening(a.agent.Preset)}
 	if via != "" {
 		ev.From = a.from
 	}

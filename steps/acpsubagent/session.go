@@ -99,6 +99,41 @@ type offered struct {
 	options []acp.SessionConfigOption
 }
 
+// startMode is the mode the session was offered in: its current mode, or
+// its mode option's value ("" for neither).
+func (off offered) startMode() string {
+	if off.modes != nil {
+		return string(off.modes.CurrentModeId)
+	}
+	if o := modeOption(off.options); o != nil {
+		return string(o.CurrentValue)
+	}
+	return ""
+}
+
+// widening lists, as "ID=VALUE", the values of the offered permission
+// options (the mode option aside) that would let the agent decide alone,
+// at most maxOffered of them.
+func (off offered) widening(preset string) []string {
+	var out []string
+	for _, o := range off.options {
+		if !permissionOption(o) {
+			continue
+		}
+		id, _, _ := optionValue(o)
+		values := []string{"true"}
+		if o.Select != nil {
+			values = selectValues(o.Select.Options)
+		}
+		for _, v := range values {
+			if widens(preset, o, v) && len(out) < maxOffered {
+				out = append(out, cutUTF8(id, 80)+"="+cutUTF8(v, 80))
+			}
+		}
+	}
+	return out
+}
+
 // forkOffered reads a fork's answer, whose config options are the SDK's
 // unstable type of the same JSON.
 func forkOffered(r acp.UnstableForkSessionResponse) offered {

@@ -91,6 +91,8 @@ var _ = registerPreset(Preset{
 	SetEnv:    map[string]string{"INITIAL_AGENT_MODE": "read-only"},
 	Mode:      "read-only",
 	AllowMode: "workspace-write",
+	// The adapter outlives its app-server by its own 2 s timer: SIGTERM.
+	Expect:    Expect{Teardown: "term"},
 	AutoModes: []string{"agent", "agent-full-access", "workspace-write"},
 	Unasked:   "commands the model sends without asking to leave codex's read-only sandbox and that codex does not judge dangerous (ls, cat, grep, echo > file) run unasked inside that sandbox, where they cannot write or reach the network",
 	// codex keeps its SQLite databases (with their -journal and -wal

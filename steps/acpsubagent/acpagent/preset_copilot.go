@@ -44,6 +44,7 @@ var _ = registerPreset(Preset{
 	Description: "GitHub Copilot CLI in ACP mode (npm @github/copilot)",
 	Notes:       "a GitHub token in COPILOT_GITHUB_TOKEN (or GH_TOKEN), or a model provider of your own with COPILOT_PROVIDER_BASE_URL and COPILOT_PROVIDER_API_KEY (BYOK)",
 	Mode:        copilotMode,
+	Expect:      Expect{WideningOptions: []string{"allow_all=on"}},
 	AutoModes:   []string{"https://agentclientprotocol.com/protocol/session-modes#autopilot"},
 	// COPILOT_ALLOW_ALL is caught by its name too; listed because it is
 	// measured.

@@ -99,6 +99,10 @@ type Preset struct {
 	// by `acpflow agents` and docs/agents.
 	Unasked string
 
+	// Expect is what the agent does under the preset, as measured: what
+	// `acpflow agents verify` checks the installed agent against.
+	Expect Expect
+
 	// What a user needs before the agent can work (docs/agents/NAME.md),
 	// which `acpflow validate` checks and a failed start explains.
 
@@ -123,6 +127,22 @@ type Preset struct {
 	// by words in the agent's stderr or error; the first that matches is
 	// added to the step's error.
 	Causes []Cause
+}
+
+// Expect is what a preset's agent is measured to do. Every preset's agent
+// asks before a command, a write and a delete, and runs none of them
+// unasked; the fields say the rest, their zero values what most agents do.
+type Expect struct {
+	// StartMode is the mode session/new reports before acpflow sets the
+	// preset's ("" expects the preset's Mode, or no mode at all).
+	StartMode string
+	// WideningOptions are the "ID=VALUE" of the permission config options
+	// the agent offers that would let it decide alone (the mode guard pins
+	// them); any other is a change.
+	WideningOptions []string
+	// Teardown is the tier that ends it after a turn: "eof" (it exits on
+	// stdin EOF within the EOF grace; the default) or "term".
+	Teardown string
 }
 
 // Cause is a likely cause of a failed start: when Match is in the agent's

@@ -70,6 +70,12 @@ type Session struct {
 	// names that step. Both are absent for a new session.
 	Via  string `json:"via,omitempty"`
 	From string `json:"from,omitempty"`
+	// StartMode is the mode the agent reported the session in, before
+	// acpflow set its own; WideningOptions are the values of its
+	// permission config options that would let it decide alone, as
+	// "ID=VALUE" (`acpflow agents verify` reports both).
+	StartMode       string   `json:"start_mode,omitempty"`
+	WideningOptions []string `json:"widening_options,omitempty"`
 }
 
 // Reused is a pooled agent process (`reuse: true`) taken for the step
