@@ -122,6 +122,11 @@ func TestTheREADMERuleRejectsRmInEverySpellingAndEditsOutsideTheWorkspace(t *tes
 					}
 					rejected[fmt.Sprint(p["command"])] = true
 				case "edit":
+					if p["decision"] == "unasked" && p["status"] == "failed" {
+						// A write the agent refused itself (gemini), reported
+						// failed: on the record, run by no one.
+						continue
+					}
 					editsSeen = append(editsSeen, p)
 				}
 			}
