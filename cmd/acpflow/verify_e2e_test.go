@@ -44,9 +44,17 @@ func fakeCopilot(t *testing.T, extra ...string) (binDir, record string) {
 
 // verifyCopilot runs `acpflow agents verify copilot --json` with binDir
 // first on PATH and decodes its report.
+//
+// The user's HOME and config directories are fresh ones that must stay
+// empty: verify writes nothing there.
 func verifyCopilot(t *testing.T, binDir string) (result, map[string]any) {
 	t.Helper()
-	r := acpflowEnv(t, t.TempDir(), map[string]string{"PATH": binDir + ":" + os.Getenv("PATH")}, nil, "agents", "verify", "copilot", "--json")
+	home := t.TempDir()
+	set := map[string]string{"PATH": binDir + ":" + os.Getenv("PATH"), "HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config")}
+	r := acpflowEnv(t, t.TempDir(), set, nil, "agents", "verify", "copilot", "--json")
+	if left, _ := os.ReadDir(home); len(left) > 0 {
+		t.Errorf("verify wrote under the user's HOME: %v", left)
+	}
 	var rep map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("verify printed %q (exit %d): %v\n%s", r.stdout, r.code, err, r.stderr)
