@@ -91,7 +91,7 @@ func main() {
 	acpxDir := flag.String("acpx", filepath.Join("bench", "acpx"), "where bench/acpx/install.sh installed acpx")
 	nodeModules := flag.String("realagents", filepath.Join("realagents", "node_modules"), "where realagents/install.sh installed the real agents")
 	pinned := flag.String("pinned", filepath.Join("bench", "pinned", "node_modules"), "where bench/pinned/install.sh installed the adapters pinned before today's (rows beside today's in the real section)")
-	agents := flag.String("agents", "", "run only these real agents in the real section, comma-separated (default: every agent realagents/agentsetup knows, and the pinned adapters)")
+	agents := flag.String("agents", "", "run only these real agents in the real section, comma-separated (default: every agent internal/agentsetup knows, and the pinned adapters)")
 	flag.Parse()
 	run := map[string]bool{}
 	for _, name := range strings.Split(*only, ",") {

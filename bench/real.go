@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/agentsetup"
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/agentsetup"
+	"github.com/acpflow/acpflow/internal/modelserver"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
@@ -199,13 +199,13 @@ func realAgentsSection(b *bench) *section {
 	for _, s := range series {
 		labels = append(labels, s.label)
 	}
-	fmt.Fprintf(w, "One turn of each real agent (%s) against the scripted model server (realagents/modelserver, in the bench's\n", strings.Join(labels, ", "))
+	fmt.Fprintf(w, "One turn of each real agent (%s) against the scripted model server (internal/modelserver, in the bench's\n", strings.Join(labels, ", "))
 	fmt.Fprintf(w, "process): the model asks for one shell command (`%s`), which `permission: allow`\n", realScript[0].Shell)
 	fmt.Fprintf(w, "lets run, then answers. acpflow runs a one-step workflow with `preset: NAME` and `command:` the\n")
 	fmt.Fprintf(w, "local binary, so the preset's args, env and ladder apply; the bare client (bench/bareclient\n")
 	fmt.Fprintf(w, "`-auth -allow -kill`) does the same turn and SIGKILLs the agent's process group as soon as the\n")
 	fmt.Fprintf(w, "prompt's answer arrives: the limit. Each run has a fresh HOME and workspace\n")
-	fmt.Fprintf(w, "(realagents/agentsetup); median of %d runs per client, interleaved, after one warm-up each.\n", b.nReal)
+	fmt.Fprintf(w, "(internal/agentsetup); median of %d runs per client, interleaved, after one warm-up each.\n", b.nReal)
 	fmt.Fprintf(w, "Load average (1 min): %s before, %s after.\n\n", loadBefore, loadAfter)
 
 	t := newTable("agent", "client", "wall (median / max)", "→ spawned", "start (spawned → session)", "turn (session → answer)", "answer → exit", "wall vs bare")

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/agentsetup"
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/agentsetup"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // Targets of issue 13, on claude-agent-acp.

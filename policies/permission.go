@@ -87,9 +87,13 @@ type PermissionRecord struct {
 	Decision  Decision       `json:"decision"`
 	// Would is, for a call that ran without asking (Decision
 	// DecisionUnasked), what the policy decides for it; else "".
-	Would    Decision `json:"would,omitempty"`
-	Outcome  string   `json:"outcome"`   // "selected" or "cancelled"; "" for an unasked call
-	OptionID string   `json:"option_id"` // empty when cancelled
+	Would Decision `json:"would,omitempty"`
+	// Status is, for a call that ran without asking, the status the
+	// agent reported it ended with: "completed", or "failed" (a call that
+	// started and failed, recorded all the same); else "".
+	Status   string `json:"status,omitempty"`
+	Outcome  string `json:"outcome"`   // "selected" or "cancelled"; "" for an unasked call
+	OptionID string `json:"option_id"` // empty when cancelled
 	// Layer is which layer decided: LayerOuter (an outer policy file,
 	// named by Policy) or LayerWorkflow.
 	Layer Layer `json:"layer"`

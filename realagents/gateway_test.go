@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // gatewayUpstream is where each preset's gateway forwards: the model

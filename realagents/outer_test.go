@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // The outer policy (issue 15 part 2) on every agent that completes whole

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
@@ -30,6 +30,7 @@ import (
 var agentSettings = map[string]string{
 	"claude":   "~/.claude/settings.json",
 	"codex":    "~/.codex/config.toml",
+	"copilot":  "~/.copilot/settings.json",
 	"gemini":   "~/.gemini/settings.json",
 	"opencode": "~/.config/opencode/opencode.json",
 	"qwen":     "~/.qwen/settings.json",

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acpflow/acpflow/internal/agentsetup"
 	"github.com/acpflow/acpflow/internal/egress"
-	"github.com/acpflow/acpflow/realagents/agentsetup"
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
@@ -32,7 +32,7 @@ import (
 // the workspace, or ~/outside would be writable as part of the cwd.
 
 // sandboxedAgents are the turn agents checked here, in order.
-var sandboxedAgents = []string{"claude", "codex", "gemini", "opencode", "qwen"}
+var sandboxedAgents = []string{"claude", "codex", "copilot", "gemini", "opencode", "qwen"}
 
 // proxyFacts is, per agent, whether it sends its model requests through
 // HTTP_PROXY/HTTPS_PROXY for a plain http:// base URL on loopback (acpflow

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // The scenarios of issue 9, run on every agent that completes whole turns
@@ -122,6 +122,11 @@ func TestTheREADMERuleRejectsRmInEverySpellingAndEditsOutsideTheWorkspace(t *tes
 					}
 					rejected[fmt.Sprint(p["command"])] = true
 				case "edit":
+					if p["decision"] == "unasked" && p["status"] == "failed" {
+						// A write the agent refused itself (gemini), reported
+						// failed: on the record, run by no one.
+						continue
+					}
 					editsSeen = append(editsSeen, p)
 				}
 			}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/agentsetup"
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/agentsetup"
+	"github.com/acpflow/acpflow/internal/modelserver"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 

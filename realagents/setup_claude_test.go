@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // claude-agent-acp 0.101.0 (Claude Code 2.1.318): its env (the model

@@ -3,13 +3,14 @@
 package realagents_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // codex-acp 2.6.0: its config file (the model server as a custom provider,
@@ -35,6 +36,16 @@ func codexPermissions(t *testing.T, step turnResult) (kinds []string) {
 		kinds = append(kinds, p["kind"].(string))
 	}
 	return kinds
+}
+
+// allowedOnceOrUnasked reports whether a record under allow or
+// allow_always is a request answered allow_once, or a call codex's
+// workspace-write mode ran unasked that the policy would have allowed.
+func allowedOnceOrUnasked(p map[string]any) bool {
+	if p["decision"] == "unasked" {
+		return (p["would"] == "allow" || p["would"] == "allow_always") && p["status"] == "completed"
+	}
+	return p["outcome"] == "selected" && p["option_id"] == "allow_once"
 }
 
 func fileIs(t *testing.T, path, want string) {
@@ -82,13 +93,16 @@ func TestCodexCompletesAWholeTurn(t *testing.T) {
 	}
 	t.Logf("run took %s in all", time.Since(begin).Round(time.Millisecond))
 
-	// Both tool calls reached acpflow's policy, and allow chose "once".
+	// Both tool calls are on the record: under allow codex runs in
+	// workspace-write (the preset's AllowMode), where the command asked
+	// and allow chose "once", and the patch in the workspace was applied
+	// unasked, recorded as the policy would have allowed it.
 	if kinds := codexPermissions(t, res); strings.Join(kinds, ",") != "execute,edit" {
-		t.Errorf("permissions asked for %v; want execute, then edit", kinds)
+		t.Errorf("permissions recorded for %v; want execute, then edit", kinds)
 	}
 	for _, p := range res.Permissions {
-		if p["decision"] != "allow" || p["outcome"] != "selected" || p["option_id"] != "allow_once" {
-			t.Errorf("permission %v: want allow, selected, allow_once", p)
+		if !allowedOnceOrUnasked(p) {
+			t.Errorf("permission %v: want allow, selected, allow_once, or unasked that the policy would allow", p)
 		}
 	}
 	if len(res.Permissions) == 2 {
@@ -176,11 +190,11 @@ func TestCodexAllowAlwaysWritesNoRule(t *testing.T) {
 	fileIs(t, filepath.Join(s.dir, "a.txt"), "a\n")
 	fileIs(t, filepath.Join(s.dir, "b.txt"), "b\n")
 	if kinds := codexPermissions(t, res); strings.Join(kinds, ",") != "execute,edit" {
-		t.Errorf("permissions asked for %v; want execute, edit", kinds)
+		t.Errorf("permissions recorded for %v; want execute, edit", kinds)
 	}
 	for _, p := range res.Permissions {
-		if p["option_id"] != "allow_once" {
-			t.Errorf("permission %v: want option allow_once", p)
+		if !allowedOnceOrUnasked(p) {
+			t.Errorf("permission %v: want option allow_once, or unasked (a patch in workspace-write)", p)
 		}
 	}
 	rules := filepath.Join(s.home, ".codex", "rules")
@@ -203,16 +217,57 @@ func TestCodexRunsAnUnescalatedCommandInItsReadOnlySandbox(t *testing.T) {
 		{Say: "A sandboxed command.", Shell: "echo sb > sb.txt", Sandboxed: true},
 		{Say: "FINAL done"},
 	}
-	res, _, r, _ := s.turn(ta, script, "Run the script.", "permission: allow", "")
+	// Under reject the asking mode (read-only) stays: the unescalated
+	// command runs without a request, fails in codex's sandbox, and is on
+	// the record all the same (SPEC §10), without failing the step.
+	res, _, r, _ := s.turn(ta, script, "Run the script.", "permission: reject", "")
 	t.Logf("exit %d in %s; step %s/%s: %s", r.code, r.elapsed.Round(time.Millisecond), res.Status, res.StopReason, firstLine(res.Error))
 	if _, err := os.Stat(filepath.Join(s.dir, "sb.txt")); err == nil {
 		t.Error("the unasked command wrote sb.txt: codex's sandbox did not hold")
 	}
+	unasked := 0
 	for _, p := range res.Permissions {
 		t.Logf("permission: %v", p)
 		if p["outcome"] == "selected" {
 			t.Errorf("codex asked for the unescalated command: %v", p)
 		}
+		if p["decision"] == "unasked" && p["status"] == "failed" && strings.Contains(fmt.Sprint(p["command"]), "echo sb") {
+			unasked++
+		}
+	}
+	if unasked != 1 {
+		t.Errorf("want the failed command recorded once as unasked with status failed")
+	}
+	if res.Status != "succeeded" {
+		t.Errorf("step %s: %s; a call that failed must not fail it", res.Status, res.Error)
+	}
+}
+
+// Under permission: allow codex runs in a mode in which an allowed command
+// runs (the preset's AllowMode): rm -rf build, which its read-only mode's
+// sandbox fails even once allowed, removes build/.
+func TestCodexUnderAllowRunsAnAllowedRm(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	ta := needTurnAgent(t, "codex")
+	mustWrite(t, filepath.Join(s.dir, "build", "old.txt"), "stale\n")
+	script := modelserver.Script{
+		{Say: "Cleaning.", Shell: "rm -rf build"},
+		{Say: "FINAL done"},
+	}
+	res, es, r, _ := s.turn(ta, script, "Clean.", "permission: allow", "")
+	t.Logf("exit %d in %s; step %s/%s: %s", r.code, r.elapsed.Round(time.Millisecond), res.Status, res.StopReason, firstLine(res.Error))
+	codexPermissions(t, res)
+	for _, e := range es {
+		if e["kind"] == "session_configured" {
+			t.Logf("session configured: %v", e)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, "build")); err == nil {
+		t.Error("build/ is still there: the allowed rm did not run")
+	}
+	if r.code != 0 {
+		t.Errorf("exit %d: %s", r.code, res.Error)
 	}
 }
 
@@ -231,5 +286,8 @@ func TestCodexModelErrorFailsTheStep(t *testing.T) {
 	}
 	if !strings.Contains(res.Error, "scripted failure: the model is overloaded") {
 		t.Errorf("error %q does not carry the model's message", res.Error)
+	}
+	if strings.Contains(res.Final, "scripted failure") {
+		t.Errorf("final %q is the model error's body: it is the step's error, not its answer", res.Final)
 	}
 }

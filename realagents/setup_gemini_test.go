@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // gemini-cli: agentsetup's test HOME only points it at the model server and

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // Issue 15's structured output on every agent that completes whole turns:

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/agentsetup"
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/agentsetup"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // turnAgent is a real agent set up to complete whole turns offline against

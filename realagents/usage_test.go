@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // Issue 15's usage on every agent that completes whole turns: the model

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/acpflow/acpflow/policies"
@@ -31,21 +33,74 @@ func (d *decoder) checkModes() {
 				at = n
 			}
 		}
-		if mode == "" || strings.Contains(mode, "${{") || !acpagent.DecidesAlone(agent.Preset, mode, "", "") {
+		if !d.allowsAll(s) {
+			if mode != "" && !strings.Contains(mode, "${{") && acpagent.DecidesAlone(agent.Preset, mode, "", "") {
+				if at == nil {
+					at = s.node
+				}
+				d.at(at.pos, "%s: mode %q lets agent %q run commands and edit files without asking, so the permission policy would see none of it: under any permission policy but allow, use a mode in which the agent asks (or remove mode: to take the preset's)", s.label, mode, ss.AgentName())
+			}
+			d.checkWideningConfig(s, agent)
+		}
+	}
+}
+
+// allowsAll reports whether step s's permission policy (its own, else the
+// workflow's) allows everything: then the agent may decide alone.
+func (d *decoder) allowsAll(s *stepInfo) bool {
+	perm := s.step.Policies.Permission
+	if perm == nil {
+		perm = d.wf.Policies.Permission
+	}
+	return perm != nil && policies.AllowsAll(perm)
+}
+
+// checkWideningConfig refuses a config option, on the step's agent or its
+// with.config, whose value lets the agent decide alone (Copilot's
+// allow_all: on, a mode option set to autopilot), as checkModes refuses
+// such a mode.
+func (d *decoder) checkWideningConfig(s *stepInfo, agent *steps.Agent) {
+	type setting struct {
+		id, value string
+		at        *node
+	}
+	var found []setting
+	for _, id := range slices.Sorted(maps.Keys(agent.Config)) {
+		found = append(found, setting{id, agent.Config[id], d.agentConfigNode(agent.Name, id)})
+	}
+	if c, ok := s.rawWith["config"].(map[string]any); ok {
+		for _, id := range slices.Sorted(maps.Keys(c)) {
+			v, err := acpagent.ConfigValue(c[id])
+			if err != nil {
+				continue
+			}
+			at, depth := follow(s.node, []string{"with", "config", id})
+			if depth < 3 {
+				at = nil
+			}
+			found = append(found, setting{id, v, at})
+		}
+	}
+	for _, f := range found {
+		if strings.Contains(f.value, "${{") || !acpagent.WidensConfig(agent.Preset, f.id, f.value, "", "") {
 			continue
 		}
-		perm := s.step.Policies.Permission
-		if perm == nil {
-			perm = d.wf.Policies.Permission
-		}
-		if perm != nil && policies.AllowsAll(perm) {
-			continue
-		}
+		at := f.at
 		if at == nil {
 			at = s.node
 		}
-		d.at(at.pos, "%s: mode %q lets agent %q run commands and edit files without asking, so the permission policy would see none of it: under any permission policy but allow, use a mode in which the agent asks (or remove mode: to take the preset's)", s.label, mode, ss.AgentName())
+		d.at(at.pos, "%s: config %s: %q lets agent %q run commands and edit files without asking, so the permission policy would see none of it: under any permission policy but allow, remove it", s.label, f.id, f.value, s.step.Run.(steps.SessionStep).AgentName())
 	}
+}
+
+// agentConfigNode is the node of agent name's config.ID, or nil.
+func (d *decoder) agentConfigNode(name, id string) *node {
+	if n := d.agentNodes[name]; n != nil {
+		if c := n.get("config"); c != nil && c.kind == mappingNode {
+			return c.get(id)
+		}
+	}
+	return nil
 }
 
 // agentModeNode is the node of agent name's mode: key, or of its preset:

@@ -100,6 +100,7 @@ asking. --wide prints every column and every preset's notes, however wide.`,
 			return nil
 		},
 	}
+	cmd.AddCommand(newAgentsVerifyCmd())
 	cmd.Flags().BoolVar(&wide, "wide", false, "every column (the keys each preset reads, its auth methods) and every preset's notes, however wide")
 	return cmd
 }
@@ -132,6 +133,16 @@ func agentPresets() []agentPreset {
 	return all
 }
 
+// shortMode is a mode as the narrow table shows it: a URL id (Copilot's
+// "https://…/session-modes#agent") by its fragment, "…#agent"; `agents
+// NAME` shows it whole.
+func shortMode(mode string) string {
+	if i := strings.LastIndex(mode, "#"); i > 0 && strings.Contains(mode, "://") {
+		return "…" + mode[i:]
+	}
+	return orDash(mode)
+}
+
 // narrowWidth is what the default table of agents fits in: a terminal's
 // width before anyone resized it, as kubectl's default columns do.
 const narrowWidth = 80
@@ -142,7 +153,7 @@ func printAgents(out io.Writer, all []agentPreset) {
 	head := []string{"PRESET", "MODE", "MEASURED"}
 	widths := []int{len(head[0]), len(head[1]), len(head[2])}
 	for _, a := range all {
-		for i, cell := range []string{a.Name, orDash(a.Mode), orDash(a.Version)} {
+		for i, cell := range []string{a.Name, shortMode(a.Mode), orDash(a.Version)} {
 			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
 		}
 	}
@@ -159,7 +170,7 @@ func printAgents(out io.Writer, all []agentPreset) {
 	}
 	row(append(head, "COMMAND")...)
 	for _, a := range all {
-		row(a.Name, orDash(a.Mode), orDash(a.Version), a.command())
+		row(a.Name, shortMode(a.Mode), orDash(a.Version), a.command())
 	}
 	fmt.Fprintln(out, "\nOne preset whole: acpflow agents NAME; every column: acpflow agents --wide")
 }

@@ -245,6 +245,9 @@ func TestAModelErrorReportedAsTextFailsTheStep(t *testing.T) {
 	if e, _ := a.step["error"].(string); !strings.Contains(e, "stream error: 500 Internal Server Error") || !strings.Contains(e, "failed model call") {
 		t.Errorf("error %q lacks the agent's message", e)
 	}
+	if f, _ := a.step["final"].(string); strings.Contains(f, "500 Internal Server Error") {
+		t.Errorf("final %q is the error's body; the error is the step's error, not its answer", f)
+	}
 }
 
 // prefixLines puts prefix before each line of s ("" stays "").

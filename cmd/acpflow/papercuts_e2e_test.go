@@ -253,7 +253,7 @@ func TestAgentsFitsEightyColumns(t *testing.T) {
 			}
 		}
 		f := strings.Fields(row)
-		if len(f) < 4 || f[1] != orDash(p.Mode) || f[2] != orDash(p.Version) || f[3] != p.Command {
+		if len(f) < 4 || f[1] != shortMode(p.Mode) || f[2] != orDash(p.Version) || f[3] != p.Command {
 			t.Errorf("agents: the row of %s is %q; want its mode %q, version %q, command %s…", p.Name, row, p.Mode, p.Version, p.Command)
 		}
 	}

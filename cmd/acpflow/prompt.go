@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -237,6 +238,41 @@ func writesToTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// launchers are commands that start the agent named by their first
+// argument that is not a flag (npx -y @github/copilot): the agent of
+// `prompt -- COMMAND` is named after that argument instead.
+var launchers = map[string]bool{"npx": true, "bunx": true, "pnpx": true, "uvx": true, "pipx": true, "node": true, "bun": true, "deno": true, "python": true, "python3": true, "env": true}
+
+// commandAgentName names the agent of `prompt -- COMMAND ARGS…` after its
+// command (copilot, not "agent"), so that what the run prints ("agent
+// copilot ran …") and its workflow's name say which agent it was.
+func commandAgentName(command []string) string {
+	name := filepath.Base(command[0])
+	if launchers[name] {
+		for _, a := range command[1:] {
+			if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
+				name = a
+				break
+			}
+		}
+	}
+	if at := strings.LastIndex(name, "@"); at > 0 {
+		name = name[:at] // a package's version
+	}
+	name = filepath.Base(name)
+	name = strings.TrimSuffix(name, filepath.Ext(name))
+	clean := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '-'
+	}, name)
+	if clean == "" || !(unicode.IsLetter(rune(clean[0])) || clean[0] == '_') {
+		return "agent"
+	}
+	return clean
+}
+
 // workflow is the prompt's workflow file and its name: prompt-AGENT.
 func (p promptSpec) workflow() (src []byte, name string, err error) {
 	if _, err := policies.ParseDecision(p.permission); err != nil {
@@ -248,7 +284,7 @@ func (p promptSpec) workflow() (src []byte, name string, err error) {
 	agentName := p.agent
 	switch {
 	case p.command != nil:
-		agentName = "agent"
+		agentName = commandAgentName(p.command)
 		fmt.Fprintf(&agent, "    command: %s\n", q(p.command[0]))
 		args := make([]string, 0, len(p.command)-1)
 		for _, a := range p.command[1:] {

@@ -190,7 +190,7 @@ func TestPromptRunsAnyACPCommandAndResumes(t *testing.T) {
 		t.Fatalf("prompt -- testagent ... TEXT: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 	}
 	assertAgentsGone(t, rec)
-	if runs := promptRuns(t, dir, state); len(runs) != 2 || runs[0]["workflow"] != "prompt-agent" {
+	if runs := promptRuns(t, dir, state); len(runs) != 2 || runs[0]["workflow"] != "prompt-testagent" {
 		t.Errorf("runs = %v", runs)
 	}
 

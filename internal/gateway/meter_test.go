@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // The scripted model servers the real-agent tests use answer as the

@@ -27,8 +27,9 @@ type agent struct {
 	turns         map[*turn]struct{} // prompts in flight
 	costTurns     map[string]int     // per session, the turns that reported a cost (-usage-cost)
 	prompts       int                // session/prompt requests received
-	// modeSet hears of each session/set_mode (-switch-mode waits for one).
-	modeSet chan struct{}
+	// modeSet hears of each session/set_mode (-switch-mode waits for one),
+	// optionSet of each session/set_config_option (-switch-option).
+	modeSet, optionSet chan struct{}
 	// sessions are the ids of the sessions opened (new, fork), in order (stray.go).
 	sessions []string
 }
@@ -65,7 +66,7 @@ func (t *turn) isCancelled() bool {
 }
 
 func newAgent(cfg *config, rec *recorder, stdout io.Writer) *agent {
-	return &agent{cfg: cfg, rec: rec, wire: newWire(stdout, cfg.garbage, rec), turns: make(map[*turn]struct{}), modeSet: make(chan struct{}, 1)}
+	return &agent{cfg: cfg, rec: rec, wire: newWire(stdout, cfg.garbage, rec), turns: make(map[*turn]struct{}), modeSet: make(chan struct{}, 1), optionSet: make(chan struct{}, 1)}
 }
 
 // serve handles stdin until EOF. Requests are answered on the reader goroutine, except prompts,
@@ -105,11 +106,13 @@ func (a *agent) request(m message) {
 			return
 		}
 		a.wire.result(m.ID, map[string]any{})
-		if m.Method == "session/set_mode" {
-			select {
-			case a.modeSet <- struct{}{}:
-			default:
-			}
+		set := a.modeSet
+		if m.Method == "session/set_config_option" {
+			set = a.optionSet
+		}
+		select {
+		case set <- struct{}{}:
+		default:
 		}
 	case "session/fork":
 		a.fork(m)
@@ -224,19 +227,8 @@ func (a *agent) newSession(m message) {
 		}
 		res["modes"] = map[string]any{"currentModeId": a.cfg.modes[0], "availableModes": modes}
 	}
-	for _, o := range a.cfg.configOpts {
-		optID, values, _ := strings.Cut(o, "=")
-		var opts []any
-		for _, v := range strings.Split(values, "|") {
-			opts = append(opts, map[string]any{"value": v, "name": v})
-		}
-		opt := map[string]any{
-			"type": "select", "id": optID, "name": optID, "currentValue": strings.Split(values, "|")[0], "options": opts,
-		}
-		if optID == "mode" {
-			opt["category"] = "mode" // as opencode keeps its mode
-		}
-		res["configOptions"] = append(asList(res["configOptions"]), opt)
+	if opts := a.configOptions(nil); len(opts) > 0 {
+		res["configOptions"] = opts
 	}
 	if a.answerSessionNew(m, id, res) {
 		return
@@ -292,16 +284,9 @@ func (a *agent) prompt(t *turn) {
 		fmt.Fprintln(os.Stderr, "testagent: exiting mid-prompt")
 		os.Exit(1)
 	}
-	if a.cfg.switchMode != "" {
-		a.update(t.sessionID, map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": a.cfg.switchMode})
-		select {
-		case <-a.modeSet:
-			a.chunk(t.sessionID, "mode set back\n")
-		case <-time.After(2 * time.Second):
-		case <-t.cancelled:
-			a.endTurn(t, "cancelled")
-			return
-		}
+	if !a.switchAlone(t) {
+		a.endTurn(t, "cancelled")
+		return
 	}
 	for i, tool := range a.cfg.unasked {
 		id := fmt.Sprintf("unasked_%d", i+1)
@@ -309,7 +294,11 @@ func (a *agent) prompt(t *turn) {
 			"status": "pending", "rawInput": map[string]any{"command": tool.title}}
 		a.update(t.sessionID, call)
 		a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
-		a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed"})
+		status := "completed"
+		if tool.failed {
+			status = "failed"
+		}
+		a.update(t.sessionID, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": status})
 		a.chunk(t.sessionID, fmt.Sprintf("ran %s %s unasked\n", tool.kind, tool.title))
 	}
 	for i, tool := range a.cfg.permissions {
@@ -737,4 +726,60 @@ func randomHex() string {
 func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
+}
+
+// configOptions are the -config-option options as session/new offers them,
+// with the values in current (by id) instead of each one's first.
+func (a *agent) configOptions(current map[string]string) []any {
+	var out []any
+	for _, o := range a.cfg.configOpts {
+		optID, values, _ := strings.Cut(o, "=")
+		optID, category, _ := strings.Cut(optID, ":")
+		var opts []any
+		for _, v := range strings.Split(values, "|") {
+			opts = append(opts, map[string]any{"value": v, "name": v})
+		}
+		value, set := current[optID]
+		if !set {
+			value = strings.Split(values, "|")[0]
+		}
+		opt := map[string]any{"type": "select", "id": optID, "name": optID, "currentValue": value, "options": opts}
+		if optID == "mode" {
+			category = "mode" // as opencode keeps its mode
+		}
+		if category != "" {
+			opt["category"] = category
+		}
+		out = append(out, opt)
+	}
+	return out
+}
+
+// switchAlone plays -switch-mode and -switch-option: the agent changes its
+// mode or a config option on its own, then waits up to 2 s for the client
+// to set it back. False when the turn was cancelled meanwhile.
+func (a *agent) switchAlone(t *turn) bool {
+	wait := func(set chan struct{}, said string) bool {
+		select {
+		case <-set:
+			a.chunk(t.sessionID, said)
+		case <-time.After(2 * time.Second):
+		case <-t.cancelled:
+			return false
+		}
+		return true
+	}
+	if a.cfg.switchMode != "" {
+		a.update(t.sessionID, map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": a.cfg.switchMode})
+		if !wait(a.modeSet, "mode set back\n") {
+			return false
+		}
+	}
+	if id, value, ok := strings.Cut(a.cfg.switchOption, "="); ok {
+		a.update(t.sessionID, map[string]any{"sessionUpdate": "config_option_update", "configOptions": a.configOptions(map[string]string{id: value})})
+		if !wait(a.optionSet, "option set back\n") {
+			return false
+		}
+	}
+	return true
 }

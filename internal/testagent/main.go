@@ -26,8 +26,13 @@
 //	-modes A,B               session/new offers these modes (the first current); session/set_mode
 //	                         to one of them is recorded and answered {}
 //	-config-option ID=V1|V2  session/new offers a select config option ID with these values
-//	                         (repeatable; ID "mode" is of category mode, as opencode's);
+//	                         (repeatable; ID "mode" is of category mode, as opencode's; ID:CAT
+//	                         gives it category CAT, as Copilot's allow_all:permissions=off|on);
 //	                         session/set_config_option is recorded and answered {}
+//	-switch-option ID=VALUE  at the start of a turn, after -switch-mode, send config_option_update
+//	                         with option ID at VALUE (as Copilot's allow_all turned on), then wait
+//	                         up to 2 s for a session/set_config_option ("option set back" in the
+//	                         output)
 //	-record FILE             append one JSON line per event to FILE (see below)
 //	-session-id ID           the session id session/new answers (default random "ta-…")
 //	-no-session-id           session/new answers {} (no sessionId)
@@ -89,6 +94,8 @@
 //	-unasked KIND:TITLE      during the prompt, run this tool call without asking: a tool_call
 //	                         (pending), tool_call_updates in_progress and completed, and the
 //	                         line "ran KIND TITLE unasked" in the output (repeatable)
+//	-unasked-failed KIND:TITLE  the same, but the call ends failed (as codex-acp reports a command
+//	                         that failed in its own sandbox), after the -unasked ones
 //	-permission-json JSON    ask session/request_permission with these params as given (a JSON
 //	                         object, e.g. {"toolCall": {…}, "options": […]}; sessionId is
 //	                         set), after the -permission ones; repeatable; adds "permission
@@ -229,6 +236,7 @@ type config struct {
 	unasked       []toolRequest
 	announceFirst bool
 	switchMode    string
+	switchOption  string
 	refuseSetMode bool
 	systemError   string
 	messageIDs    []string
@@ -263,6 +271,7 @@ type config struct {
 type toolRequest struct {
 	kind, title string
 	raw         json.RawMessage
+	failed      bool // an -unasked-failed call: it ends failed
 }
 
 // listFlag is a repeatable string flag.
@@ -274,7 +283,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("testagent", flag.ContinueOnError)
-	var chunk, hangOn, permission, askClient, answer, unasked, tries listFlag
+	var chunk, hangOn, permission, askClient, answer, unasked, unaskedFailed, tries listFlag
 	var messageIDs string
 	var chunks, permOptions, capabilities, mcpCaps, promptCaps string
 	var stderrText, turnEndSpawn listFlag
@@ -325,8 +334,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var(&updateJSON, "update-json", `a session update sent at the start of each turn as given ({"sessionUpdate": KIND, ...}), as JSON (repeatable)`)
 	fs.StringVar(&usageUpdate, "usage-update-json", "", "the fields of a usage_update sent at the start of each turn, as JSON")
 	fs.Var(&unasked, "unasked", "KIND:TITLE of a tool call run without asking (repeatable)")
+	fs.Var(&unaskedFailed, "unasked-failed", "KIND:TITLE of a tool call run without asking that fails (repeatable)")
 	fs.BoolVar(&cfg.announceFirst, "announce-first", false, "announce each -permission call in_progress before asking")
 	fs.StringVar(&cfg.switchMode, "switch-mode", "", "switch to this mode at the start of a turn")
+	fs.StringVar(&cfg.switchOption, "switch-option", "", "ID=VALUE: set this config option at the start of a turn")
 	fs.BoolVar(&cfg.refuseSetMode, "refuse-set-mode", false, "answer session/set_mode with an error")
 	fs.StringVar(&cfg.systemError, "system-error", "", "report a failed model call with this text, as codex-acp does")
 	fs.StringVar(&messageIDs, "message-ids", "", "comma-separated messageId of each chunk, in order")
@@ -403,12 +414,12 @@ func parseFlags(args []string) (*config, error) {
 	if messageIDs != "" {
 		cfg.messageIDs = strings.Split(messageIDs, ",")
 	}
-	for _, p := range unasked {
+	for i, p := range append(append([]string(nil), unasked...), unaskedFailed...) {
 		kind, title, ok := strings.Cut(p, ":")
 		if !ok {
 			return nil, fmt.Errorf("-unasked %q: want KIND:TITLE", p)
 		}
-		cfg.unasked = append(cfg.unasked, toolRequest{kind: kind, title: title})
+		cfg.unasked = append(cfg.unasked, toolRequest{kind: kind, title: title, failed: i >= len(unasked)})
 	}
 	for _, p := range permission {
 		kind, title, ok := strings.Cut(p, ":")

@@ -63,6 +63,10 @@ type client struct {
 	tools map[string]*toolState
 	guard *modeGuard
 	mode  string
+	// switchGranted: the policy allowed a switch_mode request (Claude's
+	// ExitPlanMode), so the next switch to a mode in which the agent asks
+	// is one the client asked for (modeChanged).
+	switchGranted bool
 	// failed is closed, with failErr set, when something the client saw
 	// fails the turn (failTurn): an unasked call, a mode that could not be
 	// set back, a failed model call.
@@ -286,9 +290,7 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 	case u.CurrentModeUpdate != nil:
 		c.modeChanged(string(u.CurrentModeUpdate.CurrentModeId))
 	case u.ConfigOptionUpdate != nil:
-		if o := modeOption(u.ConfigOptionUpdate.ConfigOptions); o != nil {
-			c.modeChanged(string(o.CurrentValue))
-		}
+		c.optionsChanged(u.ConfigOptionUpdate.ConfigOptions)
 	case u.SessionInfoUpdate != nil:
 		c.sessionInfo(u.SessionInfoUpdate.Meta)
 	}
@@ -470,6 +472,11 @@ func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 		rec = c.answerBounded(ctx, req)
 	}
 	c.keep(rec)
+	if rec.Kind == string(acp.ToolKindSwitchMode) && (rec.Decision == policies.Allow || rec.Decision == policies.AllowAlways) && rec.Outcome == "selected" {
+		c.mu.Lock()
+		c.switchGranted = true
+		c.mu.Unlock()
+	}
 	return answerOf(rec), nil
 }
 

@@ -55,6 +55,7 @@ func (s *subagent) confinement(agent *steps.Agent, sb *steps.Sandbox, cwd string
 var homeVars = []struct{ dir, name string }{
 	{"~/.claude", "CLAUDE_CONFIG_DIR"},
 	{"~/.codex", "CODEX_HOME"},
+	{"~/.copilot", "COPILOT_HOME"},
 	{"~/.config", "XDG_CONFIG_HOME"},
 	{"~/.local/share", "XDG_DATA_HOME"},
 	{"~/.local/state", "XDG_STATE_HOME"},

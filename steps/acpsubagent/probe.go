@@ -26,16 +26,21 @@ import (
 // protocol implies ("auth": {}, "sessionCapabilities": {}) as if the agent
 // had claimed them.
 type ProbeResult struct {
-	Command         []string             `json:"command"`
-	ProtocolVersion int                  `json:"protocol_version"`
-	AgentInfo       json.RawMessage      `json:"agent_info,omitempty"`
-	Capabilities    json.RawMessage      `json:"agent_capabilities,omitempty"`
-	AuthMethods     json.RawMessage      `json:"auth_methods,omitempty"`
-	SessionID       string               `json:"session_id,omitempty"`
-	SessionError    string               `json:"session_error,omitempty"`
-	Teardown        string               `json:"teardown"`
-	Stderr          string               `json:"stderr,omitempty"`
-	Env             policies.EnvDecision `json:"-"`
+	Command         []string        `json:"command"`
+	ProtocolVersion int             `json:"protocol_version"`
+	AgentInfo       json.RawMessage `json:"agent_info,omitempty"`
+	Capabilities    json.RawMessage `json:"agent_capabilities,omitempty"`
+	AuthMethods     json.RawMessage `json:"auth_methods,omitempty"`
+	SessionID       string          `json:"session_id,omitempty"`
+	// Modes and ConfigOptions are what session/new offered (absent when
+	// it offered none): the mode the session starts in, and the options
+	// `acpflow agents verify` judges.
+	Modes         *acp.SessionModeState     `json:"modes,omitempty"`
+	ConfigOptions []acp.SessionConfigOption `json:"config_options,omitempty"`
+	SessionError  string                    `json:"session_error,omitempty"`
+	Teardown      string                    `json:"teardown"`
+	Stderr        string                    `json:"stderr,omitempty"`
+	Env           policies.EnvDecision      `json:"-"`
 }
 
 // initializeAnswer is the initialize result with the agent's own JSON kept.
@@ -110,6 +115,7 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 	switch {
 	case err == nil:
 		res.SessionID = string(sess.SessionId)
+		res.Modes, res.ConfigOptions = sess.Modes, sess.ConfigOptions
 		return res, nil
 	case notInitialize != nil:
 		return res, fmt.Errorf("initialize: the agent's answer is not an initialize result: %v", notInitialize)

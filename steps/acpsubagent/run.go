@@ -393,7 +393,7 @@ func (a *attempt) opened(id acp.SessionId, via string) {
 	a.client.turnEnded, a.client.endTurn = context.WithCancel(context.Background())
 	a.client.setSession(string(id))
 	a.p.route(id, a.client)
-	ev := acpagent.Session{SessionID: string(id), Via: via}
+	ev := acpagent.Session{SessionID: string(id), Via: via, StartMode: termtext.Cut(a.offered.startMode(), 200), WideningOptions: a.offered.widening(a.agent.Preset)}
 	if via != "" {
 		ev.From = a.from
 	}
@@ -857,6 +857,7 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 		return nil, a.sawAll(req).Err(fmt.Errorf("env policy (%s) refused the spawn: %s", a.inv.EnvSource, dec.Deny))
 	}
 	withPWD(dec.Env, explicit, a.cwd)
+	a.dropDecideAloneEnv(dec.Env)
 	// A module may add or change values: its credentials are secrets too.
 	a.secrets = append(a.secrets, secrets...)
 	a.secrets = append(a.secrets, redact.CredentialValues(dec.Env)...)
@@ -867,6 +868,22 @@ func (a *attempt) buildEnv(ctx context.Context) (map[string]string, error) {
 	}
 	a.inv.Emit(acpagent.Env{Policy: string(a.inv.EnvSource), Rule: dec.Rule, Names: len(names), PolicyStderr: dec.Stderr, Outer: dec.Outer})
 	return dec.Env, nil
+}
+
+// dropDecideAloneEnv removes from env, under a permission policy other
+// than allow, the variables that make the agent approve everything itself
+// (acpagent.DecideAloneEnv), saying so: the policy would see none of its
+// calls, and its session would not say it.
+func (a *attempt) dropDecideAloneEnv(env map[string]string) {
+	if a.inv.Outer.AllowsAll(a.inv.Permission) {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if acpagent.DecideAloneEnv(a.agent.Preset, k) {
+			delete(env, k)
+			a.inv.Emit(steps.Warning{Message: fmt.Sprintf("agent %s: %s was dropped from its environment: it makes the agent approve its own tool calls, which the permission policy must see (only permission: allow keeps it)", a.agent.Name, k)})
+		}
+	}
 }
 
 // recordSpawn keeps the env decision with the attempt's transcript, by

@@ -36,7 +36,7 @@ func (a *attempt) sessionSettings(stepOnly bool) (sessionSettings, error) {
 		if err != nil {
 			return st, fmt.Errorf("agents.%s.mode: %w", a.agent.Name, err)
 		}
-		st.mode = m
+		st.mode = a.allowMode(m)
 	}
 	for id, v := range a.agent.Config {
 		r, err := a.render(v)
@@ -46,6 +46,17 @@ func (a *attempt) sessionSettings(stepOnly bool) (sessionSettings, error) {
 		st.config[id] = r
 	}
 	return a.stepSettings(st)
+}
+
+// allowMode is the mode to set instead of mode: the preset's AllowMode when
+// mode is the preset's own and the permission policy, with the outer one,
+// allows everything.
+func (a *attempt) allowMode(mode string) string {
+	p, ok := acpagent.LookupPreset(a.agent.Preset)
+	if !ok || p.AllowMode == "" || mode != p.Mode || !a.inv.Outer.AllowsAll(a.inv.Permission) {
+		return mode
+	}
+	return p.AllowMode
 }
 
 // stepSettings lays the step's with.mode and with.config over st.
@@ -86,6 +97,41 @@ func (a *attempt) maxOutput() (int64, error) {
 type offered struct {
 	modes   *acp.SessionModeState
 	options []acp.SessionConfigOption
+}
+
+// startMode is the mode the session was offered in: its current mode, or
+// its mode option's value ("" for neither).
+func (off offered) startMode() string {
+	if off.modes != nil {
+		return string(off.modes.CurrentModeId)
+	}
+	if o := modeOption(off.options); o != nil {
+		return string(o.CurrentValue)
+	}
+	return ""
+}
+
+// widening lists, as "ID=VALUE", the values of the offered permission
+// options (the mode option aside) that would let the agent decide alone,
+// at most maxOffered of them.
+func (off offered) widening(preset string) []string {
+	var out []string
+	for _, o := range off.options {
+		if !permissionOption(o) {
+			continue
+		}
+		id, _, _ := optionValue(o)
+		values := []string{"true"}
+		if o.Select != nil {
+			values = selectValues(o.Select.Options)
+		}
+		for _, v := range values {
+			if widens(preset, o, v) && len(out) < maxOffered {
+				out = append(out, termtext.Cut(id, 80)+"="+termtext.Cut(v, 80))
+			}
+		}
+	}
+	return out
 }
 
 // forkOffered reads a fork's answer, whose config options are the SDK's
@@ -155,12 +201,12 @@ func (a *attempt) configure(ctx context.Context, sid acp.SessionId, off offered,
 
 // guardMode sets up the mode guard (watch.go) for the session, unless the
 // permission policy, with the outer one, is allow, or the agent is one of
-// acpflow's own: the session's current
-// mode, once configured, must be one in which the agent asks, and it is
-// watched for the rest of the turn. A session that is in a mode in which
-// the agent decides alone is set back to the step's mode (its agent's,
-// its preset's) now, before anything is prompted; when that fails, or
-// there is no mode to set back to, the step fails naming the mode.
+// acpflow's own. A session that is in a mode in which the agent decides
+// alone is set back to the step's mode (its agent's, its preset's) now,
+// before anything is prompted, and a permission config option at a value
+// that lets it decide alone is turned off; when that fails, or there is
+// no mode to set back to, the step fails naming the mode. The mode and
+// options it is left in are pinned for the rest of the session.
 func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered, st sessionSettings, mode string) error {
 	// acpflow's own agents run nothing: the replay agent plays back a
 	// recorded session, whose mode says what the recorded agent's was.
@@ -190,24 +236,137 @@ func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered,
 	}
 	g.setMode = func(ctx context.Context, id string) error {
 		if off.modes == nil && optionID != "" {
-			_, err := acp.SendRequest[acp.SetSessionConfigOptionResponse](a.p.conn, ctx, acp.AgentMethodSessionSetConfigOption,
-				acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{SessionId: sid, ConfigId: acp.SessionConfigId(optionID), Value: acp.SessionConfigValueId(id)}})
-			return err
+			return a.setOption(ctx, sid, off, optionID, id)
 		}
 		_, err := acp.SendRequest[acp.SetSessionModeResponse](a.p.conn, ctx, acp.AgentMethodSessionSetMode, acp.SetSessionModeRequest{SessionId: sid, ModeId: acp.SessionModeId(id)})
 		return err
 	}
+	g.setOption = func(ctx context.Context, id, value string) error { return a.setOption(ctx, sid, off, id, value) }
 	if current != "" && g.decidesAlone(current) {
-		if err := g.restore(current); err != nil {
+		if err := g.restore(current, g.safe); err != nil {
 			return fmt.Errorf("agent %s: %w", a.agent.Name, err)
 		}
 		a.inv.Emit(acpagent.ModeRestored{From: termtext.Cut(current, 80), To: g.safe})
 		current = g.safe
 	}
+	g.pinned = current
+	options, err := a.pinOptions(ctx, g, off, st)
+	if err != nil {
+		return err
+	}
+	g.options = options
 	a.client.mu.Lock()
 	a.client.guard, a.client.mode = g, current
 	a.client.mu.Unlock()
 	return nil
+}
+
+// setOption sets config option id to value, shaped as the agent offered it.
+func (a *attempt) setOption(ctx context.Context, sid acp.SessionId, off offered, id, value string) error {
+	req, err := configRequest(a.agent.Name, sid, off, id, value)
+	if err != nil {
+		return err
+	}
+	_, err = acp.SendRequest[acp.SetSessionConfigOptionResponse](a.p.conn, ctx, acp.AgentMethodSessionSetConfigOption, req)
+	return err
+}
+
+// pinOptions are the session's permission config options (its mode option
+// aside) and the values the guard keeps them at: each one's value once
+// configured, except that one which lets the agent decide alone is set to
+// the first value that does not (Copilot's allow_all "on" to "off").
+func (a *attempt) pinOptions(ctx context.Context, g *modeGuard, off offered, st sessionSettings) (map[string]string, error) {
+	pinned := map[string]string{}
+	for _, o := range off.options {
+		id, value, ok := optionValue(o)
+		if !ok || !permissionOption(o) {
+			continue
+		}
+		if v, set := st.config[id]; set {
+			value = v
+		}
+		if widens(g.preset, o, value) {
+			safe, found := narrowValue(g.preset, o)
+			if !found {
+				return nil, fmt.Errorf("agent %s: its option %s is %q, which lets it decide alone, and it offers no value that does not", a.agent.Name, termtext.Sanitize(termtext.Cut(id, 80)), termtext.Sanitize(termtext.Cut(value, 80)))
+			}
+			if err := g.setOption(ctx, id, safe); err != nil {
+				return nil, fmt.Errorf("agent %s: its option %s is %q, which lets it decide alone, and setting it to %q failed: %s", a.agent.Name, termtext.Sanitize(termtext.Cut(id, 80)), termtext.Sanitize(termtext.Cut(value, 80)), safe, describeLimited(err))
+			}
+			a.inv.Emit(acpagent.ModeRestored{Option: termtext.Cut(id, 80), From: termtext.Cut(value, 80), To: safe})
+			value = safe
+		}
+		pinned[id] = value
+	}
+	return pinned, nil
+}
+
+// permissionOption reports whether a config option is one the guard pins:
+// a permission option (acpagent.IsPermissionOption) other than the mode
+// option, which is the mode.
+func permissionOption(o acp.SessionConfigOption) bool {
+	switch {
+	case o.Select != nil:
+		cat := categoryOf(o.Select.Category)
+		return cat != string(acp.SessionConfigOptionCategoryMode) && acpagent.IsPermissionOption(string(o.Select.Id), o.Select.Name, cat)
+	case o.Boolean != nil:
+		cat := categoryOf(o.Boolean.Category)
+		return cat != string(acp.SessionConfigOptionCategoryMode) && acpagent.IsPermissionOption(string(o.Boolean.Id), o.Boolean.Name, cat)
+	}
+	return false
+}
+
+func categoryOf(c *acp.SessionConfigOptionCategory) string {
+	if c == nil {
+		return ""
+	}
+	return string(*c)
+}
+
+// widens reports whether value of option o lets the agent decide alone,
+// judged with the value's own name and description where offered.
+func widens(preset string, o acp.SessionConfigOption, value string) bool {
+	if o.Boolean != nil {
+		return value == "true" && acpagent.WidensConfig(preset, string(o.Boolean.Id), value, "", "")
+	}
+	name, desc := valueWords(o.Select.Options, value)
+	return acpagent.WidensConfig(preset, string(o.Select.Id), value, name, desc)
+}
+
+// narrowValue is the first value of option o that does not let the agent
+// decide alone.
+func narrowValue(preset string, o acp.SessionConfigOption) (string, bool) {
+	if o.Boolean != nil {
+		return "false", true
+	}
+	for _, v := range selectValues(o.Select.Options) {
+		if !widens(preset, o, v) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// valueWords are the name and description a select option gives value.
+func valueWords(o acp.SessionConfigSelectOptions, value string) (name, desc string) {
+	var all []acp.SessionConfigSelectOption
+	if o.Ungrouped != nil {
+		all = append(all, *o.Ungrouped...)
+	}
+	if o.Grouped != nil {
+		for _, g := range *o.Grouped {
+			all = append(all, g.Options...)
+		}
+	}
+	for _, v := range all {
+		if string(v.Value) == value {
+			if v.Description != nil {
+				desc = *v.Description
+			}
+			return v.Name, desc
+		}
+	}
+	return "", ""
 }
 
 // configRequest builds session/set_config_option for one option, checked

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,18 +38,18 @@ type toolState struct {
 }
 
 // toolSeen keeps a tool_call or tool_call_update and judges the call when
-// it ran without asking: when the agent reports it completed with no
-// permission request for its id.
+// it ran without asking: when the agent reports it ended (completed or
+// failed) with no permission request for its id.
 //
 // # Notes
 //
 // "in_progress" is no proof that a call runs: codex-acp announces a patch,
 // and opencode every call, as in progress before it asks (opencode 0.3–0.8
-// s before). "failed" is none either: gemini reports a write it refused
-// itself, without asking and without running it, as failed. Only a
-// completed call has run; judging it then costs the early warning, not
-// the verdict, since the call has run by the time any report of it
-// arrives.
+// s before). So a call is judged when it ends. One that failed is
+// recorded too (codex-acp 2.6 runs `echo hi > out.txt` unasked in its
+// read-only sandbox, where it fails: SPEC §10 wants it on the record) but
+// fails the step only once one completed: gemini reports a write it
+// refused itself, without asking and without running it, as failed.
 func (c *client) toolSeen(id string, merge func(f *acpagent.ToolCallFields)) {
 	c.mu.Lock()
 	st := c.tools[id]
@@ -60,8 +61,8 @@ func (c *client) toolSeen(id string, merge func(f *acpagent.ToolCallFields)) {
 		c.tools[id] = st
 	}
 	merge(&st.fields)
-	ran := st.fields.Status != nil && *st.fields.Status == acp.ToolCallStatusCompleted
-	judge := ran && !st.asked && !st.judged && mustAsk(st.fields.Kind)
+	ended := st.fields.Status != nil && (*st.fields.Status == acp.ToolCallStatusCompleted || *st.fields.Status == acp.ToolCallStatusFailed)
+	judge := ended && !st.asked && !st.judged && mustAsk(st.fields.Kind)
 	if judge {
 		st.judged = true
 	}
@@ -103,6 +104,10 @@ func (c *client) judgeUnasked(f acpagent.ToolCallFields) {
 	ctx, cancel := context.WithTimeout(context.Background(), unaskedJudgeLimit)
 	defer cancel()
 	rec, fail := c.inv.Outer.JudgeUnasked(ctx, c.inv.Permission, c.inv.PermissionSource, req)
+	rec.Status = string(*f.Status)
+	// A call that failed changed nothing the policy must answer for: it
+	// is on the record, and the turn goes on.
+	fail = fail && *f.Status == acp.ToolCallStatusCompleted
 	c.mu.Lock()
 	c.permissions = append(c.permissions, rec)
 	c.mu.Unlock()
@@ -112,9 +117,17 @@ func (c *client) judgeUnasked(f acpagent.ToolCallFields) {
 		if what == "" {
 			what = rec.Title
 		}
-		c.failTurn(fmt.Errorf("agent %s ran a %s call without asking, which the permission policy would not have allowed: %q (would %s, %s rule %s%s); the turn was cancelled (unasked: fail)",
-			agentName(c.inv), rec.Kind, termtext.Sanitize(termtext.Cut(what, 200)), rec.Would, rec.Policy, rec.Rule, reasonNote(rec.Reason)))
+		c.failTurn(fmt.Errorf("agent %s ran %s call without asking, which the permission policy would not have allowed: %q (would %s, %s rule %s%s); the turn was cancelled (unasked: fail)",
+			agentName(c.inv), withArticle(rec.Kind), termtext.Sanitize(termtext.Cut(what, 200)), rec.Would, rec.Policy, rec.Rule, reasonNote(rec.Reason)))
 	}
+}
+
+// withArticle is a word with its indefinite article: "an execute", "a delete".
+func withArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
 }
 
 // unaskedJudgeLimit bounds a policy's verdict on an unasked call, as a
@@ -146,18 +159,33 @@ func (c *client) turnFailure() error {
 	return c.failErr
 }
 
-// modeGuard keeps a session out of the modes in which the agent decides
-// alone, under every permission policy but allow (docs/acp-subagent.md#the-mode-guard).
+// modeGuard keeps a session in the mode acpflow chose, and its permission
+// config options at the values acpflow left them at, under every
+// permission policy but allow (docs/acp-subagent.md#the-mode-guard). It
+// does not rely on a mode's words: any switch the client did not ask for
+// is set back. Words (acpagent.DecidesAlone) only judge the session's
+// starting mode, and a switch when there is no mode to go back to.
 type modeGuard struct {
 	preset string
-	// safe is the mode to set back to: the preset's or the agent's mode:
-	// ("" when neither is set: a switch then fails the turn).
+	// safe is the mode to set a session back to that starts in one in
+	// which the agent decides alone: the step's, its agent's, its preset's
+	// ("" when none is set: such a start fails the step).
 	safe string
+	// pinned is the mode acpflow left the session in once configured
+	// ("" when the agent offers none: then only a switch to a mode in
+	// which the agent decides alone is acted on, and fails the turn).
+	// Guarded by the client's mu.
+	pinned string
 	// modes are the session's modes as offered, for their names.
 	modes []acp.SessionMode
 	// setMode sets the session's mode (session/set_mode, or the config
 	// option of category mode: restore).
 	setMode func(ctx context.Context, id string) error
+	// options are the session's permission config options (not its mode
+	// option, which is the mode) and the value acpflow left each at;
+	// setOption sets one back.
+	options   map[string]string
+	setOption func(ctx context.Context, id, value string) error
 }
 
 // decidesAlone reports whether mode id is one in which the agent decides alone.
@@ -178,46 +206,111 @@ func (g *modeGuard) decidesAlone(id string) bool {
 const restoreLimit = 5 * time.Second
 
 // modeChanged is a current_mode_update (or a mode config option's new
-// value) during a turn: a mode in which the agent decides alone is set
-// back at once, off the notification path (the agent's answer comes on
-// the connection whose notifications wait for this one); a failure fails
-// the turn, naming the mode.
+// value) during a turn. A switch away from the pinned mode is set back at
+// once, off the notification path (the agent's answer comes on the
+// connection whose notifications wait for this one); a failure fails the
+// turn, naming the mode. The one switch the client asked for is the one
+// a switch_mode request it allowed led to, to a mode in which the agent
+// asks: that mode is pinned instead.
 func (c *client) modeChanged(id string) {
 	c.mu.Lock()
 	g := c.guard
 	c.mode = id
+	if g == nil || id == g.pinned {
+		c.mu.Unlock()
+		return
+	}
+	pinned, granted := g.pinned, c.switchGranted
+	if granted && !g.decidesAlone(id) {
+		g.pinned, c.switchGranted = id, false
+		c.mu.Unlock()
+		return
+	}
 	c.mu.Unlock()
-	if g == nil || !g.decidesAlone(id) {
+	if pinned == "" && !g.decidesAlone(id) {
 		return
 	}
 	go func() {
-		err := g.restore(id)
-		if err != nil {
+		if err := g.restore(id, pinned); err != nil {
 			c.failTurn(err)
 			return
 		}
 		c.mu.Lock()
-		c.mode = g.safe
+		c.mode = pinned
 		c.mu.Unlock()
-		c.inv.Emit(acpagent.ModeRestored{From: termtext.Cut(id, 80), To: g.safe})
+		c.inv.Emit(acpagent.ModeRestored{From: termtext.Cut(id, 80), To: pinned})
 	}()
 }
 
-// restore sets the session back from mode id to the safe mode.
-func (g *modeGuard) restore(id string) error {
+// restore sets the session back from mode id to mode to.
+func (g *modeGuard) restore(id, to string) error {
 	shown := termtext.Sanitize(termtext.Cut(id, 80))
-	if g.safe == "" {
-		return fmt.Errorf("the agent switched to mode %q, in which it decides alone, and acpflow has no mode to set it back to: set mode: to one in which it asks", shown)
+	why := "without acpflow asking for it"
+	if g.decidesAlone(id) {
+		why = "in which it decides alone"
+	}
+	if to == "" {
+		return fmt.Errorf("the agent switched to mode %q, %s, and acpflow has no mode to set it back to: set mode: to one in which it asks", shown, why)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), restoreLimit)
 	defer cancel()
-	if err := g.setMode(ctx, g.safe); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within %s", restoreLimit)
-		}
-		return fmt.Errorf("the agent switched to mode %q, in which it decides alone, and setting it back to %q failed: %s", shown, g.safe, describeRPCError(err))
+	if err := g.setMode(ctx, to); err != nil {
+		return fmt.Errorf("the agent switched to mode %q, %s, and setting it back to %q failed: %s", shown, why, to, describeLimited(err))
 	}
 	return nil
+}
+
+// describeLimited words an error of a call bounded by restoreLimit.
+func describeLimited(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within %s", restoreLimit)
+	}
+	return describeRPCError(err)
+}
+
+// optionsChanged is a config_option_update: the mode option is a mode
+// change, and a permission option the agent changed on its own (Copilot's
+// allow_all turned on) is set back to the value acpflow left it at, or
+// the turn fails naming it.
+func (c *client) optionsChanged(options []acp.SessionConfigOption) {
+	if o := modeOption(options); o != nil {
+		c.modeChanged(string(o.CurrentValue))
+	}
+	c.mu.Lock()
+	g := c.guard
+	c.mu.Unlock()
+	if g == nil {
+		return
+	}
+	for _, o := range options {
+		id, value, ok := optionValue(o)
+		want, pinned := g.options[id]
+		if !ok || !pinned || value == want {
+			continue
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), restoreLimit)
+			defer cancel()
+			if err := g.setOption(ctx, id, want); err != nil {
+				c.failTurn(fmt.Errorf("the agent set its option %s to %q without acpflow asking for it, and setting it back to %q failed: %s",
+					termtext.Sanitize(termtext.Cut(id, 80)), termtext.Sanitize(termtext.Cut(value, 80)), want, describeLimited(err)))
+				return
+			}
+			c.inv.Emit(acpagent.ModeRestored{Option: termtext.Cut(id, 80), From: termtext.Cut(value, 80), To: want})
+		}()
+	}
+}
+
+// optionValue is a config option's id and current value as a value id
+// ("true"/"false" for a boolean); false for an option of neither shape.
+func optionValue(o acp.SessionConfigOption) (id, value string, ok bool) {
+	switch {
+	case o.Select != nil:
+		return string(o.Select.Id), string(o.Select.CurrentValue), true
+	case o.Boolean != nil:
+		return string(o.Boolean.Id), strconv.FormatBool(o.Boolean.CurrentValue), true
+	}
+	return "", "", false
 }
 
 // sessionInfo reads a session_info_update for a failed model call that
@@ -250,6 +343,11 @@ func (c *client) modelFailure() error {
 	if !failed {
 		return nil
 	}
+	// The turn's last message is the error's words, not an answer: the
+	// step's final stays empty.
+	c.mu.Lock()
+	c.output.last.Reset()
+	c.mu.Unlock()
 	if msg = strings.TrimSpace(msg); msg == "" {
 		msg = "the agent said nothing more"
 	}

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/realagents/agentsetup"
-	"github.com/acpflow/acpflow/realagents/modelserver"
+	"github.com/acpflow/acpflow/internal/agentsetup"
+	"github.com/acpflow/acpflow/internal/modelserver"
 )
 
 // The real agents (claude-agent-acp, codex-acp, gemini-cli, installed by

@@ -116,6 +116,8 @@ var _ = registerPreset(Preset{
 		"promptSuggestions": false,
 	}}},
 	Mode: "default",
+	// It starts every session in auto; acpflow sets default right after.
+	Expect: Expect{StartMode: "auto"},
 	// dontAsk (Claude Code's "deny what no rule allows") is not offered by
 	// 0.101.0; listed should a later release offer it.
 	AutoModes: []string{"auto", "acceptEdits", "bypassPermissions", "dontAsk"},

@@ -35,7 +35,10 @@ import "time"
 // bubblewrap, which worked here). Their tool_call kind is "read" for what
 // codex parses as reads ("List files", "Read file …"), else "execute".
 //
-// workspace-write applies patches in the workspace unasked; agent (the
+// Under permission: allow read-only would fail every allowed rm in its
+// sandbox, so AllowMode is workspace-write there, in which the allowed rm
+// asked and ran (measured on 2.6.0); patches in the workspace are then
+// applied unasked and recorded as such. workspace-write applies patches in the workspace unasked; agent (the
 // adapter's default) sends approvals to a reviewer model; agent-full-access
 // never asks: all three are AutoModes.
 //
@@ -87,6 +90,9 @@ var _ = registerPreset(Preset{
 	// agent); Mode sets it again, and is where the mode guard goes back to.
 	SetEnv:    map[string]string{"INITIAL_AGENT_MODE": "read-only"},
 	Mode:      "read-only",
+	AllowMode: "workspace-write",
+	// The adapter outlives its app-server by its own 2 s timer: SIGTERM.
+	Expect:    Expect{Teardown: "term"},
 	AutoModes: []string{"agent", "agent-full-access", "workspace-write"},
 	Unasked:   "commands the model sends without asking to leave codex's read-only sandbox and that codex does not judge dangerous (ls, cat, grep, echo > file) run unasked inside that sandbox, where they cannot write or reach the network",
 	// codex keeps its SQLite databases (with their -journal and -wal

@@ -58,11 +58,22 @@ type Preset struct {
 	// that executes or writes reaches acpflow's permission policy, where the
 	// agent has one; "" sets no mode.
 	Mode string
+	// AllowMode, where set, replaces Mode under `permission: allow` (with
+	// no mode: of the workflow's): a mode in which the commands the policy
+	// allows can run (codex: its read-only mode's own sandbox fails an
+	// allowed rm). Under any other policy Mode stays.
+	AllowMode string
 	// AutoModes are the agent's session modes in which it, a classifier or
 	// a reviewer model decides alone; the mode guard sets a session in one
 	// back to Mode. Modes that agents in general name so (AutoMode) need
 	// not be listed.
 	AutoModes []string
+	// DecideAloneEnv are environment variables that make the agent approve
+	// everything itself (Copilot's COPILOT_ALLOW_ALL, which its session
+	// does not report): under a permission policy other than allow they
+	// are dropped from its environment, wherever they come from. Names
+	// that say so (DecideAloneEnv) need not be listed.
+	DecideAloneEnv []string
 	// AuthAliases map the authenticate method ids of the adapter's earlier
 	// releases to today's, so that an old workflow keeps working (with a
 	// warning).
@@ -88,6 +99,10 @@ type Preset struct {
 	// by `acpflow agents` and docs/agents.
 	Unasked string
 
+	// Expect is what the agent does under the preset, as measured: what
+	// `acpflow agents verify` checks the installed agent against.
+	Expect Expect
+
 	// What a user needs before the agent can work (docs/agents/NAME.md),
 	// which `acpflow validate` checks and a failed start explains.
 
@@ -112,6 +127,22 @@ type Preset struct {
 	// by words in the agent's stderr or error; the first that matches is
 	// added to the step's error.
 	Causes []Cause
+}
+
+// Expect is what a preset's agent is measured to do. Every preset's agent
+// asks before a command, a write and a delete, and runs none of them
+// unasked; the fields say the rest, their zero values what most agents do.
+type Expect struct {
+	// StartMode is the mode session/new reports before acpflow sets the
+	// preset's ("" expects the preset's Mode, or no mode at all).
+	StartMode string
+	// WideningOptions are the "ID=VALUE" of the permission config options
+	// the agent offers that would let it decide alone (the mode guard pins
+	// them); any other is a change.
+	WideningOptions []string
+	// Teardown is the tier that ends it after a turn: "eof" (it exits on
+	// stdin EOF within the EOF grace; the default) or "term".
+	Teardown string
 }
 
 // Cause is a likely cause of a failed start: when Match is in the agent's

@@ -26,11 +26,13 @@ var (
 	_ steps.Update = Teardown{}
 )
 
-// ModeRestored is the mode guard setting a session back from a mode in
-// which the agent decides alone.
+// ModeRestored is the mode guard setting a session back to the mode acpflow
+// chose, from one the agent switched to without being asked (or, with
+// Option, a permission config option back to the value acpflow left it at).
 type ModeRestored struct {
-	From string `json:"from"`
-	To   string `json:"to"`
+	Option string `json:"option,omitempty"`
+	From   string `json:"from"`
+	To     string `json:"to"`
 }
 
 // Env is the env policy's decision for a spawn: how many variables the
@@ -68,6 +70,12 @@ type Session struct {
 	// names that step. Both are absent for a new session.
 	Via  string `json:"via,omitempty"`
 	From string `json:"from,omitempty"`
+	// StartMode is the mode the agent reported the session in, before
+	// acpflow set its own; WideningOptions are the values of its
+	// permission config options that would let it decide alone, as
+	// "ID=VALUE" (`acpflow agents verify` reports both).
+	StartMode       string   `json:"start_mode,omitempty"`
+	WideningOptions []string `json:"widening_options,omitempty"`
 }
 
 // Reused is a pooled agent process (`reuse: true`) taken for the step

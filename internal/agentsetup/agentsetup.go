@@ -1,6 +1,6 @@
 // Package agentsetup sets the real ACP agents of realagents/ up to complete
 // whole turns offline against a scripted model server
-// (realagents/modelserver): for one agent, a fresh HOME and the server's
+// (internal/modelserver): for one agent, a fresh HOME and the server's
 // URL, it writes the agent's config files and says how to spawn it. The
 // realagents tests and the bench both use it, so that what is measured is
 // what is tested.
@@ -58,6 +58,34 @@ func (a Agent) YAML() string {
 // modelURL, and returns how to spawn it from nodeModules (where
 // realagents/install.sh installed it).
 func Setup(name, nodeModules, home, modelURL string) (Agent, error) {
+	a, err := prepare(name, home, modelURL)
+	if err != nil {
+		return Agent{}, err
+	}
+	a.Command = filepath.Join(nodeModules, ".bin", a.Command)
+	if _, err := os.Stat(a.Command); err != nil {
+		return Agent{}, fmt.Errorf("agentsetup: %s: %w (run `bash realagents/install.sh` first)", name, err)
+	}
+	return a, nil
+}
+
+// ForCommand is Setup for an agent installed elsewhere: command is the
+// program to spawn (`acpflow agents verify` finds it on PATH).
+func ForCommand(name, command, home, modelURL string) (Agent, error) {
+	a, err := prepare(name, home, modelURL)
+	if err != nil {
+		return Agent{}, err
+	}
+	a.Command = command
+	return a, nil
+}
+
+// Known reports whether Setup knows agent name.
+func Known(name string) bool { _, ok := setups[name]; return ok }
+
+// prepare writes agent name's files under home and fills what to spawn
+// but the command's path.
+func prepare(name, home, modelURL string) (Agent, error) {
 	setup, ok := setups[name]
 	if !ok {
 		return Agent{}, fmt.Errorf("agentsetup: unknown agent %q (known: %s)", name, strings.Join(Names(), ", "))
@@ -65,10 +93,6 @@ func Setup(name, nodeModules, home, modelURL string) (Agent, error) {
 	a := Agent{Name: name, Env: []string{"HOME=" + home}}
 	if err := setup(&a, home, modelURL); err != nil {
 		return Agent{}, fmt.Errorf("agentsetup: %s: %w", name, err)
-	}
-	a.Command = filepath.Join(nodeModules, ".bin", a.Command)
-	if _, err := os.Stat(a.Command); err != nil {
-		return Agent{}, fmt.Errorf("agentsetup: %s: %w (run `bash realagents/install.sh` first)", name, err)
 	}
 	return a, nil
 }

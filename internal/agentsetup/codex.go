@@ -32,7 +32,7 @@ func init() {
 // Nothing here makes codex ask: that is the codex preset's
 // (INITIAL_AGENT_MODE=read-only and its mode), so that the tests see what a
 // user's run gets.
-const codexConfig = `# Written by acpflow's realagents/agentsetup.
+const codexConfig = `# Written by acpflow's internal/agentsetup.
 model = "gpt-5.5"
 model_provider = "scripted"
 check_for_update_on_startup = false

@@ -25,7 +25,8 @@ import (
 // The shell and write tools are found by name in the request's tools
 // (opencode: bash {command, description}, write {filePath, content}; qwen:
 // run_shell_command {command, description, is_background}, write_file
-// {file_path, content}), their argument names read from the JSON schema,
+// {file_path, content}; Copilot: bash {command, description}, create
+// {path, file_text}), their argument names read from the JSON schema,
 // and every other required argument filled with a placeholder of its type
 // (opencode's bash refuses a call without description).
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -258,7 +259,7 @@ type chatArg struct {
 // The agents' shell and write tools, by name, and their arguments.
 var (
 	chatShellTools = []string{"bash", "run_shell_command", "shell", "shell_command"}
-	chatWriteTools = []string{"write", "write_file"}
+	chatWriteTools = []string{"write", "write_file", "create"}
 	chatPathArgs   = []string{"filePath", "file_path", "path", "absolute_path"}
 )
 
@@ -290,7 +291,7 @@ func (q *chatRequest) calls(reply Reply, n int) ([]map[string]any, error) {
 			return nil, fmt.Errorf("no write tool among %s", q.toolNames())
 		}
 		if err := call(t, fmt.Sprintf("call_%d_write", n),
-			chatArg{chatPathArgs, reply.Write.Path}, chatArg{[]string{"content"}, reply.Write.Content}); err != nil {
+			chatArg{chatPathArgs, reply.Write.Path}, chatArg{[]string{"content", "file_text"}, reply.Write.Content}); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-// Package modelserver is a scripted model server for acpflow's tests and
+// Package modelserver is a scripted model server for `acpflow agents verify`, acpflow's tests and
 // benchmarks with real ACP agents (claude-agent-acp, codex-acp, gemini-cli).
 // It speaks just enough of three model APIs for an agent to complete whole
 // turns offline:

@@ -70,7 +70,7 @@ func TestSetup(t *testing.T) {
 	}
 	t.Run("an unknown agent is an error naming the known ones", func(t *testing.T) {
 		_, err := Setup("goose", fakeNodeModules(t), t.TempDir(), url)
-		if err == nil || !strings.Contains(err.Error(), "claude, codex, gemini") {
+		if err == nil || !strings.Contains(err.Error(), "claude, codex, copilot, gemini") {
 			t.Errorf("err = %v", err)
 		}
 	})

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acpflow/acpflow/internal/agentverify"
+	"github.com/acpflow/acpflow/internal/suggest"
+	"github.com/acpflow/acpflow/runs/runcmd"
+)
+
+func newAgentsVerifyCmd() *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "verify [PRESET...]",
+		Short: "Drive each preset's installed agent through scripted offline turns and report whether it still behaves as its preset expects",
+		Long: `Run each preset's installed agent (its program on PATH) through scripted turns against
+a local model server acpflow starts: no key, no network, a fresh HOME per turn, nothing
+under your config directories. Per preset it reports the adapter's name and version, the
+mode its session starts in, whether a command, a write and a delete ask, tool calls it
+ran unasked, options that would widen a grant, mode switches the mode guard set back,
+how it ended after the turn and how long that took, and whether it runs under sandbox: true.
+
+Exit 1 when an agent no longer behaves as its preset expects (each change is named), 0
+when every verified agent does. A preset whose program is not installed is reported, not
+failed. Without PRESET, every preset verify can drive (docs/agents/README.md#verify).`,
+		Example: `  acpflow agents verify
+  acpflow agents verify claude codex --json
+  PATH=$PWD/realagents/node_modules/.bin:$PATH acpflow agents verify copilot`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if !slices.Contains(agentverify.Verifiable(), a) {
+					return runcmd.ArgsError(cmd, suggest.Unknown("preset", a, agentverify.Verifiable()))
+				}
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			progress := func(preset, check string) {
+				if !jsonOut {
+					fmt.Fprintf(cmd.ErrOrStderr(), "verify %s: %s…\n", preset, check)
+				}
+			}
+			reports, err := agentverify.Verify(cmd.Context(), agentverify.Options{Self: self, Presets: args, Progress: progress})
+			if err != nil {
+				return runcmd.UsageError(err)
+			}
+			if jsonOut {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				for _, r := range reports {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+				}
+			} else {
+				printVerify(cmd.OutOrStdout(), reports)
+			}
+			for _, r := range reports {
+				if !r.Clean() {
+					return runcmd.Outcome(runcmd.ExitFailed)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON object per preset")
+	return cmd
+}
+
+// printVerify prints one block per preset: a verdict line, then what was
+// measured, then each change.
+func printVerify(w io.Writer, reports []agentverify.Report) {
+	for _, r := range reports {
+		switch {
+		case !r.Installed:
+			fmt.Fprintf(w, "%s: not installed (no %s on PATH); not verified\n", r.Preset, presetBin(r.Preset))
+			continue
+		case r.Error != "":
+			fmt.Fprintf(w, "%s: could not be verified: %s\n", r.Preset, r.Error)
+		case len(r.Changed) > 0:
+			fmt.Fprintf(w, "%s: CHANGED (%s %s)\n", r.Preset, orDash(r.Agent), orDash(r.Version))
+		default:
+			fmt.Fprintf(w, "%s: as expected (%s %s)\n", r.Preset, orDash(r.Agent), orDash(r.Version))
+		}
+		fmt.Fprintf(w, "  command:          %s\n", r.Command)
+		fmt.Fprintf(w, "  starting mode:    %s\n", orDash(r.StartMode))
+		fmt.Fprintf(w, "  asks before:      command %s, write %s, delete %s\n", yesNo(r.Asks["command"]), yesNo(r.Asks["write"]), yesNo(r.Asks["delete"]))
+		fmt.Fprintf(w, "  ran unasked:      %s\n", listOrNone(r.Unasked))
+		fmt.Fprintf(w, "  widening options: %s\n", listOrNone(r.WideningOptions))
+		fmt.Fprintf(w, "  mode switches:    %s\n", listOrNone(r.ModeSwitches))
+		fmt.Fprintf(w, "  after the turn:   %s in %d ms\n", orDash(r.Teardown), r.ExitMS)
+		fmt.Fprintf(w, "  sandbox: true:    %s\n", orDash(r.Sandbox))
+		for _, c := range r.Changed {
+			fmt.Fprintf(w, "  changed: %s\n", c)
+		}
+	}
+}
+
+func presetBin(name string) string {
+	for _, a := range agentPresets() {
+		if a.Name == name {
+			return a.Bin
+		}
+	}
+	return name
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func listOrNone(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, "; ")
+}
