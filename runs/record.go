@@ -44,7 +44,7 @@ func storePermission(p policies.PermissionRecord) store.Permission {
 	}
 	return store.Permission{
 		ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title, Command: p.Command, Locations: locs,
-		Decision: string(p.Decision), Would: string(p.Would), Outcome: p.Outcome, OptionID: p.OptionID, Layer: string(p.Layer), Policy: string(p.Policy), Rule: p.Rule, Reason: p.Reason,
+		Decision: string(p.Decision), Would: string(p.Would), Status: p.Status, Outcome: p.Outcome, OptionID: p.OptionID, Layer: string(p.Layer), Policy: string(p.Policy), Rule: p.Rule, Reason: p.Reason,
 		Ask: p.Ask, Approval: p.Approval, AnsweredBy: p.AnsweredBy, AnsweredAt: p.AnsweredAt,
 	}
 }
@@ -57,7 +57,7 @@ func permissionRecord(p store.Permission) policies.PermissionRecord {
 	return policies.PermissionRecord{
 		ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title, Command: p.Command, Locations: locs,
 		Decision: policies.Decision(p.Decision), Outcome: p.Outcome, OptionID: p.OptionID,
-		Would: policies.Decision(p.Would), Layer: layer(p.Layer), Policy: policies.Source(p.Policy), Rule: p.Rule, Reason: p.Reason,
+		Would: policies.Decision(p.Would), Status: p.Status, Layer: layer(p.Layer), Policy: policies.Source(p.Policy), Rule: p.Rule, Reason: p.Reason,
 		Ask: p.Ask, Approval: p.Approval, AnsweredBy: p.AnsweredBy, AnsweredAt: p.AnsweredAt,
 	}
 }

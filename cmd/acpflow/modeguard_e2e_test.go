@@ -187,6 +187,12 @@ func TestAnUnaskedCallThatFailedIsRecordedButDoesNotFailTheStep(t *testing.T) {
 	if p := a.permissions(); len(p) != 1 || p[0]["decision"] != "unasked" || p[0]["would"] != "reject" || p[0]["status"] != "failed" || p[0]["command"] != "echo hi > out.txt" {
 		t.Errorf("permissions %v; want one unasked record, would reject, status failed", p)
 	}
+	// The store keeps the status: show says the call failed.
+	dir := filepath.Dir(a.record)
+	show := acpflow(t, dir, "show", "--state", filepath.Join(dir, "state.db"), lastRunID(t, a))
+	if !strings.Contains(show.stdout, `unasked execute "echo hi > out.txt": ran without asking and failed; the policy would reject`) {
+		t.Errorf("show does not say the unasked call failed:\n%s%s", show.stdout, show.stderr)
+	}
 	a = runAlone(t, "", "permission: reject", "-unasked", "delete:build")
 	if a.r.code != 1 {
 		t.Fatalf("a completed unasked delete: exit %d, want 1", a.r.code)
@@ -194,4 +200,16 @@ func TestAnUnaskedCallThatFailedIsRecordedButDoesNotFailTheStep(t *testing.T) {
 	if p := a.permissions(); len(p) != 1 || p[0]["status"] != "completed" {
 		t.Errorf("permissions %v; want status completed", p)
 	}
+}
+
+// lastRunID is the run id of a's run_start event.
+func lastRunID(t *testing.T, a aloneRun) string {
+	t.Helper()
+	for _, e := range a.events {
+		if e["type"] == "run_start" {
+			return fmt.Sprint(e["run_id"])
+		}
+	}
+	t.Fatal("no run_start event")
+	return ""
 }

@@ -402,8 +402,8 @@ func printPermission(w io.Writer, p store.Permission) {
 		if what == "" {
 			what = p.Title
 		}
-		fmt.Fprintf(w, "  unasked %s %s: ran without asking; the policy would %s (%s, rule %s)", termtext.Line(p.Kind, kindMax),
-			termtext.Quote(what, commandMax), p.Would, runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+		fmt.Fprintf(w, "  unasked %s %s: ran without asking%s; the policy would %s (%s, rule %s)", termtext.Line(p.Kind, kindMax),
+			termtext.Quote(what, commandMax), runcmd.UnaskedEnd(p.Status), p.Would, runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
 		if p.Reason != "" {
 			fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
 		}

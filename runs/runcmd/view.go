@@ -155,8 +155,8 @@ func plainLine(e steps.Event) string {
 	case acpagent.Asking:
 		return fmt.Sprintf("permission %s: %s", termtext.Quote(d.Title, titleMax), waitingText(d))
 	case steps.Unasked:
-		return fmt.Sprintf("unasked %s %s: ran without asking; the policy would %s (%s, rule %s)%s", termtext.Line(d.Kind, kindMax),
-			termtext.Quote(unaskedWhat(d.PermissionRecord), commandMax), d.Would, PolicyName(d.Layer, d.Policy), d.Rule, ReasonSuffix(d.Reason))
+		return fmt.Sprintf("unasked %s %s: ran without asking%s; the policy would %s (%s, rule %s)%s", termtext.Line(d.Kind, kindMax),
+			termtext.Quote(unaskedWhat(d.PermissionRecord), commandMax), UnaskedEnd(d.Status), d.Would, PolicyName(d.Layer, d.Policy), d.Rule, ReasonSuffix(d.Reason))
 	case acpagent.ModeRestored:
 		return fmt.Sprintf("mode %s lets the agent decide alone: set back to %s", termtext.Quote(d.From, idMax), termtext.Quote(d.To, idMax))
 	case steps.Warning:
@@ -464,4 +464,14 @@ func unaskedWhat(r policies.PermissionRecord) string {
 		return r.Command
 	}
 	return r.Title
+}
+
+// UnaskedEnd is how an unasked call's line says it ended: " and failed"
+// for a call that started and failed (recorded, and failing no step); ""
+// for one that completed, or whose end the record does not say.
+func UnaskedEnd(status string) string {
+	if status == "failed" {
+		return " and failed"
+	}
+	return ""
 }

@@ -243,7 +243,7 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 	}
 	rows.Close()
 
-	rows, err = tx.QueryContext(ctx, `SELECT step_id, tool_call_id, kind, title, command, locations_json, decision, would, outcome, option_id, layer, policy, rule, reason,
+	rows, err = tx.QueryContext(ctx, `SELECT step_id, tool_call_id, kind, title, command, locations_json, decision, would, status, outcome, option_id, layer, policy, rule, reason,
 		ask, approval_id, answered_by, answered_at
 		FROM permissions WHERE run_id = ? ORDER BY step_id, seq`, runID)
 	if err != nil {
@@ -254,7 +254,7 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 		var stepID string
 		var p Permission
 		var locations string
-		if err := rows.Scan(&stepID, &p.ToolCallID, &p.Kind, &p.Title, &p.Command, &locations, &p.Decision, &p.Would, &p.Outcome, &p.OptionID, &p.Layer, &p.Policy, &p.Rule, &p.Reason,
+		if err := rows.Scan(&stepID, &p.ToolCallID, &p.Kind, &p.Title, &p.Command, &locations, &p.Decision, &p.Would, &p.Status, &p.Outcome, &p.OptionID, &p.Layer, &p.Policy, &p.Rule, &p.Reason,
 			&p.Ask, &p.Approval, &p.AnsweredBy, &p.AnsweredAt); err != nil {
 			return nil, fmt.Errorf("store: read permissions of run %s: %w", runID, err)
 		}

@@ -262,4 +262,10 @@ ALTER TABLE permissions ADD COLUMN approval_id TEXT NOT NULL DEFAULT '';
 ALTER TABLE permissions ADD COLUMN answered_by TEXT NOT NULL DEFAULT '';
 ALTER TABLE permissions ADD COLUMN answered_at TEXT NOT NULL DEFAULT '';
 `,
+	// 16: an unasked call's final status as the agent reported it
+	// (completed, or failed: a call that started and failed is recorded
+	// all the same, issue 40); '' for every other record.
+	`
+ALTER TABLE permissions ADD COLUMN status TEXT NOT NULL DEFAULT '';
+`,
 }

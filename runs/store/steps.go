@@ -56,6 +56,7 @@ type Permission struct {
 	Locations  []Location // the files the policy saw
 	Decision   string     // allow, allow_always, reject, reject_always, cancel; unasked
 	Would      string     // an unasked call's: what the policy would have decided
+	Status     string     // an unasked call's: completed or failed, as the agent reported it
 	Outcome    string     // selected or cancelled; "" for an unasked call
 	OptionID   string     // empty when cancelled
 	Layer      string     // outer or workflow (every record of a store from before layers: workflow)
@@ -124,7 +125,7 @@ func (s *Store) SaveStep(ctx context.Context, st Step) error {
 				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)
 			}
 			_, err = ins.ExecContext(ctx,
-				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Command, locations, p.Decision, p.Would, p.Outcome, p.OptionID, p.Layer, p.Policy, p.Rule, p.Reason,
+				st.RunID, st.StepID, i, p.ToolCallID, p.Kind, p.Title, p.Command, locations, p.Decision, p.Would, p.Status, p.Outcome, p.OptionID, p.Layer, p.Policy, p.Rule, p.Reason,
 				p.Ask, p.Approval, p.AnsweredBy, p.AnsweredAt)
 			if err != nil {
 				return fmt.Errorf("store: save step %s of run %s: permission %d: %w", st.StepID, st.RunID, i, err)

@@ -35,9 +35,9 @@ const (
 		sandbox_json = excluded.sandbox_json, exit_code = excluded.exit_code`
 	deletePermissionsSQL = `DELETE FROM permissions WHERE run_id = ? AND step_id = ?`
 	insertPermissionSQL  = `INSERT INTO permissions
-	(run_id, step_id, seq, tool_call_id, kind, title, command, locations_json, decision, would, outcome, option_id, layer, policy, rule, reason,
+	(run_id, step_id, seq, tool_call_id, kind, title, command, locations_json, decision, would, status, outcome, option_id, layer, policy, rule, reason,
 	 ask, approval_id, answered_by, answered_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertEventSQL = `INSERT INTO events (run_id, step_id, type, time, fields_json) VALUES (?, ?, ?, ?, ?)`
 	insertRunSQL   = `INSERT INTO runs
 		(id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,

@@ -200,6 +200,7 @@ func TestAStepRecordedBeforeStructuredOutputReadsBackWithNoValue(t *testing.T) {
 		`ALTER TABLE permissions DROP COLUMN approval_id`,
 		`ALTER TABLE permissions DROP COLUMN answered_by`,
 		`ALTER TABLE permissions DROP COLUMN answered_at`,
+		`ALTER TABLE permissions DROP COLUMN status`,
 		`INSERT INTO steps (run_id, step_id, status, output_json, final_json) VALUES ('old', 'a', 'succeeded', '"{\"x\":1}"', '"{\"x\":1}"')`,
 		`PRAGMA user_version = 6`,
 	} {
