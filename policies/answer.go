@@ -353,9 +353,9 @@ func AnswerAsking(ctx context.Context, p Permission, src Source, req *Permission
 	return rec
 }
 
-// errAskTimedOut is the cause of an ask's context when its ask-timeout
-// passed.
-var errAskTimedOut = errors.New("no answer within the ask-timeout")
+// ErrAskTimedOut is the cause of an ask's context when its ask-timeout
+// passed: an asker tells it from the turn's end by it.
+var ErrAskTimedOut = errors.New("no answer within the ask-timeout")
 
 // asked answers a request its policy decided to ask about. Options that
 // are ambiguous are put to no one: the number a person picks would name an
@@ -374,10 +374,10 @@ func asked(ctx context.Context, v Verdict, src Source, req *PermissionRequest, a
 		timeout = DefaultAskTimeout
 	}
 	if asker != nil && ambiguous == "" {
-		actx, cancel := context.WithTimeoutCause(ctx, timeout, errAskTimedOut)
+		actx, cancel := context.WithTimeoutCause(ctx, timeout, ErrAskTimedOut)
 		q := &Question{Request: req, Rule: v.Rule, Reason: v.Reason, Timeout: timeout, Fallback: fallback}
 		reply, err := asker.Ask(actx, q)
-		timedOut := err != nil && errors.Is(context.Cause(actx), errAskTimedOut)
+		timedOut := err != nil && errors.Is(context.Cause(actx), ErrAskTimedOut)
 		cancel()
 		switch {
 		case err == nil:

@@ -180,16 +180,19 @@ func (h *approvalHub) await(ctx context.Context, q *policies.Question, a store.A
 	}
 }
 
-// close ends a whose ask's context ended: timed out when its deadline
-// passed, else withdrawn. An answer recorded meanwhile is taken when the
-// ask-timeout ended the wait (it came in time), not when the turn did.
+// close ends a whose ask's context ended: timed out when its ask-timeout
+// ended it (the context's cause; a.Deadline, set a moment after the
+// context's, can still be ahead), else withdrawn. An answer recorded
+// meanwhile is taken when the ask-timeout ended the wait (it came in
+// time), not when the turn did.
 func (h *approvalHub) close(ctx context.Context, a store.Approval) (policies.Reply, bool, error) {
+	timedOut := errors.Is(context.Cause(ctx), policies.ErrAskTimedOut)
 	status := store.ApprovalWithdrawn
-	if !time.Now().Before(a.Deadline) {
+	if timedOut {
 		status = store.ApprovalTimedOut
 	}
 	got, err := h.store.CloseApproval(context.WithoutCancel(ctx), a.ID, status)
-	if err == nil && got.Status == store.ApprovalAnswered && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if err == nil && got.Status == store.ApprovalAnswered && timedOut {
 		return replyOf(got), got.ForRun, nil
 	}
 	return policies.Reply{Approval: a.ID}, false, ctx.Err()

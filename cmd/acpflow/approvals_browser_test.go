@@ -31,10 +31,12 @@ func TestTheUIListsAPendingRequestAndApprovingItReachesTheAgent(t *testing.T) {
 	run := startRun(t, dir, nil, wf, "--state", state, "--output", out)
 
 	do(t, ctx, "see the request appear live", chromedp.WaitReady(`article.approval button.approve[data-decision="allow"]:not([data-for])`))
-	text, err := chromedp.Run(ctx, chromedp.TextContent(`article.approval`))
-	if err != nil || !strings.Contains(text, "execute") || !strings.Contains(text, "rm -rf build") || !strings.Contains(text, "step clean") ||
+	// Read in one evaluation: a live update may replace the element
+	// between two protocol calls.
+	text := pollText(t, ctx, "the request as shown", `(document.querySelector("article.approval") || {}).textContent || ""`)
+	if !strings.Contains(text, "execute") || !strings.Contains(text, "rm -rf build") || !strings.Contains(text, "step clean") ||
 		!strings.Contains(text, "asked by rule 1: a command") {
-		t.Errorf("the request as shown: %q %v", text, err)
+		t.Errorf("the request as shown: %q", text)
 	}
 	screenshot(t, ctx, "approvals")
 	// The API lists it as acpflow approvals --json does (acpflow itself is

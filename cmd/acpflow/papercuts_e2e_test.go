@@ -146,8 +146,8 @@ func TestUnknownWordsAreErrorsWithTheList(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"runs", "--status", "faild"}, `unknown status "faild"; did you mean "failed"? (one of: running, succeeded, failed, cancelled)`},
-		{[]string{"runs", "--status", "done"}, `unknown status "done" (one of: running, succeeded, failed, cancelled)`},
+		{[]string{"runs", "--status", "faild"}, `unknown status "faild"; did you mean "failed"? (one of: running, waiting, succeeded, failed, cancelled)`},
+		{[]string{"runs", "--status", "done"}, `unknown status "done" (one of: running, waiting, succeeded, failed, cancelled)`},
 		{[]string{"policy", "test", policy, "--runs", "status=faild"}, `unknown status "faild"; did you mean "failed"? (one of: running, succeeded, failed, cancelled)`},
 		{[]string{"policy", "eval", policiesYAML, "--step", "acts", "--request", request}, `--step: unknown step "acts"; did you mean "act"? (one of: survey, act) in `},
 		{[]string{"agents", "claud"}, `acpflow agents: unknown agent "claud"; did you mean "claude"? (one of: demo, replay, claude,`},
@@ -178,25 +178,28 @@ func TestArgumentErrorsNameTheArgument(t *testing.T) {
 		missing string
 		many    []string
 	}{
-		"run":          {nil, "acpflow run: missing FILE (the workflow file to run)", []string{"a.yaml", "b.yaml"}},
-		"validate":     {nil, "acpflow validate: missing FILE (a workflow or policy file to check)", nil},
-		"runs":         {nil, "", []string{"x"}},
-		"show":         {nil, "acpflow show: missing RUN_ID (see 'acpflow runs' for ids)", []string{"a", "b"}},
-		"export":       {nil, "acpflow export: missing RUN_ID (see 'acpflow runs' for ids)", []string{"a", "b"}},
-		"resume":       {nil, "acpflow resume: missing RUN_ID|BATCH_ID (see 'acpflow runs' for ids)", []string{"a", "b"}},
-		"probe":        {nil, "acpflow probe: missing an agent to start (-- CMD [ARGS...]) or --sandbox", nil},
-		"policy":       {nil, "", []string{"x"}},
-		"policy eval":  {nil, "acpflow policy eval: missing FILE (a workflow or a bare policy file)", []string{"a", "b"}},
-		"policy test":  {nil, "acpflow policy test: missing POLICY (a policy or workflow file to test)", nil},
-		"agent":        {nil, "", []string{"x"}},
-		"agent demo":   {nil, "", []string{"x"}},
-		"agent replay": {[]string{"f.json"}, "acpflow agent replay: missing STEP (a transcript file that acpflow export wrote, and a step id in it)", []string{"a", "b", "c"}},
-		"agents":       {nil, "", []string{"a", "b"}},
-		"schema":       {nil, "", []string{"x"}},
-		"version":      {nil, "", []string{"x"}},
-		"ui":           {nil, "", []string{"x"}},
-		"worktrees":    {nil, "", []string{"x"}},
-		"prompt":       {}, // prompt.go's own: AGENT "text" or AGENT -- COMMAND
+		"run":           {nil, "acpflow run: missing FILE (the workflow file to run)", []string{"a.yaml", "b.yaml"}},
+		"validate":      {nil, "acpflow validate: missing FILE (a workflow or policy file to check)", nil},
+		"runs":          {nil, "", []string{"x"}},
+		"show":          {nil, "acpflow show: missing RUN_ID (see 'acpflow runs' for ids)", []string{"a", "b"}},
+		"export":        {nil, "acpflow export: missing RUN_ID (see 'acpflow runs' for ids)", []string{"a", "b"}},
+		"resume":        {nil, "acpflow resume: missing RUN_ID|BATCH_ID (see 'acpflow runs' for ids)", []string{"a", "b"}},
+		"probe":         {nil, "acpflow probe: missing an agent to start (-- CMD [ARGS...]) or --sandbox", nil},
+		"policy":        {nil, "", []string{"x"}},
+		"policy eval":   {nil, "acpflow policy eval: missing FILE (a workflow or a bare policy file)", []string{"a", "b"}},
+		"policy test":   {nil, "acpflow policy test: missing POLICY (a policy or workflow file to test)", nil},
+		"agent":         {nil, "", []string{"x"}},
+		"agent demo":    {nil, "", []string{"x"}},
+		"agent replay":  {[]string{"f.json"}, "acpflow agent replay: missing STEP (a transcript file that acpflow export wrote, and a step id in it)", []string{"a", "b", "c"}},
+		"agents":        {nil, "", []string{"a", "b"}},
+		"agents verify": {}, // any number of presets; an unknown one is named (verify_e2e_test.go)
+		"approvals":     {nil, "", []string{"x"}},
+		"approve":       {[]string{"ap-1"}, "acpflow approve: missing ANSWER (acpflow approvals lists the pending ones)", []string{"a", "allow", "b"}},
+		"schema":        {nil, "", []string{"x"}},
+		"version":       {nil, "", []string{"x"}},
+		"ui":            {nil, "", []string{"x"}},
+		"worktrees":     {nil, "", []string{"x"}},
+		"prompt":        {}, // prompt.go's own: AGENT "text" or AGENT -- COMMAND
 	}
 	for _, c := range allCommands(newRootCmd()) {
 		path := strings.TrimPrefix(c.CommandPath(), "acpflow ")

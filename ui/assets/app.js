@@ -85,6 +85,8 @@
   // follow keeps the output of a running step scrolled to its newest line.
   function follow() {
     document.querySelectorAll(".live-output").forEach(function (p) { p.scrollTop = p.scrollHeight; });
+  }
+
   // answer sends a pending approval's answer (allow, reject, allow for the
   // rest of the run); the list drops it once the store says so.
   function answer(b) {
