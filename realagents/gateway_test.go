@@ -40,6 +40,9 @@ func TestRealAgentsCompleteATurnThroughTheGateway(t *testing.T) {
 	os.Setenv(gatewayCanaryVar, canary)
 	t.Cleanup(func() { os.Unsetenv(gatewayCanaryVar) })
 	forEachTurnAgent(t, func(t *testing.T, s *sandbox, ta *turnAgent) {
+		if _, ok := gatewayUpstream[ta.name]; !ok {
+			t.Skipf("the %s preset names no gateway variables yet (docs/gateway.md)", ta.name)
+		}
 		sent := &modelserver.Usage{Input: 321, Output: 54, CacheRead: 7}
 		srv, err := modelserver.Start(modelserver.Script{{Say: "Answered through the gateway.", Usage: sent}})
 		if err != nil {

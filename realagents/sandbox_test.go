@@ -37,13 +37,14 @@ var sandboxedAgents = []string{"claude", "codex", "copilot", "gemini", "opencode
 // proxyFacts is, per agent, whether it sends its model requests through
 // HTTP_PROXY/HTTPS_PROXY for a plain http:// base URL on loopback (acpflow
 // sets NO_PROXY empty), as measured by TestSandboxProxyVariables: claude
-// and codex send absolute-URI requests, gemini, qwen (and opencode's own
+// and codex send absolute-URI requests, copilot too, gemini, qwen (and opencode's own
 // requests) tunnel with CONNECT even to http://. An agent that ignored
 // them could not reach its model under a network list: Landlock refuses
 // its direct connect.
 var proxyFacts = map[string]bool{
 	"claude":   true,
 	"codex":    true,
+	"copilot":  true,
 	"gemini":   true,
 	"opencode": true,
 	"qwen":     true,

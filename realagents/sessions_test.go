@@ -260,7 +260,7 @@ func TestAContinuedStepPicksTheSessionUpOnAFreshAgentAfterResume(t *testing.T) {
 	// codex-acp 2.6.0, opencode 1.18.33 and qwen 0.24.4 advertise
 	// sessionCapabilities.resume (and loadSession); gemini 0.61.0
 	// loadSession alone.
-	wantVia := map[string]string{"claude": "resumed", "codex": "resumed", "gemini": "loaded", "opencode": "resumed", "qwen": "resumed"}
+	wantVia := map[string]string{"claude": "resumed", "codex": "resumed", "copilot": "loaded", "gemini": "loaded", "opencode": "resumed", "qwen": "resumed"}
 	// What an agent may answer instead (measured: gemini 0.61.0), "" where
 	// it picks the session up. The step runs in plan's cwd, where the
 	// session began (claude-agent-acp finds a stored session by it).

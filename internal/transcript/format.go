@@ -35,6 +35,7 @@ type permissionRecord struct {
 	Locations    []toolLocation    `json:"locations"`
 	Decision     policies.Decision `json:"decision"`
 	Would        policies.Decision `json:"would,omitempty"`
+	Status       string            `json:"status,omitempty"`
 	Outcome      string            `json:"outcome"`
 	OptionID     string            `json:"option_id"`
 	Layer        policies.Layer    `json:"layer"`
@@ -97,7 +98,7 @@ func (f *stepJSON) step() Step {
 func recordOf(p policies.PermissionRecord) permissionRecord {
 	r := permissionRecord{
 		ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title, Command: p.Command,
-		Decision: p.Decision, Would: p.Would, Outcome: p.Outcome, OptionID: p.OptionID,
+		Decision: p.Decision, Would: p.Would, Status: p.Status, Outcome: p.Outcome, OptionID: p.OptionID,
 		Layer: p.Layer, Policy: p.Policy, Rule: p.Rule, Reason: p.Reason,
 		Ask: p.Ask, Approval: p.Approval, AnsweredBy: p.AnsweredBy, AnsweredAt: p.AnsweredAt, PolicyStderr: p.PolicyStderr,
 	}
@@ -113,7 +114,7 @@ func recordOf(p policies.PermissionRecord) permissionRecord {
 func (r *permissionRecord) record() policies.PermissionRecord {
 	p := policies.PermissionRecord{
 		ToolCallID: r.ToolCallID, Kind: r.Kind, Title: r.Title, Command: r.Command,
-		Decision: r.Decision, Would: r.Would, Outcome: r.Outcome, OptionID: r.OptionID,
+		Decision: r.Decision, Would: r.Would, Status: r.Status, Outcome: r.Outcome, OptionID: r.OptionID,
 		Layer: r.Layer, Policy: r.Policy, Rule: r.Rule, Reason: r.Reason,
 		Ask: r.Ask, Approval: r.Approval, AnsweredBy: r.AnsweredBy, AnsweredAt: r.AnsweredAt, PolicyStderr: r.PolicyStderr,
 	}
