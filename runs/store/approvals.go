@@ -187,26 +187,7 @@ func (s *Store) ApprovalsOfRun(ctx context.Context, runID string) ([]Approval, e
 }
 
 func (s *Store) queryApprovals(ctx context.Context, q string, args ...any) ([]Approval, error) {
-	if err := s.Ready(ctx); err != nil {
-		return nil, err
-	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list approvals: %w", err)
-	}
-	defer rows.Close()
-	var out []Approval
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list approvals: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "approvals", q, scanApproval, args...)
 }
 
 const approvalColumns = `id, run_id, step_id, workflow, request_json, fallback, answer_key, status, created_at, deadline,

@@ -115,24 +115,30 @@ func (s *Store) RunsOfBatch(ctx context.Context, batchID string) ([]Run, error) 
 }
 
 func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]Run, error) {
+	return queryAll(ctx, s, "runs", q, scanRun, args...)
+}
+
+// queryAll runs q on the read connection and scans each row with scan;
+// what names the rows in its errors ("runs").
+func queryAll[T any](ctx context.Context, s *Store, what, q string, scan func(scanner) (T, error), args ...any) ([]T, error) {
 	if err := s.Ready(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: list runs: %w", err)
+		return nil, fmt.Errorf("store: list %s: %w", what, err)
 	}
 	defer rows.Close()
-	var out []Run
+	var out []T
 	for rows.Next() {
-		r, err := scanRun(rows)
+		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list runs: %w", err)
+		return nil, fmt.Errorf("store: list %s: %w", what, err)
 	}
 	return out, nil
 }
