@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acpflow/acpflow/internal/agentverify"
 	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/steps/acpsubagent/agentverify"
 )
 
 func newAgentsVerifyCmd() *cobra.Command {
