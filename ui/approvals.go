@@ -96,6 +96,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, d pol
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("for=%q: the one scope is run", scope)})
 		return
 	}
+	if d != policies.Allow && d != policies.Reject {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("decision=%q: want allow or reject", d)})
+		return
+	}
 	a, err := runs.Approve(r.Context(), s.cfg.Store.Path(), id, d, scope == "run", by)
 	var late *runs.LateError
 	switch {

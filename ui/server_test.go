@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -270,6 +271,26 @@ func TestTheStepPageListsWhatTheSandboxRefused(t *testing.T) {
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the step page lacks %q", want)
+		}
+	}
+}
+
+func TestAnAnswerThatIsNeitherAllowNorRejectIsABadRequest(t *testing.T) {
+	f := newFixture(t, Config{})
+	for name, body := range map[string]string{
+		"another decision": `{"decision": "maybe"}`,
+		"no decision":      `{}`,
+		"another scope":    `{"decision": "allow", "for": "ever"}`,
+		"not JSON":         `allow`,
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/api/approvals/ap-1", strings.NewReader(body))
+		req.Host = "127.0.0.1:8080"
+		req.Header.Set("Authorization", "Bearer "+f.srv.cfg.Token)
+		req.Header.Set("Origin", "http://127.0.0.1:8080")
+		rec := httptest.NewRecorder()
+		f.srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", name, rec.Code, rec.Body)
 		}
 	}
 }

@@ -62,7 +62,7 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := map[string]any{
 		"Title": "step " + stepID + " of run " + id, "Run": d.Run, "Step": rec, "Attempts": attempts,
-		"Running": string(d.Run.Status) == "running",
+		"Running": d.Run.Status.Live(),
 		"Perms":   permViews(rec.Permissions), "Stderr": tail(rec.Stderr, stderrLines),
 		"Duration": runcmd.DurationText(rec.DurationMS),
 	}
@@ -93,7 +93,7 @@ func (s *Server) watchStep(ctx context.Context, d *runs.RunDetail, rec *store.St
 	if err != nil {
 		return err
 	}
-	running := d.Run.Status == engine.StatusRunning
+	running := d.Run.Status.Live() // waiting for a person too
 	v["Elements"], v["ElementsWaiting"] = elementRows(evs, rec.StepID, els[rec.StepID], !running, now)
 	if !running || rec.Status != engine.StatusRunning {
 		return nil

@@ -81,6 +81,25 @@ func TestARunningStepsPageShowsWhatItHasWrittenSoFarAndForHowLong(t *testing.T) 
 	}
 }
 
+// A run waiting for a person's answer is running: its step page shows
+// the output so far, not a step its acpflow ended.
+func TestAWaitingRunsStepPageShowsItRunning(t *testing.T) {
+	f := newFixture(t, Config{})
+	ev := runningStep(t, f, time.Now().Add(-time.Minute))
+	ev("step_start", map[string]any{"attempt": 1, "index": 0, "elements": 2, "item": "a"})
+	ev("step_update", map[string]any{"kind": "agent_message_chunk", "text": "asking first"})
+	flush(t, f)
+	now := time.Now()
+	if err := f.w.CreateApproval(context.Background(), store.Approval{ID: "ap-1", RunID: "r", StepID: "s", AnswerKey: "k",
+		Request: &policies.PermissionRequest{}, CreatedAt: now, Deadline: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	body := f.get("/runs/r/steps/s").Body.String()
+	if !strings.Contains(body, "asking first") || !strings.Contains(body, "not started yet") || strings.Contains(body, "cancelled") {
+		t.Errorf("the step page of a waiting run does not show it running:\n%s", body)
+	}
+}
+
 func TestAStepThatEndedShowsNoLiveOutput(t *testing.T) {
 	f := newFixture(t, Config{})
 	f.addRun(t, "r1", time.Now(), engine.StatusSucceeded, "")

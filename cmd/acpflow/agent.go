@@ -7,7 +7,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -186,8 +185,7 @@ func cutRunes(s string, n int) string {
 
 // printAgentsWide prints every column and each preset's notes.
 func printAgentsWide(out io.Writer, all []agentPreset) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "PRESET\tMODE\tMEASURED\tCOMMAND\tENV\tAUTH")
+	w := newTable(out, "PRESET\tMODE\tMEASURED\tCOMMAND\tENV\tAUTH")
 	for _, a := range all {
 		command := a.command()
 		if a.builtin {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,8 +65,7 @@ func printApprovals(w io.Writer, list []runs.Approval) {
 		fmt.Fprintln(w, "no approvals pending")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRUN\tSTEP\tKIND\tCOMMAND\tRULE\tFALLBACK IN")
+	tw := newTable(w, "ID\tRUN\tSTEP\tKIND\tCOMMAND\tRULE\tFALLBACK IN")
 	for _, a := range list {
 		kind, what := "", ""
 		if a.Request != nil {

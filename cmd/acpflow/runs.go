@@ -84,8 +84,7 @@ const (
 func printRuns(w io.Writer, runs []runs.Run) {
 	var buf bytes.Buffer
 	defer writeSanitized(w, &buf)
-	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tDURATION\tUSAGE\tBATCH")
+	tw := newTable(&buf, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tDURATION\tUSAGE\tBATCH")
 	for _, r := range runs {
 		batch := "-"
 		if r.BatchID != "" {
@@ -542,6 +541,14 @@ func headLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// newTable is a table of the CLI's, its columns two spaces apart, with
+// its header line (columns tab-separated) written; Flush prints it.
+func newTable(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }
 
 // writeSanitized writes what buf holds, made safe for a terminal.

@@ -10,9 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acpflow/acpflow/internal/agentverify"
 	"github.com/acpflow/acpflow/internal/suggest"
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/steps/acpsubagent/agentverify"
 )
 
 func newAgentsVerifyCmd() *cobra.Command {
@@ -76,30 +77,32 @@ failed. Without PRESET, every preset verify can drive (docs/agents/README.md#ver
 }
 
 // printVerify prints one block per preset: a verdict line, then what was
-// measured, then each change.
+// measured, then each change. What the agent said (its name, version,
+// modes, commands, errors) is escaped and bounded: it is the agent's words.
 func printVerify(w io.Writer, reports []agentverify.Report) {
+	line := func(s string) string { return termtext.Line(orDash(s), 200) }
 	for _, r := range reports {
 		switch {
 		case !r.Installed:
 			fmt.Fprintf(w, "%s: not installed (no %s on PATH); not verified\n", r.Preset, presetBin(r.Preset))
 			continue
 		case r.Error != "":
-			fmt.Fprintf(w, "%s: could not be verified: %s\n", r.Preset, r.Error)
+			fmt.Fprintf(w, "%s: could not be verified: %s\n", r.Preset, termtext.Line(r.Error, 600))
 		case len(r.Changed) > 0:
-			fmt.Fprintf(w, "%s: CHANGED (%s %s)\n", r.Preset, orDash(r.Agent), orDash(r.Version))
+			fmt.Fprintf(w, "%s: CHANGED (%s %s)\n", r.Preset, line(r.Agent), line(r.Version))
 		default:
-			fmt.Fprintf(w, "%s: as expected (%s %s)\n", r.Preset, orDash(r.Agent), orDash(r.Version))
+			fmt.Fprintf(w, "%s: as expected (%s %s)\n", r.Preset, line(r.Agent), line(r.Version))
 		}
-		fmt.Fprintf(w, "  command:          %s\n", r.Command)
-		fmt.Fprintf(w, "  starting mode:    %s\n", orDash(r.StartMode))
+		fmt.Fprintf(w, "  command:          %s\n", termtext.Line(r.Command, 400))
+		fmt.Fprintf(w, "  starting mode:    %s\n", line(r.StartMode))
 		fmt.Fprintf(w, "  asks before:      command %s, write %s, delete %s\n", yesNo(r.Asks["command"]), yesNo(r.Asks["write"]), yesNo(r.Asks["delete"]))
 		fmt.Fprintf(w, "  ran unasked:      %s\n", listOrNone(r.Unasked))
 		fmt.Fprintf(w, "  widening options: %s\n", listOrNone(r.WideningOptions))
 		fmt.Fprintf(w, "  mode switches:    %s\n", listOrNone(r.ModeSwitches))
-		fmt.Fprintf(w, "  after the turn:   %s in %d ms\n", orDash(r.Teardown), r.ExitMS)
-		fmt.Fprintf(w, "  sandbox: true:    %s\n", orDash(r.Sandbox))
+		fmt.Fprintf(w, "  after the turn:   %s in %d ms\n", line(r.Teardown), r.ExitMS)
+		fmt.Fprintf(w, "  sandbox: true:    %s\n", line(r.Sandbox))
 		for _, c := range r.Changed {
-			fmt.Fprintf(w, "  changed: %s\n", c)
+			fmt.Fprintf(w, "  changed: %s\n", termtext.Line(c, 600))
 		}
 	}
 }
@@ -124,5 +127,9 @@ func listOrNone(l []string) string {
 	if len(l) == 0 {
 		return "none"
 	}
-	return strings.Join(l, "; ")
+	out := make([]string, len(l))
+	for i, s := range l {
+		out[i] = termtext.Line(s, 200)
+	}
+	return strings.Join(out, "; ")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,8 +140,7 @@ func printWorktrees(w io.Writer, list []runs.WorktreeInfo) {
 		fmt.Fprintln(w, "no worktrees")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tBRANCH\tFILES\tAGE\tRUN STATUS\tPATH")
+	tw := newTable(w, "RUN\tBRANCH\tFILES\tAGE\tRUN STATUS\tPATH")
 	for _, l := range list {
 		files := fmt.Sprint(len(l.Changed))
 		if !l.Exists {

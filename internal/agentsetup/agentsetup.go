@@ -2,8 +2,8 @@
 // whole turns offline against a scripted model server
 // (internal/modelserver): for one agent, a fresh HOME and the server's
 // URL, it writes the agent's config files and says how to spawn it. The
-// realagents tests and the bench both use it, so that what is measured is
-// what is tested.
+// realagents tests, the bench and `acpflow agents verify` all use it, so
+// that what is measured and what a user verifies is what is tested.
 //
 // # Notes
 //
@@ -33,7 +33,7 @@ func Names() []string { return slices.Sorted(maps.Keys(setups)) }
 
 // Agent is how to spawn one agent that Setup prepared.
 type Agent struct {
-	Name    string   // "claude", "codex" or "gemini"
+	Name    string   // one of Names
 	Command string   // absolute, under node_modules/.bin
 	Args    []string // what the agent needs to speak ACP (see the package notes)
 	// Env is the agent's explicit environment, KEY=VALUE: HOME, the model

@@ -95,6 +95,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		w.Write(b)
 		return
 	}
+	writeChatStream(w, id, model, reply, calls, finish, usage)
+}
+
+// writeChatStream answers as a stream of chat.completion.chunk events:
+// the role, the text in chunks, each tool call (its name, then its
+// arguments), the finish reason, the usage, then [DONE].
+func writeChatStream(w http.ResponseWriter, id, model string, reply Reply, calls []map[string]any, finish string, usage map[string]any) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)

@@ -242,12 +242,17 @@ func (s *Server) gemini(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(respond(parts, true))
 		return
 	}
-	// streamGenerateContent: one event per text delta; the last event
-	// carries the tool call (if any), the finish reason and the usage.
+	writeGeminiStream(w, parts, reply.Chunks, respond)
+}
+
+// writeGeminiStream answers streamGenerateContent: one event per text
+// delta (a text in n chunks); the last event carries the tool call (if
+// any), the finish reason and the usage (respond's last).
+func writeGeminiStream(w http.ResponseWriter, parts []geminiPart, n int, respond func(parts []geminiPart, last bool) geminiResponse) {
 	var events [][]geminiPart
 	for _, p := range parts {
-		if p.Text != "" && reply.Chunks > 1 {
-			for _, c := range chunks(p.Text, reply.Chunks) {
+		if p.Text != "" && n > 1 {
+			for _, c := range chunks(p.Text, n) {
 				events = append(events, []geminiPart{{Text: c}})
 			}
 			continue

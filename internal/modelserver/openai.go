@@ -134,7 +134,11 @@ func openaiBody(r *http.Request) ([]byte, error) {
 		b, _ := io.ReadAll(r.Body)
 		return b, fmt.Errorf("unsupported Content-Encoding %q", enc)
 	}
-	return io.ReadAll(rd)
+	b, err := io.ReadAll(io.LimitReader(rd, maxRequestBody+1))
+	if err == nil && len(b) > maxRequestBody {
+		return nil, fmt.Errorf("request body over %d bytes decompressed", maxRequestBody)
+	}
+	return b, err
 }
 
 type openaiRequest struct {

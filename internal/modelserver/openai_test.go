@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -287,6 +288,25 @@ func TestOpenAIReadsAGzipBody(t *testing.T) {
 	}
 	if r := srv.Requests(); len(r) != 1 || !bytes.HasPrefix(r[0].Body, []byte(`{"tools"`)) {
 		t.Errorf("logged %v", r)
+	}
+}
+
+// A small body that inflates past the bound is refused, not read whole.
+func TestOpenAIRefusesAGzipBodyThatInflatesPastTheBound(t *testing.T) {
+	srv := openaiStart(t, Script{{Say: "zipped"}})
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(make([]byte, maxRequestBody+1))
+	zw.Close()
+	req, _ := http.NewRequest("POST", srv.URL()+"/v1/responses", &b)
+	req.Header.Set("Content-Encoding", "gzip")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if msg, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusBadRequest || !bytes.Contains(msg, []byte("decompressed")) {
+		t.Errorf("%d %s, want 400 naming the bound", resp.StatusCode, msg)
 	}
 }
 

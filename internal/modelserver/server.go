@@ -48,6 +48,10 @@ type Cue struct {
 	Script  Script
 }
 
+// maxRequestBody bounds a request's body, as sent and decompressed: the
+// agent under test writes it, and acpflow's gateway forwards no more.
+const maxRequestBody = 64 << 20
+
 // Start listens on 127.0.0.1 on a free port and serves script.
 func Start(script Script) (*Server, error) { return StartCued(script) }
 
@@ -69,6 +73,7 @@ func StartCued(script Script, cues ...Cue) (*Server, error) {
 		s.mu.Lock()
 		s.credentials = append(s.credentials, r.Method+" "+r.URL.Path+" "+credentialOf(r))
 		s.mu.Unlock()
+		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBody)
 		mux.ServeHTTP(w, r)
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)

@@ -115,7 +115,7 @@ func verifyPreset(ctx context.Context, o Options, p acpagent.Preset) Report {
 	r := Report{Preset: p.Name, Asks: map[string]bool{}, Unasked: []string{}, WideningOptions: []string{}, ModeSwitches: []string{}, Changed: []string{}}
 	path, err := exec.LookPath(p.Bin)
 	if err != nil {
-		return Report{Preset: p.Name, Changed: []string{}, Unasked: []string{}, WideningOptions: []string{}, ModeSwitches: []string{}}
+		return r // not installed
 	}
 	r.Installed, r.Command = true, path
 	v := &verifier{o: o, p: p, path: path, r: &r}
