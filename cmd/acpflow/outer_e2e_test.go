@@ -205,6 +205,20 @@ func TestTheOuterPolicyFilesStackAndNoneLoosensAnEarlierOne(t *testing.T) {
 	}
 }
 
+// validate names every part an outer policy file holds, the §9/§10 ones
+// too: a file with only sandbox:, approvals: and telemetry: is not "ok ()".
+func TestValidateNamesWhatAnOuterPolicyFileHolds(t *testing.T) {
+	dir := t.TempDir()
+	outer := writeFile(t, dir, "org.yaml", "sandbox: required\n"+
+		"approvals: {webhook: \"https://relay.example.com/acpflow\", secret: s3cret}\n"+
+		"telemetry: {endpoint: \"https://otel.example.com:4318\"}\n")
+	wf := writeWorkflow(t, dir, "name: w\nsteps:\n  - {id: a, run: echo hi}\n")
+	v := acpflow(t, dir, "validate", wf, "--policy", outer)
+	if want := fmt.Sprintf("outer policy %s: ok (sandbox, approvals, telemetry)\n", outer); v.code != 0 || !strings.Contains(v.stdout, want) {
+		t.Errorf("validate: exit %d\n%s\nwant a line\n%s%s", v.code, v.stdout, want, v.stderr)
+	}
+}
+
 func TestAnOuterPolicyFromTheEnvironmentRejectsWhatTheWorkflowAllows(t *testing.T) {
 	dir := t.TempDir()
 	outer := writeFile(t, dir, "org.yaml", orgPolicy)

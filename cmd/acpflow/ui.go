@@ -35,20 +35,23 @@ usage and cost, and a policy what-if page (acpflow policy test over recorded
 runs, with the policy pasted as text). Everything is embedded in the binary and
 works offline.
 
-The store is opened read-only. The one action is cancelling a running run,
-which interrupts its acpflow process as Ctrl-C does.
+The store is read, never changed, but by its two actions: cancelling a running
+run, which interrupts its acpflow process as Ctrl-C does, and answering a
+permission request waiting for a person (acpflow approvals lists them).
 
 Every request needs the server's token, on loopback too (every local user and
 every sandboxed agent with the network can reach a loopback port). The token is
 --token, else $ACPFLOW_UI_TOKEN, else a new random one at each start. The link
-printed carries it once (?token=): opening it sets an HttpOnly, SameSite=Strict
-cookie. Scripts send "Authorization: Bearer TOKEN". Set the token through the
-environment, not --token: a command line is visible to every local user (ps).
-Requests for another Host name are refused, and a change (POST) needs the
-page's own Origin.
+printed carries a random token once (?token=; a token you chose is never
+printed: add ?token=YOURS once yourself): opening it sets an HttpOnly,
+SameSite=Strict cookie. Scripts send "Authorization: Bearer TOKEN". Set the
+token through the environment, not --token: a command line is visible to every
+local user (ps). Requests for another Host name are refused, and a change
+(POST) needs the page's own Origin.
 
 The JSON API: GET /api/runs (as acpflow runs --json), GET /api/runs/RUN_ID (as
-acpflow show --json), POST /api/runs/RUN_ID/cancel. See docs/ui.md.`,
+acpflow show --json), POST /api/runs/RUN_ID/cancel, GET /api/approvals (as
+acpflow approvals --json), POST /api/approvals/ID. See docs/ui.md.`,
 		Example: `  acpflow ui
   acpflow ui --addr 127.0.0.1:9000 --open
   ACPFLOW_UI_TOKEN="$(cat ~/.config/acpflow/ui-token)" acpflow ui --addr 0.0.0.0:8080`,

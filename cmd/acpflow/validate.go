@@ -101,5 +101,14 @@ func outerKinds(l policies.OuterPolicy) string {
 	if l.Env != nil {
 		kinds = append(kinds, "env")
 	}
+	if l.SandboxRequired {
+		kinds = append(kinds, "sandbox")
+	}
+	if l.Approvals != nil {
+		kinds = append(kinds, "approvals")
+	}
+	if l.Telemetry != nil {
+		kinds = append(kinds, "telemetry")
+	}
 	return strings.Join(kinds, ", ")
 }

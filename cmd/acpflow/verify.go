@@ -13,6 +13,7 @@ import (
 	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/steps/acpsubagent/agentverify"
 )
 
@@ -37,9 +38,14 @@ failed. Without PRESET, every preset verify can drive (docs/agents/README.md#ver
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, a := range args {
-				if !slices.Contains(agentverify.Verifiable(), a) {
-					return runcmd.ArgsError(cmd, suggest.Unknown("preset", a, agentverify.Verifiable()))
+				if slices.Contains(agentverify.Verifiable(), a) {
+					continue
 				}
+				if _, ok := acpagent.LookupPreset(a); ok {
+					return runcmd.ArgsError(cmd, fmt.Sprintf("preset %q: verify knows no offline setup for it (it verifies %s; docs/agents/README.md#verify)",
+						a, strings.Join(agentverify.Verifiable(), ", ")))
+				}
+				return runcmd.ArgsError(cmd, suggest.Unknown("preset", a, agentverify.Verifiable()))
 			}
 			self, err := os.Executable()
 			if err != nil {

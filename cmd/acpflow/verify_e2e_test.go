@@ -105,4 +105,10 @@ func TestAgentsVerifyReportsAnAgentNotInstalled(t *testing.T) {
 	if r := acpflow(t, t.TempDir(), "agents", "verify", "nosuch"); r.code != 2 {
 		t.Errorf("an unknown preset: exit %d, want 2\n%s", r.code, r.stderr)
 	}
+	// goose is a preset (acpflow agents lists it) that verify cannot drive:
+	// the error says so instead of calling it unknown.
+	if r := acpflow(t, t.TempDir(), "agents", "verify", "goose"); r.code != 2 ||
+		strings.Contains(r.stderr, "unknown preset") || !strings.Contains(r.stderr, `preset "goose": verify knows no offline setup`) {
+		t.Errorf("goose: exit %d, want 2 saying verify cannot drive it\n%s", r.code, r.stderr)
+	}
 }
