@@ -287,7 +287,24 @@ func (v *Service) Approvals(ctx context.Context, runID string) ([]Approval, erro
 
 // GetApproval reads one approval.
 func (v *Service) GetApproval(ctx context.Context, id string) (Approval, error) {
+	if err := checkApprovalID(id); err != nil {
+		return Approval{}, err
+	}
 	return v.store.GetApproval(ctx, id)
+}
+
+// maxApprovalID bounds an approval id taken from a request (a URL's path,
+// a command line) before it reaches the store or an error message: the
+// ids are "ap-" and 12 hex digits (newApprovalID).
+const maxApprovalID = 64
+
+// checkApprovalID refuses an id too long to be one, as not found, without
+// quoting it whole.
+func checkApprovalID(id string) error {
+	if len(id) > maxApprovalID {
+		return fmt.Errorf("no approval %q in the store (an approval id is ap- and 12 hex digits): %w", cut(id, 16), store.ErrNotFound)
+	}
+	return nil
 }
 
 // Approve records an answer to a pending approval: decision allow or
@@ -297,7 +314,13 @@ func (v *Service) GetApproval(ctx context.Context, id string) (Approval, error) 
 // with a *LateError, and records it as late.
 func (v *Service) Approve(ctx context.Context, id string, decision policies.Decision, forRun bool, by string) (Approval, error) {
 	if decision != policies.Allow && decision != policies.Reject {
-		return Approval{}, fmt.Errorf("answer %q: want allow or reject", decision)
+		return Approval{}, fmt.Errorf("answer %q: want allow or reject", cut(string(decision), 16))
+	}
+	if by != policies.ByUI && by != policies.ByWebhook && by != policies.ByCLI {
+		return Approval{}, fmt.Errorf("approver %q: want %s, %s or %s (the terminal answers through the step's own ask)", by, policies.ByUI, policies.ByWebhook, policies.ByCLI)
+	}
+	if err := checkApprovalID(id); err != nil {
+		return Approval{}, err
 	}
 	return v.store.AnswerApproval(ctx, id, store.Answer{Decision: string(decision), ForRun: forRun, By: by, At: time.Now().UTC()})
 }

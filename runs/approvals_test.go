@@ -2,7 +2,9 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +46,27 @@ func TestAGrantRecordedInTheStoreAnswersTheRepeatAfterAResume(t *testing.T) {
 	secret.Tool.Command = "make deploy TOKEN=s3cr3t"
 	if _, ok := h.granted(ctx, &policies.Question{Request: &secret, Shown: &scrubbed}); ok {
 		t.Error("a command with a secret in it was granted")
+	}
+}
+
+// An answer from outside (the UI, a link, the CLI) is refused before the
+// store when its id is too long to be one (and not quoted whole), or when
+// it names no approver that answers so.
+func TestAnApproveWithAnOverlongIDOrUnknownApproverIsRefused(t *testing.T) {
+	ctx := context.Background()
+	v, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	long := "ap-" + strings.Repeat("x", 10000)
+	if _, err := v.Approve(ctx, long, policies.Allow, false, policies.ByUI); !errors.Is(err, store.ErrNotFound) || len(err.Error()) > 200 {
+		t.Errorf("an overlong id: %v; want a short not-found error", err)
+	}
+	if _, err := v.GetApproval(ctx, long); !errors.Is(err, store.ErrNotFound) || len(err.Error()) > 200 {
+		t.Errorf("an overlong id: %v; want a short not-found error", err)
+	}
+	if _, err := v.Approve(ctx, "ap-1", policies.Allow, false, "someone"); err == nil || !strings.Contains(err.Error(), "approver") {
+		t.Errorf("an unknown approver: %v; want it refused", err)
 	}
 }
