@@ -328,3 +328,32 @@ func TestConfigureReadsTheStandardVariables(t *testing.T) {
 		t.Errorf("Link = %q", got)
 	}
 }
+
+// A model exchange of a megabyte reaches the collector cut to
+// MaxAttributeValue: one span must not outgrow what a collector takes.
+func TestAnOverlongAttributeIsCut(t *testing.T) {
+	rcv, err := otlpreceiver.StartHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	tr := newTracer(t, &policies.Telemetry{File: "p.yaml", Endpoint: rcv.URL, Content: true})
+	run := tr.Begin(trace.RunInfo{RunID: "r1", Workflow: "wf"})
+	at := time.Now()
+	run.Emit(steps.Event{RunID: "r1", Step: "a", Time: at, Data: steps.StepStart{Attempt: 1}})
+	run.Emit(steps.Event{RunID: "r1", Step: "a", Time: at, Data: acpagent.GatewayExchange{Path: "/v1/messages", Model: "m", Status: 200,
+		Request: strings.Repeat("x", 1<<20)}})
+	run.End(&engine.RunResult{RunID: "r1", Status: engine.StatusSucceeded})
+	if msg := tr.Close(); msg != "" {
+		t.Fatalf("a live collector, yet: %s", msg)
+	}
+	for _, s := range rcv.Spans() {
+		if req, ok := s.Attrs["acpflow.gateway.request"].(string); ok {
+			if !strings.HasPrefix(req, "xxx") || len(req) > trace.MaxAttributeValue {
+				t.Errorf("the request attribute is %d bytes, want at most %d", len(req), trace.MaxAttributeValue)
+			}
+			return
+		}
+	}
+	t.Error("no model call span with its request")
+}
