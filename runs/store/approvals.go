@@ -191,8 +191,12 @@ func (s *Store) PendingApprovals(ctx context.Context) ([]Approval, error) {
 
 // ApprovalsOfRun lists a run's approvals, oldest first.
 func (s *Store) ApprovalsOfRun(ctx context.Context, runID string) ([]Approval, error) {
-	return s.queryApprovals(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE run_id = ? ORDER BY created_at, id`, runID)
+	return s.queryApprovals(ctx, approvalsOfRun, runID)
 }
+
+// approvalsOfRun selects a run's approvals, oldest first (ApprovalsOfRun,
+// GetRun).
+const approvalsOfRun = `SELECT ` + approvalColumns + ` FROM approvals WHERE run_id = ? ORDER BY created_at, id`
 
 func (s *Store) queryApprovals(ctx context.Context, q string, args ...any) ([]Approval, error) {
 	return queryAll(ctx, s, "approvals", q, scanApproval, args...)
