@@ -70,3 +70,27 @@ func TestAnApproveWithAnOverlongIDOrUnknownApproverIsRefused(t *testing.T) {
 		t.Errorf("an unknown approver: %v; want it refused", err)
 	}
 }
+
+// A grant for the rest of the run answers a repeat of the same call
+// only: for a call with no command, one naming the same files; an edit
+// of another file is asked.
+func TestAGrantForACallWithNoCommandCoversItsFilesOnly(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := &approvalHub{store: s, notice: func(string, ...any) {}, grants: map[grantKey]policies.Reply{}}
+	edit := func(path string) *policies.PermissionRequest {
+		return &policies.PermissionRequest{Request: policies.Request{RunID: "r1", Step: "s"},
+			Tool: policies.Tool{Kind: "edit", Title: "Edit", Locations: []policies.ToolLocation{{Path: path}}}}
+	}
+	h.grant(edit("/w/README.md"), policies.Reply{Decision: policies.Allow, By: policies.ByCLI, Approval: "ap-1"})
+	if _, ok := h.granted(ctx, &policies.Question{Request: edit("/w/README.md")}); !ok {
+		t.Error("the same edit again was not granted")
+	}
+	if g, ok := h.granted(ctx, &policies.Question{Request: edit("/w/.env")}); ok {
+		t.Errorf("an edit of another file was granted: %+v", g)
+	}
+}
