@@ -184,10 +184,16 @@ func (s *Store) GetApproval(ctx context.Context, id string) (Approval, error) {
 }
 
 // PendingApprovals lists the approvals waiting for an answer, across the
-// store's runs, oldest first.
+// store's runs, oldest first. One past its deadline is left out: the
+// process that asked was killed before it could record the timeout, and
+// no one waits for its answer (a run's status reads so too, waitingStatus).
 func (s *Store) PendingApprovals(ctx context.Context) ([]Approval, error) {
-	return s.queryApprovals(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE status = ? ORDER BY created_at, id`, ApprovalPending)
+	return s.queryApprovals(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE status = ? AND deadline > `+sqlNow+` ORDER BY created_at, id`, ApprovalPending)
 }
+
+// sqlNow is SQLite's now as the store writes times (timeArg), to the
+// millisecond: what a deadline is compared with.
+const sqlNow = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`
 
 // ApprovalsOfRun lists a run's approvals, oldest first.
 func (s *Store) ApprovalsOfRun(ctx context.Context, runID string) ([]Approval, error) {

@@ -63,7 +63,7 @@ const runColumns = `id, batch_id, batch_line, workflow_name, workflow_file, work
 // approval's deadline (an approval left pending by a process that was
 // killed does not keep its run waiting).
 const waitingStatus = `CASE WHEN status = 'running' AND EXISTS (SELECT 1 FROM approvals
-	WHERE approvals.run_id = runs.id AND approvals.status = 'pending' AND approvals.deadline > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+	WHERE approvals.run_id = runs.id AND approvals.status = 'pending' AND approvals.deadline > ` + sqlNow + `)
 	THEN 'waiting' ELSE status END`
 
 // ListRuns lists runs newest first (by start time, then id).
