@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,8 +44,8 @@ const ApprovalPoll = 200 * time.Millisecond
 // run has (the terminal, a webhook; the web UI and acpflow approve read
 // the store) and takes the first answer, which the store makes atomic.
 // An answer given for the rest of the run is kept as a grant, and a
-// repeat of the same request (tool kind and command) is answered with it
-// without asking.
+// repeat of the same request (tool kind and command, grantScope) is
+// answered with it without asking.
 type approvalHub struct {
 	store    *store.Store
 	terminal policies.Asker // nil: no one at a terminal
@@ -57,8 +59,33 @@ type approvalHub struct {
 
 // grantKey is what a grant covers: one run's calls of a tool kind with a
 // command line (docs/policies.md#approvals: "the same tool kind and
-// command").
-type grantKey struct{ run, kind, command string }
+// command"), grantScope's what.
+type grantKey struct{ run, kind, what string }
+
+// grantScope is what, besides its tool kind, a request must repeat for a
+// grant to answer it: its command; for a call with none (an edit, a
+// read, a fetch), the files it names, else its title. Without this, an
+// answer for the rest of the run to one edit would allow every edit of
+// any file, command "" being the same for all of them.
+func grantScope(req *policies.PermissionRequest) string {
+	t := req.Tool
+	if t.Command != "" {
+		return "command\x00" + t.Command
+	}
+	if len(t.Locations) > 0 {
+		paths := make([]string, len(t.Locations))
+		for i, l := range t.Locations {
+			paths[i] = l.Path
+		}
+		slices.Sort(paths)
+		return "files\x00" + strings.Join(slices.Compact(paths), "\x00")
+	}
+	return "title\x00" + t.Title
+}
+
+func keyOf(req *policies.PermissionRequest) grantKey {
+	return grantKey{req.RunID, req.Tool.Kind, grantScope(req)}
+}
 
 // asker is who a run's asks go to: the approval hub over the Runner's
 // store, or only the terminal when there is no store.
@@ -221,7 +248,7 @@ func optionDecision(options []policies.Option, id string) policies.Decision {
 }
 
 // grant keeps r as the answer to every later request of req's run with
-// its tool kind and command. An answer that picked an "always" option is
+// its tool kind and scope (grantScope). An answer that picked an "always" option is
 // kept as its once form: the grant is acpflow's, for this run, and the
 // agent's own memory of an always answer is not acpflow's to widen.
 func (h *approvalHub) grant(req *policies.PermissionRequest, r policies.Reply) {
@@ -237,7 +264,7 @@ func (h *approvalHub) grant(req *policies.PermissionRequest, r policies.Reply) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.grants[grantKey{req.RunID, req.Tool.Kind, req.Tool.Command}] = policies.Reply{Decision: d, By: r.By, At: r.At, Approval: r.Approval, Grant: true}
+	h.grants[keyOf(req)] = policies.Reply{Decision: d, By: r.By, At: r.At, Approval: r.Approval, Grant: true}
 }
 
 // granted is the grant that answers q's request, if there is one: one
@@ -246,7 +273,7 @@ func (h *approvalHub) grant(req *policies.PermissionRequest, r policies.Reply) {
 func (h *approvalHub) granted(ctx context.Context, q *policies.Question) (policies.Reply, bool) {
 	req := q.Request
 	h.mu.Lock()
-	g, ok := h.grants[grantKey{req.RunID, req.Tool.Kind, req.Tool.Command}]
+	g, ok := h.grants[keyOf(req)]
 	h.mu.Unlock()
 	if ok {
 		return g, true
@@ -255,9 +282,10 @@ func (h *approvalHub) granted(ctx context.Context, q *policies.Question) (polici
 	if shown == nil {
 		shown = req
 	}
-	if shown.Tool.Command != req.Tool.Command {
-		// A command with a secret in it is stored scrubbed: two such
-		// commands could read the same, and a grant covers one command.
+	scope := grantScope(shown)
+	if scope != grantScope(req) {
+		// A command (or path) with a secret in it is stored scrubbed: two
+		// such could read the same, and a grant covers one.
 		return policies.Reply{}, false
 	}
 	list, err := h.store.ApprovalsOfRun(ctx, req.RunID)
@@ -266,7 +294,7 @@ func (h *approvalHub) granted(ctx context.Context, q *policies.Question) (polici
 	}
 	for _, a := range list {
 		if a.ForRun && a.Status == store.ApprovalAnswered && a.Request != nil &&
-			a.Request.Tool.Kind == shown.Tool.Kind && a.Request.Tool.Command == shown.Tool.Command {
+			a.Request.Tool.Kind == shown.Tool.Kind && grantScope(a.Request) == scope {
 			h.grant(req, replyOf(a))
 			return h.granted(ctx, q)
 		}
@@ -287,7 +315,24 @@ func (v *Service) Approvals(ctx context.Context, runID string) ([]Approval, erro
 
 // GetApproval reads one approval.
 func (v *Service) GetApproval(ctx context.Context, id string) (Approval, error) {
+	if err := checkApprovalID(id); err != nil {
+		return Approval{}, err
+	}
 	return v.store.GetApproval(ctx, id)
+}
+
+// maxApprovalID bounds an approval id taken from a request (a URL's path,
+// a command line) before it reaches the store or an error message: the
+// ids are "ap-" and 12 hex digits (newApprovalID).
+const maxApprovalID = 64
+
+// checkApprovalID refuses an id too long to be one, as not found, without
+// quoting it whole.
+func checkApprovalID(id string) error {
+	if len(id) > maxApprovalID {
+		return fmt.Errorf("no approval %q in the store (an approval id is ap- and 12 hex digits): %w", cut(id, 16), store.ErrNotFound)
+	}
+	return nil
 }
 
 // Approve records an answer to a pending approval: decision allow or
@@ -297,7 +342,13 @@ func (v *Service) GetApproval(ctx context.Context, id string) (Approval, error) 
 // with a *LateError, and records it as late.
 func (v *Service) Approve(ctx context.Context, id string, decision policies.Decision, forRun bool, by string) (Approval, error) {
 	if decision != policies.Allow && decision != policies.Reject {
-		return Approval{}, fmt.Errorf("answer %q: want allow or reject", decision)
+		return Approval{}, fmt.Errorf("answer %q: want allow or reject", cut(string(decision), 16))
+	}
+	if by != policies.ByUI && by != policies.ByWebhook && by != policies.ByCLI {
+		return Approval{}, fmt.Errorf("approver %q: want %s, %s or %s (the terminal answers through the step's own ask)", by, policies.ByUI, policies.ByWebhook, policies.ByCLI)
+	}
+	if err := checkApprovalID(id); err != nil {
+		return Approval{}, err
 	}
 	return v.store.AnswerApproval(ctx, id, store.Answer{Decision: string(decision), ForRun: forRun, By: by, At: time.Now().UTC()})
 }

@@ -2,7 +2,9 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +46,51 @@ func TestAGrantRecordedInTheStoreAnswersTheRepeatAfterAResume(t *testing.T) {
 	secret.Tool.Command = "make deploy TOKEN=s3cr3t"
 	if _, ok := h.granted(ctx, &policies.Question{Request: &secret, Shown: &scrubbed}); ok {
 		t.Error("a command with a secret in it was granted")
+	}
+}
+
+// An answer from outside (the UI, a link, the CLI) is refused before the
+// store when its id is too long to be one (and not quoted whole), or when
+// it names no approver that answers so.
+func TestAnApproveWithAnOverlongIDOrUnknownApproverIsRefused(t *testing.T) {
+	ctx := context.Background()
+	v, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	long := "ap-" + strings.Repeat("x", 10000)
+	if _, err := v.Approve(ctx, long, policies.Allow, false, policies.ByUI); !errors.Is(err, store.ErrNotFound) || len(err.Error()) > 200 {
+		t.Errorf("an overlong id: %v; want a short not-found error", err)
+	}
+	if _, err := v.GetApproval(ctx, long); !errors.Is(err, store.ErrNotFound) || len(err.Error()) > 200 {
+		t.Errorf("an overlong id: %v; want a short not-found error", err)
+	}
+	if _, err := v.Approve(ctx, "ap-1", policies.Allow, false, "someone"); err == nil || !strings.Contains(err.Error(), "approver") {
+		t.Errorf("an unknown approver: %v; want it refused", err)
+	}
+}
+
+// A grant for the rest of the run answers a repeat of the same call
+// only: for a call with no command, one naming the same files; an edit
+// of another file is asked.
+func TestAGrantForACallWithNoCommandCoversItsFilesOnly(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := &approvalHub{store: s, notice: func(string, ...any) {}, grants: map[grantKey]policies.Reply{}}
+	edit := func(path string) *policies.PermissionRequest {
+		return &policies.PermissionRequest{Request: policies.Request{RunID: "r1", Step: "s"},
+			Tool: policies.Tool{Kind: "edit", Title: "Edit", Locations: []policies.ToolLocation{{Path: path}}}}
+	}
+	h.grant(edit("/w/README.md"), policies.Reply{Decision: policies.Allow, By: policies.ByCLI, Approval: "ap-1"})
+	if _, ok := h.granted(ctx, &policies.Question{Request: edit("/w/README.md")}); !ok {
+		t.Error("the same edit again was not granted")
+	}
+	if g, ok := h.granted(ctx, &policies.Question{Request: edit("/w/.env")}); ok {
+		t.Errorf("an edit of another file was granted: %+v", g)
 	}
 }

@@ -79,11 +79,8 @@ func (r *Recorder) RunStarted(res *engine.RunResult) {
 		ID: res.RunID, BatchID: r.BatchID, BatchLine: r.BatchLine,
 		Workflow: r.Workflow.Name, WorkflowFile: r.Workflow.File, WorkflowHash: r.Workflow.Hash,
 		Workspace: res.Workspace, Inputs: res.Inputs, StartedAt: res.StartedAt,
-		OwnerPID: r.Owner.PID, OwnerStartTicks: r.Owner.StartTicks,
+		OwnerPID: r.Owner.PID, OwnerStartTicks: r.Owner.StartTicks, TraceID: r.TraceID,
 	}))
-	if r.TraceID != "" {
-		r.fail(r.Store.SetRunTrace(ctx, res.RunID, r.TraceID))
-	}
 	if res.Worktree != nil {
 		// Made before the run started: recorded with it.
 		r.fail(r.Store.SetRunWorktrees(ctx, res.RunID, []*engine.Worktree{res.Worktree}))

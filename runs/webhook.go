@@ -79,7 +79,7 @@ var webhookClient = &http.Client{
 }
 
 // deliver POSTs a's request to wh, signed, until it is taken (2xx), it is
-// refused for good (a 4xx but 408 and 429), the attempts run out, or ctx
+// refused for good (a 3xx, a 4xx but 408 and 429), the attempts run out, or ctx
 // ends (the approval was answered, or the step stopped waiting).
 func (h *approvalHub) deliver(ctx context.Context, wh webhook, a store.Approval) {
 	body, err := json.Marshal(WebhookBody(a, wh.answerURL))
@@ -123,6 +123,8 @@ func post(ctx context.Context, wh webhook, body []byte) (retry bool, err error) 
 	switch c := resp.StatusCode; {
 	case c >= 200 && c < 300:
 		return false, nil
+	case c >= 300 && c < 400: // not followed (webhookClient), and no retry makes it go away
+		return false, fmt.Errorf("answered %s, a redirect, which is not followed: set approvals.webhook to the URL it redirects to", resp.Status)
 	case c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooManyRequests:
 		return false, fmt.Errorf("answered %s", resp.Status)
 	default:

@@ -89,7 +89,7 @@ func (d *decoder) checkWideningConfig(s *stepInfo, agent *steps.Agent) {
 		if at == nil {
 			at = s.node
 		}
-		d.at(at.pos, "%s: config %s: %q lets agent %q run commands and edit files without asking, so the permission policy would see none of it: under any permission policy but allow, remove it", s.label, f.id, f.value, s.step.Run.(steps.SessionStep).AgentName())
+		d.at(at.pos, "%s: config %s: %q lets agent %q run commands and edit files without asking, so the permission policy would see none of it: under any permission policy but allow, remove it", s.label, f.id, f.value, agent.Name)
 	}
 }
 

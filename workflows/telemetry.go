@@ -38,8 +38,17 @@ func (d *decoder) telemetry(n *node) *policies.Telemetry {
 	if x := f["headers"]; x != nil && d.mapping(x, "telemetry.headers") {
 		t.Headers = map[string]string{}
 		for i, k := range x.keys {
-			if v, ok := d.text(x.vals[i], "telemetry.headers."+k.value.(string)); ok {
-				t.Headers[k.value.(string)] = v
+			name := k.value.(string)
+			v, ok := d.text(x.vals[i], "telemetry.headers."+name)
+			switch {
+			case !ok:
+			case !isHeaderName(name):
+				d.at(k.pos, "telemetry.headers: %q is not an HTTP header name (letters, digits and -, as x-team-token)", name)
+			case len(v) > maxHeaderValue || strings.ContainsAny(v, "\r\n\x00"):
+				// The value is not quoted: it is often a token.
+				d.at(x.vals[i].pos, "telemetry.headers.%s: a header value is one line of at most %d bytes", name, maxHeaderValue)
+			default:
+				t.Headers[name] = v
 			}
 		}
 	}
@@ -72,4 +81,21 @@ func (d *decoder) httpURL(n *node, what, example string) string {
 		return ""
 	}
 	return s
+}
+
+// maxHeaderValue bounds a telemetry header's value: a token, not a file.
+const maxHeaderValue = 8 << 10
+
+// isHeaderName reports whether s is an HTTP header name (RFC 9110's
+// token): one the exporter can send, rather than fail each export with.
+func isHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

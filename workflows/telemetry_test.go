@@ -32,6 +32,8 @@ func TestTelemetryInAnOuterPolicy(t *testing.T) {
 		{"telemetry:\n  endpoint: https://u:pw@otel.example\n", "leave the user and password out of the URL"},
 		{"telemetry:\n  trace-url: https://j.example/t/\n", "has no {trace_id}"},
 		{"telemetry:\n  endpoit: https://otel.example\n", `unknown key "endpoit"; did you mean "endpoint"?`},
+		{"telemetry:\n  headers:\n    x team: t\n", `3:5: telemetry.headers: "x team" is not an HTTP header name`},
+		{"telemetry:\n  headers:\n    x-team: \"a\\nb\"\n", "3:13: telemetry.headers.x-team: a header value is one line"},
 	} {
 		p := filepath.Join(dir, "p.yaml")
 		os.WriteFile(p, []byte(c.body), 0o644)

@@ -50,6 +50,12 @@ type Approval struct {
 	Late []LateAnswer
 }
 
+// maxLate bounds the late answers an approval keeps: an answer link can
+// be replayed by anyone who has it, and each replay would otherwise grow
+// the row (and the cost of the next one) for good. Later ones are still
+// refused, no longer recorded.
+const maxLate = 32
+
 // LateAnswer is an answer that came after the first, recorded and refused.
 type LateAnswer struct {
 	Decision string    `json:"decision"`
@@ -109,7 +115,7 @@ func (s *Store) CreateApproval(ctx context.Context, a Approval) error {
 // pending, and returns the approval as it then is. Of several answers, by
 // any processes, exactly one wins: the status is read and changed in one
 // write transaction. Any other is appended to the approval's late answers
-// and refused with a *LateError.
+// (the first maxLate of them) and refused with a *LateError.
 func (s *Store) AnswerApproval(ctx context.Context, id string, ans Answer) (Approval, error) {
 	ctx = durable(ctx)
 	var out Approval
@@ -124,10 +130,12 @@ func (s *Store) AnswerApproval(ctx context.Context, id string, ans Answer) (Appr
 			return err
 		}
 		if a.Status != ApprovalPending {
-			a.Late = append(a.Late, LateAnswer{Decision: ans.Decision, ForRun: ans.ForRun, By: ans.By, At: ans.At.UTC()})
-			lateJSON, _ := json.Marshal(a.Late)
-			if _, err := tx.ExecContext(ctx, `UPDATE approvals SET late_json = ? WHERE id = ?`, string(lateJSON), id); err != nil {
-				return fmt.Errorf("store: approval %s: %w", id, err)
+			if len(a.Late) < maxLate {
+				a.Late = append(a.Late, LateAnswer{Decision: ans.Decision, ForRun: ans.ForRun, By: ans.By, At: ans.At.UTC()})
+				lateJSON, _ := json.Marshal(a.Late)
+				if _, err := tx.ExecContext(ctx, `UPDATE approvals SET late_json = ? WHERE id = ?`, string(lateJSON), id); err != nil {
+					return fmt.Errorf("store: approval %s: %w", id, err)
+				}
 			}
 			out, late = a, &LateError{Approval: a}
 			return nil
@@ -176,15 +184,25 @@ func (s *Store) GetApproval(ctx context.Context, id string) (Approval, error) {
 }
 
 // PendingApprovals lists the approvals waiting for an answer, across the
-// store's runs, oldest first.
+// store's runs, oldest first. One past its deadline is left out: the
+// process that asked was killed before it could record the timeout, and
+// no one waits for its answer (a run's status reads so too, waitingStatus).
 func (s *Store) PendingApprovals(ctx context.Context) ([]Approval, error) {
-	return s.queryApprovals(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE status = ? ORDER BY created_at, id`, ApprovalPending)
+	return s.queryApprovals(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE status = ? AND deadline > `+sqlNow+` ORDER BY created_at, id`, ApprovalPending)
 }
+
+// sqlNow is SQLite's now as the store writes times (timeArg), to the
+// millisecond: what a deadline is compared with.
+const sqlNow = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`
 
 // ApprovalsOfRun lists a run's approvals, oldest first.
 func (s *Store) ApprovalsOfRun(ctx context.Context, runID string) ([]Approval, error) {
-	return s.queryApprovals(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE run_id = ? ORDER BY created_at, id`, runID)
+	return s.queryApprovals(ctx, approvalsOfRun, runID)
 }
+
+// approvalsOfRun selects a run's approvals, oldest first (ApprovalsOfRun,
+// GetRun).
+const approvalsOfRun = `SELECT ` + approvalColumns + ` FROM approvals WHERE run_id = ? ORDER BY created_at, id`
 
 func (s *Store) queryApprovals(ctx context.Context, q string, args ...any) ([]Approval, error) {
 	return queryAll(ctx, s, "approvals", q, scanApproval, args...)

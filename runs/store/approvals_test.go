@@ -118,3 +118,48 @@ func TestARunIsWaitingWhileAnApprovalOfItIsPending(t *testing.T) {
 		t.Errorf("an answer after the close: %v, want it refused as late", err)
 	}
 }
+
+// A replayed answer link is refused every time, and recorded only up to
+// maxLate times: the row stops growing.
+func TestReplayedLateAnswersAreBounded(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	pendingApproval(t, s)
+	if _, err := s.AnswerApproval(ctx, "ap-1", Answer{Decision: "allow", By: policies.ByCLI, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for range maxLate + 5 {
+		if _, err := s.AnswerApproval(ctx, "ap-1", Answer{Decision: "reject", By: policies.ByWebhook, At: time.Now()}); !errors.As(err, new(*LateError)) {
+			t.Fatalf("a replayed answer: %v, want it refused as late", err)
+		}
+	}
+	a, err := s.GetApproval(ctx, "ap-1")
+	if err != nil || len(a.Late) != maxLate || a.Decision != "allow" {
+		t.Errorf("%d late answers kept, decision %s (%v); want %d, allow", len(a.Late), a.Decision, err, maxLate)
+	}
+}
+
+// An approval left pending past its deadline (its process was killed) is
+// not listed as waiting for an answer: no one would take it.
+func TestAnApprovalPastItsDeadlineIsNotListedPending(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	pendingApproval(t, s)
+	past := time.Now().Add(-time.Hour).UTC()
+	if err := s.CreateApproval(ctx, Approval{ID: "ap-2", RunID: "r1", StepID: "s", AnswerKey: "k", Request: &policies.PermissionRequest{},
+		CreatedAt: past, Deadline: past.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.PendingApprovals(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != "ap-1" {
+		t.Errorf("pending: %v %v; want ap-1 alone", list, err)
+	}
+}

@@ -29,14 +29,16 @@ type LiveOutput struct {
 // far, one LiveOutput per element (one for a step without for-each), in
 // index order. It reads the log backwards from the newest event and stops
 // at each attempt's step_start, or once maxBytes of text, or liveMaxRows
-// rows of it, are read in all: what a page shows of a running step costs
-// the same after an hour of output as after a second.
+// rows of it, are read in all, and stops reading once every element's
+// (or the step's) step_start is read: what a page shows of a running step
+// costs the same after an hour of output, or of the run's other steps, as
+// after a second.
 func (s *Store) StepLiveOutput(ctx context.Context, runID, stepID string, maxBytes int) ([]LiveOutput, error) {
 	if err := s.Ready(ctx); err != nil {
 		return nil, err
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT type, time, json_extract(fields_json, '$.index'), json_extract(fields_json, '$.attempt'),
-			json_extract(fields_json, '$.text') FROM events
+			json_extract(fields_json, '$.text'), json_extract(fields_json, '$.elements') FROM events
 		WHERE run_id = ? AND step_id = ? AND (type = 'step_start'
 			OR (type = 'step_update' AND json_extract(fields_json, '$.kind') IN ('agent_message_chunk', 'stdout')))
 		ORDER BY seq DESC`, runID, stepID)
@@ -45,12 +47,12 @@ func (s *Store) StepLiveOutput(ctx context.Context, runID, stepID string, maxByt
 	}
 	defer rows.Close()
 	r := liveReader{byKey: map[int64]*liveParts{}}
-	for rows.Next() && r.budget(maxBytes) {
+	for !r.complete() && r.budget(maxBytes) && rows.Next() {
 		var typ string
 		var at sql.NullString
-		var index, attempt sql.NullInt64
+		var index, attempt, elements sql.NullInt64
 		var text sql.NullString
-		if err := rows.Scan(&typ, &at, &index, &attempt, &text); err != nil {
+		if err := rows.Scan(&typ, &at, &index, &attempt, &text, &elements); err != nil {
 			return nil, fmt.Errorf("store: read the output of step %s of run %s: %w", stepID, runID, err)
 		}
 		p := r.parts(index)
@@ -58,6 +60,10 @@ func (s *Store) StepLiveOutput(ctx context.Context, runID, stepID string, maxByt
 		case p.closed:
 		case typ == "step_start":
 			p.closed, p.out.Attempt = true, int(attempt.Int64)
+			r.closed++
+			if r.elements = 1; index.Valid {
+				r.elements = elements.Int64 // 0 when unknown: read on
+			}
 			if p.out.Started, err = parseTime(at); err != nil {
 				return nil, err
 			}
@@ -78,7 +84,14 @@ type liveReader struct {
 	byKey map[int64]*liveParts // by index; -1 for a step without for-each
 	read  int                  // bytes of text
 	rows  int                  // rows of text
+	// closed counts the parts whose step_start was read, of elements (1
+	// for a step without for-each; 0 until a step_start says).
+	closed, elements int64
 }
+
+// complete says every part's latest attempt began after what is still
+// unread: older rows are earlier attempts' only.
+func (r *liveReader) complete() bool { return r.elements > 0 && r.closed >= r.elements }
 
 type liveParts struct {
 	out    LiveOutput

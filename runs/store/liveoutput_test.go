@@ -95,3 +95,35 @@ func TestStepLiveOutputIsTheLatestAttemptsNewestText(t *testing.T) {
 		t.Errorf("bounded to 4 bytes: %+v, want the newest row, marked cut", outs)
 	}
 }
+
+// Once every element's latest step_start is read (the step's, without
+// for-each), the text is whole: the same, read however far back the log
+// goes.
+func TestStepLiveOutputStopsAtTheLatestAttempts(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	if err := s.CreateRun(ctx, Run{ID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := func(step, typ, fields string) {
+		s.AppendEvent(Event{RunID: "r", StepID: step, Type: typ, FieldsJSON: []byte(fields)})
+	}
+	ev("s", "step_start", `{"attempt":1}`)
+	ev("s", "step_update", `{"kind":"stdout","text":"old"}`)
+	ev("e", "step_start", `{"attempt":1,"index":0,"elements":2}`)
+	ev("e", "step_start", `{"attempt":1,"index":1,"elements":2}`)
+	ev("s", "step_start", `{"attempt":2}`)
+	ev("e", "step_update", `{"index":1,"kind":"stdout","text":"one"}`)
+	ev("s", "step_update", `{"kind":"stdout","text":"new"}`)
+	ev("e", "step_update", `{"index":0,"kind":"stdout","text":"zero"}`)
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if outs, err := s.StepLiveOutput(ctx, "r", "s", 1<<20); err != nil || len(outs) != 1 || outs[0].Text != "new" || outs[0].Attempt != 2 || outs[0].Cut {
+		t.Errorf("step s: %+v %v; want attempt 2's new", outs, err)
+	}
+	outs, err := s.StepLiveOutput(ctx, "r", "e", 1<<20)
+	if err != nil || len(outs) != 2 || outs[0].Text != "zero" || outs[1].Text != "one" || outs[0].Cut || outs[1].Cut {
+		t.Errorf("step e: %+v %v; want zero and one, whole", outs, err)
+	}
+}

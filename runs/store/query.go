@@ -63,7 +63,7 @@ const runColumns = `id, batch_id, batch_line, workflow_name, workflow_file, work
 // approval's deadline (an approval left pending by a process that was
 // killed does not keep its run waiting).
 const waitingStatus = `CASE WHEN status = 'running' AND EXISTS (SELECT 1 FROM approvals
-	WHERE approvals.run_id = runs.id AND approvals.status = 'pending' AND approvals.deadline > strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+	WHERE approvals.run_id = runs.id AND approvals.status = 'pending' AND approvals.deadline > ` + sqlNow + `)
 	THEN 'waiting' ELSE status END`
 
 // ListRuns lists runs newest first (by start time, then id).
@@ -125,6 +125,12 @@ func queryAll[T any](ctx context.Context, s *Store, what, q string, scan func(sc
 		return nil, err
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
+	return scanAll(rows, err, what, scan)
+}
+
+// scanAll scans each row of a query's answer (rows, err) with scan; what
+// names the rows in its errors.
+func scanAll[T any](rows *sql.Rows, err error, what string, scan func(scanner) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: list %s: %w", what, err)
 	}
@@ -179,20 +185,9 @@ func (s *Store) GetRun(ctx context.Context, id string) (*RunDetail, error) {
 	if d.Worktrees, err = decodeWorktrees(id, wts); err != nil {
 		return nil, err
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE run_id = ? ORDER BY created_at, id`, id)
-	if err != nil {
-		return nil, fmt.Errorf("store: read approvals of run %s: %w", id, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		a, err := scanApproval(rows)
-		if err != nil {
-			return nil, err
-		}
-		d.Approvals = append(d.Approvals, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: read approvals of run %s: %w", id, err)
+	rows, err = tx.QueryContext(ctx, approvalsOfRun, id)
+	if d.Approvals, err = scanAll(rows, err, "approvals of run "+id, scanApproval); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

@@ -104,8 +104,8 @@ type Run struct {
 	// (its workflow's; name order for a run recorded before that order
 	// was kept).
 	OutputNames []string
-	// TraceID is the OpenTelemetry trace the run exported (SetRunTrace),
-	// "" for none.
+	// TraceID is the OpenTelemetry trace the run exported (CreateRun, or
+	// SetRunTrace for a resumed run), "" for none.
 	TraceID string
 }
 
@@ -222,7 +222,7 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	return s.exec(ctx, "store: create run "+r.ID, &s.stmts.insertRun,
 		r.ID, nullString(r.BatchID), nullInt(r.BatchLine), r.Workflow, r.WorkflowFile, r.WorkflowHash, r.Workspace, inputs,
 		string(r.Status), r.Error, outputs, timeArg(r.StartedAt), timeArg(r.EndedAt), r.DurationMS,
-		nullString(r.ResumedFrom), r.OwnerPID, int64(r.OwnerStartTicks))
+		nullString(r.ResumedFrom), r.OwnerPID, int64(r.OwnerStartTicks), r.TraceID)
 }
 
 // FinishRun records a run's end (now when ended is zero). Its duration is

@@ -41,8 +41,8 @@ const (
 	insertEventSQL = `INSERT INTO events (run_id, step_id, type, time, fields_json) VALUES (?, ?, ?, ?, ?)`
 	insertRunSQL   = `INSERT INTO runs
 		(id, batch_id, batch_line, workflow_name, workflow_file, workflow_hash, workspace, inputs_json,
-		 status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		 status, error, outputs_json, started_at, ended_at, duration_ms, resumed_from, owner_pid, owner_start_ticks, trace_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	insertChildSQL    = `INSERT INTO children (run_id, step_id, pid, pgid, start_ticks, started_at) VALUES (?, ?, ?, ?, ?, ?)`
 	endChildSQL       = `UPDATE children SET ended_at = ? WHERE run_id = ? AND step_id = ? AND pid = ? AND ended_at IS NULL`
 	runStartedSQL     = `SELECT started_at FROM runs WHERE id = ?`

@@ -328,3 +328,66 @@ func TestConfigureReadsTheStandardVariables(t *testing.T) {
 		t.Errorf("Link = %q", got)
 	}
 }
+
+// A model exchange of a megabyte reaches the collector cut to
+// MaxAttributeValue: one span must not outgrow what a collector takes.
+func TestAnOverlongAttributeIsCut(t *testing.T) {
+	rcv, err := otlpreceiver.StartHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	tr := newTracer(t, &policies.Telemetry{File: "p.yaml", Endpoint: rcv.URL, Content: true})
+	run := tr.Begin(trace.RunInfo{RunID: "r1", Workflow: "wf"})
+	at := time.Now()
+	run.Emit(steps.Event{RunID: "r1", Step: "a", Time: at, Data: steps.StepStart{Attempt: 1}})
+	run.Emit(steps.Event{RunID: "r1", Step: "a", Time: at, Data: acpagent.GatewayExchange{Path: "/v1/messages", Model: "m", Status: 200,
+		Request: strings.Repeat("x", 1<<20)}})
+	run.End(&engine.RunResult{RunID: "r1", Status: engine.StatusSucceeded})
+	if msg := tr.Close(); msg != "" {
+		t.Fatalf("a live collector, yet: %s", msg)
+	}
+	for _, s := range rcv.Spans() {
+		if req, ok := s.Attrs["acpflow.gateway.request"].(string); ok {
+			if !strings.HasPrefix(req, "xxx") || len(req) > trace.MaxAttributeValue {
+				t.Errorf("the request attribute is %d bytes, want at most %d", len(req), trace.MaxAttributeValue)
+			}
+			return
+		}
+	}
+	t.Error("no model call span with its request")
+}
+
+// The agent's message in a turn's span is its first 16 KiB, scrubbed
+// before it is cut: a secret across the cut leaves no start of itself.
+func TestATurnsMessageIsCutAfterItIsScrubbed(t *testing.T) {
+	rcv, err := otlpreceiver.StartHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	tr := newTracer(t, &policies.Telemetry{File: "p.yaml", Endpoint: rcv.URL, Content: true})
+	run := tr.Begin(trace.RunInfo{RunID: "r1", Workflow: "wf", Secrets: []string{canary}})
+	at := time.Now()
+	emit := func(d steps.EventData) { run.Emit(steps.Event{RunID: "r1", Step: "a", Time: at, Data: d}) }
+	emit(steps.StepStart{Attempt: 1})
+	emit(acpagent.Session{SessionID: "s1"})
+	emit(acpagent.MessageChunk{Text: strings.Repeat("x", 16<<10-5) + canary + strings.Repeat("y", 1<<20)})
+	emit(steps.TurnEnd{StopReason: "end_turn"})
+	run.End(&engine.RunResult{RunID: "r1", Status: engine.StatusSucceeded})
+	if msg := tr.Close(); msg != "" {
+		t.Fatalf("a live collector, yet: %s", msg)
+	}
+	if js := rcv.JSON(); bytes.Contains(js, []byte(canary[:5])) || bytes.Contains(js, []byte("yyy")) {
+		t.Errorf("the message holds the start of the secret, or more than its first 16 KiB")
+	}
+	for _, s := range rcv.Spans() {
+		if m, ok := s.Attrs["gen_ai.output.messages"].(string); ok {
+			if !strings.Contains(m, "xxx") || len(m) > 17<<10 {
+				t.Errorf("the message attribute is %d bytes, want about 16 KiB of it", len(m))
+			}
+			return
+		}
+	}
+	t.Error("no turn span with the agent's message")
+}

@@ -25,6 +25,13 @@ import (
 // the figures).
 const ShutdownTimeout = 2 * time.Second
 
+// MaxAttributeValue bounds each string attribute of a span, unless
+// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT sets another bound: a model
+// exchange or a command an agent wrote can be megabytes, and the SDK
+// bounds nothing by default, so one span could outgrow what a collector
+// takes in an export (gRPC's 4 MiB) and lose the batch it travels in.
+const MaxAttributeValue = 64 << 10
+
 // Tracer exports the traces of one command's runs: one SDK provider and
 // its batch queue, shared by every run of a batch.
 type Tracer struct {
@@ -73,8 +80,13 @@ func New(ctx context.Context, cfg Config, getenv func(string) string) (*Tracer, 
 	// The SDK's batch queue is bounded (OTEL_BSP_MAX_QUEUE_SIZE, 2048) and
 	// drops rather than blocks when full; counting wraps it on both sides.
 	bsp := sdktrace.NewBatchSpanProcessor(&countingExporter{SpanExporter: exp, t: t})
+	limits := sdktrace.NewSpanLimits()
+	if limits.AttributeValueLengthLimit < 0 { // OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT unset
+		limits.AttributeValueLengthLimit = MaxAttributeValue
+	}
 	t.provider = sdktrace.NewTracerProvider(
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithRawSpanLimits(limits),
 		sdktrace.WithResource(res),
 		sdktrace.WithSpanProcessor(&countingProcessor{SpanProcessor: bsp, t: t}),
 	)

@@ -34,10 +34,12 @@ func (r *Run) update(e steps.Event, kind string) {
 	case "tool_call", "tool_call_update":
 		r.toolCall(u, e)
 	case "agent_message_chunk":
-		if r.content && len(u.message) < maxMessage {
+		if r.content && len(u.message) < 2*maxMessage {
 			var c struct{ Text string }
 			if fields(e.Data, &c) {
-				u.message = append(u.message, c.Text...)
+				// Kept past maxMessage, then scrubbed, then cut: a cut
+				// before the scrub could leave the start of a secret.
+				u.message = append(u.message, c.Text[:min(len(c.Text), 2*maxMessage-len(u.message))]...)
 			}
 		}
 	case "gateway_exchange":
@@ -104,7 +106,7 @@ func (r *Run) turnEnded(u *unit, t time.Time, stopReason string) {
 	}
 	if len(u.message) > 0 {
 		msg, _ := json.Marshal([]map[string]any{{"role": "assistant",
-			"parts": []map[string]string{{"type": "text", "content": r.scrub.Text(string(u.message))}}}})
+			"parts": []map[string]string{{"type": "text", "content": cutText(r.scrub.Text(string(u.message)), maxMessage)}}}})
 		r.set(u.turn.s, attribute.String("gen_ai.output.messages", string(msg)))
 		u.message = nil
 	}
@@ -288,4 +290,12 @@ func usageAttrs(u *steps.Usage) []attribute.KeyValue {
 		attrs = append(attrs, attribute.Float64("acpflow.usage.cost", u.Cost.Amount), attribute.String("acpflow.usage.currency", u.Cost.Currency))
 	}
 	return attrs
+}
+
+// cutText is s's first n bytes at most, whole characters only.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }
