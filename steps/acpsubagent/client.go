@@ -246,11 +246,6 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 	kind, body := describeUpdate(u)
 	c.inv.Emit(acpagent.AgentUpdate{Kind: kind, Update: body})
 	switch {
-	case u.UsageUpdate != nil:
-		// Only when the SDK decoded one that proc.usageNotification did
-		// not recognise (an escaped "usage_update"): read it the one way.
-		raw, _ := json.Marshal(u.UsageUpdate)
-		c.usageUpdated(raw)
 	case u.ToolCall != nil:
 		tc := u.ToolCall
 		c.toolSeen(string(tc.ToolCallId), func(f *acpagent.ToolCallFields) {
