@@ -349,16 +349,7 @@ func narrowValue(preset string, o acp.SessionConfigOption) (string, bool) {
 
 // valueWords are the name and description a select option gives value.
 func valueWords(o acp.SessionConfigSelectOptions, value string) (name, desc string) {
-	var all []acp.SessionConfigSelectOption
-	if o.Ungrouped != nil {
-		all = append(all, *o.Ungrouped...)
-	}
-	if o.Grouped != nil {
-		for _, g := range *o.Grouped {
-			all = append(all, g.Options...)
-		}
-	}
-	for _, v := range all {
+	for _, v := range selectChoices(o) {
 		if string(v.Value) == value {
 			if v.Description != nil {
 				desc = *v.Description
@@ -405,16 +396,21 @@ func configRequest(agent string, sid acp.SessionId, off offered, id, value strin
 // selectValues lists the value ids of a select option, grouped or not.
 func selectValues(o acp.SessionConfigSelectOptions) []string {
 	var out []string
+	for _, v := range selectChoices(o) {
+		out = append(out, string(v.Value))
+	}
+	return out
+}
+
+// selectChoices are a select option's choices, grouped or not, in order.
+func selectChoices(o acp.SessionConfigSelectOptions) []acp.SessionConfigSelectOption {
+	var out []acp.SessionConfigSelectOption
 	if o.Ungrouped != nil {
-		for _, v := range *o.Ungrouped {
-			out = append(out, string(v.Value))
-		}
+		out = append(out, *o.Ungrouped...)
 	}
 	if o.Grouped != nil {
 		for _, g := range *o.Grouped {
-			for _, v := range g.Options {
-				out = append(out, string(v.Value))
-			}
+			out = append(out, g.Options...)
 		}
 	}
 	return out
