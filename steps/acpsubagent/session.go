@@ -231,6 +231,13 @@ func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered,
 		g.modes = off.modes.AvailableModes
 		current = string(off.modes.CurrentModeId)
 	}
+	// validate refuses such a mode as written, but not one a ${{ }}
+	// renders to or a replayed recording names: set back to itself, it
+	// would be pinned.
+	if g.safe != "" && g.decidesAlone(g.safe) {
+		return fmt.Errorf("agent %s: mode %q lets it run commands and edit files without asking, so the permission policy would see none of it: under any permission policy but allow, set mode: to one in which it asks",
+			a.agent.Name, termtext.Sanitize(termtext.Cut(g.safe, 80)))
+	}
 	if mode != "" {
 		current = mode
 	}
