@@ -67,6 +67,8 @@ type client struct {
 	// ExitPlanMode), so the next switch to a mode in which the agent asks
 	// is one the client asked for (modeChanged).
 	switchGranted bool
+	// restores counts the mode guard's set-backs in flight (goRestore).
+	restores int
 	// failed is closed, with failErr set, when something the client saw
 	// fails the turn (failTurn): an unasked call, a mode that could not be
 	// set back, a failed model call.
