@@ -225,6 +225,19 @@ func TestTheModeGuardSetsADecideAloneModeBackOrFailsTheStep(t *testing.T) {
 			t.Errorf("set_config_option %v; want one, to plan", sets)
 		}
 	})
+	t.Run("a mode: that a ${{ }} renders to such a mode fails the step before the prompt", func(t *testing.T) {
+		dir := t.TempDir()
+		record := filepath.Join(dir, "record.jsonl")
+		wf := writeWorkflow(t, dir, fmt.Sprintf("name: m\ninputs:\n  m: {type: string, default: bypassPermissions}\nagents:\n  a:\n    command: %s\n    args: %s\n    mode: ${{ inputs.m }}\npolicies: {permission: reject}\nsteps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: go}\n",
+			testAgent, agentArgs("-record", record, "-modes", "default,bypassPermissions")))
+		r := acpflow(t, dir, "run", wf, "--state", filepath.Join(dir, "state.db"))
+		if r.code != 1 || !strings.Contains(r.stdout, `mode "bypassPermissions" lets it run commands`) {
+			t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		if n := countRecorded(t, record, "prompt"); n != 0 {
+			t.Errorf("the agent was prompted %d times in a mode that decides alone", n)
+		}
+	})
 	t.Run("naming such a mode under reject is invalid", func(t *testing.T) {
 		dir := t.TempDir()
 		wf := writeWorkflow(t, dir, "name: m\nagents:\n  a: {preset: claude, mode: bypassPermissions}\npolicies: {permission: reject}\nsteps:\n  - id: s\n    uses: acp-subagent\n    with: {agent: a, prompt: go}\n")

@@ -723,11 +723,6 @@ func randomHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-func asList(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
-
 // configOptions are the -config-option options as session/new offers them,
 // with the values in current (by id) instead of each one's first.
 func (a *agent) configOptions(current map[string]string) []any {

@@ -67,6 +67,8 @@ type client struct {
 	// ExitPlanMode), so the next switch to a mode in which the agent asks
 	// is one the client asked for (modeChanged).
 	switchGranted bool
+	// restores counts the mode guard's set-backs in flight (goRestore).
+	restores int
 	// failed is closed, with failErr set, when something the client saw
 	// fails the turn (failTurn): an unasked call, a mode that could not be
 	// set back, a failed model call.
@@ -246,11 +248,6 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 	kind, body := describeUpdate(u)
 	c.inv.Emit(acpagent.AgentUpdate{Kind: kind, Update: body})
 	switch {
-	case u.UsageUpdate != nil:
-		// Only when the SDK decoded one that proc.usageNotification did
-		// not recognise (an escaped "usage_update"): read it the one way.
-		raw, _ := json.Marshal(u.UsageUpdate)
-		c.usageUpdated(raw)
 	case u.ToolCall != nil:
 		tc := u.ToolCall
 		c.toolSeen(string(tc.ToolCallId), func(f *acpagent.ToolCallFields) {

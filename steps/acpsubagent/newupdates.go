@@ -18,7 +18,7 @@ import (
 // newer than the SDK can pass for an older one: compaction_summary_chunk,
 // which has content, decodes as agent_message_chunk and would put the
 // compaction's summary in the step's output. Kinds outside this list are
-// therefore never handed to the SDK's decoder (newerUpdate).
+// therefore never handed to the SDK's decoder (ownUpdate).
 var sdkUpdates = map[string]bool{
 	"user_message_chunk": true, "agent_message_chunk": true, "agent_thought_chunk": true,
 	"tool_call": true, "tool_call_update": true, "plan": true,
@@ -30,36 +30,58 @@ var sdkUpdates = map[string]bool{
 // records without knowing it.
 const maxUpdateKind = 64
 
-// newerUpdate takes a session/update of a kind the SDK does not decode —
-// ACP's notice, compaction_update and compaction_summary_chunk, or any
-// kind a newer agent sends — and records it as the agent sent it: a
-// step_update event of its kind (the transcript holds every line anyway).
-// It is never the step's output, and never fails the turn. False for the
-// kinds the SDK decodes.
-func (p *proc) newerUpdate(params json.RawMessage) bool {
+// ownUpdate handles a session/update that acpflow reads itself instead of
+// through the SDK's decode, and reports true for it: a usage_update
+// (usage.go: the SDK's int counts would drop it), and a kind the SDK does
+// not decode (newerNotified). One peek at the kind serves both, so the
+// message chunks that make up most updates are read once before the SDK's
+// decode, not once per special kind.
+func (p *proc) ownUpdate(params json.RawMessage) bool {
+	var peek struct {
+		Update struct {
+			SessionUpdate string `json:"sessionUpdate"`
+		} `json:"update"`
+	}
+	if gojson.Unmarshal(params, &peek) != nil {
+		return false
+	}
+	kind := peek.Update.SessionUpdate
+	if kind != "usage_update" && sdkUpdates[kind] {
+		return false
+	}
 	var n struct {
 		SessionID string          `json:"sessionId"`
 		Update    json.RawMessage `json:"update"`
 	}
-	var kind struct {
-		SessionUpdate string `json:"sessionUpdate"`
-	}
-	if gojson.Unmarshal(params, &n) != nil || gojson.Unmarshal(n.Update, &kind) != nil || sdkUpdates[kind.SessionUpdate] {
+	if gojson.Unmarshal(params, &n) != nil || len(n.Update) == 0 {
 		return false
 	}
 	c := p.client(acp.SessionId(n.SessionID))
-	if c == nil {
+	switch {
+	case c == nil:
 		p.gate.handledOne()
-		return true
+	case kind == "usage_update":
+		c.usageNotified(n.SessionID, n.Update)
+	default:
+		c.newerNotified(n.SessionID, kind, n.Update)
 	}
-	defer p.gate.handledOne()
-	if !c.ours(acp.SessionId(n.SessionID)) {
-		return true
-	}
-	name := kind.SessionUpdate
-	if name == "" {
-		name = "unknown"
-	}
-	c.inv.Emit(acpagent.AgentUpdate{Kind: termtext.Cut(name, maxUpdateKind), Update: n.Update})
 	return true
+}
+
+// newerNotified records an update of a kind the SDK does not decode —
+// ACP's notice, compaction_update and compaction_summary_chunk, or any
+// kind a newer agent sends — as the agent sent it: a step_update event of
+// its kind (the transcript holds every line anyway). It is never the
+// step's output, and never fails the turn.
+func (c *client) newerNotified(sessionID, kind string, update json.RawMessage) {
+	if c.gate != nil {
+		defer c.gate.handledOne()
+	}
+	if !c.ours(acp.SessionId(sessionID)) {
+		return
+	}
+	if kind == "" {
+		kind = "unknown"
+	}
+	c.inv.Emit(acpagent.AgentUpdate{Kind: termtext.Cut(kind, maxUpdateKind), Update: update})
 }

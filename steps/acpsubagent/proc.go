@@ -243,7 +243,7 @@ func (p *proc) client(id acp.SessionId) *client {
 func (p *proc) handle(ctx context.Context, method string, params json.RawMessage) (any, *acp.RequestError) {
 	switch method {
 	case acp.ClientMethodSessionUpdate:
-		if p.usageNotification(params) || p.newerUpdate(params) {
+		if p.ownUpdate(params) {
 			return nil, nil
 		}
 		var n acp.SessionNotification

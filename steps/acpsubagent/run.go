@@ -879,7 +879,7 @@ func (a *attempt) dropDecideAloneEnv(env map[string]string) {
 		return
 	}
 	for _, k := range slices.Sorted(maps.Keys(env)) {
-		if acpagent.DecideAloneEnv(a.agent.Preset, k) {
+		if acpagent.DecideAloneEnv(a.agent.Preset, k, env[k]) {
 			delete(env, k)
 			a.inv.Emit(steps.Warning{Message: fmt.Sprintf("agent %s: %s was dropped from its environment: it makes the agent approve its own tool calls, which the permission policy must see (only permission: allow keeps it)", a.agent.Name, k)})
 		}

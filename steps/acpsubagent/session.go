@@ -231,6 +231,13 @@ func (a *attempt) guardMode(ctx context.Context, sid acp.SessionId, off offered,
 		g.modes = off.modes.AvailableModes
 		current = string(off.modes.CurrentModeId)
 	}
+	// validate refuses such a mode as written, but not one a ${{ }}
+	// renders to or a replayed recording names: set back to itself, it
+	// would be pinned.
+	if g.safe != "" && g.decidesAlone(g.safe) {
+		return fmt.Errorf("agent %s: mode %q lets it run commands and edit files without asking, so the permission policy would see none of it: under any permission policy but allow, set mode: to one in which it asks",
+			a.agent.Name, termtext.Sanitize(termtext.Cut(g.safe, 80)))
+	}
 	if mode != "" {
 		current = mode
 	}
@@ -349,16 +356,7 @@ func narrowValue(preset string, o acp.SessionConfigOption) (string, bool) {
 
 // valueWords are the name and description a select option gives value.
 func valueWords(o acp.SessionConfigSelectOptions, value string) (name, desc string) {
-	var all []acp.SessionConfigSelectOption
-	if o.Ungrouped != nil {
-		all = append(all, *o.Ungrouped...)
-	}
-	if o.Grouped != nil {
-		for _, g := range *o.Grouped {
-			all = append(all, g.Options...)
-		}
-	}
-	for _, v := range all {
+	for _, v := range selectChoices(o) {
 		if string(v.Value) == value {
 			if v.Description != nil {
 				desc = *v.Description
@@ -405,16 +403,21 @@ func configRequest(agent string, sid acp.SessionId, off offered, id, value strin
 // selectValues lists the value ids of a select option, grouped or not.
 func selectValues(o acp.SessionConfigSelectOptions) []string {
 	var out []string
+	for _, v := range selectChoices(o) {
+		out = append(out, string(v.Value))
+	}
+	return out
+}
+
+// selectChoices are a select option's choices, grouped or not, in order.
+func selectChoices(o acp.SessionConfigSelectOptions) []acp.SessionConfigSelectOption {
+	var out []acp.SessionConfigSelectOption
 	if o.Ungrouped != nil {
-		for _, v := range *o.Ungrouped {
-			out = append(out, string(v.Value))
-		}
+		out = append(out, *o.Ungrouped...)
 	}
 	if o.Grouped != nil {
 		for _, g := range *o.Grouped {
-			for _, v := range g.Options {
-				out = append(out, string(v.Value))
-			}
+			out = append(out, g.Options...)
 		}
 	}
 	return out

@@ -232,31 +232,6 @@ func usageNull(raw json.RawMessage) bool {
 	return len(t) == 0 || string(t) == "null"
 }
 
-// usageNotification handles a session/update whose update is a
-// usage_update (reported true): it reads it here, leniently, instead of
-// through the SDK's typed decode, and hands it to its session's client.
-func (p *proc) usageNotification(params json.RawMessage) bool {
-	if !bytes.Contains(params, []byte(`"usage_update"`)) {
-		return false // cheap: most updates are message chunks
-	}
-	var n struct {
-		SessionID string          `json:"sessionId"`
-		Update    json.RawMessage `json:"update"`
-	}
-	var kind struct {
-		SessionUpdate string `json:"sessionUpdate"`
-	}
-	if json.Unmarshal(params, &n) != nil || json.Unmarshal(n.Update, &kind) != nil || kind.SessionUpdate != "usage_update" {
-		return false
-	}
-	if c := p.client(acp.SessionId(n.SessionID)); c != nil {
-		c.usageNotified(n.SessionID, n.Update)
-	} else {
-		p.gate.handledOne()
-	}
-	return true
-}
-
 // usageNotified keeps a usage_update of the client's session and logs it
 // as the agent sent it.
 func (c *client) usageNotified(sessionID string, update json.RawMessage) {

@@ -230,7 +230,7 @@ func (c *client) modeChanged(id string) {
 	if pinned == "" && !g.decidesAlone(id) {
 		return
 	}
-	go func() {
+	c.goRestore(func() {
 		if err := g.restore(id, pinned); err != nil {
 			c.failTurn(err)
 			return
@@ -239,6 +239,35 @@ func (c *client) modeChanged(id string) {
 		c.mode = pinned
 		c.mu.Unlock()
 		c.inv.Emit(acpagent.ModeRestored{From: termtext.Cut(id, 80), To: pinned})
+	})
+}
+
+// maxRestores bounds the set-backs in flight at once (each a goroutine
+// and a request to the agent for up to restoreLimit): an agent that
+// switches faster than it is set back fails its turn instead of growing
+// them without end.
+const maxRestores = 8
+
+// goRestore runs restore off the notification path, or fails the turn
+// when maxRestores are already in flight.
+func (c *client) goRestore(restore func()) {
+	c.mu.Lock()
+	full := c.restores >= maxRestores
+	if !full {
+		c.restores++
+	}
+	c.mu.Unlock()
+	if full {
+		c.failTurn(fmt.Errorf("the agent changed its mode or permission options %d times while acpflow was still setting them back", maxRestores))
+		return
+	}
+	go func() {
+		defer func() {
+			c.mu.Lock()
+			c.restores--
+			c.mu.Unlock()
+		}()
+		restore()
 	}()
 }
 
@@ -288,7 +317,7 @@ func (c *client) optionsChanged(options []acp.SessionConfigOption) {
 		if !ok || !pinned || value == want {
 			continue
 		}
-		go func() {
+		c.goRestore(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), restoreLimit)
 			defer cancel()
 			if err := g.setOption(ctx, id, want); err != nil {
@@ -297,7 +326,7 @@ func (c *client) optionsChanged(options []acp.SessionConfigOption) {
 				return
 			}
 			c.inv.Emit(acpagent.ModeRestored{Option: termtext.Cut(id, 80), From: termtext.Cut(value, 80), To: want})
-		}()
+		})
 	}
 }
 

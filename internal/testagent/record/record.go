@@ -155,7 +155,3 @@ func members(pgid int) []int {
 	}
 	return out
 }
-
-func state(stat []byte) byte {
-	return bytes.Fields(stat[bytes.LastIndexByte(stat, ')')+1:])[0][0]
-}

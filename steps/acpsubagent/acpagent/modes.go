@@ -123,13 +123,25 @@ func WidensConfig(preset, id, value, name, description string) bool {
 // (COPILOT_ALLOW_ALL, a CLI's YOLO or AUTO_APPROVE switch).
 var decideAloneEnvWords = []string{"ALLOW_ALL", "ALLOWALL", "YOLO", "AUTO_APPROVE", "AUTOAPPROVE", "BYPASS_PERMISSIONS", "DANGEROUSLY_SKIP", "SKIP_PERMISSIONS", "AUTOPILOT"}
 
-// DecideAloneEnv reports whether the environment variable name makes an
-// agent decide alone: one its preset lists (Preset.DecideAloneEnv), or
-// one whose name says so. Under a policy other than allow it is dropped
-// from the agent's environment.
-func DecideAloneEnv(preset, name string) bool {
+// DecideAloneEnv reports whether the environment variable name, set to
+// value, makes an agent decide alone: one its preset lists
+// (Preset.DecideAloneEnv), whatever its value, or one whose name says so
+// set to a value that turns a switch on (onValues). Under a policy other
+// than allow it is dropped from the agent's environment.
+//
+// # Notes
+//
+// A name is matched by fragment, so it can say so by accident: a vision
+// project's YOLO_CONFIG_DIR, a web app's CORS_ALLOW_ALL_ORIGINS. Asking
+// for a switch's value keeps the settings that hold a path, a URL or a
+// list, which are most such accidents; a guessed switch that is on is
+// still dropped, with its warning.
+func DecideAloneEnv(preset, name, value string) bool {
 	if p, ok := LookupPreset(preset); ok && slices.Contains(p.DecideAloneEnv, name) {
 		return true
+	}
+	if !onValues[strings.ToLower(strings.TrimSpace(value))] {
+		return false
 	}
 	upper := strings.ToUpper(name)
 	for _, w := range decideAloneEnvWords {

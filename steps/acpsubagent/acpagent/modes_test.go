@@ -38,11 +38,19 @@ func TestWhatLetsAnAgentDecideAloneIsToldByIdFragmentAndWords(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
-		name string
-		drop bool
-	}{{"COPILOT_ALLOW_ALL", true}, {"GEMINI_YOLO", true}, {"OPENAI_API_KEY", false}, {"HOME", false}} {
-		if got := DecideAloneEnv("", tt.name); got != tt.drop {
-			t.Errorf("DecideAloneEnv(%q) = %v", tt.name, got)
+		preset, name, value string
+		drop                bool
+	}{
+		{"", "COPILOT_ALLOW_ALL", "true", true}, {"", "GEMINI_YOLO", "1", true},
+		{"", "OPENAI_API_KEY", "true", false}, {"", "HOME", "/home/u", false},
+		// a name that says so by accident, holding no switch
+		{"", "YOLO_CONFIG_DIR", "/home/u/.config/Ultralytics", false},
+		{"", "COPILOT_ALLOW_ALL", "/tmp", false},
+		// the preset's own list is dropped whatever its value
+		{"copilot", "COPILOT_ALLOW_ALL", "", true},
+	} {
+		if got := DecideAloneEnv(tt.preset, tt.name, tt.value); got != tt.drop {
+			t.Errorf("DecideAloneEnv(%q, %q, %q) = %v", tt.preset, tt.name, tt.value, got)
 		}
 	}
 }
