@@ -46,11 +46,12 @@ var habitNotes = map[string]string{
 // foreignKeys are keys of other engines (GitHub Actions) that acpflow has
 // no key for: what to do instead.
 var foreignKeys = map[string]string{
-	"runs-on":  "acpflow has no runs-on: every step runs on this machine (sandbox: confines one, isolation: worktree gives it a checkout of its own)",
-	"on":       "acpflow has no triggers (on:): a workflow runs when acpflow run starts it",
-	"env":      "variables are set per step (a shell step's env:, an agent step's with.env:) or per agent (agents.NAME.env:), not here; ${{ env.NAME }} reads acpflow's own environment",
-	"defaults": "acpflow has no defaults: set cwd: and shell: on each step, or policies: and sandbox: for the workflow",
-	"services": "acpflow has no services: start what a step needs in a shell step before it",
+	"runs-on":   "acpflow has no runs-on: every step runs on this machine (sandbox: confines one, isolation: worktree gives it a checkout of its own)",
+	"on":        "acpflow has no triggers (on:): a workflow runs when acpflow run starts it",
+	"env":       "variables are set per step (a shell step's env:, an agent step's with.env:) or per agent (agents.NAME.env:), not here; ${{ env.NAME }} reads acpflow's own environment",
+	"defaults":  "acpflow has no defaults: set cwd: and shell: on each step, or policies: and sandbox: for the workflow",
+	"services":  "acpflow has no services: start what a step needs in a shell step before it",
+	"telemetry": "telemetry: goes in an outer policy file (--policy FILE, $ACPFLOW_POLICY), not in a workflow: who runs acpflow decides where its traces go (docs/traces.md)",
 }
 
 // closestWord returns the known word closest to word, or "" when none is close

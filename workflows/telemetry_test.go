@@ -46,3 +46,17 @@ func TestTelemetryInAnOuterPolicy(t *testing.T) {
 		}
 	}
 }
+
+// telemetry: in a workflow (top level or under policies:) is refused at
+// its line, saying where it belongs: an outer policy file.
+func TestTelemetryInAWorkflowSaysWhereItBelongs(t *testing.T) {
+	for _, src := range []string{
+		"name: t\ntelemetry: {endpoint: http://127.0.0.1:4318}\nsteps:\n  - {id: a, run: echo}\n",
+		"name: t\npolicies:\n  telemetry: {endpoint: http://127.0.0.1:4318}\nsteps:\n  - {id: a, run: echo}\n",
+	} {
+		_, err := Parse("wf.yaml", []byte(src))
+		if err == nil || !strings.Contains(err.Error(), `unknown key "telemetry"; telemetry: goes in an outer policy file`) {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+}
