@@ -213,8 +213,13 @@ func TestCodexRunsAnUnescalatedCommandInItsReadOnlySandbox(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)
 	ta := needTurnAgent(t, "codex")
+	// The sleep is for codex 0.166: a command its sandbox denies within
+	// a few milliseconds is reported to nobody (no item, so no ACP
+	// tool_call: measured with touch and echo > file); one that runs
+	// longer is reported and then fails. acpflow can record only what the
+	// agent reports.
 	script := modelserver.Script{
-		{Say: "A sandboxed command.", Shell: "echo sb > sb.txt", Sandboxed: true},
+		{Say: "A sandboxed command.", Shell: "sleep 0.5; echo sb > sb.txt", Sandboxed: true},
 		{Say: "FINAL done"},
 	}
 	// Under reject the asking mode (read-only) stays: the unescalated
