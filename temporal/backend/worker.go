@@ -1,4 +1,4 @@
-package main
+package backend
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/acpflow/acpflow/workflows"
 )
 
-func newWorkerCmd(conn *connFlags) *cobra.Command {
+func NewWorkerCmd(conn *Conn) *cobra.Command {
 	var (
 		concurrency int
 		cache       string
@@ -40,7 +40,7 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 			if err != nil {
 				return runcmd.UsageError(err)
 			}
-			cl, err := conn.dial()
+			cl, err := conn.Dial()
 			if err != nil {
 				return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
 			}

@@ -1,4 +1,4 @@
-package main
+package backend
 
 import (
 	"context"
@@ -28,10 +28,10 @@ type temporalFlags struct {
 	id        string
 }
 
-// newRunCmd is acpflow's run command (runcmd: the same flags, views, exit
+// NewRunCmd is acpflow's run command (runcmd: the same flags, views, exit
 // codes, --budget and --output) with the Temporal backend plugged in and
 // no run store: Temporal keeps the runs.
-func newRunCmd(conn *connFlags) *cobra.Command {
+func NewRunCmd(conn *Conn) *cobra.Command {
 	var t temporalFlags
 	return runcmd.New(runcmd.Config{
 		Name: "acpflow-temporal",
@@ -75,13 +75,13 @@ func (t *temporalFlags) check(f *runcmd.Flags) error {
 
 // openTemporal is the Runner of runs on Temporal: the workflow's bundle
 // in the blob store, a client dialled, the Temporal backend.
-func openTemporal(ctx context.Context, conn *connFlags, t *temporalFlags, s runcmd.Setup) (*runs.Runner, func(), error) {
+func openTemporal(ctx context.Context, conn *Conn, t *temporalFlags, s runcmd.Setup) (*runs.Runner, func(), error) {
 	blobs := flow.Blobs{Dir: conn.blobs}
 	bundle, err := flow.NewBundle(blobs, s.File, s.Workflow)
 	if err != nil {
 		return nil, nil, runcmd.UsageError(err)
 	}
-	cl, err := conn.dial()
+	cl, err := conn.Dial()
 	if err != nil {
 		return nil, nil, &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
 	}

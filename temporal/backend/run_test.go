@@ -1,4 +1,4 @@
-package main
+package backend
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func TestTheTemporalBackendNamesRunsAsBefore(t *testing.T) {
 // --heartbeat and --id. cmd/acpflow checks its run is runcmd's too.
 func TestRunHasTheFlagsOfAcpflowRun(t *testing.T) {
 	acpflowRun := runcmd.New(runcmd.Config{Concurrency: 64}).Flags()
-	temporalRun := newRunCmd(&connFlags{}).Flags()
+	temporalRun := NewRunCmd(&Conn{}).Flags()
 	acpflowRun.VisitAll(func(want *pflag.Flag) {
 		got := temporalRun.Lookup(want.Name)
 		switch {
