@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
@@ -40,19 +40,19 @@ var funcs = template.FuncMap{
 		return map[string]any{"Approvals": list, "All": all, "Link": link}
 	},
 	"pretty": prettyJSON,
-	"dur":    runcmd.DurationText,
+	"dur":    cli.DurationText,
 	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	"usage": func(u *engine.RunUsage) string { return runcmd.RunUsageText(u) },
+	"usage": func(u *engine.RunUsage) string { return cli.RunUsageText(u) },
 	"stepUsage": func(u *steps.Usage) string {
 		if u == nil {
 			return "-"
 		}
-		return runcmd.UsageText(u)
+		return cli.UsageText(u)
 	},
 	"cost": func(amount float64, currency string) string {
 		if currency == "" {
@@ -206,8 +206,8 @@ func rowsOf(list []runs.Run) []runRow {
 	for i, r := range list {
 		out[i] = runRow{Run: r, Duration: "-", Usage: "-"}
 		if !r.EndedAt.IsZero() {
-			out[i].Duration = runcmd.DurationText(r.DurationMS)
-			out[i].Usage = runcmd.RunUsageText(r.Usage)
+			out[i].Duration = cli.DurationText(r.DurationMS)
+			out[i].Usage = cli.RunUsageText(r.Usage)
 		}
 	}
 	return out

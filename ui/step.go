@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
@@ -64,7 +64,7 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 		"Title": "step " + stepID + " of run " + id, "Run": d.Run, "Step": rec, "Attempts": attempts,
 		"Running": d.Run.Status.Live(),
 		"Perms":   permViews(rec.Permissions), "Stderr": tail(rec.Stderr, stderrLines),
-		"Duration": runcmd.DurationText(rec.DurationMS),
+		"Duration": cli.DurationText(rec.DurationMS),
 	}
 	if err := s.watchStep(ctx, d, rec, v); err != nil {
 		s.fail(w, http.StatusInternalServerError, err)
@@ -146,7 +146,7 @@ func permViews(ps []store.Permission) []permView {
 
 func permViewOf(p store.Permission) permView {
 	v := permView{Permission: p, Unasked: p.Decision == string(policies.DecisionUnasked),
-		PolicyBy: runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy))}
+		PolicyBy: cli.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy))}
 	for _, l := range p.Locations {
 		loc := l.Path
 		if l.Line > 0 {

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/runs/store"
 )
 
@@ -47,7 +47,7 @@ func elapsed(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return runcmd.DurationText(now.Sub(t).Truncate(time.Second).Milliseconds())
+	return cli.DurationText(now.Sub(t).Truncate(time.Second).Milliseconds())
 }
 
 // liveViews reads what a running step's attempts have written so far.
@@ -113,7 +113,7 @@ func elementRows(evs []runs.Event, stepID string, done []runs.Element, runEnded 
 	for _, d := range done {
 		r := row(d.Index)
 		r.Status, r.Attempts, r.Error, r.Since = d.Status, max(r.Attempts, d.Attempts), d.Error, ""
-		r.Duration = runcmd.DurationText(d.DurationMS)
+		r.Duration = cli.DurationText(d.DurationMS)
 	}
 	for _, r := range byIndex {
 		if r.Status == string(engine.StatusRunning) && runEnded {

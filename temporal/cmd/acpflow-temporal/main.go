@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/cli"
 	_ "github.com/acpflow/acpflow/standard" // every step kind and policy form
 	"github.com/acpflow/acpflow/temporal/backend"
 	"github.com/acpflow/acpflow/temporal/builtin"
@@ -20,10 +20,10 @@ func main() {
 	if served, code := builtin.Serve(os.Args[1:]); served {
 		os.Exit(code)
 	}
-	os.Exit(runcmd.Main(newRootCmd(), "acpflow-temporal", os.Args[1:]))
+	os.Exit(cli.Main(newRootCmd(), "acpflow-temporal", os.Args[1:]))
 }
 
-// newRootCmd is the command tree; runcmd.Main runs it as it runs
+// newRootCmd is the command tree; cli.Main runs it as it runs
 // acpflow's, so that the same error exits with the same code.
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{

@@ -1,8 +1,10 @@
-// Package runcmd is the `run` command of every acpflow binary: its flags,
-// its views (live, plain lines, --json), its exit codes, --budget and
-// --output, with the backend that runs the runs plugged in (runs.Local in
-// acpflow, Temporal's in acpflow-temporal). It links no backend itself.
-package runcmd
+// Package cli is the command line every acpflow binary shares: the `run`
+// command (its flags, its views: live, plain lines, --json; --budget and
+// --output) with the backend that runs the runs plugged in (runs.Local in
+// acpflow, Temporal's in acpflow-temporal), Main's exit codes and usage
+// errors, and the argument checks. It is here, not under runs/, so that
+// runs prints nothing and links no cobra; it links no backend itself.
+package cli
 
 import (
 	"context"
