@@ -18,7 +18,6 @@ import (
 	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -103,7 +102,7 @@ func (s *Server) fail(w http.ResponseWriter, code int, err error) {
 
 // storeCode is the HTTP status of a store error: not found, or the server's.
 func storeCode(err error) int {
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
+	if errors.Is(err, runs.ErrNotFound) || errors.Is(err, runs.ErrAmbiguous) {
 		return http.StatusNotFound
 	}
 	return http.StatusInternalServerError

@@ -13,7 +13,6 @@ import (
 	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/runs/trace"
 	"github.com/acpflow/acpflow/ui/dag"
 	"github.com/acpflow/acpflow/workflows"
@@ -196,7 +195,7 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 // recorded fills in what the store's row of the step says: its state,
 // attempts, error, time, usage, and the marks of its decisions (with
 // pending requests waiting on a person).
-func (sv *stepView) recorded(rec *store.Step, pending int) {
+func (sv *stepView) recorded(rec *runs.Step, pending int) {
 	sv.Recorded, sv.Status, sv.Attempts, sv.Error, sv.Started = true, string(rec.Status), rec.Attempts, rec.Error, rec.StartedAt
 	if !rec.EndedAt.IsZero() {
 		sv.Duration = cli.DurationText(rec.DurationMS)

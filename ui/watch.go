@@ -13,7 +13,6 @@ import (
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/store"
 )
 
 // What watching a run needs beyond the records of what ended: the output
@@ -22,7 +21,7 @@ import (
 // with.
 
 // liveOutputMax bounds the text of a running step its page shows: the
-// newest 64 KiB, read from the end of the event log (store.StepLiveOutput).
+// newest 64 KiB, read from the end of the event log (runs.Service.StepLiveOutput).
 const liveOutputMax = 64 << 10
 
 // liveView is one running attempt's output on the step page.
@@ -152,7 +151,7 @@ const (
 
 // decisionMarks are the marks of a step's recorded decisions, and of its
 // requests pending, in the order the graph draws them.
-func decisionMarks(perms []store.Permission, pending int) []string {
+func decisionMarks(perms []runs.Permission, pending int) []string {
 	var rejected, unasked bool
 	for _, p := range perms {
 		switch policies.Decision(p.Decision) {
@@ -177,11 +176,11 @@ func decisionMarks(perms []store.Permission, pending int) []string {
 
 // pendingByStep counts a run's requests waiting on a person (approvals
 // still pending before their deadline), by step.
-func pendingByStep(list []store.Approval) map[string]int {
+func pendingByStep(list []runs.Approval) map[string]int {
 	var m map[string]int
 	now := time.Now()
 	for _, a := range list {
-		if a.Status == store.ApprovalPending && a.Deadline.After(now) {
+		if a.Status == runs.ApprovalPending && a.Deadline.After(now) {
 			if m == nil {
 				m = map[string]int{}
 			}

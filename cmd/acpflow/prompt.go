@@ -23,7 +23,6 @@ import (
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -371,7 +370,7 @@ func unknownAgent(name string) error {
 func writePromptWorkflow(state, name string, src []byte) (string, error) {
 	if state == "" {
 		var err error
-		if state, err = store.DefaultPath(); err != nil {
+		if state, err = runs.DefaultPath(); err != nil {
 			return "", err
 		}
 	}

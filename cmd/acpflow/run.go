@@ -56,7 +56,7 @@ func openLocal(ctx context.Context, s cli.Setup) (*runs.Runner, func(), error) {
 	r := svc.Runner()
 	r.Outer = outer
 	// The process exits when run returns: the store's writes are done, its
-	// checkpoint is not waited for (store.Store.CloseForExit).
+	// checkpoint is not waited for (runs.Service.CloseForExit).
 	end := func() { r.Close(); svc.CloseForExit() }
 	if err := r.ResolveReplays(ctx, s.Workflow); err != nil {
 		end()

@@ -20,7 +20,6 @@ import (
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -395,7 +394,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 // printPermission prints a step's permission record on a line: the
 // decision on a request and the option it chose, or, for a tool the agent
 // ran without asking, what the policy would have decided.
-func printPermission(w io.Writer, p store.Permission) {
+func printPermission(w io.Writer, p runs.Permission) {
 	if p.Decision == string(policies.DecisionUnasked) {
 		what := p.Command
 		if what == "" {

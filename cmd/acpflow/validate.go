@@ -11,7 +11,7 @@ import (
 	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
-	"github.com/acpflow/acpflow/runs/store"
+	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -72,7 +72,7 @@ NAME is not set (it renders as ""). run prints the same warnings.`,
 				}
 				// Its sandboxes' paths, as run would check them in this
 				// directory, under this outer policy.
-				check := steps.SandboxCheck{Workspace: workspace, Outer: outer, Sandbox: wf.Sandbox, StateFiles: store.Files("")}
+				check := steps.SandboxCheck{Workspace: workspace, Outer: outer, Sandbox: wf.Sandbox, StateFiles: runs.StateFiles("")}
 				if err := judge.CheckSandboxes(check); err != nil {
 					errs = append(errs, err)
 					continue
