@@ -41,13 +41,9 @@ answer link: the first answer wins.`,
 				return err
 			}
 			if jsonOut {
-				out := make([]map[string]any, len(list))
-				for i, a := range list {
-					out[i] = runs.ApprovalJSON(a)
-				}
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return enc.Encode(runs.ApprovalsJSON(list))
 			}
 			printApprovals(cmd.OutOrStdout(), list)
 			return nil
@@ -119,11 +115,7 @@ as late. The waiting step reads the answer within 200 ms.`,
 			case err != nil:
 				return cli.UsageError(err)
 			}
-			scope := ""
-			if a.ForRun {
-				scope = " for the rest of the run"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "approval %s: %s%s (run %s, step %s)\n", a.ID, a.Decision, scope, a.RunID, a.StepID)
+			fmt.Fprintf(cmd.OutOrStdout(), "approval %s: %s (run %s, step %s)\n", a.ID, runs.AnswerText(a), a.RunID, a.StepID)
 			return nil
 		},
 	}
