@@ -86,11 +86,14 @@ func TestCommandsAndUINameNoRunStore(t *testing.T) {
 
 // Covers issue 41: runs prints nothing and links no command line: no
 // package under runs/ has cobra among its dependencies (the run command
-// and its views are cli's).
-func TestRunsLinksNoCobra(t *testing.T) {
-	for pkg, imports := range importsOf(t, "{{join .Imports \" \"}}", "-deps", "./runs/...") {
-		if slices.Contains(imports, "github.com/spf13/cobra") {
-			t.Errorf("runs/... links cobra: %s, among its dependencies, imports it; the command line belongs in cli", pkg)
+// and its views are cli's); nor has the web UI, which words what it shows
+// with cli/words.
+func TestRunsAndTheUILinkNoCobra(t *testing.T) {
+	for _, pattern := range []string{"./runs/...", "./ui/..."} {
+		for pkg, imports := range importsOf(t, "{{join .Imports \" \"}}", "-deps", pattern) {
+			if slices.Contains(imports, "github.com/spf13/cobra") {
+				t.Errorf("%s links cobra: %s, among its dependencies, imports it; the command line belongs in cli", pattern, pkg)
+			}
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acpflow/acpflow/cli"
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/steps"
@@ -39,19 +39,19 @@ var funcs = template.FuncMap{
 		return map[string]any{"Approvals": list, "All": all, "Link": link}
 	},
 	"pretty": prettyJSON,
-	"dur":    cli.DurationText,
+	"dur":    words.Duration,
 	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	"usage": func(u *engine.RunUsage) string { return cli.RunUsageText(u) },
+	"usage": func(u *engine.RunUsage) string { return words.RunUsage(u) },
 	"stepUsage": func(u *steps.Usage) string {
 		if u == nil {
 			return "-"
 		}
-		return cli.UsageText(u)
+		return words.Usage(u)
 	},
 	"cost": func(amount float64, currency string) string {
 		if currency == "" {
@@ -205,8 +205,8 @@ func rowsOf(list []runs.Run) []runRow {
 	for i, r := range list {
 		out[i] = runRow{Run: r, Duration: "-", Usage: "-"}
 		if !r.EndedAt.IsZero() {
-			out[i].Duration = cli.DurationText(r.DurationMS)
-			out[i].Usage = cli.RunUsageText(r.Usage)
+			out[i].Duration = words.Duration(r.DurationMS)
+			out[i].Usage = words.RunUsage(r.Usage)
 		}
 	}
 	return out

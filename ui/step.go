@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acpflow/acpflow/cli"
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
@@ -63,7 +63,7 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 		"Title": "step " + stepID + " of run " + id, "Run": d.Run, "Step": rec, "Attempts": attempts,
 		"Running": d.Run.Status.Live(),
 		"Perms":   permViews(rec.Permissions), "Stderr": tail(rec.Stderr, stderrLines),
-		"Duration": cli.DurationText(rec.DurationMS),
+		"Duration": words.Duration(rec.DurationMS),
 	}
 	if err := s.watchStep(ctx, d, rec, v); err != nil {
 		s.fail(w, http.StatusInternalServerError, err)
@@ -145,7 +145,7 @@ func permViews(ps []runs.Permission) []permView {
 
 func permViewOf(p runs.Permission) permView {
 	v := permView{Permission: p, Unasked: p.Decision == string(policies.DecisionUnasked),
-		PolicyBy: cli.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy))}
+		PolicyBy: words.Policy(policies.Layer(p.Layer), policies.Source(p.Policy))}
 	for _, l := range p.Locations {
 		loc := l.Path
 		if l.Line > 0 {

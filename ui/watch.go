@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acpflow/acpflow/cli"
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
@@ -46,7 +46,7 @@ func elapsed(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return cli.DurationText(now.Sub(t).Truncate(time.Second).Milliseconds())
+	return words.Duration(now.Sub(t).Truncate(time.Second).Milliseconds())
 }
 
 // liveViews reads what a running step's attempts have written so far.
@@ -112,7 +112,7 @@ func elementRows(evs []runs.Event, stepID string, done []runs.Element, runEnded 
 	for _, d := range done {
 		r := row(d.Index)
 		r.Status, r.Attempts, r.Error, r.Since = d.Status, max(r.Attempts, d.Attempts), d.Error, ""
-		r.Duration = cli.DurationText(d.DurationMS)
+		r.Duration = words.Duration(d.DurationMS)
 	}
 	for _, r := range byIndex {
 		if r.Status == string(engine.StatusRunning) && runEnded {

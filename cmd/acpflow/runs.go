@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/cli"
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/internal/termtext"
@@ -116,7 +117,7 @@ func printBatch(w io.Writer, b *runs.Batch, rs []runs.Run) {
 		ran = append(ran, !r.EndedAt.IsZero())
 	}
 	if sum := engine.SumUsage(usages, ran); sum != nil {
-		fmt.Fprintf(w, "  usage: %s\n", strings.Replace(cli.RunUsageText(sum), "step(s)", "run(s)", 1))
+		fmt.Fprintf(w, "  usage: %s\n", strings.Replace(words.RunUsage(sum), "step(s)", "run(s)", 1))
 	}
 	printRuns(w, rs)
 }
@@ -126,14 +127,14 @@ func runUsageCell(r runs.Run) string {
 	if r.EndedAt.IsZero() {
 		return "-"
 	}
-	return cli.RunUsageText(r.Usage)
+	return words.RunUsage(r.Usage)
 }
 
 func duration(r runs.Run) string {
 	if r.EndedAt.IsZero() {
 		return "-"
 	}
-	return cli.DurationText(r.DurationMS)
+	return words.Duration(r.DurationMS)
 }
 
 func writeJSONLines[T any](w io.Writer, items []T, conv func(T) map[string]any) error {
@@ -342,7 +343,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 		fmt.Fprintf(w, "  error:     %s\n", cli.IndentLines(r.Error, "    "))
 	}
 	if !r.EndedAt.IsZero() {
-		fmt.Fprintf(w, "  usage:     %s\n", cli.RunUsageText(r.Usage))
+		fmt.Fprintf(w, "  usage:     %s\n", words.RunUsage(r.Usage))
 	}
 	for _, wt := range d.Worktrees {
 		fmt.Fprintf(w, "  worktree:  %s\n", worktreeText(wt))
@@ -357,7 +358,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 		if st.StopReason != "" {
 			fmt.Fprintf(w, " (%s)", termtext.Line(st.StopReason, kindMax))
 		}
-		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, cli.DurationText(st.DurationMS))
+		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, words.Duration(st.DurationMS))
 		if st.SessionID != "" {
 			fmt.Fprintf(w, "  session: %s\n", termtext.Line(st.SessionID, idMax))
 		}
@@ -401,7 +402,7 @@ func printPermission(w io.Writer, p runs.Permission) {
 			what = p.Title
 		}
 		fmt.Fprintf(w, "  unasked %s %s: ran without asking%s; the policy would %s (%s, rule %s)", termtext.Line(p.Kind, kindMax),
-			termtext.Quote(what, commandMax), cli.UnaskedEnd(p.Status), p.Would, cli.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+			termtext.Quote(what, commandMax), cli.UnaskedEnd(p.Status), p.Would, words.Policy(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
 		if p.Reason != "" {
 			fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
 		}
@@ -413,7 +414,7 @@ func printPermission(w io.Writer, p runs.Permission) {
 		opt = "cancelled"
 	}
 	fmt.Fprintf(w, "  permission %s %s: %s -> %s (%s, rule %s)", termtext.Line(p.Kind, kindMax), termtext.Quote(p.Title, titleMax),
-		p.Decision, termtext.Line(opt, idMax), cli.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+		p.Decision, termtext.Line(opt, idMax), words.Policy(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
 	if p.Reason != "" {
 		fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
 	}
@@ -528,7 +529,7 @@ func printElements(w io.Writer, outputs any, status engine.Status, done []runs.E
 		if el.Error != "" {
 			what = "error: " + termtext.Line(headLine(el.Error), elementHeadMax)
 		}
-		fmt.Fprintf(tw, "    #%d\t%s\t%d attempt(s)\t%s\t%s\n", i, el.Status, el.Attempts, cli.DurationText(el.DurationMS), what)
+		fmt.Fprintf(tw, "    #%d\t%s\t%d attempt(s)\t%s\t%s\n", i, el.Status, el.Attempts, words.Duration(el.DurationMS), what)
 	}
 	tw.Flush()
 	io.WriteString(w, buf.String())

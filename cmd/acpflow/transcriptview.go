@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acpflow/acpflow/cli"
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/internal/bytesize"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
@@ -231,7 +232,7 @@ func (v *transcriptView) permission(m transcript.Message, arrow string, r *rpc) 
 	if rec.Outcome != "selected" {
 		answer = "cancelled"
 	}
-	by := cli.PolicyName(rec.Layer, rec.Policy)
+	by := words.Policy(rec.Layer, rec.Policy)
 	if rec.Rule != "" {
 		by += ", rule " + rec.Rule
 	}
@@ -252,7 +253,7 @@ func (v *transcriptView) unasked(toolCallID string) {
 	}
 	rec := recs[0]
 	v.records[k] = recs[1:]
-	by := cli.PolicyName(rec.Layer, rec.Policy)
+	by := words.Policy(rec.Layer, rec.Policy)
 	if rec.Rule != "" {
 		by += ", rule " + rec.Rule
 	}
