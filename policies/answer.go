@@ -9,13 +9,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acpflow/acpflow/decisions"
 	"github.com/acpflow/acpflow/internal/suggest"
 )
 
 // Outcomes of a permission answer, as ACP names them.
 const (
-	OutcomeSelected  = "selected"
-	OutcomeCancelled = "cancelled"
+	OutcomeSelected  = decisions.OutcomeSelected
+	OutcomeCancelled = decisions.OutcomeCancelled
 )
 
 // The rules of the records of requests acpflow answered itself, asking no
@@ -47,15 +48,6 @@ func AnsweredItself(rule string) bool {
 // reasonNoOption is recorded when the chosen family had no option, so the
 // agent got `cancelled` although the policy asked for something else.
 const reasonNoOption = "no matching option"
-
-// Valid reports whether d is one of the six decisions of docs/policies.md#permission-policies.
-func (d Decision) Valid() bool {
-	switch d {
-	case Allow, AllowAlways, Reject, RejectAlways, Cancel, Ask:
-		return true
-	}
-	return false
-}
 
 // ParseDecision reads one of the six decision words, as written after
 // `then:` in a rule or answered by a WASM module.

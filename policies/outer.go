@@ -7,15 +7,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/acpflow/acpflow/decisions"
 )
 
 // Layer says which layer of policy decided a permission: an outer policy
 // file, or the workflow's own policy (docs/policies.md#the-outer-policy).
-type Layer string
+type Layer = decisions.Layer
 
 const (
-	LayerOuter    Layer = "outer"    // an outer policy file decided, and its decision was final
-	LayerWorkflow Layer = "workflow" // the workflow's policy (its own, a step's, or the default)
+	LayerOuter    = decisions.LayerOuter    // an outer policy file decided, and its decision was final
+	LayerWorkflow = decisions.LayerWorkflow // the workflow's policy (its own, a step's, or the default)
 )
 
 // OuterPolicy is one file of the outer policy: a policy set outside the

@@ -5,29 +5,32 @@ import (
 	"time"
 
 	gojson "github.com/goccy/go-json"
+
+	"github.com/acpflow/acpflow/decisions"
 )
 
-// Decision is what a permission policy chose (docs/policies.md#permission-policies).
-type Decision string
+// The records of decisions are the decisions package's (a leaf that
+// internal/transcript and the store share); policies makes them.
+type (
+	// Decision is what a permission policy chose (docs/policies.md#permission-policies).
+	Decision = decisions.Decision
+	// ToolLocation is one file a tool call touches.
+	ToolLocation = decisions.ToolLocation
+	// PermissionRecord is the record of one answered permission (docs/results.md).
+	PermissionRecord = decisions.Permission
+)
 
 const (
-	Allow        Decision = "allow"         // first allow_once; never an allow_always
-	AllowAlways  Decision = "allow_always"  // first allow_always, else first allow_once
-	Reject       Decision = "reject"        // first reject_once, else first reject_always
-	RejectAlways Decision = "reject_always" // first reject_always, else first reject_once
-	Cancel       Decision = "cancel"        // answer the `cancelled` outcome
+	Allow        = decisions.Allow        // first allow_once; never an allow_always
+	AllowAlways  = decisions.AllowAlways  // first allow_always, else first allow_once
+	Reject       = decisions.Reject       // first reject_once, else first reject_always
+	RejectAlways = decisions.RejectAlways // first reject_always, else first reject_once
+	Cancel       = decisions.Cancel       // answer the `cancelled` outcome
 	// Ask puts the request to a person, who picks one of the agent's
 	// options; with no one to ask, the policy's ask-fallback decides
 	// (AnswerAsking).
-	Ask Decision = "ask"
+	Ask = decisions.Ask
 )
-
-// ToolLocation is one file a tool call touches.
-type ToolLocation struct {
-	Path        string `json:"path"`
-	Line        int    `json:"line"`
-	InWorkspace bool   `json:"in_workspace"`
-}
 
 // Tool is the tool call a permission is asked for, flattened for rules.
 type Tool struct {
@@ -74,50 +77,6 @@ type Verdict struct {
 // concurrent use: one policy serves every step that names it.
 type Permission interface {
 	DecidePermission(ctx context.Context, req *PermissionRequest) (Verdict, error)
-}
-
-// PermissionRecord is the record of one answered permission (docs/results.md).
-type PermissionRecord struct {
-	ToolCallID string `json:"tool_call_id"`
-	Kind       string `json:"kind"`
-	Title      string `json:"title"`
-	// Command and Locations are the tool's, as the policy saw them.
-	Command   string         `json:"command"`
-	Locations []ToolLocation `json:"locations"`
-	Decision  Decision       `json:"decision"`
-	// Would is, for a call that ran without asking (Decision
-	// DecisionUnasked), what the policy decides for it; else "".
-	Would Decision `json:"would,omitempty"`
-	// Status is, for a call that ran without asking, the status the
-	// agent reported it ended with: "completed", or "failed" (a call that
-	// started and failed, recorded all the same); else "".
-	Status   string `json:"status,omitempty"`
-	Outcome  string `json:"outcome"`   // "selected" or "cancelled"; "" for an unasked call
-	OptionID string `json:"option_id"` // empty when cancelled
-	// Layer is which layer decided: LayerOuter (an outer policy file,
-	// named by Policy) or LayerWorkflow.
-	Layer Layer `json:"layer"`
-	// Policy is where the policy that decided was configured: workflow,
-	// step or default, or, with LayerOuter, the outer policy file.
-	Policy Source `json:"policy"`
-	Rule   string `json:"rule"`
-	Reason string `json:"reason"`
-	// Ask says who answered when the policy decided ask: "person" (the
-	// option a person picked), "grant" (an earlier answer given for the
-	// rest of the run), "fallback" (no one to ask, or no answer within
-	// the ask-timeout: the policy's ask-fallback) or "unanswered" (the
-	// turn ended while waiting); Decision is then what the answer amounts
-	// to.
-	Ask string `json:"ask,omitempty"`
-	// Approval is the id of the pending approval the request was (or, for
-	// a grant, once was) put to people under (docs/policies.md#approvals).
-	Approval string `json:"approval_id,omitempty"`
-	// AnsweredBy is which approver answered: terminal, ui, webhook or cli.
-	AnsweredBy string `json:"answered_by,omitempty"`
-	// AnsweredAt is when, RFC 3339 in UTC.
-	AnsweredAt string `json:"answered_at,omitempty"`
-	// PolicyStderr is what a WASM policy module wrote to stderr.
-	PolicyStderr string `json:"policy_stderr,omitempty"`
 }
 
 // DecodePermissionRequest decodes a permission request from its JSON

@@ -8,14 +8,16 @@
 // silently allowed.
 package policies
 
+import "github.com/acpflow/acpflow/decisions"
+
 // Source says which configuration a policy came from; it is recorded with
 // every decision (docs/results.md `policy`).
-type Source string
+type Source = decisions.Source
 
 const (
-	SourceWorkflow Source = "workflow" // policies: at the top of the workflow file
-	SourceStep     Source = "step"     // policies: on the step, replacing the workflow's
-	SourceDefault  Source = "default"  // nothing configured: the built-in default
+	SourceWorkflow = decisions.SourceWorkflow // policies: at the top of the workflow file
+	SourceStep     = decisions.SourceStep     // policies: on the step, replacing the workflow's
+	SourceDefault  = decisions.SourceDefault  // nothing configured: the built-in default
 )
 
 // Request is what every policy call knows about its context (docs/policies.md#permission-policies).

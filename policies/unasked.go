@@ -3,6 +3,8 @@ package policies
 import (
 	"context"
 	"strings"
+
+	"github.com/acpflow/acpflow/decisions"
 )
 
 // Unasked is what a permission policy says of a tool call that ran
@@ -22,7 +24,7 @@ const (
 
 // DecisionUnasked is the Decision of the record of a tool call that ran
 // without asking; its Would says what the policy decides for it.
-const DecisionUnasked Decision = "unasked"
+const DecisionUnasked = decisions.Unasked
 
 // unaskedWords are the values `unasked:` takes.
 var unaskedWords = []string{string(UnaskedFail), string(UnaskedRecord)}

@@ -94,3 +94,23 @@ func TestAGrantForACallWithNoCommandCoversItsFilesOnly(t *testing.T) {
 		t.Errorf("an edit of another file was granted: %+v", g)
 	}
 }
+
+// `acpflow approve` and the web UI confirm an answer in the same words,
+// and `acpflow approvals --json` and GET /api/approvals print the same
+// array, [] (never null) when nothing is pending.
+func TestTheCLIAndTheUIWordAnAnswerAlike(t *testing.T) {
+	once := Approval{Decision: "reject"}
+	grant := Approval{Decision: "allow", ForRun: true}
+	if got := AnswerText(once); got != "reject" {
+		t.Errorf("an answer for this request: %q", got)
+	}
+	if got := AnswerText(grant); got != "allow for the rest of the run" {
+		t.Errorf("a grant: %q", got)
+	}
+	if got := ApprovalsJSON(nil); got == nil || len(got) != 0 {
+		t.Errorf("no approvals: %#v, want an empty array", got)
+	}
+	if got := ApprovalsJSON([]Approval{grant}); len(got) != 1 || got[0]["status"] != grant.Status {
+		t.Errorf("one approval: %#v", got)
+	}
+}

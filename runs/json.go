@@ -116,6 +116,25 @@ func elementsJSON(done []Element) []map[string]any {
 	return out
 }
 
+// ApprovalsJSON is a list of approvals as `acpflow approvals --json` and
+// the web UI's API give it: an array, empty when none is pending.
+func ApprovalsJSON(list []Approval) []map[string]any {
+	out := make([]map[string]any, len(list))
+	for i, a := range list {
+		out[i] = ApprovalJSON(a)
+	}
+	return out
+}
+
+// AnswerText words an approval's answer as `acpflow approve` and the web
+// UI confirm it: "allow", or "allow for the rest of the run" for a grant.
+func AnswerText(a Approval) string {
+	if a.ForRun {
+		return a.Decision + " for the rest of the run"
+	}
+	return a.Decision
+}
+
 // ApprovalJSON is an approval as `approvals --json`, `show --json`,
 // export and the web UI's API give it (docs/policies.md#approvals).
 func ApprovalJSON(a Approval) map[string]any {

@@ -98,13 +98,13 @@ type Spec struct {
 
 // StateFiles are acpflow's own files that every sandbox of the Runner's
 // runs denies (engine.Options.StateFiles): its store's and the state
-// directory's (store.Files).
+// directory's (StateFiles).
 func (r *Runner) StateFiles() []string {
 	path := ""
 	if r.Store != nil {
 		path = r.Store.Path()
 	}
-	return store.Files(path)
+	return StateFiles(path)
 }
 
 // InvalidError is a request that cannot be done as given (an invalid or

@@ -24,6 +24,10 @@ type (
 	BatchLine = store.BatchLine
 	// Filter selects recorded runs (`acpflow runs --status …`).
 	Filter = store.Filter
+	// Step is a run's recorded step, as `acpflow show` and the UI show it.
+	Step = store.Step
+	// Permission is a step's recorded permission decision.
+	Permission = store.Permission
 )
 
 // KindBatch is what Service.ResolveID says of a batch's id (KindRun of a
@@ -36,6 +40,24 @@ const (
 // ErrSucceeded is what resuming a run that already succeeded returns
 // (wrapped).
 var ErrSucceeded = store.ErrSucceeded
+
+// What Service.ResolveID and the readers of a run return (wrapped) for an
+// id the store does not hold, or a prefix of more than one.
+var (
+	ErrNotFound  = store.ErrNotFound
+	ErrAmbiguous = store.ErrAmbiguous
+)
+
+// DefaultPath is where the run store is when --state is not given
+// (docs/cli.md): a command that keeps files beside it (`acpflow prompt`'s
+// workflows) finds the directory without opening the store.
+func DefaultPath() (string, error) { return store.DefaultPath() }
+
+// StateFiles are acpflow's own files that no sandbox may read
+// (docs/sandbox.md): the store at path ("": the default one) with its
+// SQLite files, and the state directory's entries. `acpflow validate`
+// checks sandboxes against them as run does.
+func StateFiles(path string) []string { return store.Files(path) }
 
 // Service is the run service over one run store: what the commands read
 // of it (runs, a run's detail, a batch, transcripts) and the Runners that

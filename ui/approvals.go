@@ -63,11 +63,7 @@ func (s *Server) apiApprovals(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": err.Error()})
 		return
 	}
-	out := make([]map[string]any, len(list))
-	for i, a := range list {
-		out[i] = runs.ApprovalJSON(a)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, runs.ApprovalsJSON(list))
 }
 
 // answerRequest is the body of POST /api/approvals/ID.
@@ -108,12 +104,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, d pol
 	case err != nil:
 		writeJSON(w, storeCode(err), map[string]any{"error": err.Error()})
 	default:
-		scope := ""
-		if a.ForRun {
-			scope = " for the rest of the run"
-		}
 		writeJSON(w, http.StatusOK, map[string]any{"approval": runs.ApprovalJSON(a),
-			"message": fmt.Sprintf("%s%s: step %s of run %s goes on", a.Decision, scope, a.StepID, a.RunID)})
+			"message": fmt.Sprintf("%s: step %s of run %s goes on", runs.AnswerText(a), a.StepID, a.RunID)})
 	}
 }
 

@@ -15,10 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
-	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -40,19 +39,19 @@ var funcs = template.FuncMap{
 		return map[string]any{"Approvals": list, "All": all, "Link": link}
 	},
 	"pretty": prettyJSON,
-	"dur":    runcmd.DurationText,
+	"dur":    words.Duration,
 	"when": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	"usage": func(u *engine.RunUsage) string { return runcmd.RunUsageText(u) },
+	"usage": func(u *engine.RunUsage) string { return words.RunUsage(u) },
 	"stepUsage": func(u *steps.Usage) string {
 		if u == nil {
 			return "-"
 		}
-		return runcmd.UsageText(u)
+		return words.Usage(u)
 	},
 	"cost": func(amount float64, currency string) string {
 		if currency == "" {
@@ -103,7 +102,7 @@ func (s *Server) fail(w http.ResponseWriter, code int, err error) {
 
 // storeCode is the HTTP status of a store error: not found, or the server's.
 func storeCode(err error) int {
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
+	if errors.Is(err, runs.ErrNotFound) || errors.Is(err, runs.ErrAmbiguous) {
 		return http.StatusNotFound
 	}
 	return http.StatusInternalServerError
@@ -206,8 +205,8 @@ func rowsOf(list []runs.Run) []runRow {
 	for i, r := range list {
 		out[i] = runRow{Run: r, Duration: "-", Usage: "-"}
 		if !r.EndedAt.IsZero() {
-			out[i].Duration = runcmd.DurationText(r.DurationMS)
-			out[i].Usage = runcmd.RunUsageText(r.Usage)
+			out[i].Duration = words.Duration(r.DurationMS)
+			out[i].Usage = words.RunUsage(r.Usage)
 		}
 	}
 	return out

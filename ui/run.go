@@ -10,10 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
-	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/runs/trace"
 	"github.com/acpflow/acpflow/ui/dag"
 	"github.com/acpflow/acpflow/workflows"
@@ -141,7 +140,7 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 	v := &runView{Title: "run " + run.ID, Run: run, Running: run.Status.Live(), Duration: "-", Usage: "-",
 		TraceURL: trace.Link(s.cfg.TraceURL, run.TraceID)}
 	if !run.EndedAt.IsZero() {
-		v.Duration, v.Usage = runcmd.DurationText(run.DurationMS), runcmd.RunUsageText(run.Usage)
+		v.Duration, v.Usage = words.Duration(run.DurationMS), words.RunUsage(run.Usage)
 	}
 	v.Commands = runCommands(run)
 	v.Approvals = approvalViews(d.Approvals)
@@ -196,13 +195,13 @@ func (s *Server) runView(ctx context.Context, ref string) (*runView, int, error)
 // recorded fills in what the store's row of the step says: its state,
 // attempts, error, time, usage, and the marks of its decisions (with
 // pending requests waiting on a person).
-func (sv *stepView) recorded(rec *store.Step, pending int) {
+func (sv *stepView) recorded(rec *runs.Step, pending int) {
 	sv.Recorded, sv.Status, sv.Attempts, sv.Error, sv.Started = true, string(rec.Status), rec.Attempts, rec.Error, rec.StartedAt
 	if !rec.EndedAt.IsZero() {
-		sv.Duration = runcmd.DurationText(rec.DurationMS)
+		sv.Duration = words.Duration(rec.DurationMS)
 	}
 	if rec.Usage != nil {
-		sv.Usage = runcmd.UsageText(rec.Usage)
+		sv.Usage = words.Usage(rec.Usage)
 	}
 	sv.Marks = decisionMarks(rec.Permissions, pending)
 }
@@ -445,7 +444,7 @@ func buildTimeline(run runs.Run, evs []runs.Event, now time.Time) *timeline {
 		x := int(float64(t.Sub(start)) / float64(total) * tlBars)
 		return min(max(x, 0), tlBars)
 	}
-	tl := &timeline{Width: tlLabel + tlBars + 10, Span: runcmd.DurationText(total.Milliseconds())}
+	tl := &timeline{Width: tlLabel + tlBars + 10, Span: words.Duration(total.Milliseconds())}
 	for i, a := range spans {
 		turnEnd := a.turnEnd
 		if turnEnd.IsZero() {
@@ -455,7 +454,7 @@ func buildTimeline(run runs.Run, evs []runs.Event, now time.Time) *timeline {
 		y := tlAxis + 4 + i*tlRow
 		row := timelineRow{Label: a.label, Status: a.status, Y: y, TextY: y + 13,
 			X: tlLabel + x, TurnW: max(tx-x, 2), DownX: tlLabel + tx, DownW: ex - tx,
-			Turn: runcmd.DurationText(turnEnd.Sub(a.start).Milliseconds()), Teardown: runcmd.DurationText(a.end.Sub(turnEnd).Milliseconds()),
+			Turn: words.Duration(turnEnd.Sub(a.start).Milliseconds()), Teardown: words.Duration(a.end.Sub(turnEnd).Milliseconds()),
 			Open: a.status == "running"}
 		tl.Rows = append(tl.Rows, row)
 	}

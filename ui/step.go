@@ -8,12 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
-	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -27,7 +26,7 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 	st := s.cfg.Store
 	id, kind, err := st.ResolveID(ctx, r.PathValue("id"))
 	if err == nil && kind == runs.KindBatch {
-		err = fmt.Errorf("%s is a batch, not a run: %w", id, store.ErrNotFound)
+		err = fmt.Errorf("%s is a batch, not a run: %w", id, runs.ErrNotFound)
 	}
 	if err != nil {
 		s.fail(w, storeCode(err), err)
@@ -39,7 +38,7 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stepID := r.PathValue("step")
-	var rec *store.Step
+	var rec *runs.Step
 	for i := range d.Steps {
 		if d.Steps[i].StepID == stepID {
 			rec = &d.Steps[i]
@@ -64,7 +63,7 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 		"Title": "step " + stepID + " of run " + id, "Run": d.Run, "Step": rec, "Attempts": attempts,
 		"Running": d.Run.Status.Live(),
 		"Perms":   permViews(rec.Permissions), "Stderr": tail(rec.Stderr, stderrLines),
-		"Duration": runcmd.DurationText(rec.DurationMS),
+		"Duration": words.Duration(rec.DurationMS),
 	}
 	if err := s.watchStep(ctx, d, rec, v); err != nil {
 		s.fail(w, http.StatusInternalServerError, err)
@@ -83,7 +82,7 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 // watchStep adds to a step page's values what watching it needs: its
 // elements in index order with their items and, while it runs, its elapsed
 // time and the output its attempts have written so far.
-func (s *Server) watchStep(ctx context.Context, d *runs.RunDetail, rec *store.Step, v map[string]any) error {
+func (s *Server) watchStep(ctx context.Context, d *runs.RunDetail, rec *runs.Step, v map[string]any) error {
 	st, now := s.cfg.Store, time.Now()
 	els, err := st.Elements(ctx, d.Run.ID)
 	if err != nil {
@@ -130,13 +129,13 @@ func tail(s string, n int) string {
 
 // permView is one permission record as the page shows it.
 type permView struct {
-	store.Permission
+	runs.Permission
 	Unasked   bool
 	PolicyBy  string // "workflow policy", "outer policy FILE", ...
 	Locations []string
 }
 
-func permViews(ps []store.Permission) []permView {
+func permViews(ps []runs.Permission) []permView {
 	out := make([]permView, len(ps))
 	for i, p := range ps {
 		out[i] = permViewOf(p)
@@ -144,9 +143,9 @@ func permViews(ps []store.Permission) []permView {
 	return out
 }
 
-func permViewOf(p store.Permission) permView {
+func permViewOf(p runs.Permission) permView {
 	v := permView{Permission: p, Unasked: p.Decision == string(policies.DecisionUnasked),
-		PolicyBy: runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy))}
+		PolicyBy: words.Policy(policies.Layer(p.Layer), policies.Source(p.Policy))}
 	for _, l := range p.Locations {
 		loc := l.Path
 		if l.Line > 0 {
@@ -250,7 +249,7 @@ type sessionUpdate struct {
 // chunks is joined into one entry per stretch, a tool call's updates are
 // folded into its entry, and the step's permission records are put with
 // the tool call they decided (unasked ones too).
-func attemptOf(t *transcript.Step, perms []store.Permission) attemptView {
+func attemptOf(t *transcript.Step, perms []runs.Permission) attemptView {
 	label := t.Step
 	if t.Index != nil {
 		label += fmt.Sprintf("[%d]", *t.Index)

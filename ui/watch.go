@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
-	"github.com/acpflow/acpflow/runs/store"
 )
 
 // What watching a run needs beyond the records of what ended: the output
@@ -22,7 +21,7 @@ import (
 // with.
 
 // liveOutputMax bounds the text of a running step its page shows: the
-// newest 64 KiB, read from the end of the event log (store.StepLiveOutput).
+// newest 64 KiB, read from the end of the event log (runs.Service.StepLiveOutput).
 const liveOutputMax = 64 << 10
 
 // liveView is one running attempt's output on the step page.
@@ -47,7 +46,7 @@ func elapsed(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return runcmd.DurationText(now.Sub(t).Truncate(time.Second).Milliseconds())
+	return words.Duration(now.Sub(t).Truncate(time.Second).Milliseconds())
 }
 
 // liveViews reads what a running step's attempts have written so far.
@@ -113,7 +112,7 @@ func elementRows(evs []runs.Event, stepID string, done []runs.Element, runEnded 
 	for _, d := range done {
 		r := row(d.Index)
 		r.Status, r.Attempts, r.Error, r.Since = d.Status, max(r.Attempts, d.Attempts), d.Error, ""
-		r.Duration = runcmd.DurationText(d.DurationMS)
+		r.Duration = words.Duration(d.DurationMS)
 	}
 	for _, r := range byIndex {
 		if r.Status == string(engine.StatusRunning) && runEnded {
@@ -152,7 +151,7 @@ const (
 
 // decisionMarks are the marks of a step's recorded decisions, and of its
 // requests pending, in the order the graph draws them.
-func decisionMarks(perms []store.Permission, pending int) []string {
+func decisionMarks(perms []runs.Permission, pending int) []string {
 	var rejected, unasked bool
 	for _, p := range perms {
 		switch policies.Decision(p.Decision) {
@@ -177,11 +176,11 @@ func decisionMarks(perms []store.Permission, pending int) []string {
 
 // pendingByStep counts a run's requests waiting on a person (approvals
 // still pending before their deadline), by step.
-func pendingByStep(list []store.Approval) map[string]int {
+func pendingByStep(list []runs.Approval) map[string]int {
 	var m map[string]int
 	now := time.Now()
 	for _, a := range list {
-		if a.Status == store.ApprovalPending && a.Deadline.After(now) {
+		if a.Status == runs.ApprovalPending && a.Deadline.After(now) {
 			if m == nil {
 				m = map[string]int{}
 			}

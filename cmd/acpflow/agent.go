@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/internal/demoagent"
 	"github.com/acpflow/acpflow/internal/replayagent"
 	"github.com/acpflow/acpflow/internal/suggest"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
@@ -30,7 +30,7 @@ func newAgentCmd() *cobra.Command {
 		Short: "The deterministic demo agent: offline, no key",
 		Example: `  # what a workflow's builtin: demo starts; probe it as any agent
   acpflow probe -- acpflow agent demo`,
-		Args: runcmd.Args(""),
+		Args: cli.Args(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
@@ -47,7 +47,7 @@ with stop reason refusal, saying so on stderr and as the turn's last message
 (docs/transcripts.md#replay).`,
 		Example: `  acpflow export 20261202T180412-3f9a -o review.transcript.json
   acpflow probe -- acpflow agent replay review.transcript.json review`,
-		Args: runcmd.Args("a transcript file that acpflow export wrote, and a step id in it", "FILE", "STEP"),
+		Args: cli.Args("a transcript file that acpflow export wrote, and a step id in it", "FILE", "STEP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rec, err := replayagent.Load(args[0], args[1])
 			if err != nil {
@@ -74,7 +74,7 @@ asking. --wide prints every column and every preset's notes, however wide.`,
 		Example: `  acpflow agents
   acpflow agents claude
   acpflow agents --wide`,
-		Args: runcmd.Args("", "[NAME]"),
+		Args: cli.Args("", "[NAME]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			all := agentPresets()
 			out := cmd.OutOrStdout()
@@ -90,7 +90,7 @@ asking. --wide prints every column and every preset's notes, however wide.`,
 				for i, a := range all {
 					names[i] = a.Name
 				}
-				return runcmd.ArgsError(cmd, suggest.Unknown("agent", args[0], names))
+				return cli.ArgsError(cmd, suggest.Unknown("agent", args[0], names))
 			case wide:
 				printAgentsWide(out, all)
 			default:

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 func newApprovalsCmd() *cobra.Command {
@@ -29,11 +29,11 @@ the web UI (acpflow ui), at the terminal of the run, or through a webhook's
 answer link: the first answer wins.`,
 		Example: `  acpflow approvals
   acpflow approvals --json`,
-		Args: runcmd.Args(""),
+		Args: cli.Args(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			svc, err := openStore(statePath)
 			if err != nil {
-				return runcmd.UsageError(err)
+				return cli.UsageError(err)
 			}
 			defer svc.Close()
 			list, err := svc.PendingApprovals(cmd.Context())
@@ -41,13 +41,9 @@ answer link: the first answer wins.`,
 				return err
 			}
 			if jsonOut {
-				out := make([]map[string]any, len(list))
-				for i, a := range list {
-					out[i] = runs.ApprovalJSON(a)
-				}
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return enc.Encode(runs.ApprovalsJSON(list))
 			}
 			printApprovals(cmd.OutOrStdout(), list)
 			return nil
@@ -97,33 +93,29 @@ as late. The waiting step reads the answer within 200 ms.`,
 		Example: `  acpflow approve ap-3f9a0c1d2e4b allow
   acpflow approve ap-3f9a0c1d2e4b reject
   acpflow approve ap-3f9a0c1d2e4b allow --for run`,
-		Args: runcmd.Args("acpflow approvals lists the pending ones", "ID", "ANSWER"),
+		Args: cli.Args("acpflow approvals lists the pending ones", "ID", "ANSWER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d := policies.Decision(args[1])
 			if d != policies.Allow && d != policies.Reject {
-				return runcmd.UsageErrorf("answer %q: want allow or reject", args[1])
+				return cli.UsageErrorf("answer %q: want allow or reject", args[1])
 			}
 			if forWhat != "" && forWhat != "run" {
-				return runcmd.UsageErrorf("--for %q: the one scope is run (the rest of this run)", forWhat)
+				return cli.UsageErrorf("--for %q: the one scope is run (the rest of this run)", forWhat)
 			}
 			svc, err := openStore(statePath)
 			if err != nil {
-				return runcmd.UsageError(err)
+				return cli.UsageError(err)
 			}
 			defer svc.Close()
 			a, err := svc.Approve(cmd.Context(), args[0], d, forWhat == "run", policies.ByCLI)
 			var late *runs.LateError
 			switch {
 			case errors.As(err, &late):
-				return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
+				return &cli.ExitError{Code: cli.ExitFailed, Err: err}
 			case err != nil:
-				return runcmd.UsageError(err)
+				return cli.UsageError(err)
 			}
-			scope := ""
-			if a.ForRun {
-				scope = " for the rest of the run"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "approval %s: %s%s (run %s, step %s)\n", a.ID, a.Decision, scope, a.RunID, a.StepID)
+			fmt.Fprintf(cmd.OutOrStdout(), "approval %s: %s (run %s, step %s)\n", a.ID, runs.AnswerText(a), a.RunID, a.StepID)
 			return nil
 		},
 	}

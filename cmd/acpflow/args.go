@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/suggest"
-	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 // runStatuses are the words of `runs --status`: a recorded run's statuses.
@@ -23,7 +23,7 @@ func checkWord(what, value string, known []string) error {
 	if value == "" || slices.Contains(known, value) {
 		return nil
 	}
-	return runcmd.UsageErrorf("%s", suggest.Unknown(what, value, known))
+	return cli.UsageErrorf("%s", suggest.Unknown(what, value, known))
 }
 
 // group makes cmd, a command of subcommands only, refuse a word that names
@@ -41,7 +41,7 @@ func group(cmd *cobra.Command) *cobra.Command {
 				names = append(names, sub.Name())
 			}
 		}
-		return runcmd.ArgsError(c, suggest.Unknown("command", args[0], names))
+		return cli.ArgsError(c, suggest.Unknown("command", args[0], names))
 	}
 	return cmd
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/cli"
 )
 
 // Exit codes are API (docs: exit codes): 2 is bad usage and nothing
@@ -18,18 +18,18 @@ func TestExitCodes(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"an unknown command exits 2", []string{"bogus"}, runcmd.ExitUsage},
-		{"a misspelt command exits 2 and suggests one", []string{"rnu"}, runcmd.ExitUsage},
-		{"an unknown flag exits 2", []string{"runs", "--no-such-flag"}, runcmd.ExitUsage},
-		{"a flag without its value exits 2", []string{"runs", "--limit"}, runcmd.ExitUsage},
-		{"a flag value of the wrong type exits 2", []string{"runs", "--limit", "many"}, runcmd.ExitUsage},
-		{"too few arguments exit 2", []string{"show"}, runcmd.ExitUsage},
-		{"too many arguments exit 2", []string{"show", "a", "b"}, runcmd.ExitUsage},
-		{"an argument to a command that takes none exits 2", []string{"version", "extra"}, runcmd.ExitUsage},
-		{"no argument where one or more are needed exits 2", []string{"validate"}, runcmd.ExitUsage},
-		{"a subcommand's wrong argument count exits 2", []string{"policy", "eval"}, runcmd.ExitUsage},
-		{"help exits 0", []string{"help", "run"}, runcmd.ExitOK},
-		{"no command at all shows help and exits 0", nil, runcmd.ExitOK},
+		{"an unknown command exits 2", []string{"bogus"}, cli.ExitUsage},
+		{"a misspelt command exits 2 and suggests one", []string{"rnu"}, cli.ExitUsage},
+		{"an unknown flag exits 2", []string{"runs", "--no-such-flag"}, cli.ExitUsage},
+		{"a flag without its value exits 2", []string{"runs", "--limit"}, cli.ExitUsage},
+		{"a flag value of the wrong type exits 2", []string{"runs", "--limit", "many"}, cli.ExitUsage},
+		{"too few arguments exit 2", []string{"show"}, cli.ExitUsage},
+		{"too many arguments exit 2", []string{"show", "a", "b"}, cli.ExitUsage},
+		{"an argument to a command that takes none exits 2", []string{"version", "extra"}, cli.ExitUsage},
+		{"no argument where one or more are needed exits 2", []string{"validate"}, cli.ExitUsage},
+		{"a subcommand's wrong argument count exits 2", []string{"policy", "eval"}, cli.ExitUsage},
+		{"help exits 0", []string{"help", "run"}, cli.ExitOK},
+		{"no command at all shows help and exits 0", nil, cli.ExitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := acpflow(t, dir, tc.args...)
@@ -38,7 +38,7 @@ func TestExitCodes(t *testing.T) {
 			}
 			// An argument error begins with the command's path ("acpflow
 			// show: missing RUN_ID"), every other with the binary's.
-			if tc.code == runcmd.ExitUsage && !strings.HasPrefix(r.stderr, "acpflow: ") &&
+			if tc.code == cli.ExitUsage && !strings.HasPrefix(r.stderr, "acpflow: ") &&
 				!(len(tc.args) > 0 && strings.HasPrefix(r.stderr, "acpflow "+tc.args[0])) {
 				t.Errorf("stderr does not say why:\n%s", r.stderr)
 			}
@@ -72,7 +72,7 @@ func TestAnErrorThatIsNotUsageExits1(t *testing.T) {
 	db.Close()
 
 	r = acpflow(t, dir, "show", id, "--state", state)
-	if r.code != runcmd.ExitFailed {
+	if r.code != cli.ExitFailed {
 		t.Errorf("show of an unreadable record: exit %d, want 1\n%s", r.code, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "acpflow: ") {

@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/internal/regularfile"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 func newExportCmd() *cobra.Command {
@@ -26,7 +26,7 @@ parts of MCP server urls) were scrubbed before they were stored. See docs/transc
 		Example: `  acpflow export 20261202T180412-3f9a > review.transcript.json
   acpflow export 20261202T180412-3f9a -o testdata/review.transcript.json
   acpflow policy test workflows/examples/policies.yaml --transcripts testdata/review.transcript.json`,
-		Args: runcmd.Args("see 'acpflow runs' for ids", "RUN_ID"),
+		Args: cli.Args("see 'acpflow runs' for ids", "RUN_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, id, kind, err := openRecorded(cmd.Context(), state, args[0])
 			if err != nil {
@@ -34,7 +34,7 @@ parts of MCP server urls) were scrubbed before they were stored. See docs/transc
 			}
 			defer s.Close()
 			if kind == runs.KindBatch {
-				return runcmd.UsageErrorf("%s is a batch: export one of its runs (acpflow show %s lists them)", id, id)
+				return cli.UsageErrorf("%s is a batch: export one of its runs (acpflow show %s lists them)", id, id)
 			}
 			f, err := s.Export(cmd.Context(), id)
 			if err != nil {
@@ -51,7 +51,7 @@ parts of MCP server urls) were scrubbed before they were stored. See docs/transc
 			err = regularfile.Write(output, func(fh *os.File) error { return f.Write(fh) })
 			var nr *regularfile.NotReplacedError
 			if errors.As(err, &nr) {
-				return runcmd.UsageErrorf("--output: %v", err)
+				return cli.UsageErrorf("--output: %v", err)
 			}
 			return err
 		},

@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	_ "github.com/acpflow/acpflow/internal/prefault" // initialised early (it imports almost nothing): see the package
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/internal/version"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	_ "github.com/acpflow/acpflow/standard" // every step kind and policy form
 	"github.com/acpflow/acpflow/steps/confine"
 )
@@ -28,7 +28,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == confine.Subcommand {
 		os.Exit(sandbox.Main(os.Args[2:]))
 	}
-	os.Exit(runcmd.Main(newRootCmd(), "acpflow", os.Args[1:]))
+	os.Exit(cli.Main(newRootCmd(), "acpflow", os.Args[1:]))
 }
 
 func newRootCmd() *cobra.Command {

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/policies"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/runs/trace"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -14,7 +14,7 @@ import (
 // addPolicyFlag adds --policy, an outer policy file, to a command that
 // decides permissions or builds environments.
 func addPolicyFlag(cmd *cobra.Command, file *string) {
-	cmd.Flags().StringVar(file, "policy", "", runcmd.PolicyHelp)
+	cmd.Flags().StringVar(file, "policy", "", cli.PolicyHelp)
 }
 
 // loadOuter loads the outer policy (docs/policies.md#the-outer-policy): a
@@ -22,7 +22,7 @@ func addPolicyFlag(cmd *cobra.Command, file *string) {
 func loadOuter(flag string) (policies.Outer, error) {
 	outer, err := workflows.LoadOuterPolicy(flag, os.Getenv)
 	if err != nil {
-		return nil, runcmd.UsageError(err)
+		return nil, cli.UsageError(err)
 	}
 	return outer, nil
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 )
 
@@ -90,7 +90,7 @@ func TestOutputDashWritesTheResultsToStdout(t *testing.T) {
 	// --json puts the events on stdout: the two do not go together.
 	for _, cmd := range [][]string{{"run", hello}, {"resume", id}} {
 		r = acpflow(t, dir, append(cmd, "--json", "--output", "-")...)
-		if r.code != runcmd.ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "--output - and --json both write to stdout") {
+		if r.code != cli.ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "--output - and --json both write to stdout") {
 			t.Errorf("%s --json --output -: exit %d\nstdout:\n%s\nstderr:\n%s", cmd[0], r.code, r.stdout, r.stderr)
 		}
 	}
@@ -155,7 +155,7 @@ func TestUnknownWordsAreErrorsWithTheList(t *testing.T) {
 		{[]string{"agent", "dmo"}, `acpflow agent: unknown command "dmo"; did you mean "demo"? (one of: demo, replay)`},
 	} {
 		r := acpflow(t, dir, tt.args...)
-		if r.code != runcmd.ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, tt.want) {
+		if r.code != cli.ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("acpflow %s: exit %d; want 2 and %q\nstdout:\n%s\nstderr:\n%s",
 				strings.Join(tt.args, " "), r.code, tt.want, r.stdout, r.stderr)
 		}
@@ -211,14 +211,14 @@ func TestArgumentErrorsNameTheArgument(t *testing.T) {
 		words := strings.Fields(path)
 		if tc.missing != "" {
 			r := acpflow(t, dir, append(words, tc.few...)...)
-			if r.code != runcmd.ExitUsage || !strings.HasPrefix(r.stderr, tc.missing+"\nusage: acpflow "+path) {
+			if r.code != cli.ExitUsage || !strings.HasPrefix(r.stderr, tc.missing+"\nusage: acpflow "+path) {
 				t.Errorf("acpflow %s %s: exit %d; want 2 and %q with the usage line\nstderr:\n%s",
 					path, strings.Join(tc.few, " "), r.code, tc.missing, r.stderr)
 			}
 		}
 		if tc.many != nil {
 			r := acpflow(t, dir, append(words, tc.many...)...)
-			if r.code != runcmd.ExitUsage || !strings.HasPrefix(r.stderr, "acpflow "+path+": ") ||
+			if r.code != cli.ExitUsage || !strings.HasPrefix(r.stderr, "acpflow "+path+": ") ||
 				!(strings.Contains(r.stderr, "unexpected argument") || strings.Contains(r.stderr, "unknown command")) {
 				t.Errorf("acpflow %s %s: exit %d; want 2 and the extra argument named\nstderr:\n%s",
 					path, strings.Join(tc.many, " "), r.code, r.stderr)

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/policies"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -41,10 +41,10 @@ layer decided: "layer" is "outer" (then "policy" is the outer file) or
    "command": "go test ./..."}, "options": [{"id": "a1", "kind": "allow_once"}]}
   EOF
   acpflow policy eval workflows/examples/policies.yaml --step act --request req.json`,
-		Args: runcmd.Args("a workflow or a bare policy file", "FILE"),
+		Args: cli.Args("a workflow or a bare policy file", "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if request == "" {
-				return runcmd.UsageErrorf("--request REQ.json is required")
+				return cli.UsageErrorf("--request REQ.json is required")
 			}
 			pol, err := loadPolicies(args[0], step)
 			if err != nil {
@@ -55,13 +55,13 @@ layer decided: "layer" is "outer" (then "policy" is the outer file) or
 			}
 			data, err := readRequest(request)
 			if err != nil {
-				return runcmd.UsageErrorf("--request: %v", err)
+				return cli.UsageErrorf("--request: %v", err)
 			}
 			var head struct {
 				Kind string `json:"kind"`
 			}
 			if err := json.Unmarshal(data, &head); err != nil {
-				return runcmd.UsageErrorf("--request %s: not a JSON object: %v", request, err)
+				return cli.UsageErrorf("--request %s: not a JSON object: %v", request, err)
 			}
 			var answer any
 			switch head.Kind {
@@ -70,10 +70,10 @@ layer decided: "layer" is "outer" (then "policy" is the outer file) or
 			case policies.KindEnv:
 				answer, err = evalEnv(cmd, pol, data)
 			default:
-				return runcmd.UsageErrorf("--request %s: \"kind\" must be %q or %q, got %q", request, policies.KindPermission, policies.KindEnv, head.Kind)
+				return cli.UsageErrorf("--request %s: \"kind\" must be %q or %q, got %q", request, policies.KindPermission, policies.KindEnv, head.Kind)
 			}
 			if err != nil {
-				return runcmd.UsageErrorf("--request %s: %v", request, err)
+				return cli.UsageErrorf("--request %s: %v", request, err)
 			}
 			b, _ := json.MarshalIndent(answer, "", "  ")
 			fmt.Fprintln(cmd.OutOrStdout(), string(b))
@@ -100,12 +100,12 @@ type boundPolicies struct {
 func loadPolicies(file, step string) (*boundPolicies, error) {
 	src, err := workflows.ReadFile(file, "policy or workflow file")
 	if err != nil {
-		return nil, runcmd.UsageError(err)
+		return nil, cli.UsageError(err)
 	}
 	if workflows.IsWorkflow(src) {
 		wf, err := workflows.Load(file)
 		if err != nil {
-			return nil, runcmd.UsageError(err)
+			return nil, cli.UsageError(err)
 		}
 		var st *engine.Step
 		if step != "" {
@@ -114,17 +114,17 @@ func loadPolicies(file, step string) (*boundPolicies, error) {
 				for i, s := range wf.Steps {
 					ids[i] = s.ID
 				}
-				return nil, runcmd.UsageErrorf("--step: %s in %s", suggest.Unknown("step", step, ids), file)
+				return nil, cli.UsageErrorf("--step: %s in %s", suggest.Unknown("step", step, ids), file)
 			}
 		}
 		return &boundPolicies{StepPolicies: engine.PoliciesOf(wf, st)}, nil
 	}
 	if step != "" {
-		return nil, runcmd.UsageErrorf("--step goes with a workflow file; %s is a policy file", file)
+		return nil, cli.UsageErrorf("--step goes with a workflow file; %s is a policy file", file)
 	}
 	p, err := workflows.LoadPolicyFile(file)
 	if err != nil {
-		return nil, runcmd.UsageError(err)
+		return nil, cli.UsageError(err)
 	}
 	return &boundPolicies{StepPolicies: engine.PoliciesOf(&engine.Workflow{Policies: p}, nil)}, nil
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/runs/whatif"
 )
 
@@ -63,7 +63,7 @@ is not one, a corrupted transcript in the store).`,
   acpflow policy test strict.yaml --runs limit=20
   acpflow policy test strict.yaml --runs workflow=review,status=succeeded --json
   acpflow policy test strict.yaml --transcripts testdata/*.transcript.json`,
-		Args: runcmd.Args("a policy or workflow file to test", "POLICY", "[FILE...]"),
+		Args: cli.Args("a policy or workflow file to test", "POLICY", "[FILE...]"),
 		RunE: p.run,
 	}
 	addStateFlag(cmd, &p.state)
@@ -90,11 +90,11 @@ func (p *policyTest) run(cmd *cobra.Command, args []string) error {
 	p.files = append(p.files, args[1:]...)
 	switch {
 	case p.runsFilter != "" && len(p.files) > 0:
-		return runcmd.UsageErrorf("give --runs or --transcripts, not both")
+		return cli.UsageErrorf("give --runs or --transcripts, not both")
 	case p.runsFilter == "" && len(p.files) == 0 && len(args) > 1:
-		return runcmd.UsageErrorf("unexpected arguments %q: transcript files go with --transcripts", args[1:])
+		return cli.UsageErrorf("unexpected arguments %q: transcript files go with --transcripts", args[1:])
 	case p.runsFilter == "" && len(p.files) == 0:
-		return runcmd.UsageErrorf("policy test needs the requests to decide: --runs FILTER (recorded runs) or --transcripts FILE...")
+		return cli.UsageErrorf("policy test needs the requests to decide: --runs FILTER (recorded runs) or --transcripts FILE...")
 	}
 	pol, err := loadWhatIfPolicies(args[0])
 	if err != nil {
@@ -123,7 +123,7 @@ func (p *policyTest) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if tot.Changes() > 0 {
-		return runcmd.Outcome(runcmd.ExitFailed)
+		return cli.Outcome(cli.ExitFailed)
 	}
 	return nil
 }
@@ -133,7 +133,7 @@ func (p *policyTest) run(cmd *cobra.Command, args []string) error {
 func loadWhatIfPolicies(file string) (*whatif.Policies, error) {
 	pol, err := whatif.LoadPolicies(file)
 	if err != nil {
-		return nil, runcmd.UsageError(err)
+		return nil, cli.UsageError(err)
 	}
 	return pol, nil
 }
@@ -153,7 +153,7 @@ func testTranscriptFiles(cmd *cobra.Command, t *whatif.Tester, files []string, r
 func testTranscriptFile(cmd *cobra.Command, t *whatif.Tester, path string, report whatif.Report) error {
 	r, err := transcript.Open(path)
 	if err != nil {
-		return runcmd.UsageErrorf("--transcripts: %v", err)
+		return cli.UsageErrorf("--transcripts: %v", err)
 	}
 	defer r.Close()
 	return unreadableIsUsage("--transcripts", t.Test(cmd.Context(), whatif.FromReader(r), report))
@@ -164,7 +164,7 @@ func testTranscriptFile(cmd *cobra.Command, t *whatif.Tester, path string, repor
 func unreadableIsUsage(flag string, err error) error {
 	var ue *whatif.UnreadableError
 	if errors.As(err, &ue) {
-		return runcmd.UsageErrorf("%s: %v", flag, err)
+		return cli.UsageErrorf("%s: %v", flag, err)
 	}
 	return err
 }
@@ -172,21 +172,21 @@ func unreadableIsUsage(flag string, err error) error {
 func testRecordedRuns(cmd *cobra.Command, t *whatif.Tester, state, filter string, report whatif.Report) error {
 	sel, err := whatif.ParseSelection(filter)
 	if err != nil {
-		return runcmd.UsageErrorf("--runs: %v", err)
+		return cli.UsageErrorf("--runs: %v", err)
 	}
 	s, err := openStore(state)
 	if err != nil {
-		return runcmd.UsageError(err)
+		return cli.UsageError(err)
 	}
 	defer s.Close()
 	st, ok := any(s).(whatif.Store)
 	if !ok {
-		return runcmd.UsageErrorf("--runs: this acpflow's run store keeps no transcripts; use --transcripts")
+		return cli.UsageErrorf("--runs: this acpflow's run store keeps no transcripts; use --transcripts")
 	}
 	ctx := cmd.Context()
 	list, err := sel.Runs(ctx, st)
 	if err != nil {
-		return runcmd.UsageErrorf("--runs %s: %v", filter, err)
+		return cli.UsageErrorf("--runs %s: %v", filter, err)
 	}
 	for _, r := range list {
 		run, err := whatif.LoadRun(ctx, st, r)

@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	sandboxpkg "github.com/acpflow/acpflow/internal/sandbox"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent"
 )
@@ -36,9 +36,9 @@ func newProbeCmd() *cobra.Command {
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case len(args) == 0 && !sandbox:
-				return runcmd.ArgsError(cmd, "missing an agent to start (-- CMD [ARGS...]) or --sandbox")
+				return cli.ArgsError(cmd, "missing an agent to start (-- CMD [ARGS...]) or --sandbox")
 			case len(args) > 0 && sandbox:
-				return runcmd.ArgsError(cmd, "--sandbox starts no agent: give --sandbox or an agent, not both")
+				return cli.ArgsError(cmd, "--sandbox starts no agent: give --sandbox or an agent, not both")
 			}
 			return nil
 		},
@@ -56,13 +56,13 @@ func newProbeCmd() *cobra.Command {
 			for _, kv := range env {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok {
-					return runcmd.UsageErrorf("--env %q: want KEY=VALUE", kv)
+					return cli.UsageErrorf("--env %q: want KEY=VALUE", kv)
 				}
 				agent.Env[k] = v
 			}
 			dir, err := runs.ResolveWorkspace(cwd)
 			if err != nil {
-				return runcmd.UsageError(err)
+				return cli.UsageError(err)
 			}
 			outer, err := loadOuter(policy)
 			if err != nil {
@@ -74,7 +74,7 @@ func newProbeCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), terminalJSON(b))
 			}
 			if err != nil {
-				return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
+				return &cli.ExitError{Code: cli.ExitFailed, Err: err}
 			}
 			return nil
 		},
@@ -84,7 +84,7 @@ func newProbeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's cwd (default: the current directory)")
 	addPolicyFlag(cmd, &policy)
 	cmd.Flags().BoolVar(&sandbox, "sandbox", false, "print what this machine's kernel can enforce of a sandbox: (Landlock ABI, namespaces), without starting an agent")
-	runcmd.DurationFlag(cmd.Flags(), &timeout, "timeout", steps.DefaultStartTimeout, "bound on spawn + initialize + session/new (a duration, or seconds)")
+	cli.DurationFlag(cmd.Flags(), &timeout, "timeout", steps.DefaultStartTimeout, "bound on spawn + initialize + session/new (a duration, or seconds)")
 	return cmd
 }
 

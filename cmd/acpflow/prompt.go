@@ -18,12 +18,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
-	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -44,7 +43,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // newPromptCmd is `acpflow prompt`: one acp-subagent step with no
 // workflow file to write. It writes the workflow itself, as a small YAML
 // file in the run store's directory, and runs it through run's own
-// command (runcmd), so that the loader checks it and the run gets run's
+// command (cli), so that the loader checks it and the run gets run's
 // policies, views, record, --output and exit codes; the file stays so
 // that `acpflow resume` can read it again. The prompt text is the
 // workflow's input, not part of the file: it is recorded with the run as
@@ -58,7 +57,7 @@ func newPromptCmd() *cobra.Command {
 		env        []string
 	)
 	kept := &keepResult{}
-	run := runcmd.New(promptRun(kept))
+	run := cli.New(promptRun(kept))
 	cmd := &cobra.Command{
 		Use:   "prompt AGENT TEXT",
 		Short: "Send one prompt to an agent (a preset, demo, or any ACP command) and print its answer: a one-step run, recorded like any other",
@@ -85,17 +84,17 @@ fails for want of one, the likely cause says what to export (docs/acp-subagent.m
 			dash := c.ArgsLenAtDash()
 			switch {
 			case dash == 0 && len(args) < 2:
-				return runcmd.ArgsError(c, "missing COMMAND or TEXT after --: acpflow prompt -- COMMAND [ARGS...] TEXT")
+				return cli.ArgsError(c, "missing COMMAND or TEXT after --: acpflow prompt -- COMMAND [ARGS...] TEXT")
 			case dash > 1:
-				return runcmd.ArgsError(c, fmt.Sprintf("unexpected argument %q before -- (it takes TEXT -- COMMAND [ARGS...])", args[1]))
+				return cli.ArgsError(c, fmt.Sprintf("unexpected argument %q before -- (it takes TEXT -- COMMAND [ARGS...])", args[1]))
 			case dash == 1 && len(args) == 1:
-				return runcmd.ArgsError(c, "missing COMMAND after --")
+				return cli.ArgsError(c, "missing COMMAND after --")
 			case dash < 0 && len(args) == 0:
-				return runcmd.ArgsError(c, "missing AGENT (a preset: see acpflow agents; demo; or TEXT -- COMMAND [ARGS...])")
+				return cli.ArgsError(c, "missing AGENT (a preset: see acpflow agents; demo; or TEXT -- COMMAND [ARGS...])")
 			case dash < 0 && len(args) == 1:
-				return runcmd.ArgsError(c, "missing TEXT (the prompt; - reads it from stdin)")
+				return cli.ArgsError(c, "missing TEXT (the prompt; - reads it from stdin)")
 			case dash < 0 && len(args) > 2:
-				return runcmd.ArgsError(c, fmt.Sprintf("unexpected argument %q (it takes AGENT TEXT; quote the prompt)", args[2]))
+				return cli.ArgsError(c, fmt.Sprintf("unexpected argument %q (it takes AGENT TEXT; quote the prompt)", args[2]))
 			}
 			return nil
 		},
@@ -139,10 +138,10 @@ type promptSpec struct {
 // agent's failures advise is in shell terms (steps.Agent.ShellAdvice),
 // and the warnings of the workflow prompt wrote are not shown (they would
 // speak of its keys; the step's error says what to export).
-func promptRun(kept *keepResult) runcmd.Config {
+func promptRun(kept *keepResult) cli.Config {
 	c := localRun
 	c.Warnings = false
-	c.Open = func(ctx context.Context, s runcmd.Setup) (*runs.Runner, func(), error) {
+	c.Open = func(ctx context.Context, s cli.Setup) (*runs.Runner, func(), error) {
 		for _, a := range s.Workflow.Agents {
 			a.ShellAdvice = true
 		}
@@ -178,26 +177,26 @@ func runPrompt(c, run *cobra.Command, kept *keepResult, p promptSpec, text strin
 	if text == "-" {
 		b, err := io.ReadAll(io.LimitReader(os.Stdin, workflows.MaxFileSize+1))
 		if err != nil {
-			return runcmd.UsageErrorf("read the prompt from stdin: %v", err)
+			return cli.UsageErrorf("read the prompt from stdin: %v", err)
 		}
 		if len(b) > workflows.MaxFileSize {
-			return runcmd.UsageErrorf("the prompt on stdin is longer than %d bytes", workflows.MaxFileSize)
+			return cli.UsageErrorf("the prompt on stdin is longer than %d bytes", workflows.MaxFileSize)
 		}
 		text = string(b)
 	}
 	if strings.TrimSpace(text) == "" {
-		return runcmd.UsageErrorf("the prompt is empty")
+		return cli.UsageErrorf("the prompt is empty")
 	}
 	src, name, err := p.workflow()
 	if err != nil {
-		return runcmd.UsageError(err)
+		return cli.UsageError(err)
 	}
 	file, err := writePromptWorkflow(run.Flags().Lookup("state").Value.String(), name, src)
 	if err != nil {
-		return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
+		return &cli.ExitError{Code: cli.ExitFailed, Err: err}
 	}
 	if err := run.Flags().Set("input", "prompt="+text); err != nil {
-		return runcmd.UsageError(err)
+		return cli.UsageError(err)
 	}
 	// The answer is stdout's and the progress goes to stderr, as acpx and
 	// curl do; but the event stream of --json, or the results of
@@ -371,7 +370,7 @@ func unknownAgent(name string) error {
 func writePromptWorkflow(state, name string, src []byte) (string, error) {
 	if state == "" {
 		var err error
-		if state, err = store.DefaultPath(); err != nil {
+		if state, err = runs.DefaultPath(); err != nil {
 			return "", err
 		}
 	}

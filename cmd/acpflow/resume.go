@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 func newResumeCmd() *cobra.Command {
@@ -26,11 +26,11 @@ func newResumeCmd() *cobra.Command {
 
   # a run whose workflow file changed since
   acpflow resume 20261202T180412-3f9a --force`,
-		Args: runcmd.Args("see 'acpflow runs' for ids", "RUN_ID|BATCH_ID"),
+		Args: cli.Args("see 'acpflow runs' for ids", "RUN_ID|BATCH_ID"),
 		RunE: r.run,
 	}
-	runcmd.AddOutputFlags(cmd, &r.f)
-	runcmd.DurationFlag(cmd.Flags(), &r.f.Timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
+	cli.AddOutputFlags(cmd, &r.f)
+	cli.DurationFlag(cmd.Flags(), &r.f.Timeout, "timeout", 0, "wall-clock limit for one run (e.g. 10m, or seconds)")
 	cmd.Flags().BoolVar(&r.force, "force", false, "resume even if the workflow file changed since the run")
 	cmd.Flags().StringVar(&r.f.Budget, "budget", "", "a batch's budget from now on, instead of the one it was started with (tokens=N, cost=AMOUNTCUR)")
 	cmd.Flags().IntVarP(&r.concurrency, "concurrency", "c", 0, "runs in flight at once when resuming a batch (default: the batch's)")
@@ -63,9 +63,9 @@ func (r *resume) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer out.Close()
-	ctx, stop := runcmd.Interruptible(cmd.Context(), localRun.Name, localRun.Interrupted)
+	ctx, stop := cli.Interruptible(cmd.Context(), localRun.Name, localRun.Interrupted)
 	defer stop()
-	x := runcmd.NewExecutor("acpflow", s.Runner(), out, r.f.Timeout)
+	x := cli.NewExecutor("acpflow", s.Runner(), out, r.f.Timeout)
 	x.ResumeHint = localRun.ResumeRun
 	x.Runner.Outer = outer
 	defer x.Runner.Close()
@@ -77,44 +77,44 @@ func (r *resume) run(cmd *cobra.Command, args []string) error {
 	if kind == runs.KindBatch {
 		return r.batch(ctx, cmd, x, id)
 	}
-	x.SetView(runcmd.NewView(r.f.ViewOut(cmd), r.f.JSON))
+	x.SetView(cli.NewView(r.f.ViewOut(cmd), r.f.JSON))
 	res, err := x.Runner.ResumeRun(ctx, id, r.force)
 	switch {
 	case errors.Is(err, runs.ErrSucceeded):
 		if err := deliverRun(ctx, x, id, r.f.Output); err != nil {
-			return runcmd.AsFailure(err)
+			return cli.AsFailure(err)
 		}
 		fmt.Fprintf(r.f.ViewOut(cmd), "run %s already succeeded: nothing to resume\n", id)
 		return nil
 	case err != nil:
-		return runcmd.RunError(err)
+		return cli.RunError(err)
 	}
 	return x.Exit(ctx, []*engine.RunResult{res})
 }
 
 // batch resumes batch id: it delivers the results of runs that ended but
 // are not in --output, then runs the lines that did not succeed.
-func (r *resume) batch(ctx context.Context, cmd *cobra.Command, x *runcmd.Executor, id string) error {
+func (r *resume) batch(ctx context.Context, cmd *cobra.Command, x *cli.Executor, id string) error {
 	if r.f.Budget != "" {
 		b, err := engine.ParseBudget(r.f.Budget)
 		if err != nil {
-			return runcmd.UsageErrorf("--budget: %v", err)
+			return cli.UsageErrorf("--budget: %v", err)
 		}
 		x.Runner.Budget = b
 	}
 	c, err := x.Runner.ClaimBatch(ctx, id, r.force)
 	if err != nil {
 		x.ReportStoreErrs()
-		return runcmd.RunError(err)
+		return cli.RunError(err)
 	}
 	if err := deliverEnded(ctx, x, c, r.f.Output); err != nil {
-		return runcmd.AsFailure(err)
+		return cli.AsFailure(err)
 	}
 	if c.Pending == 0 {
 		fmt.Fprintf(r.f.ViewOut(cmd), "batch %s: every line already succeeded: nothing to resume\n", id)
 		return nil
 	}
-	x.SetView(runcmd.NewBatchView(r.f.ViewOut(cmd), r.f.JSON, id, c.Pending))
+	x.SetView(cli.NewBatchView(r.f.ViewOut(cmd), r.f.JSON, id, c.Pending))
 	x.Runner.ResumeBatch(ctx, c, r.concurrency)
 	return x.Exit(ctx, nil)
 }
@@ -123,7 +123,7 @@ func (r *resume) batch(ctx context.Context, cmd *cobra.Command, x *runcmd.Execut
 // succeeded but are not in the file: an acpflow killed between recording a
 // run's end and writing its line leaves them, and resume does not run
 // them again.
-func deliverEnded(ctx context.Context, x *runcmd.Executor, c *runs.BatchClaim, output string) error {
+func deliverEnded(ctx context.Context, x *cli.Executor, c *runs.BatchClaim, output string) error {
 	if output == "" {
 		return nil
 	}
@@ -143,7 +143,7 @@ func deliverEnded(ctx context.Context, x *runcmd.Executor, c *runs.BatchClaim, o
 
 // deliverRun writes a lone run that already succeeded to --output when the
 // file does not hold it (see deliverEnded).
-func deliverRun(ctx context.Context, x *runcmd.Executor, id, output string) error {
+func deliverRun(ctx context.Context, x *cli.Executor, id, output string) error {
 	if output == "" {
 		return nil
 	}

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/cli"
 )
 
-// Covers: `acpflow run --help` shows the flags of runcmd's run, the
+// Covers: `acpflow run --help` shows the flags of cli's run, the
 // command acpflow-temporal offers too (its test holds its binary to the
 // same set), each with its words, and no other.
 func TestRunHelpListsTheFlagsOfTheSharedRunCommand(t *testing.T) {
@@ -20,7 +20,7 @@ func TestRunHelpListsTheFlagsOfTheSharedRunCommand(t *testing.T) {
 	}
 	local, _, _ := strings.Cut(r.stdout, "Global Flags:")
 	want := map[string]bool{"help": true}
-	runcmd.New(runcmd.Config{}).Flags().VisitAll(func(f *pflag.Flag) {
+	cli.New(cli.Config{}).Flags().VisitAll(func(f *pflag.Flag) {
 		want[f.Name] = true
 		if !strings.Contains(local, "--"+f.Name+" ") || !strings.Contains(local, f.Usage) {
 			t.Errorf("--%s (%q) is not in run --help:\n%s", f.Name, f.Usage, r.stdout)

@@ -13,14 +13,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
-	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -36,14 +36,14 @@ func newRunsCmd() *cobra.Command {
 		Example: `  acpflow runs
   acpflow runs --status failed -n 10
   acpflow runs --workflow hello --json | jq -r .run_id`,
-		Args: runcmd.Args(""),
+		Args: cli.Args(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkWord("status", string(filter.Status), runStatuses); err != nil {
 				return err
 			}
 			s, err := openStore(state)
 			if err != nil {
-				return runcmd.UsageError(err)
+				return cli.UsageError(err)
 			}
 			defer s.Close()
 			list, err := s.ListRuns(cmd.Context(), filter)
@@ -104,7 +104,7 @@ func printBatch(w io.Writer, b *runs.Batch, rs []runs.Run) {
 		fmt.Fprintf(w, "  budget: %s\n", b.Budget)
 	}
 	if b.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", runcmd.IndentLines(b.Error, "    "))
+		fmt.Fprintf(w, "  error: %s\n", cli.IndentLines(b.Error, "    "))
 	}
 	var usages []*steps.Usage
 	var ran []bool
@@ -117,7 +117,7 @@ func printBatch(w io.Writer, b *runs.Batch, rs []runs.Run) {
 		ran = append(ran, !r.EndedAt.IsZero())
 	}
 	if sum := engine.SumUsage(usages, ran); sum != nil {
-		fmt.Fprintf(w, "  usage: %s\n", strings.Replace(runcmd.RunUsageText(sum), "step(s)", "run(s)", 1))
+		fmt.Fprintf(w, "  usage: %s\n", strings.Replace(words.RunUsage(sum), "step(s)", "run(s)", 1))
 	}
 	printRuns(w, rs)
 }
@@ -127,14 +127,14 @@ func runUsageCell(r runs.Run) string {
 	if r.EndedAt.IsZero() {
 		return "-"
 	}
-	return runcmd.RunUsageText(r.Usage)
+	return words.RunUsage(r.Usage)
 }
 
 func duration(r runs.Run) string {
 	if r.EndedAt.IsZero() {
 		return "-"
 	}
-	return runcmd.DurationText(r.DurationMS)
+	return words.Duration(r.DurationMS)
 }
 
 func writeJSONLines[T any](w io.Writer, items []T, conv func(T) map[string]any) error {
@@ -168,10 +168,10 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 		Example: `  acpflow show 20261202T180412-3f9a
   acpflow show 20261202T180412-3f9a --json | jq .steps
   acpflow show 20261202T180412-3f9a --transcript --step review`,
-		Args: runcmd.Args("see 'acpflow runs' for ids", "RUN_ID"),
+		Args: cli.Args("see 'acpflow runs' for ids", "RUN_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if step != "" && !transcripts {
-				return runcmd.UsageErrorf("--step is for --transcript")
+				return cli.UsageErrorf("--step is for --transcript")
 			}
 			s, id, kind, err := openRecorded(cmd.Context(), state, args[0])
 			if err != nil {
@@ -180,7 +180,7 @@ messages as JSON lines. A batch id lists the batch's runs.`,
 			defer s.Close()
 			if transcripts {
 				if kind == runs.KindBatch {
-					return runcmd.UsageErrorf("%s is a batch: show the transcript of one of its runs (acpflow show %s lists them)", id, id)
+					return cli.UsageErrorf("%s is a batch: show the transcript of one of its runs (acpflow show %s lists them)", id, id)
 				}
 				return showTranscript(cmd, s, id, step, jsonOut)
 			}
@@ -245,7 +245,7 @@ func showTranscript(cmd *cobra.Command, s *runs.Service, id, step string, jsonOu
 		if c := suggest.Closest(step, ids); c != "" {
 			hint = "did you mean " + c + "?"
 		}
-		return runcmd.UsageErrorf("run %s has no transcript of a step %q (%s)", id, step, hint)
+		return cli.UsageErrorf("run %s has no transcript of a step %q (%s)", id, step, hint)
 	}
 	if len(f.Steps) == 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "run %s has no transcript: none of its steps talked to an agent, or it was recorded before transcripts were kept\n", id)
@@ -340,10 +340,10 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 		fmt.Fprintf(w, "  trace:     %s\n", traceText(r.TraceID))
 	}
 	if r.Error != "" {
-		fmt.Fprintf(w, "  error:     %s\n", runcmd.IndentLines(r.Error, "    "))
+		fmt.Fprintf(w, "  error:     %s\n", cli.IndentLines(r.Error, "    "))
 	}
 	if !r.EndedAt.IsZero() {
-		fmt.Fprintf(w, "  usage:     %s\n", runcmd.RunUsageText(r.Usage))
+		fmt.Fprintf(w, "  usage:     %s\n", words.RunUsage(r.Usage))
 	}
 	for _, wt := range d.Worktrees {
 		fmt.Fprintf(w, "  worktree:  %s\n", worktreeText(wt))
@@ -358,7 +358,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 		if st.StopReason != "" {
 			fmt.Fprintf(w, " (%s)", termtext.Line(st.StopReason, kindMax))
 		}
-		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, runcmd.DurationText(st.DurationMS))
+		fmt.Fprintf(w, ", %d attempt(s), %s\n", st.Attempts, words.Duration(st.DurationMS))
 		if st.SessionID != "" {
 			fmt.Fprintf(w, "  session: %s\n", termtext.Line(st.SessionID, idMax))
 		}
@@ -369,17 +369,17 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 			fmt.Fprintf(w, "  usage: %s\n", usageDetail(st.Usage))
 		}
 		if st.Error != "" {
-			fmt.Fprintf(w, "  error: %s\n", runcmd.IndentLines(st.Error, "    "))
+			fmt.Fprintf(w, "  error: %s\n", cli.IndentLines(st.Error, "    "))
 		}
 		if sb := st.Sandbox; sb != nil {
-			fmt.Fprintf(w, "  sandbox: %s\n", runcmd.IndentLines(sandboxText(sb), "    "))
+			fmt.Fprintf(w, "  sandbox: %s\n", cli.IndentLines(sandboxText(sb), "    "))
 		}
 		printElements(w, st.Output, st.Status, els[st.StepID])
 		for _, p := range st.Permissions {
 			printPermission(w, p)
 		}
 		if out, ok := st.Output.(string); ok && out != "" {
-			fmt.Fprintf(w, "  output:\n    %s\n", runcmd.IndentLines(strings.TrimRight(out, "\n"), "    "))
+			fmt.Fprintf(w, "  output:\n    %s\n", cli.IndentLines(strings.TrimRight(out, "\n"), "    "))
 		} else if st.Output != nil && !ok {
 			fmt.Fprintf(w, "  output: %s\n", indentedJSON(st.Output, "  "))
 		}
@@ -387,7 +387,7 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 			fmt.Fprintf(w, "  json: %s\n", indentedJSON(st.JSON, "  "))
 		}
 		if tail := lastLines(st.Stderr, stderrLines); tail != "" {
-			fmt.Fprintf(w, "  stderr (last lines):\n    %s\n", runcmd.IndentLines(tail, "    "))
+			fmt.Fprintf(w, "  stderr (last lines):\n    %s\n", cli.IndentLines(tail, "    "))
 		}
 	}
 }
@@ -395,14 +395,14 @@ func printDetail(out io.Writer, d *runs.RunDetail, els map[string][]runs.Element
 // printPermission prints a step's permission record on a line: the
 // decision on a request and the option it chose, or, for a tool the agent
 // ran without asking, what the policy would have decided.
-func printPermission(w io.Writer, p store.Permission) {
+func printPermission(w io.Writer, p runs.Permission) {
 	if p.Decision == string(policies.DecisionUnasked) {
 		what := p.Command
 		if what == "" {
 			what = p.Title
 		}
 		fmt.Fprintf(w, "  unasked %s %s: ran without asking%s; the policy would %s (%s, rule %s)", termtext.Line(p.Kind, kindMax),
-			termtext.Quote(what, commandMax), runcmd.UnaskedEnd(p.Status), p.Would, runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+			termtext.Quote(what, commandMax), cli.UnaskedEnd(p.Status), p.Would, words.Policy(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
 		if p.Reason != "" {
 			fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
 		}
@@ -414,7 +414,7 @@ func printPermission(w io.Writer, p store.Permission) {
 		opt = "cancelled"
 	}
 	fmt.Fprintf(w, "  permission %s %s: %s -> %s (%s, rule %s)", termtext.Line(p.Kind, kindMax), termtext.Quote(p.Title, titleMax),
-		p.Decision, termtext.Line(opt, idMax), runcmd.PolicyName(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
+		p.Decision, termtext.Line(opt, idMax), words.Policy(policies.Layer(p.Layer), policies.Source(p.Policy)), p.Rule)
 	if p.Reason != "" {
 		fmt.Fprintf(w, ": %s", termtext.Line(p.Reason, reasonMax))
 	}
@@ -459,9 +459,9 @@ func printMap(w io.Writer, name string, m map[string]any, names []string) {
 		return
 	}
 	fmt.Fprintf(w, "  %s:\n", name)
-	for _, k := range runcmd.OutputNames(m, names) {
-		s := runcmd.OutputText(m[k])
-		fmt.Fprintf(w, "    %s: %s\n", k, runcmd.IndentLines(strings.TrimRight(s, "\n"), "      "))
+	for _, k := range cli.OutputNames(m, names) {
+		s := cli.OutputText(m[k])
+		fmt.Fprintf(w, "    %s: %s\n", k, cli.IndentLines(strings.TrimRight(s, "\n"), "      "))
 	}
 }
 
@@ -529,7 +529,7 @@ func printElements(w io.Writer, outputs any, status engine.Status, done []runs.E
 		if el.Error != "" {
 			what = "error: " + termtext.Line(headLine(el.Error), elementHeadMax)
 		}
-		fmt.Fprintf(tw, "    #%d\t%s\t%d attempt(s)\t%s\t%s\n", i, el.Status, el.Attempts, runcmd.DurationText(el.DurationMS), what)
+		fmt.Fprintf(tw, "    #%d\t%s\t%d attempt(s)\t%s\t%s\n", i, el.Status, el.Attempts, words.Duration(el.DurationMS), what)
 	}
 	tw.Flush()
 	io.WriteString(w, buf.String())

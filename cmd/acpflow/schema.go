@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/workflows"
 )
 
@@ -14,7 +14,7 @@ func newSchemaCmd() *cobra.Command {
 		Example: `  acpflow schema > workflow.schema.json
   # then, as a workflow file's first line:
   # yaml-language-server: $schema=workflow.schema.json`,
-		Args: runcmd.Args(""),
+		Args: cli.Args(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			schema, err := workflows.Schema()
 			if err != nil {

@@ -5,12 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 func addStateFlag(cmd *cobra.Command, state *string) {
-	cmd.Flags().StringVar(state, "state", "", runcmd.StateHelp)
+	cmd.Flags().StringVar(state, "state", "", cli.StateHelp)
 }
 
 // openStore opens the run service over the run store at --state, or where
@@ -24,11 +24,11 @@ func openStore(flag string) (*runs.Service, error) {
 // are bad usage; on success the caller closes the store.
 func openRecorded(ctx context.Context, flag, ref string) (s *runs.Service, id, kind string, err error) {
 	if s, err = openStore(flag); err != nil {
-		return nil, "", "", runcmd.UsageError(err)
+		return nil, "", "", cli.UsageError(err)
 	}
 	if id, kind, err = s.ResolveID(ctx, ref); err != nil {
 		s.Close()
-		return nil, "", "", runcmd.UsageError(err)
+		return nil, "", "", cli.UsageError(err)
 	}
 	return s, id, kind, nil
 }

@@ -6,11 +6,12 @@ import (
 	"io"
 	"strings"
 
+	"github.com/acpflow/acpflow/cli"
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/internal/bytesize"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/policies"
-	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 // transcriptView prints step attempts for a person (`acpflow show RUN
@@ -231,11 +232,11 @@ func (v *transcriptView) permission(m transcript.Message, arrow string, r *rpc) 
 	if rec.Outcome != "selected" {
 		answer = "cancelled"
 	}
-	by := runcmd.PolicyName(rec.Layer, rec.Policy)
+	by := words.Policy(rec.Layer, rec.Policy)
 	if rec.Rule != "" {
 		by += ", rule " + rec.Rule
 	}
-	by += runcmd.ReasonSuffix(rec.Reason)
+	by += cli.ReasonSuffix(rec.Reason)
 	v.line(m, "%s: %s → %s (%s)", head, rec.Decision, answer, by)
 	if rec.Command != "" && rec.Command != tc.Title {
 		fmt.Fprintf(v.w, "           command: %s\n", termtext.Quote(rec.Command, commandMax))
@@ -252,11 +253,11 @@ func (v *transcriptView) unasked(toolCallID string) {
 	}
 	rec := recs[0]
 	v.records[k] = recs[1:]
-	by := runcmd.PolicyName(rec.Layer, rec.Policy)
+	by := words.Policy(rec.Layer, rec.Policy)
 	if rec.Rule != "" {
 		by += ", rule " + rec.Rule
 	}
-	by += runcmd.ReasonSuffix(rec.Reason)
+	by += cli.ReasonSuffix(rec.Reason)
 	fmt.Fprintf(v.w, "           unasked: ran without asking; the policy would %s (%s)\n", rec.Would, by)
 }
 

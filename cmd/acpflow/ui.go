@@ -17,8 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/runs/trace"
 	"github.com/acpflow/acpflow/ui"
 )
@@ -55,7 +55,7 @@ acpflow approvals --json), POST /api/approvals/ID. See docs/ui.md.`,
 		Example: `  acpflow ui
   acpflow ui --addr 127.0.0.1:9000 --open
   ACPFLOW_UI_TOKEN="$(cat ~/.config/acpflow/ui-token)" acpflow ui --addr 0.0.0.0:8080`,
-		Args: runcmd.Args(""),
+		Args: cli.Args(""),
 		RunE: u.run,
 	}
 	addStateFlag(cmd, &u.state)
@@ -76,7 +76,7 @@ type uiServe struct {
 // run serves the page over the store until an interrupt.
 func (u *uiServe) run(cmd *cobra.Command, _ []string) error {
 	if _, _, err := net.SplitHostPort(u.addr); err != nil {
-		return runcmd.UsageErrorf("--addr %q: want HOST:PORT, e.g. 127.0.0.1:8080", u.addr)
+		return cli.UsageErrorf("--addr %q: want HOST:PORT, e.g. 127.0.0.1:8080", u.addr)
 	}
 	token, chosen, err := uiToken(u.token, os.Getenv)
 	if err != nil {
@@ -88,7 +88,7 @@ func (u *uiServe) run(cmd *cobra.Command, _ []string) error {
 	}
 	s, err := runs.OpenReadOnly(u.state)
 	if err != nil {
-		return runcmd.UsageError(err)
+		return cli.UsageError(err)
 	}
 	defer s.Close()
 	srv, err := ui.New(ui.Config{Store: s, Token: token, Outer: outer, TraceURL: trace.URLTemplate(outer.Telemetry(), os.Getenv)})
@@ -97,7 +97,7 @@ func (u *uiServe) run(cmd *cobra.Command, _ []string) error {
 	}
 	ln, err := net.Listen("tcp", u.addr)
 	if err != nil {
-		return runcmd.UsageErrorf("--addr %s: %v", u.addr, err)
+		return cli.UsageErrorf("--addr %s: %v", u.addr, err)
 	}
 	url := pageURL(ln.Addr())
 	link := url + "?token=" + token
@@ -151,11 +151,11 @@ func uiToken(flag string, getenv func(string) string) (token, chosen string, err
 		return ui.NewToken(), "", nil
 	}
 	if len(token) < 16 || len(token) > 256 {
-		return "", "", runcmd.UsageErrorf("%s: %d characters; a token has 16 to 256 (leave it unset for a random one)", chosen, len(token))
+		return "", "", cli.UsageErrorf("%s: %d characters; a token has 16 to 256 (leave it unset for a random one)", chosen, len(token))
 	}
 	for _, c := range token {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~", c)) {
-			return "", "", runcmd.UsageErrorf("%s: a token holds only letters, digits and - . _ ~ (e.g. openssl rand -hex 16)", chosen)
+			return "", "", cli.UsageErrorf("%s: a token holds only letters, digits and - . _ ~ (e.g. openssl rand -hex 16)", chosen)
 		}
 	}
 	return token, chosen, nil

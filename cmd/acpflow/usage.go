@@ -6,15 +6,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/steps"
 )
 
-// usageDetail is runcmd.UsageText with the token counts that make up the total
+// usageDetail is words.Usage with the token counts that make up the total
 // and the context the agent last reported: what `show` prints.
 func usageDetail(u *steps.Usage) string {
-	s := runcmd.UsageText(u)
+	s := words.Usage(u)
 	if u.Empty() {
 		return s
 	}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
-	"github.com/acpflow/acpflow/runs/runcmd"
-	"github.com/acpflow/acpflow/runs/store"
+	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/workflows"
 )
@@ -39,7 +39,7 @@ NAME is not set (it renders as ""). run prints the same warnings.`,
   acpflow validate review.yaml --policy team-policy.yaml
   # a bare policy file on its own: team-policy.yaml: ok (policy file)
   acpflow validate team-policy.yaml`,
-		Args: runcmd.Args("a workflow or policy file to check", "FILE..."),
+		Args: cli.Args("a workflow or policy file to check", "FILE..."),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
 			outer, err := workflows.LoadOuterPolicy(policy, os.Getenv)
@@ -56,7 +56,7 @@ NAME is not set (it renders as ""). run prints the same warnings.`,
 			// this directory.
 			workspace, err := os.Getwd()
 			if err != nil {
-				return runcmd.UsageError(err)
+				return cli.UsageError(err)
 			}
 			for _, file := range args {
 				if handled, err := validatePolicyFile(cmd.OutOrStdout(), file); handled {
@@ -72,7 +72,7 @@ NAME is not set (it renders as ""). run prints the same warnings.`,
 				}
 				// Its sandboxes' paths, as run would check them in this
 				// directory, under this outer policy.
-				check := steps.SandboxCheck{Workspace: workspace, Outer: outer, Sandbox: wf.Sandbox, StateFiles: store.Files("")}
+				check := steps.SandboxCheck{Workspace: workspace, Outer: outer, Sandbox: wf.Sandbox, StateFiles: runs.StateFiles("")}
 				if err := judge.CheckSandboxes(check); err != nil {
 					errs = append(errs, err)
 					continue
@@ -83,7 +83,7 @@ NAME is not set (it renders as ""). run prints the same warnings.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%s, %d steps)\n", file, wf.Name, len(wf.Steps))
 			}
 			if len(errs) > 0 {
-				return runcmd.UsageError(errors.Join(errs...))
+				return cli.UsageError(errors.Join(errs...))
 			}
 			return nil
 		},

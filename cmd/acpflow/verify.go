@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/internal/suggest"
 	"github.com/acpflow/acpflow/internal/termtext"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/steps/acpsubagent/agentverify"
 )
@@ -42,10 +42,10 @@ failed. Without PRESET, every preset verify can drive (docs/agents/README.md#ver
 					continue
 				}
 				if _, ok := acpagent.LookupPreset(a); ok {
-					return runcmd.ArgsError(cmd, fmt.Sprintf("preset %q: verify knows no offline setup for it (it verifies %s; docs/agents/README.md#verify)",
+					return cli.ArgsError(cmd, fmt.Sprintf("preset %q: verify knows no offline setup for it (it verifies %s; docs/agents/README.md#verify)",
 						a, strings.Join(agentverify.Verifiable(), ", ")))
 				}
-				return runcmd.ArgsError(cmd, suggest.Unknown("preset", a, agentverify.Verifiable()))
+				return cli.ArgsError(cmd, suggest.Unknown("preset", a, agentverify.Verifiable()))
 			}
 			self, err := os.Executable()
 			if err != nil {
@@ -58,7 +58,7 @@ failed. Without PRESET, every preset verify can drive (docs/agents/README.md#ver
 			}
 			reports, err := agentverify.Verify(cmd.Context(), agentverify.Options{Self: self, Presets: args, Progress: progress})
 			if err != nil {
-				return runcmd.UsageError(err)
+				return cli.UsageError(err)
 			}
 			if jsonOut {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -72,7 +72,7 @@ failed. Without PRESET, every preset verify can drive (docs/agents/README.md#ver
 			}
 			for _, r := range reports {
 				if !r.Clean() {
-					return runcmd.Outcome(runcmd.ExitFailed)
+					return cli.Outcome(cli.ExitFailed)
 				}
 			}
 			return nil

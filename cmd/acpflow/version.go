@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/internal/version"
-	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 func newVersionCmd() *cobra.Command {
@@ -14,7 +14,7 @@ func newVersionCmd() *cobra.Command {
 		Use:     "version",
 		Short:   "Print acpflow's version, the commit it was built from and when",
 		Example: `  acpflow version`,
-		Args:    runcmd.Args(""),
+		Args:    cli.Args(""),
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintln(cmd.OutOrStdout(), version.Line("acpflow"))
 		},

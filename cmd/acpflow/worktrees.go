@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 )
 
 // worktreeText says what became of a worktree, on one line (show).
@@ -85,14 +85,14 @@ worktrees whose directory vanished, clears what a crash left half-made
 
   # as JSON, one object per worktree
   acpflow worktrees --json`,
-		Args: runcmd.Args(""),
+		Args: cli.Args(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if force && !prune {
-				return runcmd.UsageErrorf("--force goes with --prune: acpflow worktrees --prune --force")
+				return cli.UsageErrorf("--force goes with --prune: acpflow worktrees --prune --force")
 			}
 			svc, err := openStore(statePath)
 			if err != nil {
-				return runcmd.UsageError(err)
+				return cli.UsageError(err)
 			}
 			defer svc.Close()
 			ctx := cmd.Context()

@@ -3,13 +3,13 @@ package transcript
 import (
 	"encoding/json"
 
-	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/decisions"
 )
 
 // The format's own types. A Step holds acpflow's permission records
-// (policies.PermissionRecord), which the rest of acpflow reads and writes;
+// (decisions.Permission), which the rest of acpflow reads and writes;
 // in a file each is a permissionRecord, whose field names are those of
-// acpflow-transcript/1. A rename or a new field in policies changes no
+// acpflow-transcript/1. A rename or a new field in decisions changes no
 // file: the format changes here, deliberately, with Format
 // (testdata/format.golden pins it).
 
@@ -26,30 +26,30 @@ type stepJSON struct {
 	Model       *Model             `json:"model,omitempty"`
 }
 
-// permissionRecord is a policies.PermissionRecord as the format writes it.
+// permissionRecord is a decisions.Permission as the format writes it.
 type permissionRecord struct {
-	ToolCallID   string            `json:"tool_call_id"`
-	Kind         string            `json:"kind"`
-	Title        string            `json:"title"`
-	Command      string            `json:"command"`
-	Locations    []toolLocation    `json:"locations"`
-	Decision     policies.Decision `json:"decision"`
-	Would        policies.Decision `json:"would,omitempty"`
-	Status       string            `json:"status,omitempty"`
-	Outcome      string            `json:"outcome"`
-	OptionID     string            `json:"option_id"`
-	Layer        policies.Layer    `json:"layer"`
-	Policy       policies.Source   `json:"policy"`
-	Rule         string            `json:"rule"`
-	Reason       string            `json:"reason"`
-	Ask          string            `json:"ask,omitempty"`
-	Approval     string            `json:"approval_id,omitempty"`
-	AnsweredBy   string            `json:"answered_by,omitempty"`
-	AnsweredAt   string            `json:"answered_at,omitempty"`
-	PolicyStderr string            `json:"policy_stderr,omitempty"`
+	ToolCallID   string             `json:"tool_call_id"`
+	Kind         string             `json:"kind"`
+	Title        string             `json:"title"`
+	Command      string             `json:"command"`
+	Locations    []toolLocation     `json:"locations"`
+	Decision     decisions.Decision `json:"decision"`
+	Would        decisions.Decision `json:"would,omitempty"`
+	Status       string             `json:"status,omitempty"`
+	Outcome      string             `json:"outcome"`
+	OptionID     string             `json:"option_id"`
+	Layer        decisions.Layer    `json:"layer"`
+	Policy       decisions.Source   `json:"policy"`
+	Rule         string             `json:"rule"`
+	Reason       string             `json:"reason"`
+	Ask          string             `json:"ask,omitempty"`
+	Approval     string             `json:"approval_id,omitempty"`
+	AnsweredBy   string             `json:"answered_by,omitempty"`
+	AnsweredAt   string             `json:"answered_at,omitempty"`
+	PolicyStderr string             `json:"policy_stderr,omitempty"`
 }
 
-// toolLocation is a policies.ToolLocation as the format writes it.
+// toolLocation is a decisions.ToolLocation as the format writes it.
 type toolLocation struct {
 	Path        string `json:"path"`
 	Line        int    `json:"line"`
@@ -87,7 +87,7 @@ func (f *stepJSON) step() Step {
 	s := Step{Step: f.Step, Index: f.Index, Attempt: f.Attempt, Agent: f.Agent, Truncated: f.Truncated,
 		Messages: f.Messages, Spawn: f.Spawn, Model: f.Model}
 	if f.Permissions != nil {
-		s.Permissions = make([]policies.PermissionRecord, len(f.Permissions))
+		s.Permissions = make([]decisions.Permission, len(f.Permissions))
 		for i, r := range f.Permissions {
 			s.Permissions[i] = r.record()
 		}
@@ -95,7 +95,7 @@ func (f *stepJSON) step() Step {
 	return s
 }
 
-func recordOf(p policies.PermissionRecord) permissionRecord {
+func recordOf(p decisions.Permission) permissionRecord {
 	r := permissionRecord{
 		ToolCallID: p.ToolCallID, Kind: p.Kind, Title: p.Title, Command: p.Command,
 		Decision: p.Decision, Would: p.Would, Status: p.Status, Outcome: p.Outcome, OptionID: p.OptionID,
@@ -111,17 +111,17 @@ func recordOf(p policies.PermissionRecord) permissionRecord {
 	return r
 }
 
-func (r *permissionRecord) record() policies.PermissionRecord {
-	p := policies.PermissionRecord{
+func (r *permissionRecord) record() decisions.Permission {
+	p := decisions.Permission{
 		ToolCallID: r.ToolCallID, Kind: r.Kind, Title: r.Title, Command: r.Command,
 		Decision: r.Decision, Would: r.Would, Status: r.Status, Outcome: r.Outcome, OptionID: r.OptionID,
 		Layer: r.Layer, Policy: r.Policy, Rule: r.Rule, Reason: r.Reason,
 		Ask: r.Ask, Approval: r.Approval, AnsweredBy: r.AnsweredBy, AnsweredAt: r.AnsweredAt, PolicyStderr: r.PolicyStderr,
 	}
 	if r.Locations != nil {
-		p.Locations = make([]policies.ToolLocation, len(r.Locations))
+		p.Locations = make([]decisions.ToolLocation, len(r.Locations))
 		for i, l := range r.Locations {
-			p.Locations[i] = policies.ToolLocation(l)
+			p.Locations[i] = decisions.ToolLocation(l)
 		}
 	}
 	return p

@@ -4,19 +4,19 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/decisions"
 )
 
 // TestEveryFieldOfARecordIsInTheFormat covers a field added to
-// policies.PermissionRecord (or policies.ToolLocation) and not to the
+// decisions.Permission (or decisions.ToolLocation) and not to the
 // format: it would be lost on export without a word. Every field is set,
 // and must come back from the format's record.
 func TestEveryFieldOfARecordIsInTheFormat(t *testing.T) {
-	var p policies.PermissionRecord
+	var p decisions.Permission
 	fill(t, reflect.ValueOf(&p).Elem())
 	r := recordOf(p)
 	if got := r.record(); !reflect.DeepEqual(got, p) {
-		t.Errorf("a record through the format:\n%+v\nwant\n%+v\n(a field of policies.PermissionRecord the format does not carry: add it to permissionRecord, and a new Format if readers must know)", got, p)
+		t.Errorf("a record through the format:\n%+v\nwant\n%+v\n(a field of decisions.Permission the format does not carry: add it to permissionRecord, and a new Format if readers must know)", got, p)
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/acpflow/acpflow/decisions"
 	"github.com/acpflow/acpflow/internal/transcript"
-	"github.com/acpflow/acpflow/policies"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/format.golden (only for a deliberate change of the format, with a new Format)")
@@ -26,17 +26,17 @@ func everyField() *transcript.File {
 				{Dir: transcript.ToAgent, AtMS: 1, Msg: json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/ws"}}`)},
 				{Dir: transcript.FromAgent, AtMS: 25, Msg: json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}`)},
 			},
-			Permissions: []policies.PermissionRecord{{
+			Permissions: []decisions.Permission{{
 				ToolCallID: "c1", Kind: "execute", Title: "make && make test", Command: "make && make test",
-				Locations: []policies.ToolLocation{{Path: "/ws/Makefile", Line: 7, InWorkspace: true}},
-				Decision:  policies.Ask, Would: policies.Allow, Outcome: policies.OutcomeSelected, OptionID: "allow-once",
-				Layer: policies.LayerOuter, Policy: "/etc/acpflow/policy.yaml", Rule: "2", Reason: "build",
+				Locations: []decisions.ToolLocation{{Path: "/ws/Makefile", Line: 7, InWorkspace: true}},
+				Decision:  decisions.Ask, Would: decisions.Allow, Outcome: decisions.OutcomeSelected, OptionID: "allow-once",
+				Layer: decisions.LayerOuter, Policy: "/etc/acpflow/policy.yaml", Rule: "2", Reason: "build",
 				Ask: "person", PolicyStderr: "module says hi\n",
 			}, {
-				ToolCallID: "c2", Kind: "edit", Title: "edit", Decision: policies.Reject, Outcome: policies.OutcomeCancelled,
-				Layer: policies.LayerWorkflow, Policy: policies.SourceStep, Rule: "default",
+				ToolCallID: "c2", Kind: "edit", Title: "edit", Decision: decisions.Reject, Outcome: decisions.OutcomeCancelled,
+				Layer: decisions.LayerWorkflow, Policy: decisions.SourceStep, Rule: "default",
 			}},
-			Spawn: &transcript.Spawn{Policy: policies.SourceWorkflow, Rule: "1", Deny: "no", Cwd: "/ws",
+			Spawn: &transcript.Spawn{Policy: decisions.SourceWorkflow, Rule: "1", Deny: "no", Cwd: "/ws",
 				Ambient: []string{"HOME", "PATH"}, Explicit: []string{"K"}, Env: []string{"PATH"}},
 			Model: &transcript.Model{
 				Agent: transcript.ModelAgent{Preset: "claude", Command: "npx", Args: []string{"-y", "pkg"}, Auth: "key",
@@ -57,7 +57,7 @@ func everyField() *transcript.File {
 // TestTheFormatIsPinned covers the class "the file format changed without
 // a new Format": a field renamed, added, dropped or reordered in the
 // format's own types, or in a type a record is converted from
-// (policies.PermissionRecord, whose JSON tags once were the format). Every
+// (decisions.Permission, whose JSON tags once were the format). Every
 // field is written (testdata/format.golden holds what Write writes, byte
 // for byte), and the golden file, as a transcript written before, reads
 // back as the same transcript.

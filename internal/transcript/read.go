@@ -10,9 +10,9 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/acpflow/acpflow/decisions"
 	"github.com/acpflow/acpflow/internal/bytesize"
 	"github.com/acpflow/acpflow/internal/regularfile"
-	"github.com/acpflow/acpflow/policies"
 )
 
 // Bounds of a transcript file as read. A file is read one step attempt at a
@@ -376,7 +376,7 @@ func checkFormat(f string) error {
 func defaultLayer(s *Step) {
 	for j := range s.Permissions {
 		if p := &s.Permissions[j]; p.Layer == "" {
-			p.Layer = policies.LayerWorkflow
+			p.Layer = decisions.LayerWorkflow
 		}
 	}
 }

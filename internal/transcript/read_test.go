@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acpflow/acpflow/decisions"
 	"github.com/acpflow/acpflow/internal/transcript"
 	"github.com/acpflow/acpflow/internal/transcript/transcripttest"
-	"github.com/acpflow/acpflow/policies"
 )
 
 func sample() *transcript.File {
@@ -25,7 +25,7 @@ func sample() *transcript.File {
 		{Step: "plan", Attempt: 1, Agent: "claude", Messages: []transcript.Message{
 			{Dir: transcript.ToAgent, AtMS: 1, Msg: json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"deep":[[[{"a":1}]]]}}`)},
 			{Dir: transcript.FromAgent, AtMS: 2, Msg: json.RawMessage(`{"jsonrpc":"2.0","id":1,"result":{}}`)},
-		}, Permissions: []policies.PermissionRecord{{ToolCallID: "c1", Decision: policies.Allow, Layer: policies.LayerWorkflow}}},
+		}, Permissions: []decisions.Permission{{ToolCallID: "c1", Decision: decisions.Allow, Layer: decisions.LayerWorkflow}}},
 		{Step: "each", Index: &one, Attempt: 2, Truncated: true, Messages: []transcript.Message{}},
 	}}
 }

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/acpflow/acpflow/policies"
+	"github.com/acpflow/acpflow/decisions"
 )
 
 // Directions of a message.
@@ -48,7 +48,7 @@ type Step struct {
 	Agent       string
 	Truncated   bool
 	Messages    []Message
-	Permissions []policies.PermissionRecord
+	Permissions []decisions.Permission
 	// Spawn is nil when the attempt asked no env policy (it continued a
 	// session on a live process) or was recorded before spawns were.
 	Spawn *Spawn
@@ -68,8 +68,8 @@ type Step struct {
 // records its own decision, which is the environment of the process it
 // used. The lists are sorted.
 type Spawn struct {
-	Policy policies.Source `json:"policy"` // which env policy decided: workflow, step or default
-	Rule   string          `json:"rule,omitempty"`
+	Policy decisions.Source `json:"policy"` // which env policy decided: workflow, step or default
+	Rule   string           `json:"rule,omitempty"`
 	// Deny is why the spawn was refused: the policy's reason, or
 	// "policy error: …" when it failed. Env is empty then.
 	Deny string `json:"deny,omitempty"`

@@ -10,8 +10,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/acpflow/acpflow/decisions"
 	"github.com/acpflow/acpflow/internal/transcript"
-	"github.com/acpflow/acpflow/policies"
 )
 
 // chunkBytes is the text of one padding message.
@@ -33,10 +33,10 @@ func Large(w io.Writer, cwd string, attempts, stepBytes int) error {
 		s := attempt(cwd, a, text, stepBytes/chunkBytes)
 		if a == 1 {
 			for i := 1; i <= attempts; i++ {
-				s.Permissions = append(s.Permissions, policies.PermissionRecord{
+				s.Permissions = append(s.Permissions, decisions.Permission{
 					ToolCallID: fmt.Sprintf("call_%d", i), Kind: "execute", Title: "make",
-					Decision: policies.Allow, Outcome: policies.OutcomeSelected, OptionID: "allow",
-					Policy: policies.SourceWorkflow, Layer: policies.LayerWorkflow, Rule: "1",
+					Decision: decisions.Allow, Outcome: decisions.OutcomeSelected, OptionID: "allow",
+					Policy: decisions.SourceWorkflow, Layer: decisions.LayerWorkflow, Rule: "1",
 				})
 			}
 		}

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/cli"
 )
 
 // Covers: acpflow and acpflow-temporal exit with the same code for the
-// same error (both mains are runcmd.Main). Each command line below fails
+// same error (both mains are cli.Main). Each command line below fails
 // before acpflow-temporal would need a server, or where the server (none
 // here) is what fails; want is the code both must give.
 func TestBothBinariesExitAlikeOnTheSameErrors(t *testing.T) {
@@ -41,25 +41,25 @@ func TestBothBinariesExitAlikeOnTheSameErrors(t *testing.T) {
 		stdout string // a file stdout goes to ("": none)
 		want   int
 	}{
-		{"a workflow that names an unknown agent", []string{"run", unknownAgent}, "", runcmd.ExitUsage},
-		{"a workflow that is not YAML", []string{"run", syntax}, "", runcmd.ExitUsage},
-		{"a workflow file that is not there", []string{"run", filepath.Join(dir, "missing.yaml")}, "", runcmd.ExitUsage},
-		{"an input the workflow does not declare", []string{"run", ok, "--input", "nope=1"}, "", runcmd.ExitUsage},
-		{"an input file without lines", []string{"run", ok, "--inputs", noLines}, "", runcmd.ExitUsage},
-		{"an unknown flag", []string{"run", ok, "--no-such-flag"}, "", runcmd.ExitUsage},
-		{"a flag value of the wrong type", []string{"run", ok, "--concurrency", "many"}, "", runcmd.ExitUsage},
-		{"a flag without its value", []string{"run", ok, "--timeout"}, "", runcmd.ExitUsage},
-		{"no workflow file", []string{"run"}, "", runcmd.ExitUsage},
-		{"one argument too many", []string{"run", ok, "extra"}, "", runcmd.ExitUsage},
-		{"an unknown command", []string{"bogus"}, "", runcmd.ExitUsage},
-		{"help", []string{"run", "--help"}, "", runcmd.ExitOK},
+		{"a workflow that names an unknown agent", []string{"run", unknownAgent}, "", cli.ExitUsage},
+		{"a workflow that is not YAML", []string{"run", syntax}, "", cli.ExitUsage},
+		{"a workflow file that is not there", []string{"run", filepath.Join(dir, "missing.yaml")}, "", cli.ExitUsage},
+		{"an input the workflow does not declare", []string{"run", ok, "--input", "nope=1"}, "", cli.ExitUsage},
+		{"an input file without lines", []string{"run", ok, "--inputs", noLines}, "", cli.ExitUsage},
+		{"an unknown flag", []string{"run", ok, "--no-such-flag"}, "", cli.ExitUsage},
+		{"a flag value of the wrong type", []string{"run", ok, "--concurrency", "many"}, "", cli.ExitUsage},
+		{"a flag without its value", []string{"run", ok, "--timeout"}, "", cli.ExitUsage},
+		{"no workflow file", []string{"run"}, "", cli.ExitUsage},
+		{"one argument too many", []string{"run", ok, "extra"}, "", cli.ExitUsage},
+		{"an unknown command", []string{"bogus"}, "", cli.ExitUsage},
+		{"help", []string{"run", "--help"}, "", cli.ExitOK},
 		// A run that fails: its step (acpflow), the server it needs
 		// (acpflow-temporal).
-		{"a run that fails", []string{"run", fails}, "", runcmd.ExitFailed},
+		{"a run that fails", []string{"run", fails}, "", cli.ExitFailed},
 		// Errors nobody coded: acpflow-temporal exited 2 for these, and 0
 		// when its stdout was cut short.
-		{"completion to a full disk", []string{"completion", "bash"}, full, runcmd.ExitFailed},
-		{"help to a full disk", []string{"run", "--help"}, full, runcmd.ExitFailed},
+		{"completion to a full disk", []string{"completion", "bash"}, full, cli.ExitFailed},
+		{"help to a full disk", []string{"run", "--help"}, full, cli.ExitFailed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.stdout == full {
@@ -77,7 +77,7 @@ func TestBothBinariesExitAlikeOnTheSameErrors(t *testing.T) {
 				}
 				code, said := runBinary(t, dir, b, c.stdout, args...)
 				codes = append(codes, code)
-				if code != runcmd.ExitOK && strings.TrimSpace(said) == "" {
+				if code != cli.ExitOK && strings.TrimSpace(said) == "" {
 					t.Errorf("%s %s: exit %d without a word", filepath.Base(b), strings.Join(c.args, " "), code)
 				}
 			}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/acpflow/acpflow/runs/runcmd"
+	"github.com/acpflow/acpflow/cli"
 )
 
 var bin string
@@ -103,7 +103,7 @@ func TestTheBinaryServesTheDemoAgent(t *testing.T) {
 }
 
 // Covers: `acpflow-temporal run --help` shows every flag of acpflow run
-// (runcmd's, which cmd/acpflow's own test holds its binary to) with its
+// (cli's, which cmd/acpflow's own test holds its binary to) with its
 // words, and only Temporal's --heartbeat and --id besides.
 func TestRunHelpListsTheFlagsOfAcpflowRun(t *testing.T) {
 	out, err := exec.Command(bin, "run", "--help").Output()
@@ -113,7 +113,7 @@ func TestRunHelpListsTheFlagsOfAcpflowRun(t *testing.T) {
 	help := string(out)
 	local, _, _ := strings.Cut(help, "Global Flags:")
 	want := map[string]bool{"help": true, "heartbeat": true, "id": true}
-	runcmd.New(runcmd.Config{}).Flags().VisitAll(func(f *pflag.Flag) {
+	cli.New(cli.Config{}).Flags().VisitAll(func(f *pflag.Flag) {
 		want[f.Name] = true
 		if !strings.Contains(help, "--"+f.Name+" ") || !strings.Contains(help, f.Usage) {
 			t.Errorf("--%s (%q) is not in run --help:\n%s", f.Name, f.Usage, help)

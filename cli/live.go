@@ -1,4 +1,4 @@
-package runcmd
+package cli
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/steps"
@@ -128,7 +129,7 @@ func (s *liveStep) apply(e steps.Event) bool {
 		}
 		s.last = waitingText(d) + ": " + termtext.Quote(d.Title, titleMax)
 	case steps.UsageReport:
-		s.usage = UsageText(&d.Usage)
+		s.usage = words.Usage(&d.Usage)
 	case acpagent.SchemaRetry:
 		s.state = fmt.Sprintf("follow-up %d/%d", d.Retry, d.Retries)
 		s.last = firstLine(termtext.Sanitize("output-schema: " + strings.Join(d.Errors, "; ")))
@@ -149,7 +150,7 @@ func (s *liveStep) apply(e steps.Event) bool {
 	case steps.StepEnd:
 		s.state, s.ended = d.Status, e.Time
 		if d.Attempts > 0 {
-			s.usage = UsageText(d.Usage)
+			s.usage = words.Usage(d.Usage)
 		}
 		if d.Error != "" {
 			s.last = firstLine(termtext.Sanitize(d.Error))

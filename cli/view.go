@@ -1,4 +1,4 @@
-package runcmd
+package cli
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"golang.org/x/term"
 
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
@@ -151,12 +152,12 @@ func plainLine(e steps.Event) string {
 		return "started"
 	case steps.Permission:
 		return fmt.Sprintf("permission %s %s: %s -> %s (%s, rule %s%s)%s", termtext.Line(d.Kind, kindMax), termtext.Quote(d.Title, titleMax), d.Decision,
-			termtext.Line(outcome(d.PermissionRecord), idMax), PolicyName(d.Layer, d.Policy), d.Rule, askSuffix(d.PermissionRecord), ReasonSuffix(d.Reason))
+			termtext.Line(outcome(d.PermissionRecord), idMax), words.Policy(d.Layer, d.Policy), d.Rule, askSuffix(d.PermissionRecord), ReasonSuffix(d.Reason))
 	case acpagent.Asking:
 		return fmt.Sprintf("permission %s: %s", termtext.Quote(d.Title, titleMax), waitingText(d))
 	case steps.Unasked:
 		return fmt.Sprintf("unasked %s %s: ran without asking%s; the policy would %s (%s, rule %s)%s", termtext.Line(d.Kind, kindMax),
-			termtext.Quote(unaskedWhat(d.PermissionRecord), commandMax), UnaskedEnd(d.Status), d.Would, PolicyName(d.Layer, d.Policy), d.Rule, ReasonSuffix(d.Reason))
+			termtext.Quote(unaskedWhat(d.PermissionRecord), commandMax), UnaskedEnd(d.Status), d.Would, words.Policy(d.Layer, d.Policy), d.Rule, ReasonSuffix(d.Reason))
 	case acpagent.ModeRestored:
 		return fmt.Sprintf("mode %s lets the agent decide alone: set back to %s", termtext.Quote(d.From, idMax), termtext.Quote(d.To, idMax))
 	case steps.Warning:
@@ -187,7 +188,7 @@ func elementMark(index *int) string {
 // stepEndLine words a step_end, with its for-each's count when each is
 // not "" ("failed in 2s (error), 3/5 done, 1 failed: item 2: …").
 func stepEndLine(d steps.StepEnd, each string) string {
-	s := fmt.Sprintf("%s in %s", d.Status, DurationText(d.DurationMS))
+	s := fmt.Sprintf("%s in %s", d.Status, words.Duration(d.DurationMS))
 	if d.StopReason != "" {
 		s += " (" + d.StopReason + ")"
 	}
@@ -195,7 +196,7 @@ func stepEndLine(d steps.StepEnd, each string) string {
 		s += ", " + each
 	}
 	if d.Usage != nil {
-		s += ", " + UsageText(d.Usage)
+		s += ", " + words.Usage(d.Usage)
 	}
 	if d.Error != "" {
 		s += ": " + d.Error
@@ -205,7 +206,7 @@ func stepEndLine(d steps.StepEnd, each string) string {
 
 // elementLine words an element_end, with its step's count so far.
 func elementLine(d steps.ElementEnd, each string) string {
-	s := fmt.Sprintf("%s in %s", d.Status, DurationText(d.DurationMS))
+	s := fmt.Sprintf("%s in %s", d.Status, words.Duration(d.DurationMS))
 	if d.StopReason != "" {
 		s += " (" + d.StopReason + ")"
 	}
@@ -234,9 +235,9 @@ func (v *plainView) setResume(hint func(runID string) string) { v.resume = hint 
 func (v *plainView) summary(res *engine.RunResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	fmt.Fprintf(v.w, "run %s %s in %s", res.RunID, res.Status, DurationText(res.DurationMS))
+	fmt.Fprintf(v.w, "run %s %s in %s", res.RunID, res.Status, words.Duration(res.DurationMS))
 	if res.Usage != nil {
-		fmt.Fprintf(v.w, ", %s", RunUsageText(res.Usage))
+		fmt.Fprintf(v.w, ", %s", words.RunUsage(res.Usage))
 	}
 	if res.Error != "" {
 		fmt.Fprintf(v.w, ": %s", IndentLines(strings.TrimRight(res.Error, "\n"), "    "))
@@ -425,16 +426,6 @@ func waitingText(d acpagent.Asking) string {
 		return "waiting for your answer"
 	}
 	return "waiting for an answer: acpflow approve " + d.Approval + " allow|reject, or acpflow ui"
-}
-
-// PolicyName says which policy made a permission decision: "workflow
-// policy" (or step, default), or "outer policy /etc/acpflow/policy.yaml"
-// when an outer policy file did.
-func PolicyName(layer policies.Layer, policy policies.Source) string {
-	if layer == policies.LayerOuter {
-		return "outer policy " + string(policy)
-	}
-	return string(policy) + " policy"
 }
 
 // ReasonSuffix is ": reason", cut to a line, or "" without one.

@@ -1,4 +1,4 @@
-package runcmd
+package cli
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
+	"github.com/acpflow/acpflow/cli/words"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/steps"
@@ -161,7 +162,7 @@ func (v *batchView) Close([]*engine.RunResult) {
 	fmt.Fprintf(v.w, "batch: %d runs, %d succeeded, %d failed, in %s\n", v.done, v.done-v.failed, v.failed,
 		time.Since(v.begin).Round(time.Millisecond))
 	if v.reported > 0 {
-		fmt.Fprintf(v.w, "usage: %s", UsageText(&v.usage))
+		fmt.Fprintf(v.w, "usage: %s", words.Usage(&v.usage))
 		if v.unreported > 0 {
 			fmt.Fprintf(v.w, " (+%d run(s) unknown)", v.unreported)
 		}

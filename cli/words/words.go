@@ -1,4 +1,12 @@
-package runcmd
+// Package words says what acpflow records in the words a person reads,
+// the same in the terminal views (cli), `acpflow show` and the web UI:
+// durations, usages, which policy decided.
+//
+// # Notes
+//
+// It is apart from cli so that the web UI uses these words without
+// linking cobra and the command line.
+package words
 
 import (
 	"fmt"
@@ -8,25 +16,16 @@ import (
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/internal/termtext"
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
 
-// Bounds of what the views print of an agent's words (a kind, a title),
-// in bytes; each cut says so.
-const (
-	idMax      = 200
-	kindMax    = 40
-	titleMax   = 300
-	commandMax = 2000
-	reasonMax  = 1000
-)
-
-// UsageText words a usage for a person: "1,305 tokens, 0.00018 USD".
+// Usage words a usage for a person: "1,305 tokens, 0.00018 USD".
 // What the agent did not report is "unknown", never 0: "tokens unknown,
 // 0.00018 USD", or "unknown" when it reported nothing. Every number is
 // bounded (engine.Thousands, engine.FormatCost): no record widens a line
 // past a few characters.
-func UsageText(u *steps.Usage) string {
+func Usage(u *steps.Usage) string {
 	if u.Empty() {
 		return "unknown"
 	}
@@ -46,13 +45,13 @@ func UsageText(u *steps.Usage) string {
 	return strings.Join(parts, ", ")
 }
 
-// RunUsageText words a run's sums, saying how many steps reported no
+// RunUsage words a run's sums, saying how many steps reported no
 // tokens: "1,305 tokens (1 step unknown)".
-func RunUsageText(u *engine.RunUsage) string {
+func RunUsage(u *engine.RunUsage) string {
 	if u == nil {
 		return "unknown"
 	}
-	s := UsageText(&u.Usage)
+	s := Usage(&u.Usage)
 	if u.UnreportedSteps > 0 {
 		if _, ok := u.Tokens(); ok {
 			s += fmt.Sprintf(" (+%d step(s) unknown)", u.UnreportedSteps)
@@ -61,10 +60,10 @@ func RunUsageText(u *engine.RunUsage) string {
 	return s
 }
 
-// DurationText words a duration recorded in milliseconds: "1.234s". One
+// Duration words a duration recorded in milliseconds: "1.234s". One
 // past what a time.Duration holds (292 years: only a damaged record has
 // one) is shown as that bound, a negative one as "-".
-func DurationText(ms int64) string {
+func Duration(ms int64) string {
 	const maxMS = math.MaxInt64 / int64(time.Millisecond)
 	if ms < 0 {
 		return "-"
@@ -72,8 +71,12 @@ func DurationText(ms int64) string {
 	return (time.Duration(min(ms, maxMS)) * time.Millisecond).String()
 }
 
-// IndentLines sanitises s first, so that a carriage return turned newline is
-// indented like any other line.
-func IndentLines(s, prefix string) string {
-	return strings.ReplaceAll(termtext.Sanitize(s), "\n", "\n"+prefix)
+// Policy says which policy made a permission decision: "workflow
+// policy" (or step, default), or "outer policy /etc/acpflow/policy.yaml"
+// when an outer policy file did.
+func Policy(layer policies.Layer, policy policies.Source) string {
+	if layer == policies.LayerOuter {
+		return "outer policy " + string(policy)
+	}
+	return string(policy) + " policy"
 }

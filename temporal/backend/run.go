@@ -1,4 +1,4 @@
-package main
+package backend
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 	sdkclient "go.temporal.io/sdk/client"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/temporal/client"
 	"github.com/acpflow/acpflow/temporal/flow"
@@ -28,19 +28,19 @@ type temporalFlags struct {
 	id        string
 }
 
-// newRunCmd is acpflow's run command (runcmd: the same flags, views, exit
+// NewRunCmd is acpflow's run command (cli: the same flags, views, exit
 // codes, --budget and --output) with the Temporal backend plugged in and
 // no run store: Temporal keeps the runs.
-func newRunCmd(conn *connFlags) *cobra.Command {
+func NewRunCmd(conn *Conn) *cobra.Command {
 	var t temporalFlags
-	return runcmd.New(runcmd.Config{
+	return cli.New(cli.Config{
 		Name: "acpflow-temporal",
 		// Runs submitted and awaited at once: the workers' --concurrency
 		// bounds the agents.
 		Concurrency: 64,
 		Flags:       t.add,
 		Check:       t.check,
-		Open: func(ctx context.Context, s runcmd.Setup) (*runs.Runner, func(), error) {
+		Open: func(ctx context.Context, s cli.Setup) (*runs.Runner, func(), error) {
 			return openTemporal(ctx, conn, &t, s)
 		},
 		Resume: func(string) string {
@@ -57,7 +57,7 @@ func (t *temporalFlags) add(fl *pflag.FlagSet) {
 
 // check refuses the flags of acpflow run that mean nothing on Temporal,
 // and its own bad ones, before anything is read or dialled.
-func (t *temporalFlags) check(f *runcmd.Flags) error {
+func (t *temporalFlags) check(f *cli.Flags) error {
 	switch {
 	case f.State != "":
 		return errors.New("--state: on Temporal the runs are Temporal's workflow executions; there is no run store to name")
@@ -75,15 +75,15 @@ func (t *temporalFlags) check(f *runcmd.Flags) error {
 
 // openTemporal is the Runner of runs on Temporal: the workflow's bundle
 // in the blob store, a client dialled, the Temporal backend.
-func openTemporal(ctx context.Context, conn *connFlags, t *temporalFlags, s runcmd.Setup) (*runs.Runner, func(), error) {
+func openTemporal(ctx context.Context, conn *Conn, t *temporalFlags, s cli.Setup) (*runs.Runner, func(), error) {
 	blobs := flow.Blobs{Dir: conn.blobs}
 	bundle, err := flow.NewBundle(blobs, s.File, s.Workflow)
 	if err != nil {
-		return nil, nil, runcmd.UsageError(err)
+		return nil, nil, cli.UsageError(err)
 	}
-	cl, err := conn.dial()
+	cl, err := conn.Dial()
 	if err != nil {
-		return nil, nil, &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
+		return nil, nil, &cli.ExitError{Code: cli.ExitFailed, Err: err}
 	}
 	warnWithoutWorkers(ctx, cl, conn.taskQueue)
 	b := &temporalBackend{

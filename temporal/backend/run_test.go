@@ -1,4 +1,4 @@
-package main
+package backend
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/pflag"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
 	"github.com/acpflow/acpflow/temporal/client"
@@ -55,13 +55,13 @@ func TestTheTemporalBackendNamesRunsAsBefore(t *testing.T) {
 	}
 }
 
-// Covers: the run command acpflow-temporal offers is acpflow's (runcmd):
+// Covers: the run command acpflow-temporal offers is acpflow's (cli):
 // every flag of acpflow run, with its shorthand, help and default (but
 // --concurrency's, which bounds submissions here), plus Temporal's own
-// --heartbeat and --id. cmd/acpflow checks its run is runcmd's too.
+// --heartbeat and --id. cmd/acpflow checks its run is cli's too.
 func TestRunHasTheFlagsOfAcpflowRun(t *testing.T) {
-	acpflowRun := runcmd.New(runcmd.Config{Concurrency: 64}).Flags()
-	temporalRun := newRunCmd(&connFlags{}).Flags()
+	acpflowRun := cli.New(cli.Config{Concurrency: 64}).Flags()
+	temporalRun := NewRunCmd(&Conn{}).Flags()
 	acpflowRun.VisitAll(func(want *pflag.Flag) {
 		got := temporalRun.Lookup(want.Name)
 		switch {

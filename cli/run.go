@@ -1,8 +1,10 @@
-// Package runcmd is the `run` command of every acpflow binary: its flags,
-// its views (live, plain lines, --json), its exit codes, --budget and
-// --output, with the backend that runs the runs plugged in (runs.Local in
-// acpflow, Temporal's in acpflow-temporal). It links no backend itself.
-package runcmd
+// Package cli is the command line every acpflow binary shares: the `run`
+// command (its flags, its views: live, plain lines, --json; --budget and
+// --output) with the backend that runs the runs plugged in (runs.Local in
+// acpflow, Temporal's in acpflow-temporal), Main's exit codes and usage
+// errors, and the argument checks. It is here, not under runs/, so that
+// runs prints nothing and links no cobra; it links no backend itself.
+package cli
 
 import (
 	"context"
@@ -184,26 +186,37 @@ func (f *Flags) check(c Config) (engine.Budget, error) {
 	return budget, nil
 }
 
-func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
-	budget, err := f.check(c)
-	if err != nil {
-		return err
+// loadRun is what run checks before anything starts, each failure bad
+// usage: the flags (and --budget), the workflow file, judged, with
+// --sandbox applied, and the workspace with, for isolated steps, its git
+// checkout.
+func loadRun(ctx context.Context, c Config, file string, f *Flags) (wf *engine.Workflow, judge *workflows.Judge, workspace string, budget engine.Budget, err error) {
+	if budget, err = f.check(c); err != nil {
+		return nil, nil, "", budget, err
 	}
-	wf, judge, err := workflows.LoadJudged(file)
-	if err != nil {
-		return UsageError(err)
+	if wf, judge, err = workflows.LoadJudged(file); err != nil {
+		return nil, nil, "", budget, UsageError(err)
 	}
 	if f.Sandbox {
 		sandboxAgents(wf)
 	}
-	workspace, err := runs.ResolveWorkspace(f.Workspace)
-	if err != nil {
-		return UsageError(err)
+	if workspace, err = runs.ResolveWorkspace(f.Workspace); err != nil {
+		return nil, nil, "", budget, UsageError(err)
 	}
 	// Before anything starts: git there, a repository, each base, a
 	// clean checkout (isolation: worktree, docs/worktrees.md).
-	if err := runs.PreflightWorktrees(cmd.Context(), wf, workspace); err != nil {
-		return UsageError(err)
+	if err := runs.PreflightWorktrees(ctx, wf, workspace); err != nil {
+		return nil, nil, "", budget, UsageError(err)
+	}
+	return wf, judge, workspace, budget, nil
+}
+
+// run is the run command: one run, or a batch with --inputs, on the
+// backend c opens, watched by the view the flags choose.
+func run(cmd *cobra.Command, c Config, file string, f *Flags) error {
+	wf, judge, workspace, budget, err := loadRun(cmd.Context(), c, file, f)
+	if err != nil {
+		return err
 	}
 	ri, err := readInputs(wf, f)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package backend
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/acpflow/acpflow/cli"
 	"github.com/acpflow/acpflow/internal/procgroup"
 	"github.com/acpflow/acpflow/policies"
-	"github.com/acpflow/acpflow/runs/runcmd"
 	"github.com/acpflow/acpflow/runs/store"
 	"github.com/acpflow/acpflow/temporal/flow"
 	"github.com/acpflow/acpflow/workflows"
 )
 
-func newWorkerCmd(conn *connFlags) *cobra.Command {
+func NewWorkerCmd(conn *Conn) *cobra.Command {
 	var (
 		concurrency int
 		cache       string
@@ -31,18 +31,18 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if concurrency < 1 {
-				return runcmd.UsageErrorf("--concurrency must be at least 1, got %d", concurrency)
+				return cli.UsageErrorf("--concurrency must be at least 1, got %d", concurrency)
 			}
 			// Orphans of the agents' trees come back to the worker, so that
 			// teardown finds and kills them, as acpflow's does.
 			procgroup.EnableSubreaper()
 			outer, err := workflows.LoadOuterPolicy(policy, os.Getenv)
 			if err != nil {
-				return runcmd.UsageError(err)
+				return cli.UsageError(err)
 			}
-			cl, err := conn.dial()
+			cl, err := conn.Dial()
 			if err != nil {
-				return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
+				return &cli.ExitError{Code: cli.ExitFailed, Err: err}
 			}
 			defer cl.Close()
 			blobs := flow.Blobs{Dir: conn.blobs}
@@ -59,7 +59,7 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 			w.RegisterActivityWithOptions(acts.Attempt, activity.RegisterOptions{Name: flow.ActivityName})
 			fmt.Fprintf(os.Stderr, "acpflow-temporal: worker on %s, task queue %s, %d steps at once\n", conn.address, conn.taskQueue, concurrency)
 			if err := w.Run(stopOn(cmd.Context())); err != nil {
-				return &runcmd.ExitError{Code: runcmd.ExitFailed, Err: err}
+				return &cli.ExitError{Code: cli.ExitFailed, Err: err}
 			}
 			return nil
 		},
@@ -73,7 +73,7 @@ func newWorkerCmd(conn *connFlags) *cobra.Command {
 
 // stopOn is what stops the worker: SIGINT or SIGTERM (the SDK's
 // InterruptCh), or the end of the command's context (SIGHUP, or its
-// stdout gone: runcmd.CommandContext), which would otherwise leave a
+// stdout gone: cli.CommandContext), which would otherwise leave a
 // worker polling after its terminal closed.
 func stopOn(ctx context.Context) <-chan any {
 	stop := make(chan any, 1)
