@@ -94,18 +94,18 @@ func (d *decoder) permissionSetting(x, permNode *node, perm policies.Permission,
 	return perm
 }
 
-// noteModule adds the WASM module a policy's `wasm:` names (as written)
-// to the workflow's Modules, once each.
+// noteModule adds the files a policy's form names (`wasm:`, as written;
+// policies.FilesOf) to the workflow's Modules, once each.
 func (d *decoder) noteModule(v any) {
-	m, _ := v.(map[string]any)
-	path, _ := m["wasm"].(string)
-	if path != "" && !slices.Contains(d.wf.Modules, path) {
-		d.wf.Modules = append(d.wf.Modules, path)
+	for _, path := range policies.FilesOf(v) {
+		if !slices.Contains(d.wf.Modules, path) {
+			d.wf.Modules = append(d.wf.Modules, path)
+		}
 	}
 }
 
-// baseDir is the directory relative `wasm:` paths are resolved against: the
-// workflow file's (docs/workflow.md).
+// baseDir is the directory relative paths of a policy form's file (`wasm:`)
+// are resolved against: the workflow file's (docs/workflow.md).
 func (d *decoder) baseDir() string {
 	return filepath.Dir(d.file)
 }
