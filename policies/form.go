@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,6 +40,13 @@ type FormInfo struct {
 	// Keys are the keys the form takes beside Key and `config:`; of them
 	// the parser knows `limits:` (FormSpec.Limits).
 	Keys []string
+	// Description says what a policy of the form is, for editors.
+	Description string
+	// Schema is the JSON schema (draft-07) of the values of Key and Keys,
+	// an object from each key to its schema: `acpflow schema` composes it
+	// into the workflow schema's permission and env, as it does a step
+	// kind's with: (steps.Kind.Schema).
+	Schema json.RawMessage
 }
 
 // FormSpec is what a policy file says of a policy of a registered form:

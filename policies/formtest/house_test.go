@@ -7,6 +7,7 @@ package formtest_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,6 +105,39 @@ func TestATestFormsFileIsRefusedInText(t *testing.T) {
 	}
 	if got := policies.PermissionSpecKeys(); !slices.Contains(got, listed.Key) {
 		t.Errorf("permission keys %v lack the form's", got)
+	}
+}
+
+// TestTheSchemaHasTheTestFormAndKind: acpflow schema, which editors load,
+// composes what the form and the kind declare.
+func TestTheSchemaHasTheTestFormAndKind(t *testing.T) {
+	raw, err := workflows.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Definitions map[string]struct {
+			OneOf []struct {
+				Required []string `json:"required"`
+			} `json:"oneOf"`
+			Properties map[string]any `json:"properties"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	var alternatives [][]string
+	for _, alt := range s.Definitions["permission"].OneOf {
+		alternatives = append(alternatives, alt.Required)
+	}
+	if !slices.ContainsFunc(alternatives, func(r []string) bool { return slices.Equal(r, []string{listed.Key}) }) {
+		t.Errorf("permission alternatives require %v; want one that requires listed", alternatives)
+	}
+	if _, ok := s.Definitions["env"].Properties[listed.Key]; !ok {
+		t.Errorf("env properties lack listed")
+	}
+	if _, ok := s.Definitions[askkind.Name]; !ok {
+		t.Errorf("the schema has no definition of the ask kind's with:")
 	}
 }
 

@@ -29,8 +29,23 @@ import (
 const Key = "wasm"
 
 func init() {
-	policies.RegisterForm(policies.FormInfo{Key: Key, Label: "WASM", Keys: []string{"limits"}}, SharedForm())
+	policies.RegisterForm(policies.FormInfo{
+		Key: Key, Label: "WASM", Keys: []string{"limits"},
+		Description: "A WASM policy module (ABI v1), relative to the workflow file.",
+		Schema:      json.RawMessage(formSchema),
+	}, SharedForm())
 }
+
+// formSchema is the JSON schema of the form's keys, for editors.
+const formSchema = `{
+  "wasm": {"description": "A WASM policy module (ABI v1), relative to the workflow file.", "type": "string", "minLength": 1},
+  "limits": {
+    "description": "Caps for a WASM module: memory (bytes, or a size such as 64MiB; default 32MiB) and timeout per call (default 1s).",
+    "type": "object",
+    "additionalProperties": false,
+    "properties": {"memory": {"type": ["string", "integer"]}, "timeout": {"type": ["string", "integer"]}}
+  }
+}`
 
 // SharedForm loads modules into one wasm.Host per process, created on
 // first use: compiling a module is what costs (a Go module takes a second

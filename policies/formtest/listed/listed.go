@@ -8,6 +8,7 @@ package listed
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,7 +23,11 @@ const Key = "listed"
 
 // Register registers the form with policies, once per test binary.
 func Register() {
-	policies.RegisterForm(policies.FormInfo{Key: Key, Label: "listed"}, form{})
+	policies.RegisterForm(policies.FormInfo{
+		Key: Key, Label: "listed",
+		Description: "A file of the tool titles allowed (the variables kept), one a line.",
+		Schema:      json.RawMessage(`{"listed": {"type": "string", "minLength": 1}}`),
+	}, form{})
 }
 
 type form struct{}
