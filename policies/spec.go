@@ -192,25 +192,6 @@ func (p *specParser) permission(v any, baseDir string, forms formSet) Permission
 	return perm
 }
 
-// WithUnaskedSetting gives perm the `unasked:` setting v, the decoded YAML
-// value written beside `permission:` in a policies block (the shorthand's
-// one place for it): fail or record, once per policy. The error, if any,
-// is a SpecErrors at path "".
-func WithUnaskedSetting(perm Permission, v any) (Permission, error) {
-	return withSetting(perm, v, (*specParser).unasked)
-}
-
-// withSetting gives perm a setting written beside `permission:` (read
-// reads it and wraps perm), its mistakes a SpecErrors at path "".
-func withSetting(perm Permission, v any, read func(p *specParser, path string, perm Permission, v any) Permission) (Permission, error) {
-	p := &specParser{}
-	perm = read(p, "", perm, v)
-	if len(p.errs) > 0 {
-		return nil, p.errs
-	}
-	return perm, nil
-}
-
 // carries reports whether perm already carries the setting T, under any
 // other setting: each may be written once per policy.
 func carries[T Permission](perm Permission) bool {
@@ -236,14 +217,6 @@ func (p *specParser) unasked(path string, perm Permission, v any) Permission {
 	return &WithUnasked{Permission: perm, Unasked: Unasked(s)}
 }
 
-// WithAskFallback gives perm the ask-fallback v, the decoded YAML value
-// written beside `permission:` in a policies block (the shorthand's one
-// place for it): any decision but ask, and only one per policy. The
-// error, if any, is a SpecErrors at path "".
-func WithAskFallback(perm Permission, v any) (Permission, error) {
-	return withSetting(perm, v, (*specParser).askFallback)
-}
-
 // askFallback reads the ask-fallback v at path and wraps perm in it.
 func (p *specParser) askFallback(path string, perm Permission, v any) Permission {
 	d, ok := p.word(path, v, fallbackWords)
@@ -255,13 +228,6 @@ func (p *specParser) askFallback(path string, perm Permission, v any) Permission
 		return perm
 	}
 	return &AskFallback{Permission: perm, Fallback: Decision(d)}
-}
-
-// WithAskTimeout gives perm the ask-timeout v, the decoded YAML value
-// written beside `permission:` in a policies block: a duration above 0,
-// once per policy. The error, if any, is a SpecErrors at path "".
-func WithAskTimeout(perm Permission, v any) (Permission, error) {
-	return withSetting(perm, v, (*specParser).askTimeout)
 }
 
 // askTimeout reads the ask-timeout v at path and wraps perm in it.
