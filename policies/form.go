@@ -75,8 +75,9 @@ var (
 
 // RegisterForm makes the form info declares available to ParsePermission
 // and ParseEnv. It panics when the key is empty or is already a key of a
-// policy's mapping (one of this package's, or another form's), or when f is
-// nil: each is a programming error found at start-up.
+// policy's mapping (one of this package's, or another form's), when the
+// schema does not describe each of the form's keys, or when f is nil: each
+// is a programming error found at start-up.
 func RegisterForm(info FormInfo, f Form) {
 	formsMu.Lock()
 	defer formsMu.Unlock()
@@ -90,6 +91,18 @@ func RegisterForm(info FormInfo, f Form) {
 	}
 	if _, ok := forms[info.Key]; ok {
 		panic(fmt.Sprintf("policies: the policy form %q registered twice", info.Key))
+	}
+	var schema map[string]json.RawMessage
+	if err := json.Unmarshal(info.Schema, &schema); err != nil {
+		panic(fmt.Sprintf("policies: RegisterForm(%q): its schema is no JSON object of its keys: %v", info.Key, err))
+	}
+	for _, k := range append([]string{info.Key}, info.Keys...) {
+		if schema[k] == nil {
+			panic(fmt.Sprintf("policies: RegisterForm(%q): its schema has no member %q", info.Key, k))
+		}
+	}
+	if info.Label == "" {
+		info.Label = info.Key
 	}
 	info.Keys = slices.Clone(info.Keys)
 	forms[info.Key] = registeredForm{FormInfo: info, form: f}

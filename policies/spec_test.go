@@ -50,7 +50,7 @@ func (f fakeForm) Permission(spec FormSpec) (Permission, error) { return f.load(
 func (f fakeForm) Env(spec FormSpec) (Env, error)               { return f.load(KindEnv, spec) }
 
 // wasmInfo declares the wasm form as policies/wasmpolicy does.
-var wasmInfo = FormInfo{Key: "wasm", Label: "WASM", Keys: []string{"limits"}}
+var wasmInfo = FormInfo{Key: "wasm", Label: "WASM", Keys: []string{"limits"}, Schema: json.RawMessage(`{"wasm": {}, "limits": {}}`)}
 
 // fakeForms has fakeForm as the wasm form, and no other.
 var fakeForms = formSet{{FormInfo: wasmInfo, form: fakeForm{}}}
@@ -214,6 +214,8 @@ func TestRegisterFormRefusesWhatTheFormatCannotTake(t *testing.T) {
 		{"a key of the format", FormInfo{Key: "rules"}, fakeForm{}, `policies: RegisterForm("rules"): that key is the policy file format's own`},
 		{"config", FormInfo{Key: "config"}, fakeForm{}, `policies: RegisterForm("config"): that key is the policy file format's own`},
 		{"a nil form", FormInfo{Key: "cel"}, nil, `policies: RegisterForm("cel"): nil form`},
+		{"no schema", FormInfo{Key: "cel"}, fakeForm{}, `policies: RegisterForm("cel"): its schema is no JSON object of its keys: unexpected end of JSON input`},
+		{"a key the schema lacks", FormInfo{Key: "cel", Keys: []string{"limits"}, Schema: json.RawMessage(`{"cel": {}}`)}, fakeForm{}, `policies: RegisterForm("cel"): its schema has no member "limits"`},
 		{"a form registered twice", wasmInfo, fakeForm{}, `policies: the policy form "wasm" registered twice`},
 	}
 	for _, tt := range tests {

@@ -86,7 +86,11 @@ func (d *decoder) blockErrors(n *node, err error) {
 	}
 	for _, e := range list {
 		key, rest, _ := strings.Cut(e.Path, ".")
-		d.specErrors(n.get(key), key, policies.SpecErrors{{Path: rest, Err: e.Err}})
+		at := n.get(key)
+		if at == nil { // no path into the block: say it at the block
+			at, key, rest = n, "policies", e.Path
+		}
+		d.specErrors(at, key, policies.SpecErrors{{Path: rest, Err: e.Err}})
 	}
 }
 
