@@ -77,19 +77,24 @@ func (es SpecErrors) Unwrap() []error {
 
 // Keys each form accepts, in the order they are checked and suggested.
 var (
-	permissionSpecKeys     = []string{"rules", "default", "ask-fallback", "ask-timeout", "unasked", "wasm", "config", "limits"}
+	// permissionBaseKeys and envBaseKeys are this package's; the keys of
+	// the registered forms follow them (formSet.keys).
+	permissionBaseKeys     = []string{"rules", "default", "ask-fallback", "ask-timeout", "unasked"}
 	permissionRuleSpecKeys = []string{"if", "then", "reason"}
-	envSpecKeys            = []string{"inherit", "scrub-credentials", "rules", "wasm", "config", "limits"}
+	envBaseKeys            = []string{"inherit", "scrub-credentials", "rules"}
 	envRuleSpecKeys        = []string{"if", "then"}
 	limitsSpecKeys         = []string{"memory", "timeout"}
 )
 
-// PermissionSpecKeys and EnvSpecKeys are the keys of the mapping forms, for
-// the workflow schema's own consistency test.
-var (
-	PermissionSpecKeys = slices.Clone(permissionSpecKeys)
-	EnvSpecKeys        = slices.Clone(envSpecKeys)
+// PermissionSpecKeys is the keys of a permission policy's mapping, the
+// registered forms' included, for the workflow schema's own consistency
+// test.
+func PermissionSpecKeys() []string { return registeredForms().keys(permissionBaseKeys) }
 
+// EnvSpecKeys is the keys of an env policy's mapping, as PermissionSpecKeys.
+func EnvSpecKeys() []string { return registeredForms().keys(envBaseKeys) }
+
+var (
 	decisionWords = []string{string(Allow), string(AllowAlways), string(Reject), string(RejectAlways), string(Cancel), string(Ask)}
 	fallbackWords = decisionWords[:len(decisionWords)-1] // all but ask
 	envThenWords  = []string{"keep", "drop"}
@@ -117,11 +122,7 @@ func ParsePermission(v any, baseDir string) (Permission, error) {
 	return parsePermission(v, baseDir, registeredForms())
 }
 
-// formLookup is the Form registered under a name, or the error that says
-// why there is none.
-type formLookup func(name string) (Form, error)
-
-func parsePermission(v any, baseDir string, forms formLookup) (Permission, error) {
+func parsePermission(v any, baseDir string, forms formSet) (Permission, error) {
 	p := &specParser{}
 	perm := p.permission(v, baseDir, forms)
 	if len(p.errs) > 0 {
@@ -143,7 +144,7 @@ func ParseEnv(v any, baseDir string) (Env, error) {
 	return parseEnv(v, baseDir, registeredForms())
 }
 
-func parseEnv(v any, baseDir string, forms formLookup) (Env, error) {
+func parseEnv(v any, baseDir string, forms formSet) (Env, error) {
 	p := &specParser{}
 	env := p.env(v, baseDir, forms)
 	if len(p.errs) > 0 {
@@ -165,7 +166,7 @@ func (p *specParser) failErr(path string, err error) {
 	p.errs = append(p.errs, &SpecError{Path: path, Err: err})
 }
 
-func (p *specParser) permission(v any, baseDir string, forms formLookup) Permission {
+func (p *specParser) permission(v any, baseDir string, forms formSet) Permission {
 	if s, ok := v.(string); ok {
 		sh, err := ParseShorthand(s)
 		if err != nil {
@@ -174,7 +175,7 @@ func (p *specParser) permission(v any, baseDir string, forms formLookup) Permiss
 		}
 		return sh
 	}
-	m, ok := p.mapping("", v, permissionSpecKeys, "want reject, allow, cancel, ask or a mapping with rules: or wasm:")
+	m, ok := p.mapping("", v, forms.keys(permissionBaseKeys), "want reject, allow, cancel, ask or a mapping with rules:"+forms.or())
 	if !ok {
 		return nil
 	}
@@ -189,25 +190,6 @@ func (p *specParser) permission(v any, baseDir string, forms formLookup) Permiss
 		perm = p.unasked("unasked", perm, x)
 	}
 	return perm
-}
-
-// WithUnaskedSetting gives perm the `unasked:` setting v, the decoded YAML
-// value written beside `permission:` in a policies block (the shorthand's
-// one place for it): fail or record, once per policy. The error, if any,
-// is a SpecErrors at path "".
-func WithUnaskedSetting(perm Permission, v any) (Permission, error) {
-	return withSetting(perm, v, (*specParser).unasked)
-}
-
-// withSetting gives perm a setting written beside `permission:` (read
-// reads it and wraps perm), its mistakes a SpecErrors at path "".
-func withSetting(perm Permission, v any, read func(p *specParser, path string, perm Permission, v any) Permission) (Permission, error) {
-	p := &specParser{}
-	perm = read(p, "", perm, v)
-	if len(p.errs) > 0 {
-		return nil, p.errs
-	}
-	return perm, nil
 }
 
 // carries reports whether perm already carries the setting T, under any
@@ -235,14 +217,6 @@ func (p *specParser) unasked(path string, perm Permission, v any) Permission {
 	return &WithUnasked{Permission: perm, Unasked: Unasked(s)}
 }
 
-// WithAskFallback gives perm the ask-fallback v, the decoded YAML value
-// written beside `permission:` in a policies block (the shorthand's one
-// place for it): any decision but ask, and only one per policy. The
-// error, if any, is a SpecErrors at path "".
-func WithAskFallback(perm Permission, v any) (Permission, error) {
-	return withSetting(perm, v, (*specParser).askFallback)
-}
-
 // askFallback reads the ask-fallback v at path and wraps perm in it.
 func (p *specParser) askFallback(path string, perm Permission, v any) Permission {
 	d, ok := p.word(path, v, fallbackWords)
@@ -254,13 +228,6 @@ func (p *specParser) askFallback(path string, perm Permission, v any) Permission
 		return perm
 	}
 	return &AskFallback{Permission: perm, Fallback: Decision(d)}
-}
-
-// WithAskTimeout gives perm the ask-timeout v, the decoded YAML value
-// written beside `permission:` in a policies block: a duration above 0,
-// once per policy. The error, if any, is a SpecErrors at path "".
-func WithAskTimeout(perm Permission, v any) (Permission, error) {
-	return withSetting(perm, v, (*specParser).askTimeout)
 }
 
 // askTimeout reads the ask-timeout v at path and wraps perm in it.
@@ -279,19 +246,17 @@ func (p *specParser) askTimeout(path string, perm Permission, v any) Permission 
 
 // permissionMapping is the mapping form of a permission policy but its
 // ask-fallback.
-func (p *specParser) permissionMapping(m map[string]any, baseDir string, forms formLookup) Permission {
-	if _, ok := m[FormWASM]; ok {
-		p.exclusive(m, FormWASM, "rules", "default")
-		f, spec, ok := p.form(m, baseDir, forms, FormWASM)
+func (p *specParser) permissionMapping(m map[string]any, baseDir string, forms formSet) Permission {
+	if f, ok := forms.in(p, m); ok {
+		p.exclusive(m, f.Key, "rules", "default")
+		spec, ok := p.form(m, baseDir, f)
 		if !ok {
 			return nil
 		}
-		perm, err := f.Permission(spec)
-		return made(p, FormWASM, perm, err)
+		perm, err := f.form.Permission(spec)
+		return made(p, f.Key, perm, err)
 	}
-	if _, ok := m["limits"]; ok {
-		p.fail("limits", "only a wasm policy has limits")
-	}
+	p.formOnly(m, forms)
 	rules := &PermissionRules{Default: Reject}
 	if x, ok := m["default"]; ok {
 		if d, ok := p.word("default", x, decisionWords); ok {
@@ -324,23 +289,21 @@ func (p *specParser) permissionMapping(m map[string]any, baseDir string, forms f
 	return rules
 }
 
-func (p *specParser) env(v any, baseDir string, forms formLookup) Env {
-	m, ok := p.mapping("", v, envSpecKeys, "want a mapping with inherit:, scrub-credentials:, rules: or wasm:")
+func (p *specParser) env(v any, baseDir string, forms formSet) Env {
+	m, ok := p.mapping("", v, forms.keys(envBaseKeys), "want a mapping with inherit:, scrub-credentials:, rules:"+forms.or())
 	if !ok {
 		return nil
 	}
-	if _, ok := m[FormWASM]; ok {
-		p.exclusive(m, FormWASM, "inherit", "scrub-credentials", "rules")
-		f, spec, ok := p.form(m, baseDir, forms, FormWASM)
+	if f, ok := forms.in(p, m); ok {
+		p.exclusive(m, f.Key, "inherit", "scrub-credentials", "rules")
+		spec, ok := p.form(m, baseDir, f)
 		if !ok {
 			return nil
 		}
-		env, err := f.Env(spec)
-		return made(p, FormWASM, env, err)
+		env, err := f.form.Env(spec)
+		return made(p, f.Key, env, err)
 	}
-	if _, ok := m["limits"]; ok {
-		p.fail("limits", "only a wasm policy has limits")
-	}
+	p.formOnly(m, forms)
 	e := DefaultEnv()
 	if x, ok := m["inherit"]; ok {
 		if s, ok := p.word("inherit", x, inheritWords); ok {
@@ -378,10 +341,10 @@ func (p *specParser) env(v any, baseDir string, forms formLookup) Env {
 	return e
 }
 
-// form reads the path under the form's key name, config and limits, and
-// finds the form registered under name; ok is false when any is wrong (each
-// mistake reported).
-func (p *specParser) form(m map[string]any, baseDir string, forms formLookup, name string) (f Form, spec FormSpec, ok bool) {
+// form reads the path under the form's key, config and limits; ok is false
+// when any is wrong (each mistake reported).
+func (p *specParser) form(m map[string]any, baseDir string, f registeredForm) (spec FormSpec, ok bool) {
+	name := f.Key
 	path, ok := p.str(name, m[name])
 	if ok && path == "" {
 		p.fail(name, "want the path of a .%s module; got an empty string", name)
@@ -390,22 +353,17 @@ func (p *specParser) form(m map[string]any, baseDir string, forms formLookup, na
 	if x, present := m["config"]; present {
 		spec.Config, _ = p.config("config", x)
 	}
-	if x, present := m["limits"]; present {
+	if x, present := m["limits"]; present && slices.Contains(f.Keys, "limits") {
 		spec.Limits = p.limits("limits", x)
 	}
 	if !ok || len(p.errs) > 0 {
-		return nil, spec, false
-	}
-	f, err := forms(name)
-	if err != nil {
-		p.failErr(name, err)
-		return nil, spec, false
+		return spec, false
 	}
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(baseDir, path)
 	}
 	spec.Path = path
-	return f, spec, true
+	return spec, true
 }
 
 // made is the policy a form made, or nil with its error reported under the

@@ -49,13 +49,11 @@ func (fakeForm) load(kind string, spec FormSpec) (*fakeWASM, error) {
 func (f fakeForm) Permission(spec FormSpec) (Permission, error) { return f.load(KindPermission, spec) }
 func (f fakeForm) Env(spec FormSpec) (Env, error)               { return f.load(KindEnv, spec) }
 
+// wasmInfo declares the wasm form as policies/wasmpolicy does.
+var wasmInfo = FormInfo{Key: "wasm", Label: "WASM", Keys: []string{"limits"}, Schema: json.RawMessage(`{"wasm": {}, "limits": {}}`)}
+
 // fakeForms has fakeForm as the wasm form, and no other.
-func fakeForms(name string) (Form, error) {
-	if name == FormWASM {
-		return fakeForm{}, nil
-	}
-	return nil, unlinkedForm(name)
-}
+var fakeForms = formSet{{FormInfo: wasmInfo, form: fakeForm{}}}
 
 const testBaseDir = "/wf"
 
@@ -164,12 +162,12 @@ func renderPolicy(t *testing.T, policy any) string {
 
 func TestParseWithoutTheWASMPackageRefusesWASM(t *testing.T) {
 	spec := map[string]any{"wasm": "p.wasm"}
-	const want = "wasm: WASM policies cannot be loaded here (this program does not link policies/wasmpolicy)"
+	const want = `wasm: unknown key "wasm"`
 	if _, err := ParsePermission(spec, "/wf"); err == nil || err.Error() != want {
-		t.Errorf("ParsePermission(wasm, nil loader) error = %v", err)
+		t.Errorf("ParsePermission(wasm, no form registered) error = %v", err)
 	}
 	if _, err := ParseEnv(spec, "/wf"); err == nil || err.Error() != want {
-		t.Errorf("ParseEnv(wasm, nil loader) error = %v", err)
+		t.Errorf("ParseEnv(wasm, no form registered) error = %v", err)
 	}
 }
 
@@ -180,7 +178,7 @@ func (nilForm) Permission(FormSpec) (Permission, error) { return nil, nil }
 func (nilForm) Env(FormSpec) (Env, error)               { return nil, nil }
 
 func TestParseRefusesAFormThatMakesNoPolicy(t *testing.T) {
-	forms := func(string) (Form, error) { return nilForm{}, nil }
+	forms := formSet{{FormInfo: wasmInfo, form: nilForm{}}}
 	if _, err := parsePermission(map[string]any{"wasm": "p.wasm"}, "/wf", forms); err == nil || err.Error() != "wasm: the wasm form made no policy" {
 		t.Errorf("ParsePermission() error = %v; want one about the form's result", err)
 	}
@@ -189,51 +187,58 @@ func TestParseRefusesAFormThatMakesNoPolicy(t *testing.T) {
 	}
 }
 
-// TestRegisterFormRefusesWhatTheFormatDoesNotKnow covers the registry's
+// TestRegisterFormRefusesWhatTheFormatCannotTake covers the registry's
 // programming errors, each found at start-up with a message that names
-// the form: a name that is no key of the file format (a typo, or a form
-// a package invented), and a form registered twice (two packages, or one
-// imported under two paths). The registry is left as it was.
-func TestRegisterFormRefusesWhatTheFormatDoesNotKnow(t *testing.T) {
-	panics := func(name string, f Form) (msg string) {
+// the form: a key that is no word, a key the file format has already, a
+// nil form, and a form registered twice (two packages, or one imported
+// under two paths). The registry is left as it was.
+func TestRegisterFormRefusesWhatTheFormatCannotTake(t *testing.T) {
+	panics := func(info FormInfo, f Form) (msg string) {
 		defer func() { msg = fmt.Sprint(recover()) }()
-		RegisterForm(name, f)
+		RegisterForm(info, f)
 		return ""
 	}
-	tests := []struct{ name, form, want string }{
-		{"an unknown form", "wsam", `policies: RegisterForm("wsam"): no such policy form; the forms are wasm`},
-		{"an empty name", "", `policies: RegisterForm(""): no such policy form; the forms are wasm`},
+	formsMu.Lock()
+	saved := forms
+	forms = map[string]registeredForm{"wasm": fakeForms[0]}
+	formsMu.Unlock()
+	defer func() { formsMu.Lock(); forms = saved; formsMu.Unlock() }()
+	tests := []struct {
+		name string
+		info FormInfo
+		form Form
+		want string
+	}{
+		{"an empty key", FormInfo{}, fakeForm{}, `policies: RegisterForm(""): a form's key is a word, as a policy file writes it`},
+		{"a key with a dot", FormInfo{Key: "a.b"}, fakeForm{}, `policies: RegisterForm("a.b"): a form's key is a word, as a policy file writes it`},
+		{"a key of the format", FormInfo{Key: "rules"}, fakeForm{}, `policies: RegisterForm("rules"): that key is the policy file format's own`},
+		{"config", FormInfo{Key: "config"}, fakeForm{}, `policies: RegisterForm("config"): that key is the policy file format's own`},
+		{"a nil form", FormInfo{Key: "cel"}, nil, `policies: RegisterForm("cel"): nil form`},
+		{"no schema", FormInfo{Key: "cel"}, fakeForm{}, `policies: RegisterForm("cel"): its schema is no JSON object of its keys: unexpected end of JSON input`},
+		{"a key the schema lacks", FormInfo{Key: "cel", Keys: []string{"limits"}, Schema: json.RawMessage(`{"cel": {}}`)}, fakeForm{}, `policies: RegisterForm("cel"): its schema has no member "limits"`},
+		{"a form registered twice", wasmInfo, fakeForm{}, `policies: the policy form "wasm" registered twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := panics(tt.form, fakeForm{}); got != tt.want {
-				t.Errorf("RegisterForm(%q) panic = %q; want %q", tt.form, got, tt.want)
+			if got := panics(tt.info, tt.form); got != tt.want {
+				t.Errorf("RegisterForm(%q) panic = %q; want %q", tt.info.Key, got, tt.want)
 			}
 		})
 	}
-	t.Run("a nil form", func(t *testing.T) {
-		if got, want := panics(FormWASM, nil), `policies: RegisterForm("wasm"): nil form`; got != want {
-			t.Errorf("panic = %q; want %q", got, want)
-		}
-	})
-	t.Run("a form registered twice", func(t *testing.T) {
-		formsMu.Lock()
-		saved := forms
-		forms = map[string]Form{FormWASM: fakeForm{}}
-		formsMu.Unlock()
-		defer func() { formsMu.Lock(); forms = saved; formsMu.Unlock() }()
-		if got, want := panics(FormWASM, fakeForm{}), `policies: the policy form "wasm" registered twice`; got != want {
-			t.Errorf("panic = %q; want %q", got, want)
-		}
-	})
+	if got := PermissionSpecKeys(); !slices.Equal(got, []string{"rules", "default", "ask-fallback", "ask-timeout", "unasked", "wasm", "config", "limits"}) {
+		t.Errorf("PermissionSpecKeys() = %v; want the base keys, the form's, config and limits", got)
+	}
 }
 
-func TestAFormNoPackageRegisteredSaysWhatToLink(t *testing.T) {
-	if _, err := registeredForms()(FormWASM); err == nil || err.Error() != "WASM policies cannot be loaded here (this program does not link policies/wasmpolicy)" {
-		t.Errorf("the wasm form, not linked: error = %v", err)
+// TestTwoFormsInOneMappingAreRefused: a policy is of one form.
+func TestTwoFormsInOneMappingAreRefused(t *testing.T) {
+	two := append(slices.Clone(fakeForms), registeredForm{FormInfo: FormInfo{Key: "zz"}, form: fakeForm{}})
+	_, err := parsePermission(map[string]any{"wasm": "p.wasm", "zz": "q"}, "/wf", two)
+	if err == nil || err.Error() != "zz: cannot go with wasm: a wasm policy decides alone" {
+		t.Errorf("error = %v", err)
 	}
-	if _, err := registeredForms()("cel"); err == nil || err.Error() != `no policy form "cel"; the forms are wasm` {
-		t.Errorf("an unknown form: error = %v", err)
+	if got := FilesOf(map[string]any{"wasm": "p.wasm"}); got != nil {
+		t.Errorf("FilesOf with no form registered = %v; want none", got)
 	}
 }
 

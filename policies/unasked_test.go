@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"maps"
 	"strings"
 	"testing"
 )
@@ -12,22 +13,21 @@ func TestAPermissionSettingGivenTwiceIsAnErrorInEitherOrder(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		spec    map[string]any
-		beside  func(Permission) (Permission, error)
+		beside  map[string]any
 		wantErr string
 	}{
 		{"unasked inside, ask-fallback inside, unasked beside", map[string]any{"default": "ask", "unasked": "record", "ask-fallback": "allow"},
-			func(p Permission) (Permission, error) { return WithUnaskedSetting(p, "fail") }, "unasked is set twice"},
+			map[string]any{"unasked": "fail"}, "unasked: unasked is set twice"},
 		{"both inside, ask-fallback beside", map[string]any{"default": "ask", "unasked": "record", "ask-fallback": "allow"},
-			func(p Permission) (Permission, error) { return WithAskFallback(p, "reject") }, "ask-fallback is set twice"},
+			map[string]any{"ask-fallback": "reject"}, "ask-fallback: ask-fallback is set twice"},
 		{"unasked inside, ask-fallback beside", map[string]any{"default": "ask", "unasked": "record"},
-			func(p Permission) (Permission, error) { return WithAskFallback(p, "reject") }, ""},
+			map[string]any{"ask-fallback": "reject"}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			perm, err := ParsePermission(tt.spec, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := tt.beside(perm)
+			block := map[string]any{"permission": tt.spec}
+			maps.Copy(block, tt.beside)
+			b, err := ParseBlock(block, t.TempDir())
+			got := b.Permission
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("want no error, got %v", err)

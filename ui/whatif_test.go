@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/acpflow/acpflow/engine"
+	// The wasm form's key is known where its package is linked, as in
+	// every acpflow binary (package standard).
+	_ "github.com/acpflow/acpflow/policies/wasmpolicy"
 )
 
 // whatIf asks the what-if page about policy (text) over every run.

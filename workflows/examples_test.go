@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	_ "github.com/acpflow/acpflow/policies/wasmpolicy"
 	_ "github.com/acpflow/acpflow/steps/acpsubagent"
 	_ "github.com/acpflow/acpflow/steps/shell"
 	"github.com/acpflow/acpflow/workflows"

@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	policyKeys = []string{"permission", "env", "ask-fallback", "ask-timeout", "unasked"}
+	policyKeys = policies.BlockKeys
 	// policyFileKeys are a bare policy file's: an outer policy may also
 	// require a sandbox, say where traces go and where asks go.
 	policyFileKeys = append(slices.Clone(policyKeys), "sandbox", "telemetry", "approvals")
@@ -32,23 +32,7 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 	if f == nil {
 		return p
 	}
-	if x := f["permission"]; x != nil && !x.bad {
-		d.noteModule(x.plain())
-		perm, err := policies.ParsePermission(x.plain(), d.baseDir())
-		d.specErrors(x, "permission", err)
-		p.Permission = perm
-	}
-	if x := f["env"]; x != nil && !x.bad {
-		d.noteModule(x.plain())
-		env, err := policies.ParseEnv(x.plain(), d.baseDir())
-		d.specErrors(x, "env", err)
-		p.Env = env
-	}
-	for _, s := range permissionSettings {
-		if x := f[s.key]; x != nil && !x.bad {
-			p.Permission = d.permissionSetting(x, f["permission"], p.Permission, s.key, s.with)
-		}
-	}
+	p.Permission, p.Env = d.policyBlock(n, f)
 	if x := f["approvals"]; x != nil && !x.bad {
 		p.Approvals = d.decodeApprovals(x, d.file)
 	}
@@ -66,46 +50,62 @@ func (d *decoder) decodePolicies(n *node, ctx string) engine.Policies {
 	return p
 }
 
-// permissionSettings are the settings written beside permission: that
-// wrap it (each may also be written inside the permission's mapping; one
-// place only), in the order they are read.
-var permissionSettings = []struct {
-	key  string
-	with func(policies.Permission, any) (policies.Permission, error)
-}{
-	{"ask-fallback", policies.WithAskFallback},
-	{"ask-timeout", policies.WithAskTimeout},
-	{"unasked", policies.WithUnaskedSetting},
+// policyBlock hands the block's policies and settings (f, the keys
+// policies.BlockKeys names) to package policies, which parses them, and
+// places its mistakes on the values at fault.
+func (d *decoder) policyBlock(n *node, f map[string]*node) (policies.Permission, policies.Env) {
+	block := map[string]any{}
+	var broken []string
+	for _, key := range policies.BlockKeys {
+		x := f[key]
+		switch {
+		case x == nil:
+			continue
+		case x.bad:
+			broken = append(broken, key)
+		case key == "permission" || key == "env":
+			d.noteModule(x.plain())
+		}
+		block[key] = x.plain()
+	}
+	b, err := policies.ParseBlock(block, d.baseDir(), broken...)
+	d.blockErrors(n, err)
+	return b.Permission, b.Env
 }
 
-// permissionSetting reads the setting key written beside permission: and
-// gives it to perm (with).
-func (d *decoder) permissionSetting(x, permNode *node, perm policies.Permission, key string, with func(policies.Permission, any) (policies.Permission, error)) policies.Permission {
-	switch {
-	case permNode == nil:
-		d.at(x.pos, "%s goes with the permission: it applies to, in the same policies: block", key)
-	case perm != nil: // else permission: did not load, and its own errors say why
-		wrapped, err := with(perm, x.plain())
-		d.specErrors(x, key, err)
-		if err == nil {
-			return wrapped
+// blockErrors places each mistake policies.ParseBlock found: its path
+// starts with the block's key (`permission.rules[2].then`), whose value
+// specErrors follows the rest of the path from.
+func (d *decoder) blockErrors(n *node, err error) {
+	var list policies.SpecErrors
+	if err == nil || !errors.As(err, &list) {
+		if err != nil {
+			d.at(n.pos, "%v", err)
+		}
+		return
+	}
+	for _, e := range list {
+		key, rest, _ := strings.Cut(e.Path, ".")
+		at := n.get(key)
+		if at == nil { // no path into the block: say it at the block
+			at, key, rest = n, "policies", e.Path
+		}
+		d.specErrors(at, key, policies.SpecErrors{{Path: rest, Err: e.Err}})
+	}
+}
+
+// noteModule adds the files a policy's form names (`wasm:`, as written;
+// policies.FilesOf) to the workflow's Modules, once each.
+func (d *decoder) noteModule(v any) {
+	for _, path := range policies.FilesOf(v) {
+		if !slices.Contains(d.wf.Modules, path) {
+			d.wf.Modules = append(d.wf.Modules, path)
 		}
 	}
-	return perm
 }
 
-// noteModule adds the WASM module a policy's `wasm:` names (as written)
-// to the workflow's Modules, once each.
-func (d *decoder) noteModule(v any) {
-	m, _ := v.(map[string]any)
-	path, _ := m["wasm"].(string)
-	if path != "" && !slices.Contains(d.wf.Modules, path) {
-		d.wf.Modules = append(d.wf.Modules, path)
-	}
-}
-
-// baseDir is the directory relative `wasm:` paths are resolved against: the
-// workflow file's (docs/workflow.md).
+// baseDir is the directory relative paths of a policy form's file (`wasm:`)
+// are resolved against: the workflow file's (docs/workflow.md).
 func (d *decoder) baseDir() string {
 	return filepath.Dir(d.file)
 }

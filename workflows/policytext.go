@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/acpflow/acpflow/engine"
+	"github.com/acpflow/acpflow/policies"
 )
 
 // MaxPolicyText bounds a policy given as text (ParsePolicyText): a policy
@@ -28,8 +29,8 @@ func ParsePolicyText(name string, src []byte) (engine.Policies, error) {
 	return parsePolicyFile(name, src, refuseFiles)
 }
 
-// refuseFiles reports a workflow, and each `wasm:`, in a policy given as
-// text.
+// refuseFiles reports a workflow, and each file a policy form names
+// (`wasm:`, policies.Forms), in a policy given as text.
 func refuseFiles(d *decoder, root *node) {
 	if root.kind == mappingNode && (root.get("steps") != nil || root.get("name") != nil) {
 		d.at(root.pos, "this is a workflow: give a policy file's text, a top-level permission: and/or env: (a workflow's policies: block, unindented)")
@@ -40,8 +41,10 @@ func refuseFiles(d *decoder, root *node) {
 		if n == nil || n.kind != mappingNode {
 			continue
 		}
-		if m := n.get("wasm"); m != nil {
-			d.at(m.pos, "%s.wasm: a policy given as text cannot load a module file; test a WASM policy with acpflow policy test POLICY_FILE", key)
+		for _, f := range policies.Forms() {
+			if m := n.get(f.Key); m != nil {
+				d.at(m.pos, "%s.%s: a policy given as text cannot load a module file; test a %s policy with acpflow policy test POLICY_FILE", key, f.Key, f.Label)
+			}
 		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"slices"
 
+	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -88,6 +90,9 @@ func SchemaOf(kinds []steps.Kind) ([]byte, error) {
 	step.set("properties", props.marshal())
 	step.set("allOf", mustJSON(withs))
 	defs.set("step", step.marshal())
+	if err := addForms(&defs, policies.Forms()); err != nil {
+		return nil, err
+	}
 	root.set("definitions", defs.marshal())
 
 	var out bytes.Buffer
@@ -96,6 +101,70 @@ func SchemaOf(kinds []steps.Kind) ([]byte, error) {
 	}
 	out.WriteByte('\n')
 	return out.Bytes(), nil
+}
+
+// addForms composes the policy forms' keys into the permission and env
+// definitions: a permission is one more alternative per form (its key
+// required, beside the settings every permission takes), an env mapping
+// takes each form's keys.
+func addForms(defs *object, forms []policies.FormInfo) error {
+	perm, err := parseObject(defs.get("permission"))
+	if err != nil {
+		return fmt.Errorf("schema-base.json: permission: %w", err)
+	}
+	var alts []json.RawMessage
+	if err := json.Unmarshal(perm.get("oneOf"), &alts); err != nil || len(alts) == 0 {
+		return fmt.Errorf("schema-base.json: permission.oneOf: want the alternatives")
+	}
+	rules, err := parseObject(alts[len(alts)-1])
+	if err != nil {
+		return fmt.Errorf("schema-base.json: permission.oneOf: %w", err)
+	}
+	settings, err := parseObject(rules.get("properties"))
+	if err != nil {
+		return fmt.Errorf("schema-base.json: the rules permission's properties: %w", err)
+	}
+	env, err := parseObject(defs.get("env"))
+	if err != nil {
+		return fmt.Errorf("schema-base.json: env: %w", err)
+	}
+	envProps, err := parseObject(env.get("properties"))
+	if err != nil {
+		return fmt.Errorf("schema-base.json: env.properties: %w", err)
+	}
+	for _, f := range forms {
+		keys, err := parseObject(f.Schema)
+		if err != nil || keys.get(f.Key) == nil {
+			return fmt.Errorf("policy form %q: its schema is no object with a member %q", f.Key, f.Key)
+		}
+		props := object{{f.Key, keys.get(f.Key)}}
+		for _, k := range []string{"ask-fallback", "ask-timeout", "unasked", "config"} {
+			props.set(k, settings.get(k))
+		}
+		envProps.insertBefore("config", f.Key, keys.get(f.Key))
+		for _, k := range f.Keys {
+			if keys.get(k) == nil {
+				return fmt.Errorf("policy form %q: its schema has no member %q", f.Key, k)
+			}
+			props.set(k, keys.get(k))
+			envProps.set(k, keys.get(k))
+		}
+		alts = append(alts, mustJSON(formAlternative{f.Description, "object", false, []string{f.Key}, props.marshal()}))
+	}
+	perm.set("oneOf", mustJSON(alts))
+	defs.set("permission", perm.marshal())
+	env.set("properties", envProps.marshal())
+	defs.set("env", env.marshal())
+	return nil
+}
+
+// formAlternative is a permission written in one policy form.
+type formAlternative struct {
+	Description          string          `json:"description,omitempty"`
+	Type                 string          `json:"type"`
+	AdditionalProperties bool            `json:"additionalProperties"`
+	Required             []string        `json:"required"`
+	Properties           json.RawMessage `json:"properties"`
 }
 
 // kindRule says that a step using the kind has a `with:` of its schema.
@@ -168,6 +237,18 @@ func (o object) get(key string) json.RawMessage {
 		}
 	}
 	return nil
+}
+
+// insertBefore adds the member key before the member next (at the end
+// when there is none).
+func (o *object) insertBefore(next, key string, val json.RawMessage) {
+	for i := range *o {
+		if (*o)[i].key == next {
+			*o = slices.Insert(*o, i, member{key, val})
+			return
+		}
+	}
+	*o = append(*o, member{key, val})
 }
 
 // set replaces the member key, or appends it.

@@ -63,8 +63,8 @@ func TestTheSchemaKnowsTheKeysTheLoaderKnows(t *testing.T) {
 		{"MCP server types", s.Definitions["mcp-server"].Properties["type"].Enum, []string{acpagent.MCPStdio, acpagent.MCPHTTP, acpagent.MCPSSE}},
 		{"step kinds", s.Definitions["step"].Properties["uses"].Enum, steps.Names()},
 		{"policies keys", def("policies"), policyKeys},
-		{"permission keys", sortedKeys(permission), policies.PermissionSpecKeys},
-		{"env keys", def("env"), policies.EnvSpecKeys},
+		{"permission keys", sortedKeys(permission), policies.PermissionSpecKeys()},
+		{"env keys", def("env"), policies.EnvSpecKeys()},
 		{"env inherit values", s.Definitions["env"].Properties["inherit"].Enum, []string{policies.InheritAll, policies.InheritCore, policies.InheritNone}},
 	} {
 		t.Run("the schema and the loader agree on the "+tc.name, func(t *testing.T) {

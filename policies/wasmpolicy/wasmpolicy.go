@@ -1,10 +1,11 @@
 // Package wasmpolicy is the `wasm:` form of a policy (docs: the WASM ABI):
 // a permission or env policy decided by a WebAssembly module run by
-// package wasm. It registers the form with policies under its name
-// (policies.RegisterForm(policies.FormWASM, …)) from its init function, as
-// a step kind registers with steps, so a program has the form by importing
-// this package for its side effect (every acpflow binary does, through
-// package standard) and links no WASM runtime otherwise.
+// package wasm. It registers the form with policies from its init
+// function, declaring its key (Key) and that it takes limits:, as a step
+// kind registers with steps, so a program has the form by importing this
+// package for its side effect (every acpflow binary does, through package
+// standard) and links no WASM runtime otherwise. No other package names
+// the form.
 package wasmpolicy
 
 import (
@@ -24,7 +25,27 @@ import (
 	"github.com/acpflow/acpflow/wasm"
 )
 
-func init() { policies.RegisterForm(policies.FormWASM, SharedForm()) }
+// Key is the form's key in a policy's mapping: `wasm: PATH.wasm`.
+const Key = "wasm"
+
+func init() {
+	policies.RegisterForm(policies.FormInfo{
+		Key: Key, Label: "WASM", Keys: []string{"limits"},
+		Description: "A WASM policy module (ABI v1), relative to the workflow file.",
+		Schema:      json.RawMessage(formSchema),
+	}, SharedForm())
+}
+
+// formSchema is the JSON schema of the form's keys, for editors.
+const formSchema = `{
+  "wasm": {"description": "A WASM policy module (ABI v1), relative to the workflow file.", "type": "string", "minLength": 1},
+  "limits": {
+    "description": "Caps for a WASM module: memory (bytes, or a size such as 64MiB; default 32MiB) and timeout per call (default 1s).",
+    "type": "object",
+    "additionalProperties": false,
+    "properties": {"memory": {"type": ["string", "integer"]}, "timeout": {"type": ["string", "integer"]}}
+  }
+}`
 
 // SharedForm loads modules into one wasm.Host per process, created on
 // first use: compiling a module is what costs (a Go module takes a second

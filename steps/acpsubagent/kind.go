@@ -11,10 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/acpflow/acpflow/steps"
 	"github.com/acpflow/acpflow/steps/acpsubagent/acpagent"
@@ -213,37 +211,4 @@ func checkSessionKeys(with map[string]any) error {
 		}
 	}
 	return nil
-}
-
-// resolveCwd finds the child's working directory: the step's cwd, else the
-// agent's, else the workspace; relative ones against the workspace, never
-// against acpflow's own directory. It must be a directory acpflow can enter.
-func resolveCwd(inv *steps.Invocation, agent *steps.Agent) (string, error) {
-	cwd := inv.Workspace
-	if agent.Cwd != "" {
-		cwd = agent.Cwd
-	}
-	if s, _ := inv.With["cwd"].(string); s != "" {
-		cwd = s
-	}
-	if !filepath.IsAbs(cwd) {
-		cwd = filepath.Join(inv.Workspace, cwd)
-	}
-	cwd = filepath.Clean(cwd)
-	if !filepath.IsAbs(cwd) {
-		return "", fmt.Errorf("cwd must be an absolute path: %s", cwd)
-	}
-	fi, err := os.Stat(cwd)
-	switch {
-	case os.IsNotExist(err):
-		return "", fmt.Errorf("cwd %s does not exist", cwd)
-	case err != nil:
-		return "", fmt.Errorf("cwd %s cannot be entered: %v", cwd, err)
-	case !fi.IsDir():
-		return "", fmt.Errorf("cwd %s is not a directory", cwd)
-	}
-	if err := syscall.Access(cwd, 1 /* X_OK */); err != nil {
-		return "", fmt.Errorf("cwd %s cannot be entered: %v", cwd, err)
-	}
-	return cwd, nil
 }

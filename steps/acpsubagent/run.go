@@ -294,7 +294,7 @@ func (a *attempt) run(ctx context.Context) steps.Result {
 		return steps.Result{StopReason: steps.Aborted, Err: ErrAbortedBeforeStart}
 	}
 	a.replayModel()
-	cwd, err := resolveCwd(a.inv, a.agent)
+	cwd, err := steps.ResolveCwd(a.inv, a.agent.Cwd)
 	if err != nil {
 		return steps.Result{StopReason: steps.Error, Err: err}
 	}

@@ -88,7 +88,7 @@ func (s *step) attempt(ctx context.Context, inv *steps.Invocation, scrub *redact
 	if ctx.Err() != nil {
 		return aborted(fmt.Errorf("the command was not started: %w", context.Cause(ctx)))
 	}
-	cwd, err := resolveCwd(inv)
+	cwd, err := steps.ResolveCwd(inv, "")
 	if err != nil {
 		return failed(err)
 	}
@@ -279,33 +279,6 @@ func exitOf(err error) (code int, signal string) {
 		return ee.ExitCode(), ""
 	}
 	return -1, ""
-}
-
-// resolveCwd finds the command's working directory: with.cwd, relative to
-// the workspace (never to acpflow's own directory), else the workspace. It
-// must be a directory acpflow can enter, as an agent's cwd must.
-func resolveCwd(inv *steps.Invocation) (string, error) {
-	cwd := inv.Workspace
-	if s, _ := inv.With["cwd"].(string); s != "" {
-		cwd = s
-	}
-	if !filepath.IsAbs(cwd) {
-		cwd = filepath.Join(inv.Workspace, cwd)
-	}
-	cwd = filepath.Clean(cwd)
-	fi, err := os.Stat(cwd)
-	switch {
-	case os.IsNotExist(err):
-		return "", fmt.Errorf("cwd %s does not exist", cwd)
-	case err != nil:
-		return "", fmt.Errorf("cwd %s cannot be entered: %v", cwd, err)
-	case !fi.IsDir():
-		return "", fmt.Errorf("cwd %s is not a directory", cwd)
-	}
-	if err := syscall.Access(cwd, 1 /* X_OK */); err != nil {
-		return "", fmt.Errorf("cwd %s cannot be entered: %v", cwd, err)
-	}
-	return cwd, nil
 }
 
 // buildEnv asks the env policy, within the outer policy, for the command's
