@@ -2,12 +2,14 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
@@ -75,9 +77,12 @@ type Activities struct {
 	// StateFiles are acpflow's own files on the worker's machine, which
 	// every sandbox denies (engine.Options.StateFiles); nil: none.
 	StateFiles []string
-	// Signal sends TurnEndSignal; nil: the worker's client
-	// (activity.GetClient).
+	// Signal sends TurnEndSignal and the approval signals; nil: the
+	// worker's client (activity.GetClient).
 	Signal Signaller
+	// Query asks the run's workflow its approvals (ApprovalsQuery); nil:
+	// the worker's client.
+	Query Querier
 
 	mu     sync.Mutex
 	loaded map[string]*engine.Workflow
@@ -106,6 +111,7 @@ func (a *Activities) Attempt(ctx context.Context, t Task) (Stored, error) {
 	opt := engine.AttemptOptions{
 		RunID: t.RunID, Workspace: t.Workspace, Inputs: t.Inputs, Ambient: a.Ambient, Outer: a.Outer,
 		Results: settled, Element: t.Element, Attempt: t.Attempt, Spent: t.Spent, StateFiles: a.StateFiles,
+		Asker: a.asker(ctx, t, wf.Name),
 	}
 	if t.TurnEnd {
 		opt.TurnEnded = func(res *engine.StepResult) { a.turnEnded(ctx, t, res) }
@@ -115,6 +121,12 @@ func (a *Activities) Attempt(ctx context.Context, t Task) (Stored, error) {
 	stop()
 	if err != nil {
 		return Stored{}, temporal.NewNonRetryableApplicationError(err.Error(), badTask, nil)
+	}
+	if errors.Is(context.Cause(ctx), worker.ErrWorkerShutdown) {
+		// The worker, not the step, stopped: the attempt is run again on
+		// a worker (Temporal's retry), and an approval it waited for
+		// stays pending in the run's workflow for it.
+		return Stored{}, fmt.Errorf("step %s: the worker stopped during the attempt: %w", t.Step, worker.ErrWorkerShutdown)
 	}
 	return a.Blobs.store(forWorkflow(ctx, res))
 }

@@ -38,7 +38,7 @@ func newRootCmd() *cobra.Command {
 	}
 	var conn connFlags
 	conn.add(root)
-	root.AddCommand(newWorkerCmd(&conn), newRunCmd(&conn))
+	root.AddCommand(newWorkerCmd(&conn), newRunCmd(&conn), newApprovalsCmd(&conn), newApproveCmd(&conn))
 	return root
 }
 
