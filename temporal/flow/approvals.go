@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -52,9 +53,12 @@ type Answer struct {
 // does: later ones are refused, no longer recorded.
 const MaxLate = 32
 
-// approvalBook is a run's approvals in its workflow. Only the workflow's
-// coroutines touch it, one at a time.
+// approvalBook is a run's approvals in its workflow. The workflow's
+// coroutines change it one at a time; mu is for the query, which the
+// SDK's in-memory test suite answers on the caller's goroutine (a real
+// worker answers it between coroutines).
 type approvalBook struct {
+	mu   sync.Mutex
 	list []*Approval
 }
 
@@ -92,6 +96,8 @@ func (b *approvalBook) keep(ctx workflow.Context) error {
 
 // all answers ApprovalsQuery.
 func (b *approvalBook) all() ([]Approval, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	out := make([]Approval, len(b.list))
 	for i, a := range b.list {
 		out[i] = *a
@@ -116,7 +122,9 @@ func (b *approvalBook) open(ctx workflow.Context, a Approval) {
 		return
 	}
 	a.Status, a.AnswerKey, a.Late = store.ApprovalPending, "", nil
+	b.mu.Lock()
 	b.list = append(b.list, &a)
+	b.mu.Unlock()
 	workflow.Go(ctx, func(c workflow.Context) {
 		if d := a.Deadline.Sub(workflow.Now(c)); d > 0 {
 			workflow.NewTimer(c, d).Get(c, nil)
@@ -127,6 +135,8 @@ func (b *approvalBook) open(ctx workflow.Context, a Approval) {
 
 // answer records ans: the answer of a pending approval, else a late one.
 func (b *approvalBook) answer(ans Answer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	a := b.find(ans.ID)
 	switch {
 	case a == nil:
@@ -139,6 +149,8 @@ func (b *approvalBook) answer(ans Answer) {
 
 // close ends a pending approval unanswered, as status.
 func (b *approvalBook) close(id, status string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if a := b.find(id); a != nil && a.Status == store.ApprovalPending {
 		a.Status = status
 	}
@@ -147,9 +159,11 @@ func (b *approvalBook) close(id, status string) {
 // withdraw closes the pending approvals of an attempt whose activity
 // returned: no step waits for them any more.
 func (b *approvalBook) withdraw(k turnKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, a := range b.list {
-		if keyOf(a.StepID, a.Index, a.Attempt) == k {
-			b.close(a.ID, store.ApprovalWithdrawn)
+		if a.Status == store.ApprovalPending && keyOf(a.StepID, a.Index, a.Attempt) == k {
+			a.Status = store.ApprovalWithdrawn
 		}
 	}
 }
