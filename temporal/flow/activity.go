@@ -2,14 +2,12 @@ package flow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/acpflow/acpflow/engine"
 	"github.com/acpflow/acpflow/policies"
@@ -121,12 +119,6 @@ func (a *Activities) Attempt(ctx context.Context, t Task) (Stored, error) {
 	stop()
 	if err != nil {
 		return Stored{}, temporal.NewNonRetryableApplicationError(err.Error(), badTask, nil)
-	}
-	if errors.Is(context.Cause(ctx), worker.ErrWorkerShutdown) {
-		// The worker, not the step, stopped: the attempt is run again on
-		// a worker (Temporal's retry), and an approval it waited for
-		// stays pending in the run's workflow for it.
-		return Stored{}, fmt.Errorf("step %s: the worker stopped during the attempt: %w", t.Step, worker.ErrWorkerShutdown)
 	}
 	return a.Blobs.store(forWorkflow(ctx, res))
 }
