@@ -25,11 +25,13 @@ func queryIn(env *testsuite.TestWorkflowEnvironment) Querier {
 	}
 }
 
-// tapSignals is signal, telling tell of each signal first.
+// tapSignals is signal, telling tell of each signal once it is sent (a
+// signal the test sends then is the workflow's after it).
 func tapSignals(signal Signaller, tell func(name string, arg any)) Signaller {
 	return func(ctx context.Context, wid, rid, name string, arg any) error {
+		err := signal(ctx, wid, rid, name, arg)
 		tell(name, arg)
-		return signal(ctx, wid, rid, name, arg)
+		return err
 	}
 }
 
