@@ -86,6 +86,9 @@ type AttemptOptions struct {
 	// StateFiles are the worker's own files every sandbox denies
 	// (Options.StateFiles).
 	StateFiles []string
+	// Asker puts the requests a policy decides to ask about to a person
+	// (Options.Asker); nil: no one, the ask-fallback decides.
+	Asker policies.Asker
 }
 
 // RunAttempt runs one attempt of one step (or of one for-each element) of
@@ -111,7 +114,7 @@ func RunAttempt(ctx context.Context, wf *Workflow, stepID string, opt AttemptOpt
 		wf: wf, sink: opt.Events, index: make(map[string]int, len(wf.Steps)),
 		opt: Options{
 			RunID: opt.RunID, Workspace: opt.Workspace, Inputs: opt.Inputs, Ambient: opt.Ambient,
-			Outer: opt.Outer, Events: opt.Events, StateFiles: opt.StateFiles,
+			Outer: opt.Outer, Events: opt.Events, StateFiles: opt.StateFiles, Asker: opt.Asker,
 		},
 		results: make(map[string]*StepResult, len(opt.Results)),
 	}

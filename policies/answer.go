@@ -369,7 +369,9 @@ func asked(ctx context.Context, v Verdict, src Source, req *PermissionRequest, a
 		actx, cancel := context.WithTimeoutCause(ctx, timeout, ErrAskTimedOut)
 		q := &Question{Request: req, Rule: v.Rule, Reason: v.Reason, Timeout: timeout, Fallback: fallback}
 		reply, err := asker.Ask(actx, q)
-		timedOut := err != nil && errors.Is(context.Cause(actx), ErrAskTimedOut)
+		// An asker whose approvers keep the deadline (a Temporal workflow's
+		// timer) says it passed with ErrAskTimedOut itself.
+		timedOut := err != nil && (errors.Is(context.Cause(actx), ErrAskTimedOut) || errors.Is(err, ErrAskTimedOut))
 		cancel()
 		switch {
 		case err == nil:

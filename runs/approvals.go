@@ -44,7 +44,7 @@ const ApprovalPoll = 200 * time.Millisecond
 // run has (the terminal, a webhook; the web UI and acpflow approve read
 // the store) and takes the first answer, which the store makes atomic.
 // An answer given for the rest of the run is kept as a grant, and a
-// repeat of the same request (tool kind and command, grantScope) is
+// repeat of the same request (tool kind and command, GrantScope) is
 // answered with it without asking.
 type approvalHub struct {
 	store    *store.Store
@@ -59,15 +59,15 @@ type approvalHub struct {
 
 // grantKey is what a grant covers: one run's calls of a tool kind with a
 // command line (docs/policies.md#approvals: "the same tool kind and
-// command"), grantScope's what.
+// command"), GrantScope's what.
 type grantKey struct{ run, kind, what string }
 
-// grantScope is what, besides its tool kind, a request must repeat for a
-// grant to answer it: its command; for a call with none (an edit, a
+// GrantScope is what, besides its tool kind, a request must repeat for a
+// grant to answer it (here and on the Temporal backend): its command; for a call with none (an edit, a
 // read, a fetch), the files it names, else its title. Without this, an
 // answer for the rest of the run to one edit would allow every edit of
 // any file, command "" being the same for all of them.
-func grantScope(req *policies.PermissionRequest) string {
+func GrantScope(req *policies.PermissionRequest) string {
 	t := req.Tool
 	if t.Command != "" {
 		return "command\x00" + t.Command
@@ -84,7 +84,7 @@ func grantScope(req *policies.PermissionRequest) string {
 }
 
 func keyOf(req *policies.PermissionRequest) grantKey {
-	return grantKey{req.RunID, req.Tool.Kind, grantScope(req)}
+	return grantKey{req.RunID, req.Tool.Kind, GrantScope(req)}
 }
 
 // asker is who a run's asks go to: the approval hub over the Runner's
@@ -248,7 +248,7 @@ func optionDecision(options []policies.Option, id string) policies.Decision {
 }
 
 // grant keeps r as the answer to every later request of req's run with
-// its tool kind and scope (grantScope). An answer that picked an "always" option is
+// its tool kind and scope (GrantScope). An answer that picked an "always" option is
 // kept as its once form: the grant is acpflow's, for this run, and the
 // agent's own memory of an always answer is not acpflow's to widen.
 func (h *approvalHub) grant(req *policies.PermissionRequest, r policies.Reply) {
@@ -282,8 +282,8 @@ func (h *approvalHub) granted(ctx context.Context, q *policies.Question) (polici
 	if shown == nil {
 		shown = req
 	}
-	scope := grantScope(shown)
-	if scope != grantScope(req) {
+	scope := GrantScope(shown)
+	if scope != GrantScope(req) {
 		// A command (or path) with a secret in it is stored scrubbed: two
 		// such could read the same, and a grant covers one.
 		return policies.Reply{}, false
@@ -294,7 +294,7 @@ func (h *approvalHub) granted(ctx context.Context, q *policies.Question) (polici
 	}
 	for _, a := range list {
 		if a.ForRun && a.Status == store.ApprovalAnswered && a.Request != nil &&
-			a.Request.Tool.Kind == shown.Tool.Kind && grantScope(a.Request) == scope {
+			a.Request.Tool.Kind == shown.Tool.Kind && GrantScope(a.Request) == scope {
 			h.grant(req, replyOf(a))
 			return h.granted(ctx, q)
 		}

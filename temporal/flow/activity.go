@@ -75,9 +75,12 @@ type Activities struct {
 	// StateFiles are acpflow's own files on the worker's machine, which
 	// every sandbox denies (engine.Options.StateFiles); nil: none.
 	StateFiles []string
-	// Signal sends TurnEndSignal; nil: the worker's client
-	// (activity.GetClient).
+	// Signal sends TurnEndSignal and the approval signals; nil: the
+	// worker's client (activity.GetClient).
 	Signal Signaller
+	// Query asks the run's workflow its approvals (ApprovalsQuery); nil:
+	// the worker's client.
+	Query Querier
 
 	mu     sync.Mutex
 	loaded map[string]*engine.Workflow
@@ -106,6 +109,7 @@ func (a *Activities) Attempt(ctx context.Context, t Task) (Stored, error) {
 	opt := engine.AttemptOptions{
 		RunID: t.RunID, Workspace: t.Workspace, Inputs: t.Inputs, Ambient: a.Ambient, Outer: a.Outer,
 		Results: settled, Element: t.Element, Attempt: t.Attempt, Spent: t.Spent, StateFiles: a.StateFiles,
+		Asker: a.asker(ctx, t, wf.Name),
 	}
 	if t.TurnEnd {
 		opt.TurnEnded = func(res *engine.StepResult) { a.turnEnded(ctx, t, res) }

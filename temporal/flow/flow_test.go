@@ -62,6 +62,8 @@ type fixture struct {
 	// attempts counts the activities in flight: the in-memory Temporal may
 	// complete a cancelled workflow before its activities return.
 	attempts sync.WaitGroup
+	// signalled, when set, is told each signal an activity sends.
+	signalled func(name string, arg any)
 }
 
 // settle waits until every activity has returned: then the agents they
@@ -131,7 +133,10 @@ func (f *fixture) environment(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env := suite.NewTestWorkflowEnvironment()
 	in := &Interpreter{Blobs: f.blobs}
 	env.RegisterWorkflowWithOptions(in.Interpret, workflow.RegisterOptions{Name: WorkflowName})
-	acts := &Activities{Blobs: f.blobs, Cache: filepath.Join(f.dir, "cache"), Ambient: policies.EnvMap(os.Environ()), Signal: signalIn(env)}
+	acts := &Activities{Blobs: f.blobs, Cache: filepath.Join(f.dir, "cache"), Ambient: policies.EnvMap(os.Environ()), Signal: signalIn(env), Query: queryIn(env)}
+	if f.signalled != nil {
+		acts.Signal = tapSignals(acts.Signal, f.signalled)
+	}
 	attempt := func(ctx context.Context, task Task) (Stored, error) {
 		f.attempts.Add(1)
 		defer f.attempts.Done()

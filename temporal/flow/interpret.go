@@ -88,6 +88,9 @@ func (in *Interpreter) Interpret(ctx workflow.Context, req Request) (*Outcome, e
 	if err := workflow.SetQueryHandler(ctx, EventsQuery, s.eventsFrom); err != nil {
 		return nil, err
 	}
+	if err := s.approvals.keep(ctx); err != nil {
+		return nil, err
+	}
 	ids := make([]string, len(wf.Steps))
 	for i, st := range wf.Steps {
 		ids[i] = st.ID
@@ -147,6 +150,8 @@ type scheduler struct {
 	events    [][]byte // as EventsQuery answers them
 	// turnEnd: the run's attempts signal their turn's end (turnEndChange).
 	turnEnd bool
+	// approvals are the asks of the run's steps put to people.
+	approvals approvalBook
 }
 
 // emit keeps an event of the run for EventsQuery.
@@ -335,6 +340,7 @@ func (s *scheduler) perform(runCtx workflow.Context, ch workflow.Channel, turns 
 						acts = s.sched.Ended(a, res, now)
 					}
 					delete(turns, key)
+					s.approvals.withdraw(key)
 					return append(acts, s.sched.Released(a, now)...)
 				}))
 			})

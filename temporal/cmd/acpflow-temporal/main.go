@@ -34,6 +34,7 @@ func newRootCmd() *cobra.Command {
 	}
 	var conn backend.Conn
 	conn.Add(root)
-	root.AddCommand(backend.NewWorkerCmd(&conn), backend.NewRunCmd(&conn))
+	root.AddCommand(backend.NewWorkerCmd(&conn), backend.NewRunCmd(&conn),
+		backend.NewApprovalsCmd(&conn), backend.NewApproveCmd(&conn))
 	return root
 }

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// What run refuses, it refuses before it reaches a server (there is none
+// What run, approve and approvals refuse, they refuse before they reach a server (there is none
 // here), with exit 2 and words that say where and what.
 func TestRunRefusesWhatItCannotDoBeforeItDials(t *testing.T) {
 	dir := t.TempDir()
@@ -67,6 +67,11 @@ func TestRunRefusesWhatItCannotDoBeforeItDials(t *testing.T) {
 		{[]string{"run", ok, "--id", "a b\x1b[31m"}, "--id"},
 		{[]string{"run", ok, "--id", strings.Repeat("x", 201)}, "want 1 to 200 letters"},
 		{[]string{"worker", "--concurrency", "0"}, "--concurrency must be at least 1"},
+		// approve: only allow or reject, only --for run, and an id.
+		{[]string{"approve", "ap-3f9a0c1d2e4b", "maybe"}, `answer "maybe": want allow or reject`},
+		{[]string{"approve", "ap-3f9a0c1d2e4b", "allow", "--for", "step"}, "the one scope is run"},
+		{[]string{"approve", "ap-3f9a0c1d2e4b"}, "ANSWER"},
+		{[]string{"approvals", "extra"}, "extra"},
 	} {
 		t.Run(strings.Join(c.args[:1], " ")+" "+c.want, func(t *testing.T) {
 			cmd := exec.Command(bin, append(c.args, "--address", "127.0.0.1:1", "--blobs", filepath.Join(dir, "blobs"))...)
