@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,14 +73,8 @@ steps:
 // teardownTier is the tier of the one teardown in a --json event stream.
 func teardownTier(t *testing.T, stdout string) string {
 	t.Helper()
-	for _, e := range jsonEvents(t, stdout) {
-		if e["kind"] == "teardown" {
-			tier, _ := e["tier"].(string)
-			return tier
-		}
-	}
-	t.Fatalf("no teardown event in:\n%s", stdout)
-	return ""
+	tier, _ := teardownEvent(t, stdout)["tier"].(string)
+	return tier
 }
 
 // TestAnIdleFlushIsWaitedForUnlessTheAgentSaysItNeverExitsOnEOF: after its
@@ -209,6 +204,151 @@ steps:
 				t.Error("no final in the result")
 			} else if *s.Final != "" {
 				t.Errorf("final is %d bytes, want empty: the cut message is in output", len(*s.Final))
+			}
+			assertAgentsGone(t, record)
+		})
+	}
+}
+
+// teardownEvent is the one teardown in a --json event stream.
+func teardownEvent(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	for _, e := range jsonEvents(t, stdout) {
+		if e["kind"] == "teardown" {
+			return e
+		}
+	}
+	t.Fatalf("no teardown event in:\n%s", stdout)
+	return nil
+}
+
+// TestAnAgentsSessionIsClosedBeforeItsEOFAndEndsItsWait: at the end of a
+// step acpflow sends session/close to an agent that advertises it, then
+// closes its stdin; an agent that ends on session/close is gone without
+// any signal, long before its EOF grace. One that advertises close but
+// ends on neither close nor EOF falls back to the ladder (SIGTERM after
+// the grace), and one that does not advertise close is never sent it.
+//
+// Class of input: each answer an agent can give to the end of its
+// session: ends on close (and ignores EOF), ignores both, exits on EOF
+// without offering close. The graces are far longer than a close (6 s
+// default; the ignoring agent's 300 ms is what it must wait out).
+func TestAnAgentsSessionIsClosedBeforeItsEOFAndEndsItsWait(t *testing.T) {
+	const closeCaps = `{"sessionCapabilities":{"close":{}}}`
+	for _, tc := range []struct {
+		name, dispose string
+		args          []string
+		closed        bool
+		tiers         []string
+		sigterm       bool
+	}{
+		{"it ends on session/close and ignores EOF", "", []string{"-capabilities", closeCaps, "-ignore-eof", "-exit-on-close"}, true, []string{"exited", "eof"}, false},
+		{"it ignores both", "dispose: {eof-grace: 300ms}", []string{"-capabilities", closeCaps, "-ignore-eof"}, true, []string{"term"}, true},
+		{"it does not offer close", "", nil, false, []string{"eof"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			record := filepath.Join(dir, "record.jsonl")
+			wf := writeWorkflow(t, dir, fmt.Sprintf(`name: closing
+agents:
+  a:
+    command: %s
+    args: %s
+    %s
+steps:
+  - {id: s, uses: acp-subagent, with: {agent: a, prompt: hi}}
+`, testAgent, agentArgs(append([]string{"-record", record}, tc.args...)...), tc.dispose))
+			r := acpflow(t, dir, "run", wf, "--json", "--state", filepath.Join(dir, "state.db"))
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", r.code, r.stderr, r.stdout)
+			}
+			td := teardownEvent(t, r.stdout)
+			if tier, _ := td["tier"].(string); !slices.Contains(tc.tiers, tier) {
+				t.Errorf("teardown tier %q, want one of %v", tier, tc.tiers)
+			}
+			// A hang guard, not a measurement: an agent that ends on close
+			// is gone in milliseconds, its EOF grace is 6 s.
+			if ms, _ := td["duration_ms"].(float64); !tc.sigterm && ms > 3000 {
+				t.Errorf("teardown took %v ms: it waited for the EOF grace", ms)
+			}
+			events := map[string]int{}
+			for _, rec := range readRecords(t, record) {
+				ev, _ := rec["event"].(string)
+				events[ev]++
+			}
+			if (events["session_close"] > 0) != tc.closed {
+				t.Errorf("session/close sent %d times, want sent %v", events["session_close"], tc.closed)
+			}
+			if (events["sigterm"] > 0) != tc.sigterm {
+				t.Errorf("the agent got %d SIGTERMs; want SIGTERM %v", events["sigterm"], tc.sigterm)
+			}
+			assertAgentsGone(t, record)
+		})
+	}
+}
+
+// TestCodexsAdapterIsEndedOnceItsOwnWorkIsDone: codex-acp, once its
+// app-server has exited at EOF, only waits out a 2 s timer of its own; the
+// codex preset ends the EOF wait when the agent's process is the last of
+// its group and idle, instead of waiting out the grace. The scripted
+// agent stands in for it with the preset's command replaced: it never
+// exits on EOF, and the grace is a minute, so only the early end can
+// make the teardown short. A command acpflow knows nothing about, with the
+// same grace, is not cut short: it is still waited for after its idle
+// 300 ms flush.
+//
+// Class of input: the preset that knows its agent's end (codex), and an
+// agent with no preset whose idle flush must not be taken for done.
+func TestCodexsAdapterIsEndedOnceItsOwnWorkIsDone(t *testing.T) {
+	for _, tc := range []struct {
+		name, preset string
+		args         []string
+		tier         string
+		sigterm      bool
+	}{
+		{"preset codex", "preset: codex", []string{"-modes", "read-only,workspace-write", "-ignore-eof"}, "term", true},
+		{"no preset", "", []string{"-eof-flush", "300ms"}, "eof", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			record := filepath.Join(dir, "record.jsonl")
+			wf := writeWorkflow(t, dir, fmt.Sprintf(`name: codexend
+agents:
+  a:
+    %s
+    command: %s
+    args: %s
+    dispose: {eof-grace: 1m}
+steps:
+  - {id: s, uses: acp-subagent, with: {agent: a, prompt: hi}}
+`, tc.preset, testAgent, agentArgs(append([]string{"-record", record}, tc.args...)...)))
+			r := acpflow(t, dir, "run", wf, "--json", "--state", filepath.Join(dir, "state.db"))
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", r.code, r.stderr, r.stdout)
+			}
+			td := teardownEvent(t, r.stdout)
+			if tier, _ := td["tier"].(string); tier != tc.tier {
+				t.Errorf("teardown tier %q, want %q", tier, tc.tier)
+			}
+			// A hang guard: the early end comes a few looks after EOF, the
+			// grace after a minute.
+			if ms, _ := td["duration_ms"].(float64); ms > 30000 {
+				t.Errorf("teardown took %v ms: it waited out the EOF grace", ms)
+			}
+			terms, flushed := 0, 0
+			for _, rec := range readRecords(t, record) {
+				switch rec["event"] {
+				case "sigterm":
+					terms++
+				case "flushed":
+					flushed++
+				}
+			}
+			if (terms > 0) != tc.sigterm {
+				t.Errorf("the agent got %d SIGTERMs; want SIGTERM %v", terms, tc.sigterm)
+			}
+			if !tc.sigterm && flushed == 0 {
+				t.Error("the agent's flush was cut short")
 			}
 			assertAgentsGone(t, record)
 		})

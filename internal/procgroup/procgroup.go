@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -145,6 +146,15 @@ type Ladder struct {
 	// (a network write, a timer) looks the same, and would be cut short.
 	// 0 waits the whole EOFGrace, as the seed does.
 	EOFIdle time.Duration
+	// EOFDoneAt ends the EOF wait early once the group is down to this
+	// many live members and they used no CPU over one look: for a child
+	// known to exit on EOF only after a timer of its own once the
+	// processes it started are gone (codex-acp waits out a 2 s timer for
+	// an app-server that exited long before). 1 is the leader alone; 2
+	// the leader and the one process it runs (a sandbox launcher and its
+	// agent). The processes it started get the whole EOFGrace; only the
+	// timer is cut short. 0 is off.
+	EOFDoneAt int
 }
 
 // Start starts spec in a new process group with its stdin and stdout piped
@@ -290,7 +300,7 @@ func (c *Child) teardown(l Ladder) Report {
 	if !c.waitGone(0) {
 		r.Tier = "eof"
 		c.stdin.Close()
-		if !c.waitEOF(l.EOFGrace, l.EOFIdle, procs) {
+		if !c.waitEOF(l, procs) {
 			r.Tier = "term"
 			syscall.Kill(-c.pid, syscall.SIGTERM)
 			for _, p := range c.escaped() {
@@ -465,11 +475,63 @@ func hasMember(procs []procInfo, pgid int) bool {
 	return false
 }
 
-// waitEOF waits, after stdin closed, until the group is gone (true), d has
+// waitEOF waits, after stdin closed, until the group is gone (true), the
+// EOF grace has passed, or the ladder's early end came (false): see
+// Ladder.EOFIdle and Ladder.EOFDoneAt.
+func (c *Child) waitEOF(l Ladder, procs []procInfo) bool {
+	if l.EOFDoneAt > 0 {
+		return c.waitDownTo(l.EOFGrace, l.EOFDoneAt)
+	}
+	return c.waitIdle(l.EOFGrace, l.EOFIdle, procs)
+}
+
+// doneLook is how often waitDownTo looks at the group: two looks at the
+// last members with no CPU used between them end the wait.
+const doneLook = 20 * time.Millisecond
+
+// waitDownTo waits until the group is gone (true), d has passed, or the
+// group is down to n live members (one in the middle of its exit still
+// counts) with the leader among them, and they have used no CPU over one
+// look (false).
+func (c *Child) waitDownTo(d time.Duration, n int) bool {
+	deadline := time.Now().Add(d)
+	var last *cpuUse
+	for {
+		if c.waitGone(max(min(doneLook, time.Until(deadline)), 0)) {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		pids := c.liveMembers(freshFor(c))
+		if len(pids) > n || !slices.Contains(pids, c.pid) {
+			last = nil
+			continue
+		}
+		u := cpuOf(pids)
+		if last != nil && u.ticks == last.ticks && !u.running && !slices.ContainsFunc(pids, threadRunning) {
+			return false
+		}
+		last = &u
+	}
+}
+
+// liveMembers lists the group's live members in procs.
+func (c *Child) liveMembers(procs []procInfo) []int {
+	var pids []int
+	for _, p := range procs {
+		if p.pgid == c.pid && !p.dead() {
+			pids = append(pids, p.pid)
+		}
+	}
+	return pids
+}
+
+// waitIdle waits, after stdin closed, until the group is gone (true), d has
 // passed, or the group has been idle for idle (false): see Ladder.EOFIdle.
 // procs is the process table as teardown read it, the group's first
 // look: an agent that exits at EOF costs no other read of the table.
-func (c *Child) waitEOF(d, idle time.Duration, procs []procInfo) bool {
+func (c *Child) waitIdle(d, idle time.Duration, procs []procInfo) bool {
 	if idle <= 0 || idle >= d {
 		return c.waitGone(d)
 	}

@@ -38,6 +38,8 @@ func runHelper(helper string) {
 		idleThreads()
 	case "orphaner":
 		orphaner()
+	case "outlive":
+		outliveChild(arg)
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", helper)
 	os.Exit(2)

@@ -248,7 +248,10 @@ type config struct {
 
 	eofFlush  time.Duration
 	ignoreEOF bool
-	trapTerm  bool
+	// exitOnClose exits 0 once session/close is answered: an agent that
+	// ends when its client closes its session (with -ignore-eof, only then).
+	exitOnClose bool
+	trapTerm    bool
 
 	grandchild       bool
 	setsidGrandchild bool
@@ -348,6 +351,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&cfg.exitMidPrompt, "exit-mid-prompt", false, `send "partial" then exit 1 during the prompt`)
 	fs.DurationVar(&cfg.eofFlush, "eof-flush", 0, "on stdin EOF, wait this long before exiting")
 	fs.BoolVar(&cfg.ignoreEOF, "ignore-eof", false, "keep running after stdin EOF")
+	fs.BoolVar(&cfg.exitOnClose, "exit-on-close", false, "exit 0 once session/close is answered")
 	fs.BoolVar(&cfg.trapTerm, "trap-term", false, "ignore SIGTERM")
 	fs.BoolVar(&cfg.grandchild, "grandchild", false, "spawn a sleeper in the process group")
 	fs.BoolVar(&cfg.setsidGrandchild, "setsid-grandchild", false, "spawn a sleeper that calls setsid")

@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 )
@@ -156,6 +157,10 @@ func (a *agent) closeSession(m message) {
 	go func() {
 		a.strayAt("session/close", p.SessionID, true)
 		a.wire.result(m.ID, map[string]any{})
+		if a.cfg.exitOnClose {
+			a.rec.event("exit_on_close", nil)
+			os.Exit(0)
+		}
 	}()
 }
 

@@ -18,43 +18,12 @@ import (
 // directory, and the commands gemini runs must not inherit it: a user's
 // `npm test` run by gemini starts as it would without acpflow.
 func TestGeminiPresetsNodeSetupLoadsAndLeavesTheCommandsItRunsAlone(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed")
-	}
-	p, ok := acpagent.LookupPreset("gemini")
-	if !ok {
-		t.Fatal("no gemini preset")
-	}
-	env := maps.Clone(p.SetEnv)
-	dir, err := presetDir(&steps.Agent{Name: "g", Preset: "gemini"}, env, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if !strings.Contains(env["NODE_OPTIONS"], dir) {
-		t.Fatalf("NODE_OPTIONS = %q, want it to name the spawn's directory %s", env["NODE_OPTIONS"], dir)
-	}
 	// node as the preset starts gemini's: what it sees of NODE_OPTIONS,
 	// and what a command it runs sees.
 	script := `const {execFileSync} = require("child_process");
 console.log(JSON.stringify({node: process.env.NODE_OPTIONS ?? "unset",
   command: execFileSync("sh", ["-c", "echo \"${NODE_OPTIONS-unset}\""]).toString().trim()}));`
-	cmd := exec.Command(node, "-e", script)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "NODE_OPTIONS=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "NODE_OPTIONS="+env["NODE_OPTIONS"])
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("node with the preset's NODE_OPTIONS: %v\n%s", err, stderr)
-	}
+	out, _ := nodeWithPresetEnv(t, "gemini", "-e", script)
 	var seen struct{ Node, Command string }
 	if err := json.Unmarshal(out, &seen); err != nil {
 		t.Fatalf("node printed %q: %v", out, err)
@@ -62,7 +31,46 @@ console.log(JSON.stringify({node: process.env.NODE_OPTIONS ?? "unset",
 	if seen.Node != "unset" || seen.Command != "unset" {
 		t.Errorf("NODE_OPTIONS seen by node %q, by a command it runs %q; want both unset (the setup file ran and took it out)", seen.Node, seen.Command)
 	}
-	if cmd.ProcessState == nil || !cmd.ProcessState.Exited() {
-		t.Errorf("node did not exit: %v", cmd.ProcessState)
+}
+
+// nodeWithPresetEnv runs node with args and the env a spawn of preset
+// gets (its SetEnv, its private directory written), and returns what it
+// printed and that env. It skips the test without node.
+func nodeWithPresetEnv(t *testing.T, preset string, args ...string) ([]byte, map[string]string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
 	}
+	p, ok := acpagent.LookupPreset(preset)
+	if !ok {
+		t.Fatalf("no %s preset", preset)
+	}
+	env := maps.Clone(p.SetEnv)
+	dir, err := presetDir(&steps.Agent{Name: "a", Preset: preset}, env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if !strings.Contains(env["NODE_OPTIONS"], dir) {
+		t.Fatalf("NODE_OPTIONS = %q, want it to name the spawn's directory %s", env["NODE_OPTIONS"], dir)
+	}
+	cmd := exec.Command(node, args...)
+	for _, kv := range os.Environ() {
+		if _, set := env[strings.SplitN(kv, "=", 2)[0]]; !set {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node with the %s preset's env: %v\n%s", preset, err, stderr)
+	}
+	return out, env
 }

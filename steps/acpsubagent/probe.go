@@ -85,7 +85,7 @@ func Probe(ctx context.Context, agent *steps.Agent, cwd string, ambient map[stri
 	res := &ProbeResult{Command: append([]string{agent.Command}, agent.Args...)}
 	defer func() {
 		ac.gate.close()
-		rep := ac.child.Teardown(ladder(agent))
+		rep := ac.child.Teardown(ladder(agent, false))
 		res.Teardown = fmt.Sprintf("%s in %s", rep.Tier, rep.Duration.Round(time.Millisecond))
 		if rep.Exit != "" {
 			res.Teardown += " (" + rep.Exit + ")"

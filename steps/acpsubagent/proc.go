@@ -304,7 +304,7 @@ func (p *proc) teardown() {
 	// From here on nothing is waiting for the agent's updates: let its
 	// stdout flow, so an agent blocked writing can see its EOF.
 	p.gate.close()
-	rep := p.child.Teardown(ladder(p.agent))
+	rep := p.child.Teardown(ladder(p.agent, p.confinement != nil))
 	p.gate.awaitAnswers(p.conn.Done(), answerLimit) // each on record before the run ends
 	if p.presetDir != "" {
 		os.RemoveAll(p.presetDir)
@@ -325,7 +325,18 @@ func (p *proc) teardown() {
 	owner.Emit(td)
 }
 
-// ladder is how an agent is torn down.
-func ladder(a *steps.Agent) procgroup.Ladder {
-	return procgroup.Ladder{EOFGrace: a.EOFGrace, EOFIdle: a.EOFIdle, TermGrace: a.TermGrace}
+// ladder is how an agent is torn down: its dispose graces, and its
+// preset's measured early end of the EOF wait (a preset's command
+// replaced by the user's keeps it: the preset names the agent it was
+// measured on). confined says a sandbox launcher is the group's leader,
+// with the agent below it.
+func ladder(a *steps.Agent, confined bool) procgroup.Ladder {
+	l := procgroup.Ladder{EOFGrace: a.EOFGrace, EOFIdle: a.EOFIdle, TermGrace: a.TermGrace}
+	if p, ok := acpagent.LookupPreset(a.Preset); ok && p.EOFLeaderDone {
+		l.EOFDoneAt = 1
+		if confined {
+			l.EOFDoneAt = 2
+		}
+	}
+	return l
 }

@@ -69,6 +69,19 @@ import "time"
 // the group ends the adapter in 50–130 ms and the app-server in 250–360
 // ms. So 500 ms of EOF grace lets the app-server finish on its own, and the
 // term grace is about three times the SIGTERM exit.
+//
+// What the adapter waits for (dist/index.js, CodexAppServerSupervisor):
+// on stdin close it ends the app-server's stdin and arms a 2 s timer to
+// SIGTERM it, which it never clears when the app-server exits; after the
+// app-server's exit it does nothing but wait for that timer (strace: EOF
+// read, the codex binary's exit_group 57 ms later, its threads gone and
+// its node launcher reaped by 190 ms, then no syscall until SIGTERM). So
+// EOFLeaderDone: the wait ends once the adapter is the last process of its
+// group and idle, SIGTERM then; turn end to group gone went from 520–618 ms
+// (median 537) to 247–685 ms (median 346), 12 turns each, interleaved, at
+// load 17 on 2 CPUs. Under sandbox: true the adapter sits below the
+// launcher and the two stay busy after the app-server's exit, so the wait
+// runs to the grace there (537–684 ms).
 var _ = registerPreset(Preset{
 	Name: "codex", Command: "npx", Launcher: []string{"-y", "@agentclientprotocol/codex-acp"},
 	Env: []string{"CODEX_API_KEY", "OPENAI_API_KEY"},
@@ -83,7 +96,7 @@ var _ = registerPreset(Preset{
 	// named them codex-api-key, openai-api-key and chatgpt.
 	AuthAliases: map[string]string{"codex-api-key": "api-key", "openai-api-key": "api-key", "chatgpt": "chat-gpt"},
 	Version:     "2.6.0",
-	EOFGrace:    500 * time.Millisecond, TermGrace: time.Second,
+	EOFGrace:    500 * time.Millisecond, TermGrace: time.Second, EOFLeaderDone: true,
 	Description: "OpenAI Codex through codex-acp",
 	Notes:       "needs auth: api-key with CODEX_API_KEY passed explicitly; on authenticate codex writes the key to $HOME/.codex/auth.json",
 	// INITIAL_AGENT_MODE starts the session in it (the adapter's default is

@@ -33,16 +33,31 @@ import "time"
 const qwenAskDefaults = `{"permissions":{"ask":["run_shell_command","edit"]}}
 `
 
+// qwenNodeSetup is geminiNodeSetup for qwen (a gemini-cli fork that
+// parses shell commands with tree-sitter's WebAssembly too), loaded by the
+// launcher (cli-entry.js) and by the CLI it runs: NODE_OPTIONS stays in
+// the launcher's environment, which the CLI child inherits, and leaves only
+// the CLI's, so that the commands qwen runs start without it.
+const qwenNodeSetup = `// Written by acpflow for one qwen spawn (NODE_OPTIONS=--require): no
+// optimizing re-compiles of WebAssembly for node's exit to wait for.
+require("v8").setFlagsFromString("--liftoff-only");
+if (/[\\/]cli\.js$/.test(process.argv[1] || "")) delete process.env.NODE_OPTIONS;
+`
+
 // qwen: Qwen Code in ACP mode (npm @qwen-code/qwen-code).
 var _ = registerPreset(Preset{
 	Name: "qwen", Command: "qwen",
 	// --approval-mode default: session/new then reports currentModeId
 	// "default" whatever tools.approvalMode the user's settings hold
 	// (measured with "yolo" there).
-	Args:   []string{"--acp", "--approval-mode", "default"},
-	Files:  map[string]string{"system-defaults.json": qwenAskDefaults},
-	SetEnv: map[string]string{"QWEN_CODE_SYSTEM_DEFAULTS_PATH": PresetDirVar + "/system-defaults.json"},
-	Env:    []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"},
+	Args:  []string{"--acp", "--approval-mode", "default"},
+	Files: map[string]string{"system-defaults.json": qwenAskDefaults, "acpflow-node.cjs": qwenNodeSetup},
+	SetEnv: map[string]string{
+		"QWEN_CODE_SYSTEM_DEFAULTS_PATH": PresetDirVar + "/system-defaults.json",
+		"QWEN_CODE_NO_RELAUNCH":          "true",
+		"NODE_OPTIONS":                   `--require "` + PresetDirVar + `/acpflow-node.cjs"`,
+	},
+	Env: []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"},
 	// authMethods: only "openai" (reads OPENAI_API_KEY; OPENAI_BASE_URL
 	// and OPENAI_MODEL choose the endpoint and model).
 	Auth: []string{"openai"},
@@ -52,6 +67,17 @@ var _ = registerPreset(Preset{
 	// is gone 2.3–3.5 s after a turn (8.3 s once, at load 8 on 2
 	// CPUs); on SIGTERM the launcher exits in ~65 ms but the CLI child
 	// takes ~3.7 s more. So EOF is the faster way out.
+	//
+	// What the EOF exit waited for (strace, issue 42): the CLI re-ran
+	// itself as a third node process (to raise the heap limit to half
+	// the machine's memory), and that process, its cleanup done and
+	// process.exit called, waited 3.5 s for one V8 worker thread: the
+	// optimizing re-compiles of tree-sitter's WebAssembly, as gemini's
+	// (geminiNodeSetup). QWEN_CODE_NO_RELAUNCH and qwenNodeSetup take
+	// both away: turn end to group gone 111–815 ms, median 176 ms (12
+	// turns), against 0.58–5.1 s, median 1.5 s (8 turns), interleaved,
+	// at load 12–17 on 2 CPUs; verify's checks unchanged. A session
+	// then has node's default heap limit, as gemini's.
 	EOFGrace: 10 * time.Second, TermGrace: 5 * time.Second,
 	Description: "Qwen Code in ACP mode (npm @qwen-code/qwen-code)",
 	Notes:       "declares node >= 22; 0.24.4 ran on node 20.20 here",

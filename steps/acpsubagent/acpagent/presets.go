@@ -40,6 +40,12 @@ type Preset struct {
 	// EOF, some only after a timer or a network write, idle meanwhile)
 	// waits up to the whole EOF grace. docs/agents/README.md says which.
 	EOFIdle time.Duration
+	// EOFLeaderDone ends the EOF wait once the agent's own process is
+	// the last of its group and idle (procgroup.Ladder.EOFLeaderDone):
+	// for an adapter measured to outlive its children only on a timer of
+	// its own, so that the wait ends when their work is done rather than
+	// at the grace. Its children still get the whole EOF grace.
+	EOFLeaderDone bool
 	// SetEnv are variables the preset sets in the agent's explicit env (the
 	// workflow's env: wins), for settings that only an env var carries.
 	// PresetDirVar in a value (or in Args) names the spawn's private
