@@ -4,13 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/cli"
-	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
 )
@@ -45,36 +42,13 @@ answer link: the first answer wins.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(runs.ApprovalsJSON(list))
 			}
-			printApprovals(cmd.OutOrStdout(), list)
+			cli.PrintApprovals(cmd.OutOrStdout(), list, false)
 			return nil
 		},
 	}
 	addStateFlag(cmd, &statePath)
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print a JSON array instead of a table")
 	return cmd
-}
-
-// printApprovals prints pending approvals as a table, the agent's words
-// escaped and bounded.
-func printApprovals(w io.Writer, list []runs.Approval) {
-	if len(list) == 0 {
-		fmt.Fprintln(w, "no approvals pending")
-		return
-	}
-	tw := newTable(w, "ID\tRUN\tSTEP\tKIND\tCOMMAND\tRULE\tFALLBACK IN")
-	for _, a := range list {
-		kind, what := "", ""
-		if a.Request != nil {
-			kind, what = a.Request.Tool.Kind, a.Request.Tool.Command
-			if what == "" {
-				what = a.Request.Tool.Title
-			}
-		}
-		left := time.Until(a.Deadline).Round(time.Second)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s (%s)\n", a.ID, a.RunID, termtext.Line(a.StepID, 60), termtext.Line(kind, 40),
-			termtext.Quote(what, 80), termtext.Line(a.Rule, 40), max(left, 0), a.Fallback)
-	}
-	tw.Flush()
 }
 
 func newApproveCmd() *cobra.Command {
@@ -95,19 +69,16 @@ as late. The waiting step reads the answer within 200 ms.`,
   acpflow approve ap-3f9a0c1d2e4b allow --for run`,
 		Args: cli.Args("acpflow approvals lists the pending ones", "ID", "ANSWER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := policies.Decision(args[1])
-			if d != policies.Allow && d != policies.Reject {
-				return cli.UsageErrorf("answer %q: want allow or reject", args[1])
-			}
-			if forWhat != "" && forWhat != "run" {
-				return cli.UsageErrorf("--for %q: the one scope is run (the rest of this run)", forWhat)
+			d, forRun, err := cli.ParseAnswer(args[1], forWhat)
+			if err != nil {
+				return err
 			}
 			svc, err := openStore(statePath)
 			if err != nil {
 				return cli.UsageError(err)
 			}
 			defer svc.Close()
-			a, err := svc.Approve(cmd.Context(), args[0], d, forWhat == "run", policies.ByCLI)
+			a, err := svc.Approve(cmd.Context(), args[0], d, forRun, policies.ByCLI)
 			var late *runs.LateError
 			switch {
 			case errors.As(err, &late):

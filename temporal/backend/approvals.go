@@ -5,19 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acpflow/acpflow/cli"
-	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 	"github.com/acpflow/acpflow/runs"
 	"github.com/acpflow/acpflow/temporal/client"
 	"github.com/acpflow/acpflow/temporal/flow"
 )
 
+// NewApprovalsCmd is `acpflow-temporal approvals [--run RUN] [--json]`.
 func NewApprovalsCmd(conn *Conn) *cobra.Command {
 	var runID string
 	var jsonOut bool
@@ -87,30 +85,17 @@ func printApprovalsJSON(w io.Writer, list []flow.Approval) error {
 	return enc.Encode(out)
 }
 
-// printApprovals prints approvals as a table, as acpflow approvals does,
-// the agent's words escaped and bounded.
+// printApprovals prints approvals as acpflow approvals does, with each
+// one's status (--run lists answered ones too).
 func printApprovals(w io.Writer, list []flow.Approval) {
-	if len(list) == 0 {
-		fmt.Fprintln(w, "no approvals pending")
-		return
+	plain := make([]runs.Approval, len(list))
+	for i, a := range list {
+		plain[i] = a.Approval
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRUN\tSTEP\tSTATUS\tKIND\tCOMMAND\tRULE\tFALLBACK IN")
-	for _, a := range list {
-		kind, what := "", ""
-		if a.Request != nil {
-			kind, what = a.Request.Tool.Kind, a.Request.Tool.Command
-			if what == "" {
-				what = a.Request.Tool.Title
-			}
-		}
-		left := time.Until(a.Deadline).Round(time.Second)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s (%s)\n", a.ID, a.RunID, termtext.Line(a.StepID, 60), a.Status, termtext.Line(kind, 40),
-			termtext.Quote(what, 80), termtext.Line(a.Rule, 40), max(left, 0), a.Fallback)
-	}
-	tw.Flush()
+	cli.PrintApprovals(w, plain, true)
 }
 
+// NewApproveCmd is `acpflow-temporal approve ID allow|reject [--for run]`.
 func NewApproveCmd(conn *Conn) *cobra.Command {
 	var forWhat string
 	cmd := &cobra.Command{
@@ -129,30 +114,23 @@ The first answer wins; a later one is refused (exit 1) and recorded as late.`,
   acpflow-temporal approve ap-3f9a0c1d2e4b allow --for run`,
 		Args: cli.Args("acpflow-temporal approvals lists the pending ones", "ID", "ANSWER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := policies.Decision(args[1])
-			if d != policies.Allow && d != policies.Reject {
-				return cli.UsageErrorf("answer %q: want allow or reject", args[1])
-			}
-			if forWhat != "" && forWhat != "run" {
-				return cli.UsageErrorf("--for %q: the one scope is run (the rest of this run)", forWhat)
+			d, forRun, err := cli.ParseAnswer(args[1], forWhat)
+			if err != nil {
+				return err
 			}
 			cl, err := conn.Dial()
 			if err != nil {
 				return &cli.ExitError{Code: cli.ExitFailed, Err: err}
 			}
 			defer cl.Close()
-			a, err := client.Approve(cmd.Context(), cl, args[0], d, forWhat == "run", policies.ByCLI)
+			a, err := client.Approve(cmd.Context(), cl, args[0], d, forRun, policies.ByCLI)
 			switch {
 			case errors.Is(err, runs.ErrNotFound):
 				return cli.UsageError(err)
 			case err != nil:
 				return &cli.ExitError{Code: cli.ExitFailed, Err: err}
 			}
-			scope := ""
-			if a.ForRun {
-				scope = " for the rest of the run"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "approval %s: %s%s (run %s, step %s)\n", a.ID, a.Decision, scope, a.RunID, a.StepID)
+			fmt.Fprintf(cmd.OutOrStdout(), "approval %s: %s (run %s, step %s)\n", a.ID, runs.AnswerText(a.Approval), a.RunID, a.StepID)
 			return nil
 		},
 	}
