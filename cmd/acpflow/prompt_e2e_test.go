@@ -96,10 +96,15 @@ func TestPromptUnderPermissionRejectRejectsAndRecordsTheToolCall(t *testing.T) {
 	if len(perms) != 1 || perms[0]["decision"] != "reject" || perms[0]["kind"] != "execute" || perms[0]["rule"] != "shorthand" {
 		t.Errorf("recorded permissions = %v, want the execute call rejected by the shorthand", perms)
 	}
-	// With no terminal to ask at, the default (ask) falls back to reject.
-	r = acpflow(t, dir, "prompt", "demo", "tool: execute rm -rf x", "--state", state)
-	if r.code != 0 || !strings.Contains(r.stdout, "permission execute rm -rf x: reject-once") {
-		t.Errorf("default permission without a terminal: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	// With no terminal to ask at, the default (ask) waits for a person
+	// (up to its ask-timeout, 10 minutes): acpflow approve answers it.
+	bg := startAcpflow(t, dir, "prompt", "demo", "tool: execute rm -rf x", "--state", state)
+	id := pendingApprovals(t, dir, state, 1)[0]["approval_id"].(string)
+	if a := acpflow(t, dir, "approve", id, "reject", "--state", state); a.code != 0 {
+		t.Fatalf("approve %s reject: exit %d\n%s", id, a.code, a.stderr)
+	}
+	if r := bg.wait(t); r.code != 0 || !strings.Contains(r.stdout, "permission execute rm -rf x: reject-once") {
+		t.Errorf("default permission without a terminal, answered reject: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = acpflow(t, dir, "prompt", "demo", "tool: execute touch y", "--permission", "allow", "--state", state)
 	if r.code != 0 || !strings.Contains(r.stdout, "permission execute touch y: allow-once") {
