@@ -245,7 +245,9 @@ type Result struct {
 
 // Agent is a named agent of the workflow file (docs/workflow.md `agents:`).
 type Agent struct {
-	Name    string
+	Name string
+	// Kind is the step kind that decoded the agent (steps.AgentKind).
+	Kind    string
 	Builtin string // "demo" or "replay": acpflow's own agents
 	// Preset is the preset the agent names ("" for none): the runner
 	// reads what the preset knows of the agent beyond the keys it fills

@@ -141,41 +141,6 @@ func (d *decoder) price(v *node, what string) float64 {
 	return x
 }
 
-// checkGateway says what an agent with a gateway lacks to be pointed at
-// it ("" when nothing): a builtin calls no model, and an agent no preset
-// wires needs api:, base-url-env: and key-env:, which say how it reads its
-// model.
-func checkGateway(a *steps.Agent) string {
-	g := a.Gateway
-	if g == nil {
-		return ""
-	}
-	if a.Builtin != "" {
-		return fmt.Sprintf("agent %q: gateway: builtin agents call no model; remove gateway: from it", a.Name)
-	}
-	if _, ok := acpagent.GatewayOf(a.Preset); ok {
-		return ""
-	}
-	var missing []string
-	if g.API == "" {
-		missing = append(missing, "api (anthropic, openai or gemini)")
-	}
-	if g.BaseURLEnv == "" {
-		missing = append(missing, "base-url-env (the variable the agent reads its model's base URL from)")
-	}
-	if g.KeyEnv == "" {
-		missing = append(missing, "key-env (the variable the agent reads its key from)")
-	}
-	if len(missing) == 0 {
-		return ""
-	}
-	who := "no preset"
-	if a.Preset != "" {
-		who = fmt.Sprintf("preset %s does not say how its agent is pointed at a gateway", a.Preset)
-	}
-	return fmt.Sprintf("agent %q: gateway: %s; set %s", a.Name, who, strings.Join(missing, ", "))
-}
-
 // defaultGateway reads the workflow's gateway: the default of every agent
 // that sets none, builtins aside (they call no model). An agent it cannot
 // wire is reported at the workflow's key, by name.
@@ -190,7 +155,7 @@ func (d *decoder) defaultGateway(n *node) {
 			continue
 		}
 		a.Gateway = g
-		if msg := checkGateway(a); msg != "" {
+		if msg := acpagent.CheckGateway(a); msg != "" {
 			d.at(n.pos, "%s (from the workflow's gateway:; or give the agent gateway: false)", msg)
 		}
 	}

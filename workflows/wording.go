@@ -153,13 +153,17 @@ func plainColon(text string) int {
 // an agent's, a kind's with:, …): a line starting with one is more likely
 // a misplaced key than a line of text.
 func knownKey(name string) bool {
-	for _, keys := range [][]string{workflowKeys, stepKeys, agentKeys, inputKeys, policyFileKeys, budgetKeys} {
+	for _, keys := range [][]string{workflowKeys, stepKeys, inputKeys, policyFileKeys, budgetKeys} {
 		if contains(keys, name) {
 			return true
 		}
 	}
 	for _, kind := range steps.Names() {
-		if k, ok := steps.Lookup(kind); ok && contains(k.Keys(), name) {
+		k, _ := steps.Lookup(kind)
+		if contains(k.Keys(), name) {
+			return true
+		}
+		if ak, ok := k.(steps.AgentKind); ok && contains(ak.AgentKeys(), name) {
 			return true
 		}
 	}

@@ -212,3 +212,13 @@ func checkSessionKeys(with map[string]any) error {
 	}
 	return nil
 }
+
+var _ steps.AgentKind = (*Kind)(nil)
+
+// AgentKeys are the keys of an agent's mapping (acpagent.AgentKeys).
+func (*Kind) AgentKeys() []string { return acpagent.AgentKeys }
+
+// DecodeAgent reads an agent's mapping (acpagent.DecodeAgent).
+func (*Kind) DecodeAgent(name string, b steps.AgentBlock) *steps.Agent {
+	return acpagent.DecodeAgent(name, b)
+}

@@ -4,8 +4,9 @@
 //
 // It holds the agent presets (`preset: NAME`) and the session modes in
 // which an agent decides alone (DecidesAlone); the rules of an agent's
-// configuration (Check) and the decoding of its `mcp-servers:`,
-// `sandbox:`, `max-output:` and `config:` values; the step updates the
+// configuration (Check) and the decoding of its mapping in `agents:`
+// (DecodeAgent, through the loader's steps.AgentBlock), `mcp-servers:`,
+// `max-output:` and `config:` included; the step updates the
 // kind emits (spawned, session, agent_message_chunk, teardown, …); and
 // FromACP, which makes a policy's input of an ACP permission request.
 //
