@@ -243,12 +243,20 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 		return nil, fmt.Errorf("store: read steps of run %s: %w", runID, err)
 	}
 	rows.Close()
+	if err := readPermissions(ctx, tx, runID, steps, index); err != nil {
+		return nil, err
+	}
+	return steps, nil
+}
 
-	rows, err = tx.QueryContext(ctx, `SELECT step_id, tool_call_id, kind, title, command, locations_json, decision, would, status, outcome, option_id, layer, policy, rule, reason,
+// readPermissions adds the run's permission records to its steps (index:
+// a step's place in steps by its id), in the order they were written.
+func readPermissions(ctx context.Context, tx *sql.Tx, runID string, steps []Step, index map[string]int) error {
+	rows, err := tx.QueryContext(ctx, `SELECT step_id, tool_call_id, kind, title, command, locations_json, decision, would, status, outcome, option_id, layer, policy, rule, reason,
 		ask, approval_id, answered_by, answered_at
 		FROM permissions WHERE run_id = ? ORDER BY step_id, seq`, runID)
 	if err != nil {
-		return nil, fmt.Errorf("store: read permissions of run %s: %w", runID, err)
+		return fmt.Errorf("store: read permissions of run %s: %w", runID, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -257,10 +265,10 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 		var locations string
 		if err := rows.Scan(&stepID, &p.ToolCallID, &p.Kind, &p.Title, &p.Command, &locations, &p.Decision, &p.Would, &p.Status, &p.Outcome, &p.OptionID, &p.Layer, &p.Policy, &p.Rule, &p.Reason,
 			&p.Ask, &p.Approval, &p.AnsweredBy, &p.AnsweredAt); err != nil {
-			return nil, fmt.Errorf("store: read permissions of run %s: %w", runID, err)
+			return fmt.Errorf("store: read permissions of run %s: %w", runID, err)
 		}
 		if err := json.Unmarshal([]byte(locations), &p.Locations); err != nil {
-			return nil, fmt.Errorf("store: read permissions of run %s: decode locations: %w", runID, err)
+			return fmt.Errorf("store: read permissions of run %s: decode locations: %w", runID, err)
 		}
 		if len(p.Locations) == 0 {
 			p.Locations = nil
@@ -270,9 +278,9 @@ func readSteps(ctx context.Context, tx *sql.Tx, runID string) ([]Step, error) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: read permissions of run %s: %w", runID, err)
+		return fmt.Errorf("store: read permissions of run %s: %w", runID, err)
 	}
-	return steps, nil
+	return nil
 }
 
 // Events reads the events of a run written so far, in order.
