@@ -274,11 +274,7 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n - 3
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
+	return termtext.Cut(s, n-3) + "..."
 }
 
 func firstLine(s string) string {

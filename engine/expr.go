@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -18,6 +17,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/acpflow/acpflow/internal/exprguard"
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/steps"
 )
 
@@ -377,11 +377,7 @@ func describe(v any) string {
 		text = fmt.Sprintf("%v", v)
 	}
 	if len(text) > describeMax {
-		cut := describeMax
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = fmt.Sprintf("%s… (%d bytes in all)", text[:cut], len(text))
+		text = fmt.Sprintf("%s… (%d bytes in all)", termtext.Cut(text, describeMax), len(text))
 	}
 	return fmt.Sprintf("%T (%s)", v, text)
 }

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/acpflow/acpflow/decisions"
 	"github.com/acpflow/acpflow/internal/suggest"
+	"github.com/acpflow/acpflow/internal/termtext"
 )
 
 // Outcomes of a permission answer, as ACP names them.
@@ -237,11 +237,7 @@ func cutText(s string) string {
 	if len(s) <= limit {
 		return s
 	}
-	n := limit
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return termtext.Cut(s, limit) + "…"
 }
 
 // unselected is the reason of a record whose decision selected no option:

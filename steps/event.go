@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/acpflow/acpflow/internal/termtext"
 	"github.com/acpflow/acpflow/policies"
 )
 
@@ -304,11 +304,7 @@ func ItemJSON(item any) json.RawMessage {
 	if err != nil {
 		b = []byte(fmt.Sprint(item))
 	}
-	cut := min(len(b), MaxItemJSON)
-	for cut > 0 && cut < len(b) && !utf8.RuneStart(b[cut]) {
-		cut--
-	}
-	s, _ := json.Marshal(string(b[:cut]) + "…")
+	s, _ := json.Marshal(termtext.Cut(string(b), MaxItemJSON) + "…")
 	return s
 }
 
